@@ -1,0 +1,73 @@
+# wasmlm build. `make` builds the native library, CLI and tests, and the wasm
+# module; `make test` runs every test (C natively, C in wasm under Node,
+# C under ASan+UBSan, then the JS suite). Toolchain: tools/setup.sh.
+
+CLANG   ?= $(shell command -v clang-19 2>/dev/null)
+CC      ?= cc
+SHARED  ?= ../shared
+BUILD   := build
+
+CORE_SRC := $(filter-out src/native_cli.c,$(wildcard src/*.c))
+CORE_HDR := $(wildcard src/*.h)
+TEST_SRC := $(wildcard tests/c/*.c)
+
+COMMON_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off
+NATIVE_CFLAGS := $(COMMON_CFLAGS) -O2 -g
+SAN_CFLAGS    := $(COMMON_CFLAGS) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# wasm product module: freestanding, no libc, imports its memory so that a
+# later threaded build can share it. SIMD128 kernels are compiled in.
+WASM_CFLAGS := $(COMMON_CFLAGS) --target=wasm32 -nostdlib -ffreestanding -O3 -msimd128 -mbulk-memory \
+               -fvisibility=hidden
+WASM_LDFLAGS := -Wl,--no-entry,--import-memory,--export-dynamic,--initial-memory=2097152,--max-memory=4294967296 \
+                -Wl,--export=__heap_base,-z,stack-size=1048576
+# wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
+WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
+
+.PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench
+
+all: native wasm
+
+native: $(BUILD)/wasmlm-native $(BUILD)/tests-native
+wasm: wasm/wasmlm.wasm
+
+toolchain:
+	@sh tools/setup.sh
+
+$(BUILD)/wasmlm-native: $(CORE_SRC) src/native_cli.c $(CORE_HDR)
+	@mkdir -p $(BUILD)
+	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm
+
+$(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+	@mkdir -p $(BUILD)
+	$(CC) $(NATIVE_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm
+
+$(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+	@mkdir -p $(BUILD)
+	$(CLANG) $(SAN_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm
+
+wasm/wasmlm.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
+	$(CLANG) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+
+$(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+	@mkdir -p $(BUILD)
+	$(CLANG) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
+
+test: toolchain test-c test-wasm test-san test-js
+
+test-c: $(BUILD)/tests-native
+	$(BUILD)/tests-native --data $(SHARED)
+
+test-wasm: $(BUILD)/tests.wasm
+	WLM_TEST_DATA=$(SHARED) node tests/c/run_wasi.mjs $(BUILD)/tests.wasm
+
+test-san: $(BUILD)/tests-san
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san --data $(SHARED)
+
+test-js: wasm/wasmlm.wasm $(BUILD)/wasmlm-native
+	WASMLM_MODELS=$(SHARED)/models node --test --test-reporter=spec tests/js/
+
+clean:
+	rm -rf $(BUILD) wasm/*.wasm

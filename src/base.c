@@ -1,0 +1,106 @@
+/* Freestanding basics: memory helpers, a tiny formatter for error messages,
+ * and the system allocator (linear memory in wasm, malloc natively). */
+#include <stdarg.h>
+#include "base.h"
+
+void wlm_memcpy(void *dst, const void *src, size_t n) { __builtin_memcpy(dst, src, n); }
+void wlm_memset(void *dst, int v, size_t n) { __builtin_memset(dst, v, n); }
+int wlm_memeq(const void *a, const void *b, size_t n) {
+    const uint8_t *x = a, *y = b;
+    for (size_t i = 0; i < n; i++) if (x[i] != y[i]) return 0;
+    return 1;
+}
+size_t wlm_strlen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
+
+#if defined(__wasm__) && !defined(__wasi__)
+/* Without libc the compiler still emits calls to these for struct copies and
+ * large initializers. Byte loops are enough: hot paths use bulk memory. */
+void *memcpy(void *d, const void *s, size_t n) {
+    uint8_t *a = d; const uint8_t *b = s;
+    while (n--) *a++ = *b++;
+    return d;
+}
+void *memmove(void *d, const void *s, size_t n) {
+    uint8_t *a = d; const uint8_t *b = s;
+    if (a < b) { while (n--) *a++ = *b++; }
+    else { a += n; b += n; while (n--) *--a = *--b; }
+    return d;
+}
+void *memset(void *d, int v, size_t n) { uint8_t *a = d; while (n--) *a++ = (uint8_t)v; return d; }
+int memcmp(const void *x, const void *y, size_t n) {
+    const uint8_t *a = x, *b = y;
+    for (size_t i = 0; i < n; i++) if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+    return 0;
+}
+#endif
+
+/* ---- formatting ------------------------------------------------------------ */
+
+typedef struct { char *buf; uint32_t cap, len; } wbuf;
+static void put(wbuf *b, char c) { if (b->len + 1 < b->cap) b->buf[b->len] = c; b->len++; }
+static void put_u64(wbuf *b, uint64_t v, unsigned base) {
+    char tmp[24]; int n = 0;
+    do { unsigned d = (unsigned)(v % base); tmp[n++] = (char)(d < 10 ? '0' + d : 'a' + d - 10); v /= base; } while (v);
+    while (n) put(b, tmp[--n]);
+}
+
+static uint32_t vfmt(char *buf, uint32_t cap, const char *fmt, va_list ap) {
+    wbuf b = { buf, cap, 0 };
+    for (const char *p = fmt; *p; p++) {
+        if (*p != '%') { put(&b, *p); continue; }
+        p++;
+        int prec = -1, longs = 0;
+        if (*p == '.' && p[1] == '*') { prec = va_arg(ap, int); p += 2; }
+        while (*p == 'l') { longs++; p++; }
+        if (*p == 'z') { longs = 2; p++; }
+        switch (*p) {
+        case 's': {
+            const char *s = va_arg(ap, const char *);
+            if (!s) s = "(null)";
+            uint32_t n = 0;
+            while ((prec < 0 || (int)n < prec) && s[n]) n++;
+            /* names come from files: keep messages printable */
+            for (uint32_t i = 0; i < n; i++) put(&b, (s[i] >= 32 && s[i] < 127) ? s[i] : '?');
+            break;
+        }
+        case 'd': {
+            int64_t v = longs ? va_arg(ap, long long) : va_arg(ap, int);
+            if (v < 0) { put(&b, '-'); put_u64(&b, (uint64_t)(-(v + 1)) + 1, 10); }
+            else put_u64(&b, (uint64_t)v, 10);
+            break;
+        }
+        case 'u': put_u64(&b, longs ? va_arg(ap, unsigned long long) : va_arg(ap, unsigned), 10); break;
+        case 'x': put_u64(&b, longs ? va_arg(ap, unsigned long long) : va_arg(ap, unsigned), 16); break;
+        case 'c': put(&b, (char)va_arg(ap, int)); break;
+        case '%': put(&b, '%'); break;
+        default: put(&b, '%'); put(&b, *p); break;
+        }
+        if (!*p) break;
+    }
+    if (cap) buf[b.len < cap ? b.len : cap - 1] = 0;
+    return b.len < cap ? b.len : (cap ? cap - 1 : 0);
+}
+
+uint32_t wlm_fmt(char *buf, uint32_t cap, const char *fmt, ...) {
+    va_list ap; va_start(ap, fmt);
+    uint32_t n = vfmt(buf, cap, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+wlm_status wlm_fail(wlm_err *err, wlm_status code, const char *fmt, ...) {
+    if (err) {
+        va_list ap; va_start(ap, fmt);
+        err->code = code;
+        vfmt(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+void *wlm_arena_take(wlm_arena *a, uint64_t bytes) {
+    uint64_t at = WLM_ALIGN_UP(a->used, 64);
+    if (at > a->cap || bytes > a->cap - at) return 0;
+    a->used = at + bytes;
+    return a->base + at;
+}

@@ -1,0 +1,50 @@
+/* Freestanding basics shared by every file of the core: memory, error
+ * formatting, system allocation. No libc is used anywhere in src/ except by
+ * the native front end (native_cli.c). */
+#ifndef WLM_BASE_H
+#define WLM_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "wlm.h"
+
+#define WLM_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define WLM_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define WLM_ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((uint64_t)(a) - 1))
+
+void wlm_memcpy(void *dst, const void *src, size_t n);
+void wlm_memset(void *dst, int v, size_t n);
+int wlm_memeq(const void *a, const void *b, size_t n);
+size_t wlm_strlen(const char *s);
+
+/* Unaligned little-endian loads (GGUF metadata is not aligned). */
+static inline uint32_t wlm_rd32(const uint8_t *p) { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
+static inline uint64_t wlm_rd64(const uint8_t *p) { uint64_t v; __builtin_memcpy(&v, p, 8); return v; }
+static inline float wlm_rdf32(const uint8_t *p) { float v; __builtin_memcpy(&v, p, 4); return v; }
+
+/* Error formatting: a tiny printf subset (%s %.*s %d %u %llu %x %llx %c %%).
+ * Returns the status so callers can write `return wlm_fail(err, CODE, ...)`. */
+wlm_status wlm_fail(wlm_err *err, wlm_status code, const char *fmt, ...);
+/* Same formatter into a buffer; returns length (truncated to cap-1). */
+uint32_t wlm_fmt(char *buf, uint32_t cap, const char *fmt, ...);
+
+/* System memory. In wasm it is linear memory grown with memory.grow and
+ * handed out by a first-fit allocator of large blocks (see wlm_sys.c);
+ * natively it is malloc. Allocations are 64-byte aligned and zeroed. */
+WLM_API void *wlm_sys_alloc(uint64_t bytes);
+WLM_API void wlm_sys_free(void *p);
+/* Upper bound on memory the engine may use (wasm: 4 GiB minus what is in
+ * use elsewhere; native: a configurable cap, default 16 GiB). */
+WLM_API uint64_t wlm_sys_limit(void);
+WLM_API uint64_t wlm_sys_in_use(void);
+WLM_API void wlm_sys_set_limit(uint64_t bytes);
+
+/* A bump arena inside one wlm_sys_alloc block: every buffer of a context is
+ * carved from one planned block. */
+typedef struct wlm_arena {
+    uint8_t *base;
+    uint64_t cap, used;
+} wlm_arena;
+void *wlm_arena_take(wlm_arena *a, uint64_t bytes); /* 64-byte aligned; NULL if it does not fit */
+
+#endif

@@ -1,0 +1,375 @@
+/* The transformer forward pass (llama), written to read like the math:
+ *
+ *   x = embed(token)
+ *   for each layer:
+ *     h = rmsnorm(x) * w_attn_norm
+ *     q, k, v = Wq h, Wk h, Wv h ; rotate q, k by RoPE at the token's position
+ *     append k, v to the KV cache
+ *     x = x + Wo attention(q, K_cache, V_cache)      (causal, tiled, online softmax)
+ *     h = rmsnorm(x) * w_ffn_norm
+ *     x = x + W_down (silu(W_gate h) * (W_up h))     (SwiGLU)
+ *   logits = W_out (rmsnorm(x) * w_out_norm)
+ *
+ * A call processes a batch of tokens (prefill) or one (decode). Every buffer
+ * was planned at context creation: nothing is allocated here. */
+#include "internal.h"
+#include "wmath.h"
+
+/* ---- context creation: the memory plan ----------------------------------------- */
+
+typedef struct plan {
+    uint64_t total;
+    uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
+             off_act, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen;
+    uint64_t act_row_bytes;
+} plan;
+
+static uint64_t reserve(plan *p, uint64_t bytes) {
+    uint64_t at = WLM_ALIGN_UP(p->total, 64);
+    p->total = at + bytes;
+    return at;
+}
+
+static void resolve_params(const wlm_model *m, const wlm_ctx_params *in, wlm_ctx_params *p) {
+    if (in) *p = *in; else wlm_ctx_default_params(p);
+    if (p->n_ctx == 0) p->n_ctx = WLM_MIN(m->hp.n_ctx_train, 2048u);
+    if (p->n_batch == 0) p->n_batch = 64;
+    if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+}
+
+static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
+    const wlm_hparams *hp = &m->hp;
+    plan pl; wlm_memset(&pl, 0, sizeof pl);
+    uint64_t B = p->n_batch, d = hp->n_embd, qd = (uint64_t)hp->n_head * hp->head_dim;
+    uint64_t kvd = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t esz = p->kv_type == WLM_KV_F16 ? 2 : 4;
+    uint64_t kv_bytes = (uint64_t)hp->n_layer * kvd * p->n_ctx * esz;
+    uint64_t widest = WLM_MAX(WLM_MAX(d, qd), (uint64_t)hp->n_ff);
+    pl.act_row_bytes = WLM_ALIGN_UP((widest + QK8_0 - 1) / QK8_0 * sizeof(block_q8_0), 64);
+    reserve(&pl, WLM_ALIGN_UP(sizeof(struct wlm_ctx), 64));
+    pl.off_k = reserve(&pl, kv_bytes);
+    pl.off_v = reserve(&pl, kv_bytes);
+    pl.off_slot = reserve(&pl, (uint64_t)p->n_ctx * 4);
+    pl.off_x = reserve(&pl, B * d * 4);
+    pl.off_xb = reserve(&pl, B * WLM_MAX(d, qd) * 4);
+    pl.off_q = reserve(&pl, B * qd * 4);
+    pl.off_kk = reserve(&pl, B * kvd * 4);
+    pl.off_vv = reserve(&pl, B * kvd * 4);
+    pl.off_att = reserve(&pl, B * qd * 4);
+    pl.off_hb = reserve(&pl, B * hp->n_ff * 4);
+    pl.off_hb2 = reserve(&pl, B * hp->n_ff * 4);
+    pl.off_act = reserve(&pl, B * pl.act_row_bytes);
+    pl.off_logits = reserve(&pl, (p->logits_all ? B : 1) * (uint64_t)hp->n_vocab * 4);
+    pl.off_tile = reserve(&pl, WLM_ATT_TILE * 4);
+    pl.off_rope = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
+    pl.off_rcs = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
+    pl.off_cid = reserve(&pl, (uint64_t)hp->n_vocab * 4);
+    pl.off_cval = reserve(&pl, (uint64_t)hp->n_vocab * 4);
+    pl.off_seen = reserve(&pl, hp->n_vocab);
+    pl.total = WLM_ALIGN_UP(pl.total, 64);
+    return pl;
+}
+
+void wlm_ctx_default_params(wlm_ctx_params *p) {
+    wlm_memset(p, 0, sizeof *p);
+    p->kv_type = WLM_KV_F32;
+    p->full_policy = WLM_FULL_ERROR;
+}
+
+uint64_t wlm_ctx_bytes_needed(const wlm_model *m, const wlm_ctx_params *in) {
+    wlm_ctx_params p; resolve_params(m, in, &p);
+    return make_plan(m, &p).total;
+}
+
+wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    if (!out || !m) return wlm_fail(err, WLM_ERR_ARG, "wlm_ctx_new: NULL argument");
+    *out = 0;
+    wlm_ctx_params p; resolve_params(m, in, &p);
+    if (p.n_ctx > (1u << 24)) return wlm_fail(err, WLM_ERR_ARG, "context length %u is too large", p.n_ctx);
+    if (p.kv_type > WLM_KV_F16) return wlm_fail(err, WLM_ERR_ARG, "unknown KV cache type %u", p.kv_type);
+    if (p.full_policy > WLM_FULL_SLIDE) return wlm_fail(err, WLM_ERR_ARG, "unknown context-full policy %u", p.full_policy);
+    if (p.full_policy == WLM_FULL_SLIDE && p.n_keep >= p.n_ctx)
+        return wlm_fail(err, WLM_ERR_ARG, "n_keep %u must be smaller than the context length %u", p.n_keep, p.n_ctx);
+    plan pl = make_plan(m, &p);
+    uint64_t limit = wlm_sys_limit(), used = wlm_sys_in_use();
+    uint64_t avail = limit > used ? limit - used : 0;
+    if (pl.total > avail)
+        return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory, limit %llu", (unsigned long long)pl.total, (unsigned long long)avail);
+    uint8_t *mem = wlm_sys_alloc(pl.total);
+    if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory, limit %llu", (unsigned long long)pl.total, (unsigned long long)avail);
+    wlm_ctx *c = (wlm_ctx *)mem;
+    const wlm_hparams *hp = &m->hp;
+    c->m = m; c->k = wlm_kernels_best(); c->p = p;
+    c->n_ctx = p.n_ctx; c->n_batch = p.n_batch;
+    c->k_cache = mem + pl.off_k; c->v_cache = mem + pl.off_v;
+    c->kv_head_stride = (uint64_t)p.n_ctx * hp->head_dim;
+    c->kv_layer_stride = c->kv_head_stride * hp->n_head_kv;
+    c->slot_pos = (int32_t *)(mem + pl.off_slot);
+    c->x = (float *)(mem + pl.off_x); c->xb = (float *)(mem + pl.off_xb);
+    c->q = (float *)(mem + pl.off_q); c->kk = (float *)(mem + pl.off_kk); c->vv = (float *)(mem + pl.off_vv);
+    c->att = (float *)(mem + pl.off_att); c->hb = (float *)(mem + pl.off_hb); c->hb2 = (float *)(mem + pl.off_hb2);
+    c->act = mem + pl.off_act; c->act_row_bytes = pl.act_row_bytes;
+    c->logits = (float *)(mem + pl.off_logits);
+    c->att_tile = (float *)(mem + pl.off_tile);
+    c->rope_freq = (double *)(mem + pl.off_rope); c->rope_cs = (float *)(mem + pl.off_rcs);
+    c->cand_id = (int32_t *)(mem + pl.off_cid); c->cand_val = (float *)(mem + pl.off_cval);
+    c->seen = mem + pl.off_seen;
+    c->mem = mem; c->mem_bytes = pl.total;
+    /* inverse RoPE frequencies theta_i = base^(-2i/n_rot), in double */
+    double lb = wlm_log((double)hp->rope_freq_base);
+    for (uint32_t i = 0; i < hp->n_rot / 2; i++) c->rope_freq[i] = wlm_exp(-(double)(2 * i) / hp->n_rot * lb);
+    wlm_ctx_reset(c);
+    *out = c;
+    return WLM_OK;
+}
+
+void wlm_ctx_free(wlm_ctx *c) { if (c) wlm_sys_free(c->mem); }
+
+void wlm_ctx_reset(wlm_ctx *c) {
+    c->pos = 0; c->slid = 0; c->n_logits = 0;
+    for (uint32_t s = 0; s < c->n_ctx; s++) c->slot_pos[s] = -1;
+}
+
+uint32_t wlm_ctx_pos(const wlm_ctx *c) { return c->pos; }
+uint32_t wlm_ctx_n_ctx(const wlm_ctx *c) { return c->n_ctx; }
+float *wlm_ctx_logits(wlm_ctx *c) { return c->logits; }
+uint32_t wlm_ctx_n_logits(const wlm_ctx *c) { return c->n_logits; }
+
+wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err) {
+    if (c->slid) return wlm_fail(err, WLM_ERR_STATE, "cannot rewind: positions already slid out of the window");
+    if (pos > c->pos) return wlm_fail(err, WLM_ERR_ARG, "cannot truncate to %u: only %u positions evaluated", pos, c->pos);
+    for (uint32_t s = pos; s < c->pos && s < c->n_ctx; s++) c->slot_pos[s] = -1;
+    c->pos = pos; c->n_logits = 0;
+    return WLM_OK;
+}
+
+/* ---- building blocks ------------------------------------------------------------ */
+
+static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps) {
+    double ss = 0;
+    for (uint32_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    float scale = 1.0f / wlm_sqrtf((float)(ss / n) + eps);
+    for (uint32_t i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
+}
+
+/* An input batch for matmul: n_tok rows of n floats, quantized on first use
+ * by a weight type that wants int8 activations. */
+typedef struct act {
+    const float *x; uint32_t n_tok, n;
+    int q8_ready;
+} act;
+
+static act act_of(const float *x, uint32_t n_tok, uint32_t n) { act a = { x, n_tok, n, 0 }; return a; }
+
+/* y[t][r] = W[r] . x[t] for every row r of W and token t; each weight row is
+ * read once for the whole batch. */
+static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
+    const wlm_kernels *k = c->k;
+    uint32_t n = (uint32_t)W->ne[0], rows = (uint32_t)W->ne[1];
+    uint64_t row_bytes = W->nbytes / W->ne[1];
+    if (wlm_act_type(W->type) == GGML_Q8_0 && !a->q8_ready) {
+        for (uint32_t t = 0; t < a->n_tok; t++)
+            wlm_quantize_row_q8_0(a->x + (uint64_t)t * a->n, (block_q8_0 *)(c->act + t * c->act_row_bytes), a->n);
+        a->q8_ready = 1;
+    }
+    for (uint32_t r = 0; r < rows; r++) {
+        const uint8_t *w = W->data + r * row_bytes;
+        for (uint32_t t = 0; t < a->n_tok; t++) {
+            const float *x = a->x + (uint64_t)t * n;
+            const void *xq = c->act + t * c->act_row_bytes;
+            float v;
+            switch (W->type) {
+            case GGML_F32: v = k->dot_f32(n, (const float *)w, x); break;
+            case GGML_F16: v = k->dot_f16(n, (const uint16_t *)w, x); break;
+            case GGML_BF16: v = k->dot_bf16(n, (const uint16_t *)w, x); break;
+            case GGML_Q8_0: v = k->dot_q8_0(n, (const block_q8_0 *)w, xq); break;
+            default: v = k->dot_q4_0(n, (const block_q4_0 *)w, xq); break;
+            }
+            y[(uint64_t)t * rows + r] = v;
+        }
+    }
+}
+
+/* RoPE as used for llama GGUF files: consecutive pairs (x[2i], x[2i+1]) of the
+ * first n_rot dims of each head rotate by pos * theta_i. */
+static void rope_prepare(wlm_ctx *c, uint32_t pos) {
+    uint32_t half = c->m->hp.n_rot / 2;
+    for (uint32_t i = 0; i < half; i++) {
+        double ang = (double)pos * c->rope_freq[i];
+        c->rope_cs[2 * i] = (float)wlm_cos(ang);
+        c->rope_cs[2 * i + 1] = (float)wlm_sin(ang);
+    }
+}
+
+static void rope_apply(const wlm_ctx *c, float *v, uint32_t n_heads) {
+    uint32_t hd = c->m->hp.head_dim, half = c->m->hp.n_rot / 2;
+    for (uint32_t h = 0; h < n_heads; h++) {
+        float *x = v + h * hd;
+        for (uint32_t i = 0; i < half; i++) {
+            float co = c->rope_cs[2 * i], si = c->rope_cs[2 * i + 1];
+            float x0 = x[2 * i], x1 = x[2 * i + 1];
+            x[2 * i] = x0 * co - x1 * si;
+            x[2 * i + 1] = x0 * si + x1 * co;
+        }
+    }
+}
+
+/* Attention of one query head over the cached keys/values, tile by tile with
+ * an online softmax: for each tile of WLM_ATT_TILE slots compute the scores
+ * s_j = q.k_j * scale, raise the running max m if needed (rescaling the
+ * running sum and output by exp(m_old - m_new)), then add exp(s_j - m) and
+ * exp(s_j - m) v_j. No n x n score matrix is ever formed: memory is one tile.
+ * Slot j takes part when 0 <= slot_pos[j] <= qpos (causal mask). */
+void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
+                         int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
+                         int32_t window_lo, uint32_t hd, float scale, float *out, float *tile) {
+    float m = -3.0e38f, sum = 0.0f;
+    for (uint32_t i = 0; i < hd; i++) out[i] = 0.0f;
+    for (uint32_t t0 = 0; t0 < n_slots; t0 += WLM_ATT_TILE) {
+        uint32_t tn = WLM_MIN(WLM_ATT_TILE, n_slots - t0);
+        float tmax = -3.0e38f; int any = 0;
+        for (uint32_t j = 0; j < tn; j++) {
+            int32_t p = slot_pos[t0 + j];
+            if (p < 0 || p > qpos || p < window_lo) { tile[j] = -3.0e38f; continue; }
+            float s = kv_f16 ? k->dot_f16(hd, (const uint16_t *)kc + (uint64_t)(t0 + j) * hd, q)
+                             : k->dot_f32(hd, (const float *)kc + (uint64_t)(t0 + j) * hd, q);
+            s *= scale;
+            tile[j] = s; any = 1;
+            if (s > tmax) tmax = s;
+        }
+        if (!any) continue;
+        if (tmax > m) {
+            float corr = wlm_expf(m - tmax);
+            sum *= corr;
+            k->scale(hd, corr, out);
+            m = tmax;
+        }
+        for (uint32_t j = 0; j < tn; j++) {
+            if (tile[j] == -3.0e38f) continue;
+            float e = wlm_expf(tile[j] - m);
+            sum += e;
+            if (kv_f16) k->axpy_f16(hd, e, (const uint16_t *)vc + (uint64_t)(t0 + j) * hd, out);
+            else k->axpy_f32(hd, e, (const float *)vc + (uint64_t)(t0 + j) * hd, out);
+        }
+    }
+    if (sum > 0) k->scale(hd, 1.0f / sum, out);
+}
+
+static uint32_t slot_for(const wlm_ctx *c, uint32_t pos) {
+    if (pos < c->n_ctx) return pos;
+    uint32_t keep = c->p.n_keep, ring = c->n_ctx - keep;
+    return keep + (pos - keep) % ring;
+}
+
+/* Stores one token's k and v (kv_dim floats each, heads consecutive). */
+static void kv_store(wlm_ctx *c, uint32_t layer, uint32_t slot, const float *k, const float *v) {
+    const wlm_hparams *hp = &c->m->hp;
+    for (uint32_t h = 0; h < hp->n_head_kv; h++) {
+        uint64_t off = layer * c->kv_layer_stride + h * c->kv_head_stride + (uint64_t)slot * hp->head_dim;
+        const float *ks = k + h * hp->head_dim, *vs = v + h * hp->head_dim;
+        if (c->p.kv_type == WLM_KV_F16) {
+            wlm_quantize_row_f16(ks, (uint16_t *)c->k_cache + off, hp->head_dim);
+            wlm_quantize_row_f16(vs, (uint16_t *)c->v_cache + off, hp->head_dim);
+        } else {
+            wlm_memcpy((float *)c->k_cache + off, ks, hp->head_dim * 4);
+            wlm_memcpy((float *)c->v_cache + off, vs, hp->head_dim * 4);
+        }
+    }
+}
+
+/* ---- the forward pass for one chunk of tokens --------------------------------------- */
+
+static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
+    const wlm_model *m = c->m;
+    const wlm_hparams *hp = &m->hp;
+    const wlm_kernels *k = c->k;
+    uint32_t d = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd;
+    uint32_t group = hp->n_head / hp->n_head_kv;
+    uint32_t pos0 = c->pos;
+    int f16 = c->p.kv_type == WLM_KV_F16;
+    float scale = 1.0f / wlm_sqrtf((float)hd);
+    uint64_t esz = f16 ? 2 : 4;
+    uint64_t emb_row = m->tok_embd->nbytes / m->tok_embd->ne[1];
+
+    /* x = embed(token) */
+    for (uint32_t t = 0; t < n; t++)
+        wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)tokens[t] * emb_row, c->x + (uint64_t)t * d, d);
+
+    /* slots for the new positions (the ring overwrites the oldest when sliding) */
+    for (uint32_t t = 0; t < n; t++) c->slot_pos[slot_for(c, pos0 + t)] = (int32_t)(pos0 + t);
+    uint32_t n_slots = WLM_MIN(pos0 + n, c->n_ctx);
+
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        const wlm_layer *L = &m->layers[l];
+        /* attention block */
+        for (uint32_t t = 0; t < n; t++)
+            rmsnorm(c->xb + (uint64_t)t * d, c->x + (uint64_t)t * d, (const float *)L->attn_norm->data, d, hp->rms_eps);
+        act h = act_of(c->xb, n, d);
+        matmul(c, L->wq, &h, c->q);
+        matmul(c, L->wk, &h, c->kk);
+        matmul(c, L->wv, &h, c->vv);
+        for (uint32_t t = 0; t < n; t++) {
+            rope_prepare(c, pos0 + t);
+            rope_apply(c, c->q + (uint64_t)t * qd, hp->n_head);
+            rope_apply(c, c->kk + (uint64_t)t * kvd, hp->n_head_kv);
+            kv_store(c, l, slot_for(c, pos0 + t), c->kk + (uint64_t)t * kvd, c->vv + (uint64_t)t * kvd);
+        }
+        for (uint32_t t = 0; t < n; t++) {
+            for (uint32_t hq = 0; hq < hp->n_head; hq++) {
+                uint32_t hk = hq / group;
+                uint64_t off = l * c->kv_layer_stride + hk * c->kv_head_stride;
+                wlm_attention_tiled(k, c->q + (uint64_t)t * qd + hq * hd,
+                                    (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off * esz,
+                                    f16, c->slot_pos, n_slots, (int32_t)(pos0 + t), 0, hd, scale,
+                                    c->att + (uint64_t)t * qd + hq * hd, c->att_tile);
+            }
+        }
+        act a = act_of(c->att, n, qd);
+        matmul(c, L->wo, &a, c->xb);
+        for (uint64_t i = 0; i < (uint64_t)n * d; i++) c->x[i] += c->xb[i];
+
+        /* feed-forward block (SwiGLU) */
+        for (uint32_t t = 0; t < n; t++)
+            rmsnorm(c->xb + (uint64_t)t * d, c->x + (uint64_t)t * d, (const float *)L->ffn_norm->data, d, hp->rms_eps);
+        act f = act_of(c->xb, n, d);
+        matmul(c, L->w_gate, &f, c->hb);
+        matmul(c, L->w_up, &f, c->hb2);
+        for (uint64_t i = 0; i < (uint64_t)n * hp->n_ff; i++) c->hb[i] = wlm_silu(c->hb[i]) * c->hb2[i];
+        act g = act_of(c->hb, n, hp->n_ff);
+        matmul(c, L->w_down, &g, c->xb);
+        for (uint64_t i = 0; i < (uint64_t)n * d; i++) c->x[i] += c->xb[i];
+    }
+
+    /* logits for the last token (or every token with logits_all) */
+    uint32_t first = c->p.logits_all ? 0 : n - 1;
+    for (uint32_t t = first; t < n; t++)
+        rmsnorm(c->xb + (uint64_t)(t - first) * d, c->x + (uint64_t)t * d, (const float *)m->out_norm->data, d, hp->rms_eps);
+    act o = act_of(c->xb, n - first, d);
+    matmul(c, m->output, &o, c->logits);
+    c->n_logits = n - first;
+    c->pos = pos0 + n;
+    if (c->pos > c->n_ctx) c->slid = c->pos - c->n_ctx;
+}
+
+wlm_status wlm_eval(wlm_ctx *c, const int32_t *tokens, uint32_t n, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    if (!c) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: NULL context");
+    if (n == 0) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: no tokens");
+    for (uint32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= c->m->hp.n_vocab)
+            return wlm_fail(err, WLM_ERR_ARG, "token id %d out of range (vocabulary has %u)", tokens[i], c->m->hp.n_vocab);
+    if (c->p.full_policy == WLM_FULL_ERROR && (uint64_t)c->pos + n > c->n_ctx)
+        return wlm_fail(err, WLM_ERR_CONTEXT_FULL, "context full (%u): %u positions used, %u more requested", c->n_ctx, c->pos, n);
+    uint32_t done = 0;
+    while (done < n) {
+        uint32_t chunk = WLM_MIN(c->n_batch, n - done);
+        /* when sliding, a chunk must not overwrite slots its own earlier
+         * tokens still attend to: past the first wrap, go one by one */
+        if (c->p.full_policy == WLM_FULL_SLIDE && c->pos + chunk > c->n_ctx)
+            chunk = c->pos < c->n_ctx ? c->n_ctx - c->pos : 1;
+        forward_chunk(c, tokens + done, chunk);
+        done += chunk;
+    }
+    return WLM_OK;
+}

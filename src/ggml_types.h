@@ -1,0 +1,61 @@
+/* GGML tensor types as stored in GGUF files: ids, block sizes and the packed
+ * block layouts. Layouts follow the published GGUF/ggml format. */
+#ifndef WLM_GGML_TYPES_H
+#define WLM_GGML_TYPES_H
+
+#include <stdint.h>
+
+enum {
+    GGML_F32 = 0, GGML_F16 = 1, GGML_Q4_0 = 2, GGML_Q4_1 = 3,
+    GGML_Q5_0 = 6, GGML_Q5_1 = 7, GGML_Q8_0 = 8, GGML_Q8_1 = 9,
+    GGML_Q2_K = 10, GGML_Q3_K = 11, GGML_Q4_K = 12, GGML_Q5_K = 13,
+    GGML_Q6_K = 14, GGML_Q8_K = 15, GGML_BF16 = 30, GGML_TYPE_COUNT = 40
+};
+
+#define QK8_0 32
+#define QK4_0 32
+
+/* Q8_0: 32 weights = f16 scale + 32 int8. value = d * q */
+typedef struct { uint16_t d; int8_t qs[QK8_0]; } block_q8_0;
+/* Q4_0: 32 weights = f16 scale + 16 bytes of nibbles; byte j holds weight j
+ * (low nibble) and weight j+16 (high nibble). value = d * (q - 8) */
+typedef struct { uint16_t d; uint8_t qs[QK4_0 / 2]; } block_q4_0;
+
+_Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 is 34 bytes");
+_Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 is 18 bytes");
+
+typedef struct wlm_type_info {
+    const char *name;
+    uint32_t block;      /* elements per block (1 for plain floats) */
+    uint32_t block_bytes;/* bytes per block; 0 = unknown/unsupported size */
+    uint32_t supported;  /* we can compute with it */
+} wlm_type_info;
+
+/* NULL for ids out of range; .block_bytes == 0 for ids with unknown size. */
+const wlm_type_info *wlm_type(uint32_t type);
+
+/* IEEE half <-> float (exact, all values incl. subnormals, inf, nan). */
+static inline float wlm_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t em = h & 0x7fff;
+    uint32_t bits;
+    if (em >= 0x7c00) {
+        bits = sign | 0x7f800000u | ((uint32_t)(em & 0x3ff) << 13);
+    } else {
+        /* shift exponent+mantissa into float position, rescale by 2^112:
+         * exact for normals and subnormals alike */
+        float f; uint32_t t = em << 13; __builtin_memcpy(&f, &t, 4);
+        f *= 0x1p112f;
+        __builtin_memcpy(&bits, &f, 4);
+        bits |= sign;
+    }
+    float out; __builtin_memcpy(&out, &bits, 4);
+    return out;
+}
+uint16_t wlm_f32_to_f16(float f); /* round to nearest even */
+static inline float wlm_bf16_to_f32(uint16_t h) {
+    uint32_t b = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &b, 4); return f;
+}
+uint16_t wlm_f32_to_bf16(float f);
+
+#endif

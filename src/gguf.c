@@ -1,0 +1,260 @@
+/* GGUF reader (versions 2 and 3).
+ *
+ * The whole file sits in memory; nothing is copied. Every count, length,
+ * dimension and offset is checked against the bytes that remain before it is
+ * used, with overflow-safe arithmetic, so a hostile file can only produce an
+ * error message. Layout (little-endian):
+ *   magic "GGUF" | u32 version | u64 n_tensors | u64 n_kv
+ *   n_kv x (string key, u32 type, value)
+ *   n_tensors x (string name, u32 n_dims, u64 ne[n_dims], u32 type, u64 offset)
+ *   padding to general.alignment (default 32) | tensor data
+ * string = u64 length + bytes; array = u32 element type + u64 count + items. */
+#include "internal.h"
+
+#define GGUF_MAGIC 0x46554747u /* "GGUF" read as little-endian u32 */
+#define GGUF_MAX_ARRAY_DEPTH 4
+#define GGUF_MAX_NAME 256
+
+typedef struct cur {
+    const uint8_t *base;
+    uint64_t pos, size;
+    wlm_err *err;
+} cur;
+
+static uint64_t left(const cur *c) { return c->size - c->pos; }
+
+static wlm_status need(cur *c, uint64_t n, const char *what) {
+    if (n > left(c))
+        return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: %s at byte %llu needs %llu bytes, file has %llu",
+                        what, (unsigned long long)c->pos, (unsigned long long)n, (unsigned long long)c->size);
+    return WLM_OK;
+}
+
+static wlm_status get_u32(cur *c, uint32_t *v, const char *what) {
+    wlm_status s = need(c, 4, what); if (s) return s;
+    *v = wlm_rd32(c->base + c->pos); c->pos += 4; return WLM_OK;
+}
+static wlm_status get_u64(cur *c, uint64_t *v, const char *what) {
+    wlm_status s = need(c, 8, what); if (s) return s;
+    *v = wlm_rd64(c->base + c->pos); c->pos += 8; return WLM_OK;
+}
+static wlm_status get_str(cur *c, const char **p, uint64_t *len, const char *what) {
+    wlm_status s = get_u64(c, len, what); if (s) return s;
+    if (*len > left(c))
+        return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: %s of length %llu at byte %llu runs past the end of the file (%llu bytes)",
+                        what, (unsigned long long)*len, (unsigned long long)c->pos, (unsigned long long)c->size);
+    *p = (const char *)c->base + c->pos; c->pos += *len; return WLM_OK;
+}
+
+static const uint8_t scalar_size[GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+static const char *const gguf_type_names[GGUF_TYPE_COUNT] = {
+    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+
+/* Skips one value of `type`, checking every length. */
+static wlm_status skip_value(cur *c, uint32_t type, int depth, const char *key, uint32_t klen) {
+    if (type >= GGUF_TYPE_COUNT)
+        return wlm_fail(c->err, WLM_ERR_FORMAT, "metadata '%.*s': unknown value type %u", (int)klen, key, type);
+    if (type == GGUF_STRING) { const char *p; uint64_t n; return get_str(c, &p, &n, "metadata string"); }
+    if (type != GGUF_ARRAY) return need(c, scalar_size[type], "metadata value") ? c->err->code : (c->pos += scalar_size[type], WLM_OK);
+    if (depth >= GGUF_MAX_ARRAY_DEPTH)
+        return wlm_fail(c->err, WLM_ERR_FORMAT, "metadata '%.*s': arrays nested deeper than %d", (int)klen, key, GGUF_MAX_ARRAY_DEPTH);
+    uint32_t et; uint64_t n; wlm_status s;
+    if ((s = get_u32(c, &et, "array type")) || (s = get_u64(c, &n, "array length"))) return s;
+    if (et >= GGUF_TYPE_COUNT)
+        return wlm_fail(c->err, WLM_ERR_FORMAT, "metadata '%.*s': unknown array element type %u", (int)klen, key, et);
+    if (et != GGUF_STRING && et != GGUF_ARRAY) {
+        if (n > left(c) / scalar_size[et])
+            return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: metadata '%.*s' array of %llu %s runs past the end of the file (%llu bytes)",
+                            (int)klen, key, (unsigned long long)n, gguf_type_names[et], (unsigned long long)c->size);
+        c->pos += n * scalar_size[et];
+        return WLM_OK;
+    }
+    /* every string or nested array takes at least 8 bytes */
+    if (n > left(c) / 8)
+        return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: metadata '%.*s' array of %llu items runs past the end of the file (%llu bytes)",
+                        (int)klen, key, (unsigned long long)n, (unsigned long long)c->size);
+    for (uint64_t i = 0; i < n; i++)
+        if ((s = skip_value(c, et, depth + 1, key, klen))) return s;
+    return WLM_OK;
+}
+
+int wlm_str_is(const char *s, uint32_t len, const char *lit) {
+    size_t n = wlm_strlen(lit);
+    return len == n && wlm_memeq(s, lit, n);
+}
+
+static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    wlm_memset(g, 0, sizeof *g);
+    if (!data || size == 0) return wlm_fail(err, WLM_ERR_FORMAT, "not a GGUF file: empty file");
+    if (size < 4) return wlm_fail(err, WLM_ERR_FORMAT, "not a GGUF file: only %llu bytes", (unsigned long long)size);
+    uint32_t magic = wlm_rd32(data);
+    if (magic != GGUF_MAGIC) return wlm_fail(err, WLM_ERR_FORMAT, "not a GGUF file (magic 0x%x)", magic);
+    if (size < 24) return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: GGUF header needs 24 bytes, file has %llu", (unsigned long long)size);
+    cur c = { data, 4, size, err };
+    uint32_t version; uint64_t n_tensors, n_kv;
+    get_u32(&c, &version, "version");
+    if (version == 1) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "GGUF version 1 is not supported (only 2 and 3)");
+    if (version == 0x02000000u || version == 0x03000000u) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "big-endian GGUF files are not supported");
+    if (version < 2 || version > 3) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported GGUF version %u (only 2 and 3)", version);
+    get_u64(&c, &n_tensors, "tensor count");
+    get_u64(&c, &n_kv, "metadata count");
+    /* a metadata pair takes >= 13 bytes, a tensor info >= 32: bound the counts
+     * by the file size before reserving anything for them */
+    if (n_kv > (size - 24) / 13) return wlm_fail(err, WLM_ERR_FORMAT, "absurd metadata count %llu for a file of %llu bytes", (unsigned long long)n_kv, (unsigned long long)size);
+    if (n_tensors > (size - 24) / 32) return wlm_fail(err, WLM_ERR_FORMAT, "absurd tensor count %llu for a file of %llu bytes", (unsigned long long)n_tensors, (unsigned long long)size);
+
+    g->data = data; g->size = size; g->version = version; g->n_kv = n_kv; g->n_tensors = n_tensors; g->alignment = 32;
+    g->mem = wlm_sys_alloc(n_kv * sizeof(wlm_kv) + n_tensors * sizeof(wlm_tensor) + 64);
+    if (!g->mem) return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory for the GGUF index, limit %llu",
+                                 (unsigned long long)(n_kv * sizeof(wlm_kv) + n_tensors * sizeof(wlm_tensor)), (unsigned long long)wlm_sys_limit());
+    g->kv = (wlm_kv *)g->mem;
+    g->tensors = (wlm_tensor *)((uint8_t *)g->mem + WLM_ALIGN_UP(n_kv * sizeof(wlm_kv), 64));
+
+    wlm_status s;
+    for (uint64_t i = 0; i < n_kv; i++) {
+        wlm_kv *kv = &g->kv[i];
+        const char *key; uint64_t klen;
+        if ((s = get_str(&c, &key, &klen, "metadata key"))) goto fail;
+        if (klen == 0 || klen > GGUF_MAX_NAME) { s = wlm_fail(err, WLM_ERR_FORMAT, "metadata key %llu has bad length %llu", (unsigned long long)i, (unsigned long long)klen); goto fail; }
+        kv->key = key; kv->key_len = (uint32_t)klen;
+        for (uint64_t j = 0; j < i; j++)
+            if (g->kv[j].key_len == klen && wlm_memeq(g->kv[j].key, key, klen)) { s = wlm_fail(err, WLM_ERR_FORMAT, "duplicate metadata key '%.*s'", (int)klen, key); goto fail; }
+        if ((s = get_u32(&c, &kv->type, "metadata type"))) goto fail;
+        kv->val = data + c.pos;
+        if (kv->type == GGUF_ARRAY && left(&c) >= 12) {
+            kv->arr_type = wlm_rd32(data + c.pos);
+            kv->arr_n = wlm_rd64(data + c.pos + 4);
+            kv->arr_data = data + c.pos + 12;
+        }
+        uint64_t start = c.pos;
+        if ((s = skip_value(&c, kv->type, 0, key, kv->key_len))) goto fail;
+        kv->val_bytes = c.pos - start;
+    }
+
+    const wlm_kv *al = wlm_gguf_find(g, "general.alignment");
+    if (al) {
+        if (al->type != GGUF_U32) { s = wlm_fail(err, WLM_ERR_FORMAT, "general.alignment has type %s, expected u32", gguf_type_names[al->type]); goto fail; }
+        uint32_t a = wlm_rd32(al->val);
+        if (!is_pow2(a) || a > (1u << 20)) { s = wlm_fail(err, WLM_ERR_FORMAT, "general.alignment %u is not a power of two up to 1 MiB", a); goto fail; }
+        g->alignment = a;
+    }
+
+    for (uint64_t i = 0; i < n_tensors; i++) {
+        wlm_tensor *t = &g->tensors[i];
+        const char *name; uint64_t nlen;
+        if ((s = get_str(&c, &name, &nlen, "tensor name"))) goto fail;
+        if (nlen == 0 || nlen > GGUF_MAX_NAME) { s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %llu has bad name length %llu", (unsigned long long)i, (unsigned long long)nlen); goto fail; }
+        t->name = name; t->name_len = (uint32_t)nlen;
+        if ((s = get_u32(&c, &t->n_dims, "tensor dims"))) goto fail;
+        if (t->n_dims == 0 || t->n_dims > 4) { s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %.*s has %u dimensions (1 to 4 allowed)", (int)nlen, name, t->n_dims); goto fail; }
+        uint64_t nel = 1;
+        for (uint32_t d = 0; d < 4; d++) t->ne[d] = 1;
+        for (uint32_t d = 0; d < t->n_dims; d++) {
+            if ((s = get_u64(&c, &t->ne[d], "tensor dimension"))) goto fail;
+            if (t->ne[d] == 0 || t->ne[d] > ((uint64_t)1 << 40) || nel > (((uint64_t)1 << 50) / t->ne[d])) {
+                s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %.*s has absurd dimension %llu", (int)nlen, name, (unsigned long long)t->ne[d]); goto fail;
+            }
+            nel *= t->ne[d];
+        }
+        if ((s = get_u32(&c, &t->type, "tensor type"))) goto fail;
+        uint64_t off;
+        if ((s = get_u64(&c, &off, "tensor offset"))) goto fail;
+        const wlm_type_info *ti = wlm_type(t->type);
+        if (!ti || !ti->block_bytes) { s = wlm_fail(err, WLM_ERR_UNSUPPORTED, "unknown tensor type %u in %.*s", t->type, (int)nlen, name); goto fail; }
+        if (t->ne[0] % ti->block) { s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %.*s: row length %llu is not a multiple of the %s block (%u)", (int)nlen, name, (unsigned long long)t->ne[0], ti->name, ti->block); goto fail; }
+        t->nbytes = nel / ti->block * ti->block_bytes;
+        if (off % g->alignment) { s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %.*s: data offset %llu is not aligned to %u", (int)nlen, name, (unsigned long long)off, g->alignment); goto fail; }
+        t->offset = off; /* relative for now */
+        for (uint64_t j = 0; j < i; j++)
+            if (g->tensors[j].name_len == nlen && wlm_memeq(g->tensors[j].name, name, nlen)) { s = wlm_fail(err, WLM_ERR_FORMAT, "duplicate tensor name '%.*s'", (int)nlen, name); goto fail; }
+    }
+    g->data_offset = WLM_ALIGN_UP(c.pos, g->alignment);
+    for (uint64_t i = 0; i < n_tensors; i++) {
+        wlm_tensor *t = &g->tensors[i];
+        uint64_t start = g->data_offset + t->offset;
+        if (t->offset > size || start > size || t->nbytes > size - start) {
+            s = wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: tensor %.*s data ends at byte %llu, file has %llu",
+                         (int)t->name_len, t->name, (unsigned long long)(g->data_offset + t->offset + t->nbytes), (unsigned long long)size);
+            goto fail;
+        }
+        t->offset = start;
+        t->data = data + start;
+    }
+    return WLM_OK;
+fail:
+    wlm_gguf_free(g);
+    return s;
+}
+
+void wlm_gguf_free(wlm_gguf *g) {
+    if (g->mem) wlm_sys_free(g->mem);
+    g->mem = 0; g->kv = 0; g->tensors = 0; g->n_kv = g->n_tensors = 0;
+}
+
+static int key_is(const wlm_kv *kv, const char *key) { return wlm_str_is(kv->key, kv->key_len, key); }
+
+const wlm_kv *wlm_gguf_find(const wlm_gguf *g, const char *key) {
+    for (uint64_t i = 0; i < g->n_kv; i++) if (key_is(&g->kv[i], key)) return &g->kv[i];
+    return 0;
+}
+
+wlm_tensor *wlm_gguf_tensor(const wlm_gguf *g, const char *name) {
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (wlm_str_is(g->tensors[i].name, g->tensors[i].name_len, name)) return &g->tensors[i];
+    return 0;
+}
+
+static wlm_status wrong_type(wlm_err *err, const wlm_kv *kv, const char *want) {
+    return wlm_fail(err, WLM_ERR_FORMAT, "metadata '%.*s' has type %s, expected %s", (int)kv->key_len, kv->key,
+                    kv->type < GGUF_TYPE_COUNT ? gguf_type_names[kv->type] : "?", want);
+}
+
+static wlm_status missing(wlm_err *err, const char *key) {
+    return wlm_fail(err, WLM_ERR_FORMAT, "missing metadata '%s'", key);
+}
+
+wlm_status wlm_kv_u32(const wlm_gguf *g, const char *key, int required, uint32_t *out, wlm_err *err) {
+    const wlm_kv *kv = wlm_gguf_find(g, key);
+    if (!kv) return required ? missing(err, key) : WLM_OK;
+    switch (kv->type) {
+    case GGUF_U32: *out = wlm_rd32(kv->val); return WLM_OK;
+    case GGUF_I32: { int32_t v = (int32_t)wlm_rd32(kv->val); if (v < 0) break; *out = (uint32_t)v; return WLM_OK; }
+    case GGUF_U64: { uint64_t v = wlm_rd64(kv->val); if (v > 0xffffffffu) break; *out = (uint32_t)v; return WLM_OK; }
+    case GGUF_U16: *out = (uint32_t)(kv->val[0] | kv->val[1] << 8); return WLM_OK;
+    case GGUF_U8: *out = kv->val[0]; return WLM_OK;
+    default: return wrong_type(err, kv, "an unsigned integer");
+    }
+    return wlm_fail(err, WLM_ERR_FORMAT, "metadata '%s' is out of range", key);
+}
+
+wlm_status wlm_kv_f32(const wlm_gguf *g, const char *key, int required, float *out, wlm_err *err) {
+    const wlm_kv *kv = wlm_gguf_find(g, key);
+    if (!kv) return required ? missing(err, key) : WLM_OK;
+    if (kv->type == GGUF_F32) { *out = wlm_rdf32(kv->val); }
+    else if (kv->type == GGUF_F64) { double d; __builtin_memcpy(&d, kv->val, 8); *out = (float)d; }
+    else return wrong_type(err, kv, "f32");
+    if (!(*out - *out == 0.0f)) return wlm_fail(err, WLM_ERR_FORMAT, "metadata '%s' is not a finite number", key);
+    return WLM_OK;
+}
+
+wlm_status wlm_kv_bool(const wlm_gguf *g, const char *key, uint32_t *out, wlm_err *err) {
+    const wlm_kv *kv = wlm_gguf_find(g, key);
+    if (!kv) return WLM_OK;
+    if (kv->type != GGUF_BOOL) return wrong_type(err, kv, "bool");
+    *out = kv->val[0] != 0;
+    return WLM_OK;
+}
+
+wlm_status wlm_kv_str(const wlm_gguf *g, const char *key, int required, const char **s, uint32_t *len, wlm_err *err) {
+    const wlm_kv *kv = wlm_gguf_find(g, key);
+    *s = 0; *len = 0;
+    if (!kv) return required ? missing(err, key) : WLM_OK;
+    if (kv->type != GGUF_STRING) return wrong_type(err, kv, "string");
+    uint64_t n = wlm_rd64(kv->val);
+    if (n > 0xffffffu) return wlm_fail(err, WLM_ERR_FORMAT, "metadata '%s' string is too long (%llu bytes)", key, (unsigned long long)n);
+    *s = (const char *)kv->val + 8; *len = (uint32_t)n;
+    return WLM_OK;
+}

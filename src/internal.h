@@ -1,0 +1,170 @@
+/* Internal structures of the engine, shared by the files of src/. */
+#ifndef WLM_INTERNAL_H
+#define WLM_INTERNAL_H
+
+#include "base.h"
+#include "ggml_types.h"
+#include "wlm.h"
+
+/* ---- GGUF ---------------------------------------------------------------- */
+
+enum {
+    GGUF_U8 = 0, GGUF_I8 = 1, GGUF_U16 = 2, GGUF_I16 = 3, GGUF_U32 = 4, GGUF_I32 = 5,
+    GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9, GGUF_U64 = 10,
+    GGUF_I64 = 11, GGUF_F64 = 12, GGUF_TYPE_COUNT = 13
+};
+
+typedef struct wlm_kv {
+    const char *key; uint32_t key_len;
+    uint32_t type;            /* GGUF value type */
+    const uint8_t *val;       /* raw encoding in the file */
+    uint64_t val_bytes;
+    /* for arrays: element type, count, pointer to first element */
+    uint32_t arr_type; uint64_t arr_n; const uint8_t *arr_data;
+} wlm_kv;
+
+typedef struct wlm_tensor {
+    const char *name; uint32_t name_len;
+    uint32_t type, n_dims;
+    uint64_t ne[4];           /* ne[0] = row length (contiguous) */
+    uint64_t offset;          /* absolute offset in the file */
+    uint64_t nbytes;
+    const uint8_t *data;      /* view into the file bytes */
+} wlm_tensor;
+
+typedef struct wlm_gguf {
+    const uint8_t *data; uint64_t size;
+    uint32_t version, alignment;
+    uint64_t n_kv, n_tensors, data_offset;
+    wlm_kv *kv; wlm_tensor *tensors;
+    void *mem;                /* the block holding kv[] and tensors[] */
+} wlm_gguf;
+
+wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err);
+void wlm_gguf_free(wlm_gguf *g);
+const wlm_kv *wlm_gguf_find(const wlm_gguf *g, const char *key);
+wlm_tensor *wlm_gguf_tensor(const wlm_gguf *g, const char *name);
+/* Typed getters: WLM_OK and *out set; a missing key leaves *out alone and
+ * returns WLM_OK when `required` is 0; a wrong type is always an error. */
+wlm_status wlm_kv_u32(const wlm_gguf *g, const char *key, int required, uint32_t *out, wlm_err *err);
+wlm_status wlm_kv_f32(const wlm_gguf *g, const char *key, int required, float *out, wlm_err *err);
+wlm_status wlm_kv_bool(const wlm_gguf *g, const char *key, uint32_t *out, wlm_err *err);
+/* String value: pointer into the file and its length; NULL when absent. */
+wlm_status wlm_kv_str(const wlm_gguf *g, const char *key, int required, const char **s, uint32_t *len, wlm_err *err);
+int wlm_str_is(const char *s, uint32_t len, const char *lit);
+
+/* ---- vocabulary ----------------------------------------------------------- */
+
+enum { WLM_TOK_NORMAL = 1, WLM_TOK_UNKNOWN = 2, WLM_TOK_CONTROL = 3, WLM_TOK_USER = 4,
+       WLM_TOK_UNUSED = 5, WLM_TOK_BYTE = 6 };
+
+typedef struct wlm_vocab {
+    uint32_t n;
+    const char **text; uint32_t *len;   /* piece bytes (into the file) */
+    float *score; uint8_t *type;
+    uint32_t *hash; uint32_t hash_mask; /* open addressing: id+1, 0 = empty */
+    int32_t byte_tok[256];              /* <0xNN> token per byte, -1 if none */
+    uint32_t max_len;
+    int32_t bos, eos, unk;
+    uint32_t add_bos, add_space_prefix;
+    void *mem;                          /* one wlm_sys_alloc block for the arrays */
+} wlm_vocab;
+
+/* Builds the vocab from tokenizer.ggml.* metadata; validates every id and
+ * length against the file. Refuses tokenizer models other than "llama". */
+wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err);
+void wlm_vocab_free(wlm_vocab *v);
+int32_t wlm_vocab_find(const wlm_vocab *v, const char *s, uint32_t len);
+/* The model-free cores of wlm_tokenize / wlm_token_bytes / wlm_detok_push */
+wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len, int add_bos,
+                              int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err);
+uint32_t wlm_vocab_token_bytes(const wlm_vocab *v, int32_t token, char *out, uint32_t cap);
+uint32_t wlm_vocab_detok_push(const wlm_vocab *v, wlm_detok *d, int32_t token, char *out, uint32_t cap);
+
+/* ---- model ----------------------------------------------------------------- */
+
+typedef struct wlm_layer {
+    const wlm_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+} wlm_layer;
+
+struct wlm_model {
+    wlm_gguf g;
+    wlm_hparams hp;
+    const wlm_tensor *tok_embd, *out_norm, *output;
+    wlm_layer *layers;
+    wlm_vocab vocab;
+    void *mem;
+};
+
+/* ---- kernels --------------------------------------------------------------- */
+
+/* Activation prepared for a weight type: floats, plus int8 blocks (Q8_0) for
+ * the quantized types whose dot products run on integers. */
+typedef struct wlm_kernels {
+    const char *name;
+    /* dot of one weight row (n elements, weight type t) with an activation
+     * (float* for F32/F16/BF16 rows, block_q8_0* for Q8_0/Q4_0 rows) */
+    float (*dot_f32)(uint32_t n, const float *w, const float *x);
+    float (*dot_f16)(uint32_t n, const uint16_t *w, const float *x);
+    float (*dot_bf16)(uint32_t n, const uint16_t *w, const float *x);
+    float (*dot_q8_0)(uint32_t n, const block_q8_0 *w, const block_q8_0 *x);
+    float (*dot_q4_0)(uint32_t n, const block_q4_0 *w, const block_q8_0 *x);
+    /* y += a * x (attention value accumulation), f32 and f16 sources */
+    void (*axpy_f32)(uint32_t n, float a, const float *x, float *y);
+    void (*axpy_f16)(uint32_t n, float a, const uint16_t *x, float *y);
+    /* y *= a */
+    void (*scale)(uint32_t n, float a, float *y);
+} wlm_kernels;
+
+extern const wlm_kernels wlm_kernels_scalar;
+#ifdef __wasm_simd128__
+extern const wlm_kernels wlm_kernels_simd128;
+#endif
+const wlm_kernels *wlm_kernels_best(void);
+float wlm_fold16(const float s[16]); /* the reference lane fold */
+
+/* Quantizes n floats (n % 32 == 0) to Q8_0 blocks; scalar, shared by every
+ * build so activations quantize identically everywhere. */
+void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n);
+void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n);
+void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n);
+/* Dequantizes one row of any supported type into floats. */
+void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);
+/* The activation form a weight type wants: 0 = floats, GGML_Q8_0 = int8 blocks */
+uint32_t wlm_act_type(uint32_t weight_type);
+
+/* ---- context ----------------------------------------------------------------- */
+
+struct wlm_ctx {
+    wlm_model *m;
+    const wlm_kernels *k;
+    wlm_ctx_params p;
+    uint32_t n_ctx, n_batch;
+    uint32_t pos;          /* next absolute position */
+    uint32_t slid;         /* positions dropped by the sliding window */
+    /* KV cache: [layer][kv_head][slot][head_dim], f32 or f16 */
+    void *k_cache, *v_cache;
+    uint64_t kv_layer_stride, kv_head_stride; /* in elements */
+    int32_t *slot_pos;     /* absolute position stored in each slot, -1 empty */
+    /* scratch for a batch of up to n_batch tokens */
+    float *x, *xb, *q, *kk, *vv, *att, *hb, *hb2;
+    uint8_t *act;          /* quantized activations, n_batch rows */
+    uint64_t act_row_bytes;
+    float *logits; uint32_t n_logits;
+    float *att_tile;       /* one tile of scores per query */
+    double *rope_freq;     /* n_rot/2 inverse frequencies base^(-2i/n_rot) */
+    float *rope_cs;        /* cos/sin pairs for one position */
+    /* sampler work space */
+    int32_t *cand_id; float *cand_val; uint8_t *seen;
+    void *mem; uint64_t mem_bytes;
+};
+
+#define WLM_ATT_TILE 64
+
+/* attention of one query head over cache slots (used by forward and tests) */
+void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
+                         int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
+                         int32_t window_lo, uint32_t head_dim, float scale, float *out, float *tile);
+
+#endif

@@ -1,0 +1,93 @@
+/* Scalar reference kernels.
+ *
+ * Float dot products use 16 running sums (lane i takes elements i, i+16,
+ * i+32, ...), folded as ((s0..3 + s4..7) + (s8..11 + s12..15)) lane-wise and
+ * then (l0 + l1) + (l2 + l3), then the tail in order. The SIMD kernels keep
+ * exactly this order, so every build computes bit-identical results: the
+ * same tokens natively, in Node and in the browser.
+ * Quantized dot products sum int8 products exactly per 32-block, then add
+ * d_w * d_x * sum block by block, in order. */
+#include "internal.h"
+
+float wlm_fold16(const float s[16]) {
+    float l[4];
+    for (int i = 0; i < 4; i++) l[i] = (s[i] + s[4 + i]) + (s[8 + i] + s[12 + i]);
+    return (l[0] + l[1]) + (l[2] + l[3]);
+}
+
+static float dot_f32(uint32_t n, const float *w, const float *x) {
+    float s[16] = {0};
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) s[j] += w[i + j] * x[i + j];
+    float r = wlm_fold16(s);
+    for (; i < n; i++) r += w[i] * x[i];
+    return r;
+}
+
+static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
+    float s[16] = {0};
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) s[j] += wlm_f16_to_f32(w[i + j]) * x[i + j];
+    float r = wlm_fold16(s);
+    for (; i < n; i++) r += wlm_f16_to_f32(w[i]) * x[i];
+    return r;
+}
+
+static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
+    float s[16] = {0};
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) s[j] += wlm_bf16_to_f32(w[i + j]) * x[i + j];
+    float r = wlm_fold16(s);
+    for (; i < n; i++) r += wlm_bf16_to_f32(w[i]) * x[i];
+    return r;
+}
+
+static float dot_q8_0(uint32_t n, const block_q8_0 *w, const block_q8_0 *x) {
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK8_0; b++) {
+        int32_t s = 0;
+        for (int j = 0; j < QK8_0; j++) s += (int32_t)w[b].qs[j] * x[b].qs[j];
+        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)s;
+    }
+    return r;
+}
+
+static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK4_0; b++) {
+        int32_t s = 0;
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            s += ((w[b].qs[j] & 15) - 8) * x[b].qs[j];
+            s += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
+        }
+        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)s;
+    }
+    return r;
+}
+
+static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
+    for (uint32_t i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+static void axpy_f16(uint32_t n, float a, const uint16_t *x, float *y) {
+    for (uint32_t i = 0; i < n; i++) y[i] += a * wlm_f16_to_f32(x[i]);
+}
+
+static void scale(uint32_t n, float a, float *y) {
+    for (uint32_t i = 0; i < n; i++) y[i] *= a;
+}
+
+const wlm_kernels wlm_kernels_scalar = {
+    "scalar", dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, axpy_f32, axpy_f16, scale,
+};
+
+const wlm_kernels *wlm_kernels_best(void) {
+#ifdef __wasm_simd128__
+    return &wlm_kernels_simd128;
+#else
+    return &wlm_kernels_scalar;
+#endif
+}

@@ -1,0 +1,125 @@
+/* Tensor types: the table of GGML types, half/bfloat conversion, and the
+ * scalar reference quantizers and dequantizers. */
+#include "internal.h"
+
+static const wlm_type_info TYPES[GGML_TYPE_COUNT] = {
+    [0] = {"F32", 1, 4, 1},      [1] = {"F16", 1, 2, 1},      [2] = {"Q4_0", 32, 18, 1},
+    [3] = {"Q4_1", 32, 20, 0},   [6] = {"Q5_0", 32, 22, 0},   [7] = {"Q5_1", 32, 24, 0},
+    [8] = {"Q8_0", 32, 34, 1},   [9] = {"Q8_1", 32, 36, 0},   [10] = {"Q2_K", 256, 84, 0},
+    [11] = {"Q3_K", 256, 110, 0}, [12] = {"Q4_K", 256, 144, 0}, [13] = {"Q5_K", 256, 176, 0},
+    [14] = {"Q6_K", 256, 210, 0}, [15] = {"Q8_K", 256, 292, 0}, [16] = {"IQ2_XXS", 256, 66, 0},
+    [17] = {"IQ2_XS", 256, 74, 0}, [18] = {"IQ3_XXS", 256, 98, 0}, [19] = {"IQ1_S", 256, 50, 0},
+    [20] = {"IQ4_NL", 32, 18, 0}, [21] = {"IQ3_S", 256, 110, 0}, [22] = {"IQ2_S", 256, 82, 0},
+    [23] = {"IQ4_XS", 256, 136, 0}, [24] = {"I8", 1, 1, 0},     [25] = {"I16", 1, 2, 0},
+    [26] = {"I32", 1, 4, 0},     [27] = {"I64", 1, 8, 0},     [28] = {"F64", 1, 8, 0},
+    [29] = {"IQ1_M", 256, 56, 0}, [30] = {"BF16", 1, 2, 1},    [34] = {"TQ1_0", 256, 54, 0},
+    [35] = {"TQ2_0", 256, 66, 0}, [39] = {"MXFP4", 32, 17, 0},
+};
+
+const wlm_type_info *wlm_type(uint32_t type) {
+    if (type >= GGML_TYPE_COUNT || !TYPES[type].name) return 0;
+    return &TYPES[type];
+}
+
+const char *wlm_type_name(uint32_t type) {
+    const wlm_type_info *t = wlm_type(type);
+    return t ? t->name : "unknown";
+}
+
+uint16_t wlm_f32_to_f16(float f) {
+    uint32_t x; __builtin_memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
+    if (ax >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 | ((ax >> 13) & 0x3ff) : 0));
+    if (ax >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
+    if (ax < 0x38800000) { /* result is subnormal or zero: align to 2^-24 units */
+        if (ax < 0x33000000) return (uint16_t)sign;   /* < 2^-25: rounds to zero */
+        uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e;                      /* 14..24 */
+        uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t r = ax - 0x38000000;                      /* rebias exponent 127 -> 15 */
+    uint32_t q = r >> 13, rem = r & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
+    return (uint16_t)(sign | q);
+}
+
+uint16_t wlm_f32_to_bf16(float f) {
+    uint32_t x; __builtin_memcpy(&x, &f, 4);
+    if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+/* round half away from zero, without libm */
+static inline int round_i(float v) {
+    float a = v < 0 ? -v : v;
+    int i = (int)a;
+    if (a - (float)i >= 0.5f) i++;
+    return v < 0 ? -i : i;
+}
+
+void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
+    for (uint32_t b = 0; b < n / QK8_0; b++) {
+        const float *v = x + b * QK8_0;
+        float amax = 0;
+        for (int j = 0; j < QK8_0; j++) { float a = v[j] < 0 ? -v[j] : v[j]; if (a > amax) amax = a; }
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        y[b].d = wlm_f32_to_f16(d);
+        for (int j = 0; j < QK8_0; j++) y[b].qs[j] = (int8_t)round_i(v[j] * id);
+    }
+}
+
+void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n) {
+    for (uint32_t b = 0; b < n / QK4_0; b++) {
+        const float *v = x + b * QK4_0;
+        float amax = 0, vmax = 0;
+        for (int j = 0; j < QK4_0; j++) { float a = v[j] < 0 ? -v[j] : v[j]; if (a > amax) { amax = a; vmax = v[j]; } }
+        /* the extreme value maps to -8, so the full range [-8, 7] is used */
+        float d = vmax / -8.0f, id = d ? 1.0f / d : 0.0f;
+        y[b].d = wlm_f32_to_f16(d);
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            int q0 = (int)(v[j] * id + 8.5f), q1 = (int)(v[j + 16] * id + 8.5f);
+            q0 = q0 < 0 ? 0 : q0 > 15 ? 15 : q0;
+            q1 = q1 < 0 ? 0 : q1 > 15 ? 15 : q1;
+            y[b].qs[j] = (uint8_t)(q0 | q1 << 4);
+        }
+    }
+}
+
+void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) y[i] = wlm_f32_to_f16(x[i]);
+}
+
+void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n) {
+    switch (type) {
+    case GGML_F32: wlm_memcpy(y, row, n * 4); break;
+    case GGML_F16: { const uint16_t *h = row; for (uint32_t i = 0; i < n; i++) y[i] = wlm_f16_to_f32(h[i]); break; }
+    case GGML_BF16: { const uint16_t *h = row; for (uint32_t i = 0; i < n; i++) y[i] = wlm_bf16_to_f32(h[i]); break; }
+    case GGML_Q8_0: {
+        const block_q8_0 *b = row;
+        for (uint32_t i = 0; i < n / QK8_0; i++) {
+            float d = wlm_f16_to_f32(b[i].d);
+            for (int j = 0; j < QK8_0; j++) y[i * QK8_0 + j] = d * (float)b[i].qs[j];
+        }
+        break;
+    }
+    case GGML_Q4_0: {
+        const block_q4_0 *b = row;
+        for (uint32_t i = 0; i < n / QK4_0; i++) {
+            float d = wlm_f16_to_f32(b[i].d);
+            for (int j = 0; j < QK4_0 / 2; j++) {
+                y[i * QK4_0 + j] = d * (float)((b[i].qs[j] & 15) - 8);
+                y[i * QK4_0 + j + 16] = d * (float)((b[i].qs[j] >> 4) - 8);
+            }
+        }
+        break;
+    }
+    default: wlm_memset(y, 0, n * 4); break;
+    }
+}
+
+uint32_t wlm_act_type(uint32_t wt) {
+    return (wt == GGML_Q8_0 || wt == GGML_Q4_0) ? GGML_Q8_0 : GGML_F32;
+}

@@ -1,0 +1,119 @@
+/* Re-quantization: writes a new GGUF with 2-D weight tensors converted to a
+ * target type. Metadata is copied pair by pair (general.file_type updated),
+ * 1-D tensors (norms) and tensors whose row length is not a multiple of the
+ * target block keep their type. Source tensors of any supported type are
+ * dequantized row by row to floats, then quantized. */
+#include "internal.h"
+
+/* llama.cpp's file-type numbers for the whole-file type */
+static uint32_t file_type_of(uint32_t t) {
+    switch (t) { case GGML_F32: return 0; case GGML_F16: return 1; case GGML_Q4_0: return 2; case GGML_Q8_0: return 7; default: return 0; }
+}
+
+typedef struct wr { uint8_t *out; uint64_t cap, pos; } wr;
+static void put(wr *w, const void *p, uint64_t n) { if (w->out && w->pos + n <= w->cap) wlm_memcpy(w->out + w->pos, p, n); w->pos += n; }
+static void put32(wr *w, uint32_t v) { put(w, &v, 4); }
+static void put64(wr *w, uint64_t v) { put(w, &v, 8); }
+static void pad_to(wr *w, uint64_t a) { uint8_t z = 0; while (w->pos % a) put(w, &z, 1); }
+
+static int converts(const wlm_tensor *t, uint32_t type) {
+    const wlm_type_info *ti = wlm_type(type), *src = wlm_type(t->type);
+    if (!src || !src->supported) return 0;
+    return t->n_dims >= 2 && t->ne[1] > 1 && t->ne[0] % ti->block == 0 && t->type != type;
+}
+
+static uint64_t out_bytes(const wlm_tensor *t, uint32_t type) {
+    if (!converts(t, type)) return t->nbytes;
+    const wlm_type_info *ti = wlm_type(type);
+    return (t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]) / ti->block * ti->block_bytes;
+}
+
+static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t cap, uint64_t *size,
+                        char *report, uint32_t report_cap, wlm_err *err) {
+    const wlm_gguf *g = &m->g;
+    const wlm_type_info *ti = wlm_type(type);
+    if (!ti || !(type == GGML_F32 || type == GGML_F16 || type == GGML_Q8_0 || type == GGML_Q4_0))
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "cannot quantize to type %u (supported: F32, F16, Q8_0, Q4_0)", type);
+    wr w = { out, cap, 0 };
+    uint32_t rlen = 0;
+    int has_ft = wlm_gguf_find(g, "general.file_type") != 0;
+    put32(&w, 0x46554747u); put32(&w, 3);
+    put64(&w, g->n_tensors); put64(&w, g->n_kv + (has_ft ? 0 : 1));
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const wlm_kv *kv = &g->kv[i];
+        put64(&w, kv->key_len); put(&w, kv->key, kv->key_len);
+        if (wlm_str_is(kv->key, kv->key_len, "general.file_type")) { put32(&w, GGUF_U32); put32(&w, file_type_of(type)); continue; }
+        put32(&w, kv->type); put(&w, kv->val, kv->val_bytes);
+    }
+    if (!has_ft) { put64(&w, 17); put(&w, "general.file_type", 17); put32(&w, GGUF_U32); put32(&w, file_type_of(type)); }
+    uint64_t off = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const wlm_tensor *t = &g->tensors[i];
+        put64(&w, t->name_len); put(&w, t->name, t->name_len);
+        put32(&w, t->n_dims);
+        for (uint32_t d = 0; d < t->n_dims; d++) put64(&w, t->ne[d]);
+        put32(&w, converts(t, type) ? type : t->type);
+        put64(&w, off);
+        off = WLM_ALIGN_UP(off + out_bytes(t, type), g->alignment);
+    }
+    pad_to(&w, g->alignment);
+    uint64_t data_start = w.pos;
+    float *row = 0;
+    uint64_t widest = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) if (converts(&g->tensors[i], type) && g->tensors[i].ne[0] > widest) widest = g->tensors[i].ne[0];
+    if (out && widest) {
+        row = wlm_sys_alloc(widest * 4);
+        if (!row) return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory, limit %llu", (unsigned long long)(widest * 4), (unsigned long long)wlm_sys_limit());
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const wlm_tensor *t = &g->tensors[i];
+        w.pos = WLM_ALIGN_UP(w.pos - data_start, g->alignment) + data_start;
+        uint64_t nb = out_bytes(t, type);
+        if (!converts(t, type)) {
+            put(&w, t->data, t->nbytes);
+            if (report) {
+                const char *why = t->type == type ? "already the target type" : t->n_dims < 2 || t->ne[1] == 1 ? "1-D tensor"
+                                : !wlm_type(t->type)->supported ? "source type not supported" : "row length is not a multiple of the block";
+                rlen += wlm_fmt(report + rlen, report_cap - rlen, "%.*s: kept %s (%s)\n", (int)t->name_len, t->name, wlm_type_name(t->type), why);
+            }
+            continue;
+        }
+        uint64_t rows = t->ne[1] * t->ne[2] * t->ne[3], n = t->ne[0];
+        uint64_t src_row = t->nbytes / rows, dst_row = nb / rows;
+        if (out) {
+            for (uint64_t r = 0; r < rows; r++) {
+                wlm_dequantize_row(t->type, t->data + r * src_row, row, (uint32_t)n);
+                uint8_t *dst = w.out + w.pos + r * dst_row;
+                if (w.pos + (r + 1) * dst_row > w.cap) break;
+                switch (type) {
+                case GGML_F32: wlm_memcpy(dst, row, n * 4); break;
+                case GGML_F16: wlm_quantize_row_f16(row, (uint16_t *)dst, (uint32_t)n); break;
+                case GGML_Q8_0: wlm_quantize_row_q8_0(row, (block_q8_0 *)dst, (uint32_t)n); break;
+                default: wlm_quantize_row_q4_0(row, (block_q4_0 *)dst, (uint32_t)n); break;
+                }
+            }
+        }
+        w.pos += nb;
+        if (report)
+            rlen += wlm_fmt(report + rlen, report_cap - rlen, "%.*s: %s -> %s (%llu -> %llu bytes)\n", (int)t->name_len, t->name,
+                            wlm_type_name(t->type), ti->name, (unsigned long long)t->nbytes, (unsigned long long)nb);
+    }
+    if (row) wlm_sys_free(row);
+    *size = w.pos;
+    if (out && w.pos > cap) return wlm_fail(err, WLM_ERR_ARG, "output buffer too small: %llu bytes needed, %llu given", (unsigned long long)w.pos, (unsigned long long)cap);
+    return WLM_OK;
+}
+
+wlm_status wlm_quantize_size(const wlm_model *m, uint32_t type, uint64_t *size, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    return build(m, type, 0, 0, size, 0, 0, err);
+}
+
+wlm_status wlm_quantize(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t size,
+                        char *report, uint32_t report_cap, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_quantize: NULL output");
+    if (report && report_cap) report[0] = 0; else report = 0;
+    uint64_t got;
+    return build(m, type, out, size, &got, report, report_cap, err);
+}

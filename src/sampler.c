@@ -1,0 +1,194 @@
+/* Sampling: turns logits into the next token.
+ *
+ * Order of the pipeline (as in Hugging Face transformers):
+ *   repetition penalty -> temperature -> top-k -> top-p -> min-p -> draw
+ * Temperature 0 is greedy: argmax of the penalized logits, lowest id on ties.
+ * The draw uses a PCG32 stream, so one seed gives the same tokens on every
+ * platform. Non-finite logits never win: NaN and -inf are excluded. */
+#include "internal.h"
+#include "wmath.h"
+
+void wlm_sampler_default_params(wlm_sampler_params *p) {
+    p->temperature = 0.8f; p->top_k = 40; p->top_p = 0.95f; p->min_p = 0.05f;
+    p->repeat_penalty = 1.1f; p->repeat_last_n = 64;
+}
+
+void wlm_rng_seed(wlm_rng *r, uint64_t seed) {
+    r->state = 0; r->inc = (seed << 1) | 1u;
+    wlm_rng_u32(r);
+    r->state += 0x853c49e6748fea9bull ^ seed;
+    wlm_rng_u32(r);
+}
+
+uint32_t wlm_rng_u32(wlm_rng *r) {
+    uint64_t old = r->state;
+    r->state = old * 6364136223846793005ull + r->inc;
+    uint32_t xs = (uint32_t)(((old >> 18) ^ old) >> 27);
+    uint32_t rot = (uint32_t)(old >> 59);
+    return (xs >> rot) | (xs << ((32 - rot) & 31));
+}
+
+float wlm_rng_float(wlm_rng *r) { return (float)(wlm_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
+
+#define NEG_BIG (-3.0e38f)
+
+/* candidate a ranks before b: larger value, then smaller id */
+static int before(const float *v, const int32_t *id, uint32_t a, uint32_t b) {
+    return v[a] > v[b] || (v[a] == v[b] && id[a] < id[b]);
+}
+
+static void swap(float *v, int32_t *id, uint32_t a, uint32_t b) {
+    float tv = v[a]; v[a] = v[b]; v[b] = tv;
+    int32_t ti = id[a]; id[a] = id[b]; id[b] = ti;
+}
+
+/* heap whose root is the worst candidate kept so far */
+static void sift_down(float *v, int32_t *id, uint32_t n, uint32_t i) {
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && before(v, id, w, l)) w = l;
+        if (r < n && before(v, id, w, r)) w = r;
+        if (w == i) return;
+        swap(v, id, i, w); i = w;
+    }
+}
+
+/* Keeps the best k of the n candidates in v/id, sorted best first. */
+static uint32_t top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k) {
+    if (k == 0 || k > n) k = n;
+    for (uint32_t i = k / 2; i-- > 0;) sift_down(v, id, k, i);
+    for (uint32_t i = k; i < n; i++) {
+        if (before(v, id, i, 0)) { v[0] = v[i]; id[0] = id[i]; sift_down(v, id, k, 0); }
+    }
+    /* heap sort: repeatedly move the worst to the end */
+    for (uint32_t end = k; end > 1; end--) {
+        swap(v, id, 0, end - 1);
+        sift_down(v, id, end - 1, 0);
+    }
+    return k;
+}
+
+static wlm_status check_params(const wlm_sampler_params *sp, wlm_err *err) {
+    if (!(sp->temperature >= 0) || !wlm_isfinite(sp->temperature))
+        return wlm_fail(err, WLM_ERR_ARG, "temperature must be a finite number >= 0");
+    if (!(sp->top_p > 0 && sp->top_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "top_p must be in (0, 1]");
+    if (!(sp->min_p >= 0 && sp->min_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "min_p must be in [0, 1]");
+    if (!(sp->repeat_penalty > 0) || !wlm_isfinite(sp->repeat_penalty))
+        return wlm_fail(err, WLM_ERR_ARG, "repeat_penalty must be a finite number > 0");
+    return WLM_OK;
+}
+
+/* Fills c->cand_val with penalized logits (non-finite -> excluded). Returns
+ * the number of usable candidates. */
+static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                          const int32_t *hist, uint32_t n_hist) {
+    uint32_t n = c->m->hp.n_vocab, usable = 0;
+    float *v = c->cand_val; int32_t *id = c->cand_id;
+    for (uint32_t i = 0; i < n; i++) {
+        float x = logits[i];
+        if (x != x || x == -__builtin_inff()) x = NEG_BIG;
+        else if (x > 3.0e38f) x = 3.0e38f;
+        else usable++;
+        v[i] = x; id[i] = (int32_t)i;
+    }
+    if (sp->repeat_penalty != 1.0f && sp->repeat_last_n && hist && n_hist) {
+        uint32_t from = n_hist > sp->repeat_last_n ? n_hist - sp->repeat_last_n : 0;
+        for (uint32_t i = from; i < n_hist; i++) {
+            int32_t t = hist[i];
+            if (t < 0 || (uint32_t)t >= n || c->seen[t]) continue;
+            c->seen[t] = 1;
+            if (v[t] == NEG_BIG) continue;
+            v[t] = v[t] > 0 ? v[t] / sp->repeat_penalty : v[t] * sp->repeat_penalty;
+        }
+        for (uint32_t i = from; i < n_hist; i++) if (hist[i] >= 0 && (uint32_t)hist[i] < n) c->seen[hist[i]] = 0;
+    }
+    return usable;
+}
+
+static uint32_t argmax(const float *v, uint32_t n) {
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++) if (v[i] > v[best]) best = i;
+    return best;
+}
+
+/* After penalties: temperature, top-k, top-p, min-p. Leaves the surviving
+ * candidates sorted best first in cand_id with probabilities in cand_val
+ * (summing to 1) and returns their count. */
+static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp) {
+    uint32_t n = c->m->hp.n_vocab;
+    float *v = c->cand_val; int32_t *id = c->cand_id;
+    float inv_t = 1.0f / sp->temperature;
+    uint32_t k = top_k_sorted(v, id, n, sp->top_k);
+    while (k > 1 && v[k - 1] == NEG_BIG) k--;     /* drop excluded */
+    float vmax = v[0] * inv_t;
+    double sum = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        float p = v[i] == NEG_BIG ? 0.0f : wlm_expf(v[i] * inv_t - vmax);
+        v[i] = p; sum += p;
+    }
+    for (uint32_t i = 0; i < k; i++) v[i] = (float)(v[i] / sum);
+    if (sp->top_p < 1.0f) {
+        double cum = 0; uint32_t keep = k;
+        for (uint32_t i = 0; i < k; i++) { cum += v[i]; if (cum >= sp->top_p) { keep = i + 1; break; } }
+        k = keep;
+    }
+    if (sp->min_p > 0.0f) {
+        float lim = v[0] * sp->min_p; uint32_t keep = 1;
+        while (keep < k && v[keep] >= lim) keep++;
+        k = keep;
+    }
+    sum = 0;
+    for (uint32_t i = 0; i < k; i++) sum += v[i];
+    for (uint32_t i = 0; i < k; i++) v[i] = (float)(v[i] / sum);
+    return k;
+}
+
+static float model_logprob(const float *logits, uint32_t n, int32_t tok) {
+    float m = NEG_BIG;
+    for (uint32_t i = 0; i < n; i++) if (logits[i] == logits[i] && logits[i] > m && logits[i] < 3.0e38f) m = logits[i];
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        float x = logits[i];
+        if (x == x && x > NEG_BIG && x < 3.0e38f) s += wlm_expf(x - m);
+    }
+    float x = logits[tok];
+    if (!(x == x) || x <= NEG_BIG) return -__builtin_inff();
+    return (x - m) - (float)wlm_log(s);
+}
+
+wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                      const int32_t *history, uint32_t n_history, wlm_rng *rng,
+                      int32_t *token, float *logprob, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    wlm_status s;
+    if (!c || !logits || !sp || !token) return wlm_fail(err, WLM_ERR_ARG, "wlm_sample: NULL argument");
+    if ((s = check_params(sp, err))) return s;
+    uint32_t n = c->m->hp.n_vocab;
+    if (penalized(c, logits, sp, history, n_history) == 0)
+        return wlm_fail(err, WLM_ERR_ARG, "no finite logits to sample from");
+    int32_t tok;
+    if (sp->temperature == 0.0f) {
+        tok = (int32_t)argmax(c->cand_val, n);
+    } else {
+        if (!rng) return wlm_fail(err, WLM_ERR_ARG, "wlm_sample: sampling needs an rng");
+        uint32_t k = filtered_dist(c, sp);
+        float u = wlm_rng_float(rng), cum = 0;
+        tok = c->cand_id[k - 1];
+        for (uint32_t i = 0; i < k; i++) { cum += c->cand_val[i]; if (u < cum) { tok = c->cand_id[i]; break; } }
+    }
+    *token = tok;
+    if (logprob) *logprob = model_logprob(logits, n, tok);
+    return WLM_OK;
+}
+
+uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                         const int32_t *history, uint32_t n_history, int32_t *ids, float *probs, uint32_t cap) {
+    if (!c || !logits || !sp || check_params(sp, 0) || cap == 0) return 0;
+    uint32_t n = c->m->hp.n_vocab;
+    if (penalized(c, logits, sp, history, n_history) == 0) return 0;
+    if (sp->temperature == 0.0f) { ids[0] = (int32_t)argmax(c->cand_val, n); probs[0] = 1.0f; return 1; }
+    uint32_t k = filtered_dist(c, sp);
+    if (k > cap) k = cap;
+    for (uint32_t i = 0; i < k; i++) { ids[i] = c->cand_id[i]; probs[i] = c->cand_val[i]; }
+    return k;
+}

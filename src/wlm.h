@@ -1,0 +1,191 @@
+/* wasmlm public C API.
+ *
+ * The engine is a library with no hidden globals: every call takes the object
+ * it works on. Every fallible call returns a wlm_status and, when `err` is
+ * non-NULL, fills it with a readable message that names the problem.
+ *
+ * Objects:
+ *   wlm_model  - a parsed GGUF file: hyper-parameters, vocabulary and tensor
+ *                views that point into the file bytes (never copied).
+ *   wlm_ctx    - one generation context for a model: KV cache, scratch
+ *                buffers, sampler state. All sized once, at creation.
+ *   wlm_detok  - a streaming detokenizer that only emits complete UTF-8.
+ *
+ * The library needs no libc (it builds freestanding for wasm32); memory comes
+ * from wlm_sys_alloc (see wlm_sys.h). */
+#ifndef WLM_H
+#define WLM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Functions marked WLM_API are the exports of the wasm module. */
+#define WLM_API __attribute__((visibility("default")))
+
+typedef enum {
+    WLM_OK = 0,
+    WLM_ERR_ARG = 1,          /* bad argument from the caller */
+    WLM_ERR_FORMAT = 2,       /* not a GGUF file / malformed structure */
+    WLM_ERR_TRUNCATED = 3,    /* something points past the end of the file */
+    WLM_ERR_UNSUPPORTED = 4,  /* valid file, feature we do not support */
+    WLM_ERR_NOMEM = 5,        /* memory limit reached */
+    WLM_ERR_CONTEXT_FULL = 6, /* KV cache full and policy is "error" */
+    WLM_ERR_STATE = 7         /* call not valid in this state */
+} wlm_status;
+
+typedef struct wlm_err {
+    wlm_status code;
+    char msg[256];
+} wlm_err;
+
+typedef struct wlm_model wlm_model;
+typedef struct wlm_ctx wlm_ctx;
+
+/* ---- model ------------------------------------------------------------- */
+
+/* Parses `size` bytes of a GGUF file at `data`. The bytes must stay alive and
+ * unmodified for the life of the model: tensors are views into them. */
+WLM_API wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err);
+WLM_API void wlm_model_free(wlm_model *m);
+
+typedef struct wlm_hparams {
+    uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv;
+    uint32_t head_dim, n_ff, n_rot;
+    float rope_freq_base, rms_eps;
+    int32_t bos_id, eos_id, unk_id;
+    uint32_t add_bos, add_space_prefix;
+    uint32_t tied_output; /* 1 when output.weight is absent (uses token_embd) */
+} wlm_hparams;
+WLM_API const wlm_hparams *wlm_model_hparams(const wlm_model *m);
+
+/* Metadata access (for `info`). Values are returned as pointers to the raw
+ * GGUF encoding inside the file; `type` is the GGUF value type. */
+WLM_API uint32_t wlm_meta_count(const wlm_model *m);
+WLM_API const char *wlm_meta_key(const wlm_model *m, uint32_t i, uint32_t *len);
+WLM_API uint32_t wlm_meta_type(const wlm_model *m, uint32_t i);
+WLM_API const uint8_t *wlm_meta_value(const wlm_model *m, uint32_t i, uint64_t *nbytes);
+WLM_API uint32_t wlm_tensor_count(const wlm_model *m);
+WLM_API const char *wlm_tensor_name(const wlm_model *m, uint32_t i, uint32_t *len);
+WLM_API uint32_t wlm_tensor_type(const wlm_model *m, uint32_t i);
+WLM_API uint32_t wlm_tensor_ndims(const wlm_model *m, uint32_t i);
+WLM_API uint64_t wlm_tensor_dim(const wlm_model *m, uint32_t i, uint32_t d);
+WLM_API uint64_t wlm_tensor_offset(const wlm_model *m, uint32_t i); /* absolute, in file */
+WLM_API const char *wlm_type_name(uint32_t ggml_type);
+
+/* ---- tokenizer ------------------------------------------------------------ */
+
+/* Encodes `len` bytes of text. add_bos: prepend BOS (when the vocab has one).
+ * Writes at most `cap` ids; *n_out receives the number needed (which may
+ * exceed cap: then WLM_ERR_ARG with "token buffer too small"). */
+WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t len, int add_bos,
+                        int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err);
+
+/* The raw bytes a token stands for (byte tokens give their byte, '▁' becomes
+ * ' ', control tokens give nothing). Returns the byte count written (<= cap),
+ * or the needed count if larger than cap. */
+WLM_API uint32_t wlm_token_bytes(const wlm_model *m, int32_t token, char *out, uint32_t cap);
+
+/* Streaming detokenizer: holds bytes of an incomplete UTF-8 character until
+ * it completes; invalid bytes become U+FFFD. Plain struct, no allocation. */
+typedef struct wlm_detok {
+    uint8_t pending[8];
+    uint32_t n_pending;
+} wlm_detok;
+WLM_API void wlm_detok_reset(wlm_detok *d);
+/* Appends the text of `token`; writes complete valid UTF-8 into out (cap must
+ * be >= 64 + longest token). Returns bytes written. */
+WLM_API uint32_t wlm_detok_push(const wlm_model *m, wlm_detok *d, int32_t token, char *out, uint32_t cap);
+/* Flushes held bytes (as U+FFFD each) at the end of a stream. */
+WLM_API uint32_t wlm_detok_flush(wlm_detok *d, char *out, uint32_t cap);
+
+/* ---- context ------------------------------------------------------------ */
+
+enum { WLM_KV_F32 = 0, WLM_KV_F16 = 1 };
+enum { WLM_FULL_ERROR = 0, WLM_FULL_SLIDE = 1 };
+
+typedef struct wlm_ctx_params {
+    uint32_t n_ctx;       /* KV cache length; 0 = min(model context, 2048) */
+    uint32_t n_batch;     /* max tokens per forward call (prefill chunk); 0 = 64 */
+    uint32_t kv_type;     /* WLM_KV_F32 (default) or WLM_KV_F16 */
+    uint32_t full_policy; /* WLM_FULL_ERROR (default) or WLM_FULL_SLIDE */
+    uint32_t n_keep;      /* with SLIDE: first positions never dropped (attention sink) */
+    uint32_t logits_all;  /* keep logits for every token of a batch, not only the last */
+} wlm_ctx_params;
+
+WLM_API void wlm_ctx_default_params(wlm_ctx_params *p);
+/* Plans and allocates every buffer of the context (KV cache, scratch, sampler
+ * work space). Fails with "needs N bytes of memory, limit M" when it cannot. */
+WLM_API wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *p, wlm_err *err);
+WLM_API void wlm_ctx_free(wlm_ctx *c);
+/* Bytes the context would need, without allocating (memory planning). */
+WLM_API uint64_t wlm_ctx_bytes_needed(const wlm_model *m, const wlm_ctx_params *p);
+
+/* Forgets every position (KV cache emptied); the next eval starts at 0. */
+WLM_API void wlm_ctx_reset(wlm_ctx *c);
+WLM_API uint32_t wlm_ctx_pos(const wlm_ctx *c);   /* tokens evaluated so far */
+WLM_API uint32_t wlm_ctx_n_ctx(const wlm_ctx *c);
+/* Drops positions >= pos (rewind), so the cache can be reused for a prompt
+ * that shares a prefix. Only valid when nothing slid out of the window. */
+WLM_API wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err);
+
+/* Runs the transformer on n tokens appended at the current position
+ * (prefill when n > 1, decode when n == 1). Processes them in chunks of
+ * n_batch. Afterwards wlm_ctx_logits gives the logits of the last token
+ * (or of every token of the last chunk with logits_all). */
+WLM_API wlm_status wlm_eval(wlm_ctx *c, const int32_t *tokens, uint32_t n, wlm_err *err);
+WLM_API float *wlm_ctx_logits(wlm_ctx *c);
+WLM_API uint32_t wlm_ctx_n_logits(const wlm_ctx *c); /* rows of logits available */
+
+/* ---- sampling ----------------------------------------------------------- */
+
+typedef struct wlm_sampler_params {
+    float temperature;     /* 0 = greedy (argmax, lowest id wins ties) */
+    uint32_t top_k;        /* 0 = off */
+    float top_p;           /* 1 = off */
+    float min_p;           /* 0 = off */
+    float repeat_penalty;  /* 1 = off */
+    uint32_t repeat_last_n;/* window of recent tokens the penalty looks at */
+} wlm_sampler_params;
+WLM_API void wlm_sampler_default_params(wlm_sampler_params *p);
+
+/* Seeded PRNG (PCG32): the same seed gives the same stream on every platform. */
+typedef struct wlm_rng { uint64_t state, inc; } wlm_rng;
+WLM_API void wlm_rng_seed(wlm_rng *r, uint64_t seed);
+WLM_API uint32_t wlm_rng_u32(wlm_rng *r);
+WLM_API float wlm_rng_float(wlm_rng *r); /* [0,1), 24 bits */
+
+/* Samples the next token from `logits` (n_vocab floats, not modified).
+ * `history`/`n_history` are the recent tokens for the repetition penalty.
+ * `logprob` receives log P(token) under the model's own distribution
+ * (softmax of the raw logits, T = 1, no filters). */
+WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                      const int32_t *history, uint32_t n_history, wlm_rng *rng,
+                      int32_t *token, float *logprob, wlm_err *err);
+
+/* Sampling distribution after penalty, temperature and filters: writes up to
+ * `cap` (token, probability) pairs sorted by probability, returns the count.
+ * (For UIs that show the next-token distribution.) */
+WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                         const int32_t *history, uint32_t n_history,
+                         int32_t *ids, float *probs, uint32_t cap);
+
+/* ---- quantization --------------------------------------------------------- */
+
+/* Size of the GGUF file wlm_quantize would write for target type `type`
+ * (GGML type id: 0 F32, 1 F16, 8 Q8_0, 2 Q4_0). */
+WLM_API wlm_status wlm_quantize_size(const wlm_model *m, uint32_t type, uint64_t *size, wlm_err *err);
+/* Writes the re-quantized GGUF into out (size from wlm_quantize_size).
+ * 2-D weight tensors are converted; norms and rows whose length is not a
+ * multiple of the block size keep their type. `report` (optional) receives
+ * one line per tensor. */
+WLM_API wlm_status wlm_quantize(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t size,
+                        char *report, uint32_t report_cap, wlm_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
