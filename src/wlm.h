@@ -99,7 +99,7 @@ WLM_API void wlm_detok_reset(wlm_detok *d);
 /* Appends the text of `token`; writes complete valid UTF-8 into out (cap must
  * be >= 64 + longest token). Returns bytes written. */
 WLM_API uint32_t wlm_detok_push(const wlm_model *m, wlm_detok *d, int32_t token, char *out, uint32_t cap);
-/* Flushes held bytes (as U+FFFD each) at the end of a stream. */
+/* Flushes held bytes (an incomplete character) as one U+FFFD at the end of a stream. */
 WLM_API uint32_t wlm_detok_flush(wlm_detok *d, char *out, uint32_t cap);
 
 /* ---- context ------------------------------------------------------------ */

@@ -1,0 +1,150 @@
+/* WebAssembly SIMD128 kernels (wasm_simd128.h).
+ *
+ * Each kernel performs exactly the operations of its scalar reference in
+ * kernels_scalar.c, in the same order, so results are bit-identical: four
+ * f32x4 accumulators are the reference's 16 running sums, folded the same
+ * way; integer block sums are exact. No fused multiply-add is used. */
+#ifdef __wasm_simd128__
+#include <wasm_simd128.h>
+#include "internal.h"
+
+/* (acc0 + acc1) + (acc2 + acc3) lane-wise, then (l0 + l1) + (l2 + l3) */
+static inline float fold4(v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
+    v128_t l = wasm_f32x4_add(wasm_f32x4_add(a0, a1), wasm_f32x4_add(a2, a3));
+    return (wasm_f32x4_extract_lane(l, 0) + wasm_f32x4_extract_lane(l, 1)) +
+           (wasm_f32x4_extract_lane(l, 2) + wasm_f32x4_extract_lane(l, 3));
+}
+
+static float dot_f32(uint32_t n, const float *w, const float *x) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w + i), wasm_v128_load(x + i)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w + i + 4), wasm_v128_load(x + i + 4)));
+        a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(wasm_v128_load(w + i + 8), wasm_v128_load(x + i + 8)));
+        a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(wasm_v128_load(w + i + 12), wasm_v128_load(x + i + 12)));
+    }
+    float r = fold4(a0, a1, a2, a3);
+    for (; i < n; i++) r += w[i] * x[i];
+    return r;
+}
+
+/* four IEEE halves (in the low 16 bits of each u32 lane) to floats, exactly
+ * as wlm_f16_to_f32 does it */
+static inline v128_t half4_to_f32(v128_t h) {
+    v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
+    v128_t em = wasm_v128_and(h, wasm_i32x4_splat(0x7fff));
+    v128_t fin = wasm_f32x4_mul(wasm_i32x4_shl(em, 13), wasm_f32x4_splat(0x1p112f));
+    v128_t inf = wasm_v128_or(wasm_i32x4_splat(0x7f800000), wasm_i32x4_shl(wasm_v128_and(em, wasm_i32x4_splat(0x3ff)), 13));
+    v128_t is_inf = wasm_i32x4_ge(em, wasm_i32x4_splat(0x7c00));
+    return wasm_v128_or(sign, wasm_v128_bitselect(inf, fin, is_inf));
+}
+
+static inline void load_half8(const uint16_t *p, v128_t *lo, v128_t *hi) {
+    v128_t h = wasm_v128_load(p);
+    *lo = half4_to_f32(wasm_u32x4_extend_low_u16x8(h));
+    *hi = half4_to_f32(wasm_u32x4_extend_high_u16x8(h));
+}
+
+static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v128_t w0, w1, w2, w3;
+        load_half8(w + i, &w0, &w1);
+        load_half8(w + i + 8, &w2, &w3);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(w0, wasm_v128_load(x + i)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(w1, wasm_v128_load(x + i + 4)));
+        a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(w2, wasm_v128_load(x + i + 8)));
+        a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(w3, wasm_v128_load(x + i + 12)));
+    }
+    float r = fold4(a0, a1, a2, a3);
+    for (; i < n; i++) r += wlm_f16_to_f32(w[i]) * x[i];
+    return r;
+}
+
+static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v128_t h0 = wasm_v128_load(w + i), h1 = wasm_v128_load(w + i + 8);
+        v128_t w0 = wasm_i32x4_shl(wasm_u32x4_extend_low_u16x8(h0), 16);
+        v128_t w1 = wasm_i32x4_shl(wasm_u32x4_extend_high_u16x8(h0), 16);
+        v128_t w2 = wasm_i32x4_shl(wasm_u32x4_extend_low_u16x8(h1), 16);
+        v128_t w3 = wasm_i32x4_shl(wasm_u32x4_extend_high_u16x8(h1), 16);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(w0, wasm_v128_load(x + i)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(w1, wasm_v128_load(x + i + 4)));
+        a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(w2, wasm_v128_load(x + i + 8)));
+        a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(w3, wasm_v128_load(x + i + 12)));
+    }
+    float r = fold4(a0, a1, a2, a3);
+    for (; i < n; i++) r += wlm_bf16_to_f32(w[i]) * x[i];
+    return r;
+}
+
+/* exact int32 sum of 16 int8 x int8 products */
+static inline v128_t dot_i8x16(v128_t a, v128_t b) {
+    v128_t lo = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_low_i8x16(b));
+    v128_t hi = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_high_i8x16(b));
+    return wasm_i32x4_add(lo, hi);
+}
+
+static inline int32_t hsum_i32(v128_t v) {
+    return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) +
+           wasm_i32x4_extract_lane(v, 2) + wasm_i32x4_extract_lane(v, 3);
+}
+
+static float dot_q8_0(uint32_t n, const block_q8_0 *w, const block_q8_0 *x) {
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK8_0; b++) {
+        v128_t s = wasm_i32x4_add(dot_i8x16(wasm_v128_load(w[b].qs), wasm_v128_load(x[b].qs)),
+                                  dot_i8x16(wasm_v128_load(w[b].qs + 16), wasm_v128_load(x[b].qs + 16)));
+        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)hsum_i32(s);
+    }
+    return r;
+}
+
+static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
+    const v128_t m4 = wasm_i8x16_splat(15), eight = wasm_i8x16_splat(8);
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK4_0; b++) {
+        v128_t q = wasm_v128_load(w[b].qs);
+        v128_t lo = wasm_i8x16_sub(wasm_v128_and(q, m4), eight);      /* weights 0..15 */
+        v128_t hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), eight);      /* weights 16..31 */
+        v128_t s = wasm_i32x4_add(dot_i8x16(lo, wasm_v128_load(x[b].qs)), dot_i8x16(hi, wasm_v128_load(x[b].qs + 16)));
+        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)hsum_i32(s);
+    }
+    return r;
+}
+
+static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
+    v128_t va = wasm_f32x4_splat(a);
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        wasm_v128_store(y + i, wasm_f32x4_add(wasm_v128_load(y + i), wasm_f32x4_mul(va, wasm_v128_load(x + i))));
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+static void axpy_f16(uint32_t n, float a, const uint16_t *x, float *y) {
+    v128_t va = wasm_f32x4_splat(a);
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v128_t lo, hi;
+        load_half8(x + i, &lo, &hi);
+        wasm_v128_store(y + i, wasm_f32x4_add(wasm_v128_load(y + i), wasm_f32x4_mul(va, lo)));
+        wasm_v128_store(y + i + 4, wasm_f32x4_add(wasm_v128_load(y + i + 4), wasm_f32x4_mul(va, hi)));
+    }
+    for (; i < n; i++) y[i] += a * wlm_f16_to_f32(x[i]);
+}
+
+static void scale(uint32_t n, float a, float *y) {
+    v128_t va = wasm_f32x4_splat(a);
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, wasm_f32x4_mul(wasm_v128_load(y + i), va));
+    for (; i < n; i++) y[i] *= a;
+}
+
+const wlm_kernels wlm_kernels_simd128 = {
+    "simd128", dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, axpy_f32, axpy_f16, scale,
+};
+#endif

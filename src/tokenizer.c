@@ -1,0 +1,540 @@
+/* SentencePiece-style BPE tokenizer for GGUF vocabularies whose
+ * tokenizer.ggml.model is "llama", plus token-to-bytes conversion and a
+ * streaming detokenizer that only ever emits valid UTF-8.
+ *
+ * Encoding:
+ *   1. every ' ' becomes U+2581 ("▁"); with add_space_prefix one "▁" is put in
+ *      front of non-empty text;
+ *   2. the text is split into UTF-8 characters (a byte that does not start a
+ *      complete, valid character is a symbol of its own);
+ *   3. adjacent symbols are merged greedily: the pair whose concatenation is a
+ *      vocabulary piece with the highest score goes first, the leftmost pair
+ *      on ties. Candidate pairs wait in a max-heap and are checked again when
+ *      they are popped (a neighbour may have changed meanwhile);
+ *   4. each remaining symbol gives its piece id, or, when it is not a piece,
+ *      one <0xNN> byte token per byte (unknown token if there is none).
+ *
+ * Piece strings are not copied: they point into the GGUF bytes. */
+#include "internal.h"
+
+/* ---- UTF-8 ------------------------------------------------------------------ */
+
+/* Number of bytes of the character a lead byte starts, 0 for a byte that can
+ * never start a valid character (continuation bytes, C0, C1, F5..FF). */
+static uint32_t utf8_lead_len(uint8_t b) {
+    if (b < 0x80) return 1;
+    if (b < 0xC2) return 0;
+    if (b < 0xE0) return 2;
+    if (b < 0xF0) return 3;
+    if (b < 0xF5) return 4;
+    return 0;
+}
+
+/* Is `b` acceptable as continuation byte number `pos` (1..3) of a character
+ * whose lead byte is `lead`? The second byte carries the restrictions that
+ * rule out overlong forms, surrogates and values above U+10FFFF. */
+static int utf8_cont_ok(uint8_t lead, uint32_t pos, uint8_t b) {
+    uint8_t lo = 0x80, hi = 0xBF;
+    if (pos == 1) {
+        if (lead == 0xE0) lo = 0xA0;
+        else if (lead == 0xED) hi = 0x9F;
+        else if (lead == 0xF0) lo = 0x90;
+        else if (lead == 0xF4) hi = 0x8F;
+    }
+    return b >= lo && b <= hi;
+}
+
+/* Length of the valid character at s[0..n), or 0 when the bytes there are not
+ * a complete valid character. */
+static uint32_t utf8_valid_len(const uint8_t *s, uint64_t n) {
+    uint32_t k = utf8_lead_len(s[0]);
+    if (k == 0 || k > n) return 0;
+    for (uint32_t i = 1; i < k; i++)
+        if (!utf8_cont_ok(s[0], i, s[i])) return 0;
+    return k;
+}
+
+/* ---- hashing ------------------------------------------------------------------ */
+
+static uint32_t fnv1a(const uint8_t *s, uint32_t n) {
+    uint32_t h = 2166136261u;
+    for (uint32_t i = 0; i < n; i++) { h ^= s[i]; h *= 16777619u; }
+    return h;
+}
+
+int32_t wlm_vocab_find(const wlm_vocab *v, const char *s, uint32_t len) {
+    if (!v || !v->hash || (len && !s)) return -1;
+    if (len > v->max_len) return -1;
+    uint32_t i = fnv1a((const uint8_t *)s, len) & v->hash_mask;
+    for (;;) {
+        uint32_t e = v->hash[i];
+        if (e == 0) return -1;
+        uint32_t id = e - 1;
+        if (v->len[id] == len && wlm_memeq(v->text[id], s, len)) return (int32_t)id;
+        i = (i + 1) & v->hash_mask;
+    }
+}
+
+/* ---- loading ------------------------------------------------------------------ */
+
+/* Parses "<0xNN>" (hex digits in either case); -1 when it is not one. */
+static int parse_byte_piece(const char *s, uint32_t len) {
+    if (len != 6 || s[0] != '<' || s[1] != '0' || s[2] != 'x' || s[5] != '>') return -1;
+    int v = 0;
+    for (int i = 3; i < 5; i++) {
+        char c = s[i]; int d;
+        if (c >= '0' && c <= '9') d = c - '0';
+        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
+        else return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+static const wlm_kv *find_array(const wlm_gguf *g, const char *key, uint32_t want_type,
+                                uint32_t alt_type, wlm_err *err, wlm_status *st) {
+    *st = WLM_OK;
+    const wlm_kv *kv = wlm_gguf_find(g, key);
+    if (!kv) return NULL;
+    if (kv->type != GGUF_ARRAY) {
+        *st = wlm_fail(err, WLM_ERR_FORMAT, "%s: expected an array (type %u), found type %u",
+                       key, (unsigned)GGUF_ARRAY, kv->type);
+        return NULL;
+    }
+    if (kv->arr_type != want_type && kv->arr_type != alt_type) {
+        *st = wlm_fail(err, WLM_ERR_FORMAT, "%s: expected an array of type %u, found elements of type %u",
+                       key, want_type, kv->arr_type);
+        return NULL;
+    }
+    return kv;
+}
+
+/* Bytes from `p` to the end of the KV's value (0 if p is outside it). */
+static uint64_t kv_remaining(const wlm_kv *kv, const uint8_t *p) {
+    const uint8_t *end = kv->val + kv->val_bytes;
+    if (!p || p < kv->val || p > end) return 0;
+    return (uint64_t)(end - p);
+}
+
+static wlm_status load_id(const wlm_gguf *g, const char *key, uint32_t n, int32_t *out, wlm_err *err) {
+    uint32_t id = 0xFFFFFFFFu;
+    const wlm_kv *kv = wlm_gguf_find(g, key);
+    *out = -1;
+    if (!kv) return WLM_OK;
+    if (kv->type == GGUF_I32) {
+        int32_t s = (int32_t)wlm_rd32(kv->val);
+        if (s < 0) return WLM_OK; /* -1: none */
+        id = (uint32_t)s;
+    } else {
+        wlm_status st = wlm_kv_u32(g, key, 1, &id, err);
+        if (st != WLM_OK) return st;
+        if (id == 0xFFFFFFFFu) return WLM_OK; /* (uint32)-1: none */
+    }
+    if (id >= n)
+        return wlm_fail(err, WLM_ERR_FORMAT, "%s = %u is out of range (the vocabulary has %u tokens)",
+                        key, id, n);
+    *out = (int32_t)id;
+    return WLM_OK;
+}
+
+void wlm_vocab_free(wlm_vocab *v) {
+    if (!v) return;
+    if (v->mem) wlm_sys_free(v->mem);
+    wlm_memset(v, 0, sizeof *v);
+}
+
+wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
+    wlm_status st;
+    if (!v || !g) return wlm_fail(err, WLM_ERR_ARG, "wlm_vocab_load: NULL argument");
+    wlm_memset(v, 0, sizeof *v);
+    v->bos = v->eos = v->unk = -1;
+
+    const char *model = NULL; uint32_t model_len = 0;
+    st = wlm_kv_str(g, "tokenizer.ggml.model", 0, &model, &model_len, err);
+    if (st != WLM_OK) return st;
+    if (!model) return wlm_fail(err, WLM_ERR_FORMAT, "missing tokenizer.ggml.model (no vocabulary in this file)");
+    if (!wlm_str_is(model, model_len, "llama"))
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tokenizer model '%.*s' (only 'llama' SentencePiece vocabularies are supported)",
+                        (int)WLM_MIN(model_len, 64u), model);
+
+    const wlm_kv *ktok = find_array(g, "tokenizer.ggml.tokens", GGUF_STRING, GGUF_STRING, err, &st);
+    if (st != WLM_OK) return st;
+    if (!ktok) return wlm_fail(err, WLM_ERR_FORMAT, "missing tokenizer.ggml.tokens");
+    const wlm_kv *kscore = find_array(g, "tokenizer.ggml.scores", GGUF_F32, GGUF_F32, err, &st);
+    if (st != WLM_OK) return st;
+    const wlm_kv *ktype = find_array(g, "tokenizer.ggml.token_type", GGUF_I32, GGUF_U32, err, &st);
+    if (st != WLM_OK) return st;
+
+    uint64_t n64 = ktok->arr_n;
+    if (n64 == 0) return wlm_fail(err, WLM_ERR_FORMAT, "tokenizer.ggml.tokens is empty");
+    if (n64 > (1u << 26))
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "tokenizer.ggml.tokens has %llu tokens (at most %u supported)",
+                        (unsigned long long)n64, 1u << 26);
+    uint32_t n = (uint32_t)n64;
+    if (kscore && kscore->arr_n != n64)
+        return wlm_fail(err, WLM_ERR_FORMAT, "tokenizer.ggml.scores has %llu entries but tokenizer.ggml.tokens has %u",
+                        (unsigned long long)kscore->arr_n, n);
+    if (ktype && ktype->arr_n != n64)
+        return wlm_fail(err, WLM_ERR_FORMAT, "tokenizer.ggml.token_type has %llu entries but tokenizer.ggml.tokens has %u",
+                        (unsigned long long)ktype->arr_n, n);
+    if (kscore && kv_remaining(kscore, kscore->arr_data) < (uint64_t)n * 4)
+        return wlm_fail(err, WLM_ERR_TRUNCATED, "tokenizer.ggml.scores runs past its value");
+    if (ktype && kv_remaining(ktype, ktype->arr_data) < (uint64_t)n * 4)
+        return wlm_fail(err, WLM_ERR_TRUNCATED, "tokenizer.ggml.token_type runs past its value");
+
+    uint32_t hcap = 16;
+    while (hcap < 2 * n) hcap *= 2;
+
+    uint64_t off_text = 0;
+    uint64_t off_len = WLM_ALIGN_UP(off_text + (uint64_t)n * sizeof(const char *), 64);
+    uint64_t off_score = WLM_ALIGN_UP(off_len + (uint64_t)n * 4, 64);
+    uint64_t off_hash = WLM_ALIGN_UP(off_score + (uint64_t)n * 4, 64);
+    uint64_t off_type = WLM_ALIGN_UP(off_hash + (uint64_t)hcap * 4, 64);
+    uint64_t total = off_type + n;
+    uint8_t *mem = wlm_sys_alloc(total);
+    if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "vocabulary needs %llu bytes of memory, limit %llu",
+                              (unsigned long long)total, (unsigned long long)wlm_sys_limit());
+    v->mem = mem;
+    v->n = n;
+    v->text = (const char **)(mem + off_text);
+    v->len = (uint32_t *)(mem + off_len);
+    v->score = (float *)(mem + off_score);
+    v->hash = (uint32_t *)(mem + off_hash);
+    v->type = mem + off_type;
+    v->hash_mask = hcap - 1;
+
+    /* pieces: u64 length + bytes each, walked against the KV's extent */
+    const uint8_t *p = ktok->arr_data;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t rem = kv_remaining(ktok, p);
+        if (rem < 8) { st = wlm_fail(err, WLM_ERR_TRUNCATED, "tokenizer.ggml.tokens: token %u runs past the array", i); goto fail; }
+        uint64_t l = wlm_rd64(p);
+        if (l > rem - 8) {
+            st = wlm_fail(err, WLM_ERR_TRUNCATED, "tokenizer.ggml.tokens: token %u has length %llu, past the end of the array",
+                          i, (unsigned long long)l);
+            goto fail;
+        }
+        if (l > 65536) {
+            st = wlm_fail(err, WLM_ERR_UNSUPPORTED, "tokenizer.ggml.tokens: token %u is %llu bytes long", i, (unsigned long long)l);
+            goto fail;
+        }
+        v->text[i] = (const char *)(p + 8);
+        v->len[i] = (uint32_t)l;
+        if (v->len[i] > v->max_len) v->max_len = v->len[i];
+        p += 8 + l;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        v->score[i] = kscore ? wlm_rdf32(kscore->arr_data + (uint64_t)i * 4) : 0.0f;
+        if (ktype) {
+            int32_t t = (int32_t)wlm_rd32(ktype->arr_data + (uint64_t)i * 4);
+            v->type[i] = (uint8_t)((t >= 0 && t <= 255) ? t : 0);
+        } else {
+            v->type[i] = parse_byte_piece(v->text[i], v->len[i]) >= 0 ? WLM_TOK_BYTE : WLM_TOK_NORMAL;
+        }
+    }
+
+    /* piece -> id; a repeated piece maps to its last id */
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t h = fnv1a((const uint8_t *)v->text[i], v->len[i]) & v->hash_mask;
+        for (;;) {
+            uint32_t e = v->hash[h];
+            if (e == 0) { v->hash[h] = i + 1; break; }
+            uint32_t j = e - 1;
+            if (v->len[j] == v->len[i] && wlm_memeq(v->text[j], v->text[i], v->len[i])) { v->hash[h] = i + 1; break; }
+            h = (h + 1) & v->hash_mask;
+        }
+    }
+
+    for (int b = 0; b < 256; b++) v->byte_tok[b] = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (v->type[i] != WLM_TOK_BYTE) continue;
+        int b = parse_byte_piece(v->text[i], v->len[i]);
+        if (b >= 0 && v->byte_tok[b] < 0) v->byte_tok[b] = (int32_t)i;
+    }
+
+    if ((st = load_id(g, "tokenizer.ggml.bos_token_id", n, &v->bos, err)) != WLM_OK) goto fail;
+    if ((st = load_id(g, "tokenizer.ggml.eos_token_id", n, &v->eos, err)) != WLM_OK) goto fail;
+    if ((st = load_id(g, "tokenizer.ggml.unknown_token_id", n, &v->unk, err)) != WLM_OK) goto fail;
+    v->add_bos = 1;
+    v->add_space_prefix = 1;
+    if ((st = wlm_kv_bool(g, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) != WLM_OK) goto fail;
+    if ((st = wlm_kv_bool(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)) != WLM_OK) goto fail;
+    v->add_bos = v->add_bos ? 1 : 0;
+    v->add_space_prefix = v->add_space_prefix ? 1 : 0;
+    return WLM_OK;
+
+fail:
+    wlm_vocab_free(v);
+    return st;
+}
+
+/* ---- encoding ------------------------------------------------------------------ */
+
+typedef struct sym {
+    uint32_t off, len;   /* span in the normalized text; len 0 = merged away */
+    int32_t prev, next;
+} sym;
+
+typedef struct bigram {
+    float score;
+    uint32_t left, size; /* left symbol index, byte length of the pair */
+} bigram;
+
+/* max-heap order: higher score first, then the leftmost pair */
+static int bg_before(const bigram *a, const bigram *b) {
+    if (a->score != b->score) return a->score > b->score;
+    return a->left < b->left;
+}
+
+static void heap_push(bigram *h, uint32_t *n, bigram x) {
+    uint32_t i = (*n)++;
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (!bg_before(&x, &h[p])) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+static bigram heap_pop(bigram *h, uint32_t *n) {
+    bigram top = h[0];
+    bigram x = h[--(*n)];
+    uint32_t i = 0, m = *n;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= m) break;
+        if (c + 1 < m && bg_before(&h[c + 1], &h[c])) c++;
+        if (!bg_before(&h[c], &x)) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (m) h[i] = x;
+    return top;
+}
+
+static void try_pair(const wlm_vocab *v, const uint8_t *txt, const sym *s, int32_t l,
+                     bigram *heap, uint32_t *nh) {
+    if (l < 0 || s[l].next < 0) return;
+    uint32_t size = s[l].len + s[s[l].next].len;
+    if (size > v->max_len) return;
+    int32_t id = wlm_vocab_find(v, (const char *)txt + s[l].off, size);
+    if (id < 0) return;
+    bigram b = { v->score[id], (uint32_t)l, size };
+    heap_push(heap, nh, b);
+}
+
+static inline void emit(int32_t *out, uint32_t cap, uint32_t *k, int32_t id) {
+    if (*k < cap) out[*k] = id;
+    (*k)++;
+}
+
+wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len, int add_bos,
+                              int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err) {
+    uint32_t k = 0;
+    if (n_out) *n_out = 0;
+    if (!v || !v->hash) return wlm_fail(err, WLM_ERR_STATE, "tokenize: no vocabulary loaded");
+    if (len && !text) return wlm_fail(err, WLM_ERR_ARG, "tokenize: text is NULL");
+    if (cap && !out) return wlm_fail(err, WLM_ERR_ARG, "tokenize: output buffer is NULL");
+    if (len > (1u << 28)) return wlm_fail(err, WLM_ERR_ARG, "tokenize: text of %u bytes is too long", len);
+
+    if (add_bos && v->bos >= 0) emit(out, cap, &k, v->bos);
+
+    if (len > 0) {
+        const uint8_t *in = (const uint8_t *)text;
+        uint64_t n_space = 0;
+        for (uint32_t i = 0; i < len; i++) n_space += in[i] == ' ';
+        uint64_t tlen = (uint64_t)len + 2 * n_space + (v->add_space_prefix ? 3 : 0);
+        uint64_t max_sym = (uint64_t)len + 1;
+        uint64_t max_heap = 3 * max_sym;
+        uint64_t off_sym = WLM_ALIGN_UP(tlen, 64);
+        uint64_t off_heap = WLM_ALIGN_UP(off_sym + max_sym * sizeof(sym), 64);
+        uint64_t total = off_heap + max_heap * sizeof(bigram);
+        uint8_t *mem = wlm_sys_alloc(total);
+        if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "tokenize: needs %llu bytes of memory, limit %llu",
+                                  (unsigned long long)total, (unsigned long long)wlm_sys_limit());
+        uint8_t *txt = mem;
+        sym *s = (sym *)(mem + off_sym);
+        bigram *heap = (bigram *)(mem + off_heap);
+
+        /* normalize: spaces -> U+2581, optional leading U+2581 */
+        uint64_t t = 0;
+        if (v->add_space_prefix) { txt[t++] = 0xE2; txt[t++] = 0x96; txt[t++] = 0x81; }
+        for (uint32_t i = 0; i < len; i++) {
+            if (in[i] == ' ') { txt[t++] = 0xE2; txt[t++] = 0x96; txt[t++] = 0x81; }
+            else txt[t++] = in[i];
+        }
+
+        /* one symbol per UTF-8 character; bytes outside valid characters alone */
+        uint32_t ns = 0;
+        for (uint64_t i = 0; i < tlen;) {
+            uint32_t cl = utf8_valid_len(txt + i, tlen - i);
+            if (cl == 0) cl = 1;
+            s[ns].off = (uint32_t)i; s[ns].len = cl;
+            s[ns].prev = (int32_t)ns - 1;
+            s[ns].next = (int32_t)ns + 1;
+            ns++;
+            i += cl;
+        }
+        s[ns - 1].next = -1;
+
+        uint32_t nh = 0;
+        for (uint32_t i = 0; i + 1 < ns; i++) try_pair(v, txt, s, (int32_t)i, heap, &nh);
+
+        while (nh) {
+            bigram b = heap_pop(heap, &nh);
+            sym *l = &s[b.left];
+            if (l->len == 0 || l->next < 0) continue;
+            sym *r = &s[l->next];
+            if (r->len == 0 || l->len + r->len != b.size) continue;
+            /* merge r into l */
+            l->len += r->len;
+            r->len = 0;
+            l->next = r->next;
+            if (r->next >= 0) s[r->next].prev = (int32_t)b.left;
+            try_pair(v, txt, s, l->prev, heap, &nh);
+            try_pair(v, txt, s, (int32_t)b.left, heap, &nh);
+        }
+
+        for (int32_t i = 0; i >= 0; i = s[i].next) {
+            int32_t id = wlm_vocab_find(v, (const char *)txt + s[i].off, s[i].len);
+            if (id >= 0) { emit(out, cap, &k, id); continue; }
+            for (uint32_t j = 0; j < s[i].len; j++) {
+                int32_t bt = v->byte_tok[txt[s[i].off + j]];
+                if (bt < 0) bt = v->unk;
+                if (bt >= 0) emit(out, cap, &k, bt);
+            }
+        }
+        wlm_sys_free(mem);
+    }
+
+    if (n_out) *n_out = k;
+    if (k > cap) return wlm_fail(err, WLM_ERR_ARG, "token buffer too small: %u tokens needed, capacity %u", k, cap);
+    return WLM_OK;
+}
+
+WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t len, int add_bos,
+                                int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err) {
+    if (!m) { if (n_out) *n_out = 0; return wlm_fail(err, WLM_ERR_ARG, "tokenize: model is NULL"); }
+    return wlm_vocab_tokenize(&m->vocab, text, len, add_bos, out, cap, n_out, err);
+}
+
+/* ---- decoding ------------------------------------------------------------------ */
+
+/* Output buffer that only ever receives whole characters. */
+typedef struct bytesink {
+    char *out; uint32_t cap, n;
+} bytesink;
+
+static int token_piece(const wlm_vocab *v, int32_t token, const uint8_t **p, uint32_t *n, int *is_byte) {
+    *is_byte = 0;
+    if (!v || token < 0 || (uint32_t)token >= v->n) return 0;
+    uint8_t t = v->type[token];
+    if (t == WLM_TOK_CONTROL || t == WLM_TOK_UNKNOWN) return 0;
+    if (t == WLM_TOK_BYTE) {
+        int b = parse_byte_piece(v->text[token], v->len[token]);
+        if (b < 0) return 0;
+        *is_byte = 1;
+        *n = (uint32_t)b;
+        return 1;
+    }
+    *p = (const uint8_t *)v->text[token];
+    *n = v->len[token];
+    return 1;
+}
+
+static int is_lower_block(const uint8_t *p, uint32_t i, uint32_t n) {
+    return i + 2 < n && p[i] == 0xE2 && p[i + 1] == 0x96 && p[i + 2] == 0x81;
+}
+
+uint32_t wlm_vocab_token_bytes(const wlm_vocab *v, int32_t token, char *out, uint32_t cap) {
+    const uint8_t *p = 0; uint32_t n = 0; int is_byte;
+    if (!token_piece(v, token, &p, &n, &is_byte)) return 0;
+    if (is_byte) {
+        if (cap >= 1 && out) out[0] = (char)n;
+        return 1;
+    }
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < n;) {
+        uint8_t c;
+        if (is_lower_block(p, i, n)) { c = ' '; i += 3; }
+        else c = p[i++];
+        if (k < cap && out) out[k] = (char)c;
+        k++;
+    }
+    return k; /* when k > cap: the count needed, only cap bytes written */
+}
+
+WLM_API uint32_t wlm_token_bytes(const wlm_model *m, int32_t token, char *out, uint32_t cap) {
+    return m ? wlm_vocab_token_bytes(&m->vocab, token, out, cap) : 0;
+}
+
+WLM_API void wlm_detok_reset(wlm_detok *d) {
+    if (d) wlm_memset(d, 0, sizeof *d);
+}
+
+/* Writes `n` bytes of one whole character, or nothing when it does not fit
+ * (the output stays valid UTF-8 either way). */
+static void put_char(bytesink *o, const uint8_t *c, uint32_t n) {
+    if (!o->out || o->n + n > o->cap) { o->cap = o->n; return; } /* full: drop the rest */
+    for (uint32_t i = 0; i < n; i++) o->out[o->n + i] = (char)c[i];
+    o->n += n;
+}
+
+static const uint8_t k_fffd[3] = { 0xEF, 0xBF, 0xBD };
+
+/* Feeds one byte to the UTF-8 state machine. d->pending always holds a valid
+ * but incomplete character prefix (at most 3 bytes). */
+static void detok_byte(wlm_detok *d, bytesink *o, uint8_t b) {
+    if (d->n_pending > 3 || (d->n_pending && utf8_lead_len(d->pending[0]) <= d->n_pending)) {
+        put_char(o, k_fffd, 3); /* a state no push leaves behind (struct not reset) */
+        d->n_pending = 0;
+    }
+    if (d->n_pending) {
+        uint8_t lead = d->pending[0];
+        if (utf8_cont_ok(lead, d->n_pending, b)) {
+            d->pending[d->n_pending++] = b;
+            if (d->n_pending == utf8_lead_len(lead)) {
+                put_char(o, d->pending, d->n_pending);
+                d->n_pending = 0;
+            }
+            return;
+        }
+        /* the held prefix can never complete: one U+FFFD for it, then `b` anew */
+        put_char(o, k_fffd, 3);
+        d->n_pending = 0;
+    }
+    uint32_t k = utf8_lead_len(b);
+    if (k == 1) put_char(o, &b, 1);
+    else if (k == 0) put_char(o, k_fffd, 3);
+    else { d->pending[0] = b; d->n_pending = 1; }
+}
+
+uint32_t wlm_vocab_detok_push(const wlm_vocab *v, wlm_detok *d, int32_t token, char *out, uint32_t cap) {
+    bytesink o = { out, out ? cap : 0, 0 };
+    const uint8_t *p = 0; uint32_t n = 0; int is_byte;
+    if (!d) return 0;
+    if (!token_piece(v, token, &p, &n, &is_byte)) return 0;
+    if (is_byte) {
+        detok_byte(d, &o, (uint8_t)n);
+        return o.n;
+    }
+    for (uint32_t i = 0; i < n;) {
+        if (is_lower_block(p, i, n)) { detok_byte(d, &o, ' '); i += 3; }
+        else detok_byte(d, &o, p[i++]);
+    }
+    return o.n;
+}
+
+WLM_API uint32_t wlm_detok_push(const wlm_model *m, wlm_detok *d, int32_t token, char *out, uint32_t cap) {
+    return m ? wlm_vocab_detok_push(&m->vocab, d, token, out, cap) : 0;
+}
+
+WLM_API uint32_t wlm_detok_flush(wlm_detok *d, char *out, uint32_t cap) {
+    bytesink o = { out, out ? cap : 0, 0 };
+    if (!d) return 0;
+    if (d->n_pending) put_char(&o, k_fffd, 3);
+    d->n_pending = 0;
+    return o.n;
+}
