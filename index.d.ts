@@ -1,0 +1,231 @@
+// Type declarations for wasmlm (web/index.js).
+
+/** Where a model comes from. A string is a registry name (e.g. "stories260K"),
+ * a file path (Node), or a URL (http:, https:, file:, blob:, data:). */
+export type ModelSource =
+  | string
+  | URL
+  | ArrayBuffer
+  | ArrayBufferView
+  | Blob
+  | ReadableStream<Uint8Array>
+  | Response
+  | AsyncIterable<Uint8Array>;
+
+export interface LoadProgress {
+  /** bytes read so far */
+  loaded: number;
+  /** total bytes, 0 when unknown */
+  total: number;
+}
+
+export interface LoadOptions {
+  /** KV cache length in tokens; 0 / omitted = min(model context, 2048). */
+  contextLength?: number;
+  /** max tokens per forward call (prefill chunk); 0 / omitted = 64. */
+  batchSize?: number;
+  /** KV cache element type (default 'f32'). */
+  kvType?: 'f32' | 'f16';
+  /** What happens when the context is full: 'error' (default: generation ends
+   * with finishReason 'context') or 'slide' (drop the oldest positions after nKeep). */
+  onFull?: 'error' | 'slide';
+  /** With onFull 'slide': first positions never dropped. */
+  nKeep?: number;
+  /** Limit of the engine's memory in bytes (default: the wasm32 maximum, 4 GiB). */
+  memoryLimit?: number;
+  onProgress?: (p: LoadProgress) => void;
+  /** Directory holding NAME.gguf for registry names (default env WASMLM_MODELS); in browsers a URL prefix. */
+  modelDir?: string;
+  /** Download cache (Node; default env WASMLM_CACHE or ~/.cache/wasmlm). */
+  cacheDir?: string;
+  /** Extra registry entries, merged over models/registry.json. */
+  registry?: Record<string, RegistryEntry>;
+  /** Expected sha256 (hex) of the model bytes, checked while streaming (URL, bytes, Blob, stream sources; not Node file paths). */
+  sha256?: string;
+  /** Fail instead of downloading a registry model that is not local. */
+  offline?: boolean;
+  /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
+  wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
+  signal?: AbortSignal;
+}
+
+/**
+ * Sampling options. Defaults (DEFAULT_SAMPLING): maxTokens 256,
+ * temperature 0.8, topK 40, topP 0.95, minP 0.05, repeatPenalty 1.1,
+ * repeatLastN 64, seed 0xC0FFEE (12648430). The pipeline is: repetition
+ * penalty -> temperature -> top-k -> top-p -> min-p -> draw.
+ * temperature 0 is greedy decoding: the argmax of the penalised logits
+ * (lowest id wins ties); pass repeatPenalty 1 for the plain argmax.
+ */
+export interface SamplingOptions {
+  maxTokens?: number;
+  temperature?: number;
+  /** 0 = off */
+  topK?: number;
+  /** 1 = off */
+  topP?: number;
+  /** 0 = off */
+  minP?: number;
+  /** 1 = off */
+  repeatPenalty?: number;
+  repeatLastN?: number;
+  /** PRNG seed (PCG32); the same seed gives the same tokens everywhere. */
+  seed?: number | bigint;
+}
+
+export interface GenerateOptions extends SamplingOptions {
+  /** Stop strings: generation ends before the first occurrence (not included in the text). */
+  stop?: string[] | string;
+  /** Aborting rejects the iterator / complete() with an AbortError. */
+  signal?: AbortSignal;
+  /** Keep generating after an end-of-generation token (EOS, EOT, <|im_end|>, ... per wlm_token_is_eog). */
+  ignoreEos?: boolean;
+  /** Prepend BOS (default: the model's add_bos flag). */
+  addBos?: boolean;
+  /** Text of control tokens (e.g. "<|im_start|>") in the prompt becomes their id (default false: plain text). */
+  parseSpecial?: boolean;
+}
+
+export interface CompleteOptions extends GenerateOptions {
+  /** Called with each chunk as it is generated (streams internally). */
+  onToken?: (chunk: GenerateChunk) => void;
+}
+
+export interface GenerateChunk {
+  /** New text; '' while a UTF-8 character or a possible stop string is incomplete.
+   * Always a valid string: joined chunks equal CompletionResult.text. */
+  text: string;
+  /** The sampled token id; -1 for a final text-only chunk (bytes of an
+   * incomplete UTF-8 character flushed at the end as U+FFFD). */
+  token: number;
+  /** log P(token) under the model's own distribution (T = 1, no filters). */
+  logprob: number;
+}
+
+export type FinishReason = 'stop' | 'length' | 'context';
+
+export interface GenerationStats {
+  promptTokens: number;
+  generatedTokens: number;
+  prefillMs: number;
+  decodeMs: number;
+  prefillTokensPerSec: number;
+  decodeTokensPerSec: number;
+}
+
+export interface CompletionResult {
+  text: string;
+  tokens: number[];
+  logprobs: number[];
+  /** 'stop': EOS or a stop string; 'length': maxTokens; 'context': the context is full. */
+  finishReason: FinishReason;
+  stats: GenerationStats;
+}
+
+export interface HParams {
+  nVocab: number; nCtxTrain: number; nEmbd: number; nLayer: number; nHead: number; nHeadKv: number;
+  headDim: number; nFf: number; nRot: number; ropeFreqBase: number; rmsEps: number;
+  bosId: number; eosId: number; unkId: number;
+  addBos: boolean; addSpacePrefix: boolean; tiedOutput: boolean;
+}
+
+/** Arrays with more than 16 elements are summarised. */
+export interface ArraySummary {
+  arrayOf: string;
+  count: number;
+  /** the first 8 elements */
+  head: MetadataValue[];
+}
+export type MetadataValue = number | bigint | boolean | string | MetadataValue[] | ArraySummary;
+
+export interface TensorInfo {
+  name: string;
+  /** GGML type id */
+  type: number;
+  typeName: string;
+  dims: number[];
+  /** absolute offset in the file */
+  offset: number;
+}
+
+export interface ModelInfo {
+  architecture: string | null;
+  name: string | null;
+  fileSize: number;
+  paramCount: number;
+  hparams: HParams;
+  context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide' };
+  metadata: Record<string, MetadataValue>;
+  tensors: TensorInfo[];
+}
+
+export interface TokenProb { token: number; prob: number; text: string }
+
+export type QuantType = 'f32' | 'f16' | 'q8_0' | 'q4_0';
+
+export interface QuantizeResult {
+  /** one line per tensor */
+  report: string;
+  size: number;
+  /** the GGUF bytes (when no outPath was given) */
+  bytes?: Uint8Array;
+}
+
+/** An async iterator of chunks; its return value (when iterated by hand) is the CompletionResult. */
+export type Generation = AsyncGenerator<GenerateChunk, CompletionResult, undefined>;
+
+export declare class Model {
+  private constructor();
+  readonly info: ModelInfo;
+  readonly disposed: boolean;
+  /** Streams a completion of `prompt` (a string, or token ids). */
+  generate(prompt: string | number[], options?: GenerateOptions): Generation;
+  complete(prompt: string | number[], options?: CompleteOptions): Promise<CompletionResult>;
+  tokenize(text: string, options?: { addBos?: boolean; parseSpecial?: boolean }): Promise<number[]>;
+  detokenize(ids: Iterable<number>): Promise<string>;
+  /** Filtered next-token distribution after `text` (top `topN`, default 20). */
+  nextTokenDistribution(text: string | number[], options?: SamplingOptions & { topN?: number; addBos?: boolean }): Promise<TokenProb[]>;
+  /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
+  quantize(type: QuantType, options?: { outPath?: string }): Promise<QuantizeResult>;
+  /** Frees the model and ends its worker. */
+  dispose(): Promise<void>;
+}
+
+export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;
+
+export declare const DEFAULT_SAMPLING: Readonly<Required<SamplingOptions>>;
+export declare const DEFAULT_CONTEXT: Readonly<{ contextLength: number; batchSize: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide'; nKeep: number }>;
+export declare const QUANT_TYPES: Readonly<Record<QuantType, number>>;
+
+/** Compiles (once) the engine's WebAssembly.Module. */
+export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL): Promise<WebAssembly.Module>;
+
+export interface RegistryEntry {
+  url: string;
+  sha256?: string;
+  size?: number;
+  license?: string;
+  description?: string;
+}
+
+export interface ResolvedModel {
+  name: string;
+  /** Node: local file */
+  path?: string;
+  source?: 'modelDir' | 'cache' | 'download';
+  /** browsers: where to fetch it */
+  url?: string;
+  sha256?: string | null;
+  size?: number | null;
+  entry: RegistryEntry | null;
+}
+
+export declare function resolveModel(name: string, options?: {
+  modelDir?: string; cacheDir?: string; registry?: Record<string, RegistryEntry>;
+  onProgress?: (p: LoadProgress) => void; signal?: AbortSignal; offline?: boolean;
+}): Promise<ResolvedModel>;
+
+export declare function registryEntries(options?: { registry?: Record<string, RegistryEntry> }): Promise<Record<string, RegistryEntry>>;
+
+declare const _default: { loadModel: typeof loadModel; DEFAULT_SAMPLING: typeof DEFAULT_SAMPLING };
+export default _default;

@@ -1,0 +1,85 @@
+// A small streaming GGUF (v3) writer for the project's own model tools.
+// Metadata values are given with their GGUF type; tensor data is produced by
+// a callback per tensor so multi-gigabyte files never sit in memory whole.
+import fs from 'node:fs';
+
+export const T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
+export const GGML = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8 };
+const BLOCK = { 0: [1, 4], 1: [1, 2], 2: [32, 18], 8: [32, 34] };
+
+const enc = new TextEncoder();
+
+class Bytes {
+  constructor() { this.parts = []; this.len = 0; }
+  raw(u8) { this.parts.push(u8); this.len += u8.length; }
+  u32(v) { const b = Buffer.alloc(4); b.writeUInt32LE(v >>> 0); this.raw(b); }
+  i32(v) { const b = Buffer.alloc(4); b.writeInt32LE(v | 0); this.raw(b); }
+  u64(v) { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); this.raw(b); }
+  f32(v) { const b = Buffer.alloc(4); b.writeFloatLE(v); this.raw(b); }
+  str(s) { const u = enc.encode(s); this.u64(u.length); this.raw(u); }
+  value(type, v) {
+    switch (type) {
+      case T.U32: return this.u32(v);
+      case T.I32: return this.i32(v);
+      case T.F32: return this.f32(v);
+      case T.BOOL: return this.raw(Uint8Array.of(v ? 1 : 0));
+      case T.STRING: return this.str(v);
+      case T.U64: return this.u64(v);
+      default: throw new Error(`gguf-writer: value type ${type} not supported`);
+    }
+  }
+  concat() { return Buffer.concat(this.parts, this.len); }
+}
+
+/** Size in bytes of a tensor of `type` with dims `ne` (ne[0] = row length). */
+export function tensorBytes(type, ne) {
+  const [blk, bytes] = BLOCK[type];
+  const n = ne.reduce((a, b) => a * b, 1);
+  if (ne[0] % blk) throw new Error(`row length ${ne[0]} is not a multiple of ${blk}`);
+  return (n / blk) * bytes;
+}
+
+/**
+ * Writes a GGUF file.
+ * @param {string} path
+ * @param {Array<{key:string,type:number,value:any,arrayType?:number}>} kv
+ * @param {Array<{name:string,ne:number[],type:number,write:(emit:(u8:Uint8Array)=>void)=>void}>} tensors
+ */
+export function writeGGUF(path, kv, tensors, alignment = 32) {
+  const h = new Bytes();
+  h.raw(enc.encode('GGUF')); h.u32(3); h.u64(tensors.length); h.u64(kv.length);
+  for (const { key, type, value, arrayType } of kv) {
+    h.str(key); h.u32(type);
+    if (type === T.ARRAY) {
+      h.u32(arrayType); h.u64(value.length);
+      for (const v of value) h.value(arrayType, v);
+    } else h.value(type, value);
+  }
+  let off = 0;
+  const offsets = [];
+  for (const t of tensors) {
+    h.str(t.name); h.u32(t.ne.length);
+    for (const d of t.ne) h.u64(d);
+    h.u32(t.type); h.u64(off);
+    offsets.push(off);
+    off += tensorBytes(t.type, t.ne);
+    off = Math.ceil(off / alignment) * alignment;
+  }
+  const head = h.concat();
+  const fd = fs.openSync(path, 'w');
+  try {
+    fs.writeSync(fd, head);
+    let pos = head.length;
+    const pad = (to) => { if (to > pos) { fs.writeSync(fd, Buffer.alloc(to - pos)); pos = to; } };
+    const dataStart = Math.ceil(pos / alignment) * alignment;
+    tensors.forEach((t, i) => {
+      pad(dataStart + offsets[i]);
+      let written = 0;
+      t.write((u8) => { fs.writeSync(fd, u8); written += u8.length; pos += u8.length; });
+      const want = tensorBytes(t.type, t.ne);
+      if (written !== want) throw new Error(`tensor ${t.name}: wrote ${written} bytes, expected ${want}`);
+    });
+  } finally {
+    fs.closeSync(fd);
+  }
+}

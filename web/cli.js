@@ -1,0 +1,286 @@
+#!/usr/bin/env node
+// wasmlm command line (Node >= 20).
+//
+//   wasmlm generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]
+//          [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S]
+//          [--ctx N] [--kv f32|f16] [--ignore-eos] [--parse-special] [--stop STR]... [--native]
+//   wasmlm info MODEL [--json] [--native]
+//   wasmlm quantize IN OUT TYPE [--native]          TYPE: f32 | f16 | q8_0 | q4_0
+//   wasmlm tokenize -m MODEL -p TEXT [--no-bos]
+//
+// MODEL is a file path, a URL or a registry name (e.g. stories260K).
+// generate writes exactly the generated continuation to stdout, streamed as
+// it is produced; statistics go to stderr. Sampling defaults are the API's:
+// temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1 over
+// the last 64 tokens, seed 0xC0FFEE, 256 tokens. --temp 0 is greedy decoding
+// (argmax after the repeat penalty; add --repeat-penalty 1 for plain argmax).
+// --native (or env WASMLM_NATIVE=1) runs build/wasmlm-native instead of the
+// wasm engine, with the same arguments.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadModel, DEFAULT_SAMPLING } from './index.js';
+import { resolveModel, isRegistryName } from '../models/registry.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const NATIVE_BIN = path.join(ROOT, 'build', 'wasmlm-native');
+
+const USAGE = `usage:
+  wasmlm generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
+                  [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N]
+                  [--kv f32|f16] [--ignore-eos] [--parse-special] [--stop STR]... [--native]
+  wasmlm info MODEL [--json] [--native]
+  wasmlm quantize IN OUT TYPE [--native]        (TYPE: f32 | f16 | q8_0 | q4_0)
+  wasmlm tokenize -m MODEL -p TEXT [--no-bos]
+
+MODEL: a .gguf path, a URL, or a registry name (stories260K).
+Defaults: -n ${DEFAULT_SAMPLING.maxTokens} --temp ${DEFAULT_SAMPLING.temperature} --top-k ${DEFAULT_SAMPLING.topK} --top-p ${DEFAULT_SAMPLING.topP} --min-p ${DEFAULT_SAMPLING.minP}
+  --repeat-penalty ${DEFAULT_SAMPLING.repeatPenalty} --repeat-last-n ${DEFAULT_SAMPLING.repeatLastN} --seed ${DEFAULT_SAMPLING.seed} (0x${DEFAULT_SAMPLING.seed.toString(16).toUpperCase()})
+--temp 0 is greedy (argmax after the repeat penalty; --repeat-penalty 1 for plain argmax).
+--native (or WASMLM_NATIVE=1) runs build/wasmlm-native with the same arguments.
+Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache).`;
+
+class UsageError extends Error {}
+
+const VALUE_FLAGS = {
+  '-m': 'model', '--model': 'model',
+  '-p': 'prompt', '--prompt': 'prompt',
+  '-n': 'maxTokens', '--max-tokens': 'maxTokens',
+  '--temp': 'temperature', '--temperature': 'temperature',
+  '--top-k': 'topK', '--top-p': 'topP', '--min-p': 'minP',
+  '--repeat-penalty': 'repeatPenalty', '--repeat-last-n': 'repeatLastN',
+  '--seed': 'seed', '--ctx': 'contextLength', '--batch': 'batchSize', '--kv': 'kvType',
+  '--stop': 'stop',
+};
+const BOOL_FLAGS = { '--native': 'native', '--ignore-eos': 'ignoreEos', '--parse-special': 'parseSpecial', '--json': 'json', '--no-bos': 'noBos', '-h': 'help', '--help': 'help' };
+const NUMERIC = new Set(['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'contextLength', 'batchSize']);
+
+/** Parses argv (after the node and script entries) into {cmd, opts, positional}. */
+export function parseArgs(argv) {
+  const [cmd, ...rest] = argv;
+  const opts = { stop: [] };
+  const positional = [];
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    let key = a, val;
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    if (eq > 0) { key = a.slice(0, eq); val = a.slice(eq + 1); }
+    if (VALUE_FLAGS[key]) {
+      const name = VALUE_FLAGS[key];
+      if (val === undefined) {
+        if (i + 1 >= rest.length) throw new UsageError(`option ${key} needs a value`);
+        val = rest[++i];
+      }
+      if (name === 'stop') { opts.stop.push(val); continue; }
+      if (NUMERIC.has(name)) {
+        const n = Number(val);
+        if (val.trim() === '' || !Number.isFinite(n)) throw new UsageError(`option ${key} needs a number, got '${val}'`);
+        opts[name] = n;
+      } else if (name === 'seed') {
+        try { opts.seed = BigInt(val); } catch { throw new UsageError(`option --seed needs an integer, got '${val}'`); }
+        if (opts.seed < 0n) throw new UsageError('option --seed must be >= 0');
+      } else opts[name] = val;
+    } else if (BOOL_FLAGS[key]) {
+      opts[BOOL_FLAGS[key]] = true;
+    } else if (a.startsWith('-') && a !== '-' && !/^-\d/.test(a)) {
+      throw new UsageError(`unknown option ${a}`);
+    } else positional.push(a);
+  }
+  return { cmd, opts, positional };
+}
+
+/** Builds the native CLI's argument list (explicit values for every sampling default). */
+export function nativeArgs(cmd, opts, positional, modelPath) {
+  if (cmd === 'generate') {
+    const s = { ...DEFAULT_SAMPLING, ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)) };
+    const args = ['generate', '-m', modelPath, '-p', opts.prompt ?? '',
+      '-n', String(s.maxTokens), '--temp', String(s.temperature), '--top-k', String(s.topK),
+      '--top-p', String(s.topP), '--min-p', String(s.minP), '--repeat-penalty', String(s.repeatPenalty),
+      '--repeat-last-n', String(s.repeatLastN), '--seed', String(s.seed)];
+    if (opts.contextLength != null) args.push('--ctx', String(opts.contextLength));
+    if (opts.kvType) args.push('--kv', opts.kvType);
+    if (opts.ignoreEos) args.push('--ignore-eos');
+    return args;
+  }
+  if (cmd === 'info') return ['info', modelPath];
+  if (cmd === 'quantize') return ['quantize', modelPath, positional[1], positional[2]];
+  throw new UsageError(`--native does not support '${cmd}'`);
+}
+
+async function modelToPath(spec) {
+  if (await isRegistryName(spec)) {
+    const r = await resolveModel(spec, { onProgress: progressPrinter('download') });
+    return r.path;
+  }
+  if (/^file:/i.test(spec)) return fileURLToPath(spec);
+  if (/^https?:/i.test(spec)) throw new UsageError('--native needs a local file or a registry name, not a URL');
+  return spec;
+}
+
+function progressPrinter(label) {
+  if (!process.stderr.isTTY) return undefined;
+  let last = 0;
+  return ({ loaded, total }) => {
+    const t = Date.now();
+    if (t - last < 200 && loaded !== total) return;
+    last = t;
+    const pct = total ? ` ${(100 * loaded / total).toFixed(0)}%` : '';
+    process.stderr.write(`\r${label}: ${(loaded / 1048576).toFixed(1)} MiB${pct}   ${loaded === total ? '\n' : ''}`);
+  };
+}
+
+function runNative(args) {
+  if (!fs.existsSync(NATIVE_BIN)) {
+    throw new Error(`native build not found at ${NATIVE_BIN} (build it with 'make native')`);
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(NATIVE_BIN, args, { stdio: ['ignore', 'inherit', 'inherit'] });
+    child.on('error', reject);
+    child.on('exit', (code, sig) => resolve(sig ? 128 + (os.constants.signals[sig] || 1) : code ?? 1));
+  });
+}
+
+function writeOut(s) {
+  return new Promise((resolve) => { if (process.stdout.write(s)) resolve(); else process.stdout.once('drain', resolve); });
+}
+
+function fmtValue(v) {
+  if (v && typeof v === 'object' && !Array.isArray(v) && 'arrayOf' in v) {
+    return `[${v.head.map(fmtScalar).join(', ')}, ... (${v.count} ${v.arrayOf})]`;
+  }
+  if (Array.isArray(v)) return `[${v.map(fmtScalar).join(', ')}]`;
+  return fmtScalar(v);
+}
+function fmtScalar(v) {
+  if (typeof v === 'string') return JSON.stringify(v.length > 200 ? v.slice(0, 200) + '...' : v);
+  if (typeof v === 'bigint') return v.toString();
+  if (v && typeof v === 'object') return fmtValue(v);
+  return String(v);
+}
+
+export function formatInfo(info) {
+  const lines = [];
+  for (const [k, v] of Object.entries(info.metadata)) lines.push(`${k} = ${fmtValue(v)}`);
+  lines.push('');
+  const h = info.hparams;
+  lines.push(`hparams: vocab ${h.nVocab}, ctx_train ${h.nCtxTrain}, embd ${h.nEmbd}, layers ${h.nLayer}, heads ${h.nHead} (kv ${h.nHeadKv}), head_dim ${h.headDim}, ff ${h.nFf}, rot ${h.nRot}, rope_base ${h.ropeFreqBase}, rms_eps ${h.rmsEps}, bos ${h.bosId}, eos ${h.eosId}`);
+  lines.push(`params: ${info.paramCount}, file: ${info.fileSize} bytes`);
+  lines.push('');
+  lines.push(`${'tensor'.padEnd(32)} ${'type'.padEnd(6)} ${'shape'.padEnd(24)} offset`);
+  for (const t of info.tensors) {
+    lines.push(`${t.name.padEnd(32)} ${t.typeName.padEnd(6)} ${t.dims.join(' x ').padEnd(24)} ${t.offset}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+async function cmdGenerate(opts) {
+  if (!opts.model) throw new UsageError('generate needs -m MODEL');
+  const model = await loadModel(opts.model, {
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType,
+    onProgress: progressPrinter('loading'),
+  });
+  try {
+    const gen = model.generate(opts.prompt ?? '', {
+      maxTokens: opts.maxTokens, temperature: opts.temperature, topK: opts.topK, topP: opts.topP,
+      minP: opts.minP, repeatPenalty: opts.repeatPenalty, repeatLastN: opts.repeatLastN,
+      seed: opts.seed, stop: opts.stop, ignoreEos: opts.ignoreEos, parseSpecial: opts.parseSpecial,
+    });
+    let r;
+    while (!(r = await gen.next()).done) if (r.value.text) await writeOut(r.value.text);
+    const s = r.value.stats;
+    process.stderr.write(`\n[wasmlm] prompt ${s.promptTokens} tokens, ${s.prefillTokensPerSec.toFixed(1)} tok/s | ` +
+      `generated ${s.generatedTokens} tokens, ${s.decodeTokensPerSec.toFixed(1)} tok/s | finish: ${r.value.finishReason}\n`);
+  } finally {
+    await model.dispose();
+  }
+  return 0;
+}
+
+async function cmdInfo(opts, positional) {
+  const spec = positional[0] || opts.model;
+  if (!spec) throw new UsageError('info needs MODEL');
+  const model = await loadModel(spec, { contextLength: 16 });
+  try {
+    if (opts.json) {
+      process.stdout.write(JSON.stringify(model.info, (k, v) => (typeof v === 'bigint' ? v.toString() : v), 2) + '\n');
+    } else {
+      await writeOut(formatInfo(model.info));
+    }
+  } finally {
+    await model.dispose();
+  }
+  return 0;
+}
+
+async function cmdQuantize(opts, positional) {
+  const [inp, out, type] = positional;
+  if (!inp || !out || !type) throw new UsageError('quantize needs IN OUT TYPE');
+  if (!['f32', 'f16', 'q8_0', 'q4_0'].includes(type)) throw new UsageError(`unknown type '${type}' (f32, f16, q8_0, q4_0)`);
+  const model = await loadModel(inp, { contextLength: 16 });
+  try {
+    const r = await model.quantize(type, { outPath: path.resolve(out) });
+    await writeOut(r.report + (r.report.endsWith('\n') || !r.report ? '' : '\n'));
+    await writeOut(`wrote ${out} (${r.size} bytes)\n`);
+  } finally {
+    await model.dispose();
+  }
+  return 0;
+}
+
+async function cmdTokenize(opts, positional) {
+  const spec = opts.model || positional[0];
+  if (!spec) throw new UsageError('tokenize needs -m MODEL');
+  const model = await loadModel(spec, { contextLength: 16 });
+  try {
+    const ids = await model.tokenize(opts.prompt ?? positional[1] ?? '', { addBos: opts.noBos ? false : undefined, parseSpecial: opts.parseSpecial });
+    await writeOut(JSON.stringify(ids) + '\n');
+  } finally {
+    await model.dispose();
+  }
+  return 0;
+}
+
+export async function main(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs(argv);
+  } catch (e) {
+    if (e instanceof UsageError) { process.stderr.write(`error: ${e.message}\n${USAGE}\n`); return 2; }
+    throw e;
+  }
+  const { cmd, opts, positional } = parsed;
+  if (!cmd || opts.help || cmd === 'help' || cmd === '--help' || cmd === '-h') {
+    process.stdout.write(USAGE + '\n');
+    return cmd ? 0 : 2;
+  }
+  try {
+    const native = opts.native || process.env.WASMLM_NATIVE === '1';
+    if (native) {
+      const spec = cmd === 'generate' ? opts.model : positional[0];
+      if (!spec) throw new UsageError(`${cmd} needs a model`);
+      return await runNative(nativeArgs(cmd, opts, positional, await modelToPath(spec)));
+    }
+    switch (cmd) {
+      case 'generate': return await cmdGenerate(opts);
+      case 'info': return await cmdInfo(opts, positional);
+      case 'quantize': return await cmdQuantize(opts, positional);
+      case 'tokenize': return await cmdTokenize(opts, positional);
+      default: throw new UsageError(`unknown command '${cmd}'`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError) { process.stderr.write(`error: ${e.message}\n${USAGE}\n`); return 2; }
+    process.stderr.write(`error: ${e && e.message || e}\n`);
+    return 1;
+  }
+}
+
+const invokedDirectly = (() => {
+  try { return fs.realpathSync(process.argv[1]) === fileURLToPath(import.meta.url); } catch { return false; }
+})();
+if (invokedDirectly) {
+  // a closed pipe (wasmlm generate ... | head) ends the program quietly
+  process.stdout.on('error', (e) => { if (e.code === 'EPIPE') process.exit(0); throw e; });
+  main(process.argv.slice(2)).then((code) => { process.exitCode = code; });
+}

@@ -1,0 +1,752 @@
+// wasmlm engine: one wasm instance (one linear memory) holding one model.
+//
+// Pure JavaScript, no Node or browser APIs: it runs inside the worker
+// (web/worker.js) in both environments. Every call into the module may grow
+// memory, so typed-array views are always taken through `this.u8` & co.,
+// which re-create them when the underlying buffer changed.
+//
+// Struct layouts (wasm32, little-endian) follow src/wlm.h.
+
+export const STATUS_NAMES = [
+  'WLM_OK', 'WLM_ERR_ARG', 'WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'WLM_ERR_UNSUPPORTED',
+  'WLM_ERR_NOMEM', 'WLM_ERR_CONTEXT_FULL', 'WLM_ERR_STATE',
+];
+export const STATUS_CONTEXT_FULL = 6;
+
+/** GGML type ids accepted by quantize. */
+export const QUANT_TYPES = { f32: 0, f16: 1, q4_0: 2, q8_0: 8 };
+
+/** Default sampling options (documented in README / index.d.ts). */
+export const DEFAULT_SAMPLING = Object.freeze({
+  maxTokens: 256,
+  temperature: 0.8,
+  topK: 40,
+  topP: 0.95,
+  minP: 0.05,
+  repeatPenalty: 1.1,
+  repeatLastN: 64,
+  seed: 0xC0FFEE,
+});
+
+/** An error raised by the engine; `code` is the wlm_status name. */
+export class WasmlmError extends Error {
+  constructor(message, status = 1) {
+    super(message);
+    this.name = 'WasmlmError';
+    this.status = status;
+    this.code = STATUS_NAMES[status] || 'WLM_ERR_' + status;
+  }
+}
+
+// GGUF metadata value types
+const GT = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
+export const GGUF_TYPE_NAMES = ['u8', 'i8', 'u16', 'i16', 'u32', 'i32', 'f32', 'bool', 'string', 'array', 'u64', 'i64', 'f64'];
+const FIXED_SIZE = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+/** Arrays longer than this are summarised in `info` as {arrayOf, count, head}. */
+export const ARRAY_SUMMARY_LIMIT = 16;
+const ARRAY_HEAD = 8;
+
+const utf8 = new TextDecoder('utf-8');
+const utf8enc = new TextEncoder();
+
+/** The shortest decimal that rounds to the same float32 (1e-5, not 0.000009999999747378752). */
+export function shortF32(v) {
+  if (!Number.isFinite(v) || v === 0) return v;
+  for (let p = 1; p <= 9; p++) {
+    const d = Number(v.toPrecision(p));
+    if (Math.fround(d) === v) return d;
+  }
+  return v;
+}
+
+function bigToNum(b) {
+  return (b <= BigInt(Number.MAX_SAFE_INTEGER) && b >= BigInt(Number.MIN_SAFE_INTEGER)) ? Number(b) : b;
+}
+
+/**
+ * Decodes one raw GGUF metadata value of `type` at `off` in DataView `dv`
+ * (bounded by `end`). Returns {value, next}. Arrays longer than
+ * ARRAY_SUMMARY_LIMIT are summarised; the walk stops after the head.
+ */
+export function decodeGgufValue(dv, off, type, end = dv.byteLength) {
+  const need = (n) => { if (off + n > end) throw new RangeError('metadata value runs past its end'); };
+  switch (type) {
+    case GT.U8: need(1); return { value: dv.getUint8(off), next: off + 1 };
+    case GT.I8: need(1); return { value: dv.getInt8(off), next: off + 1 };
+    case GT.U16: need(2); return { value: dv.getUint16(off, true), next: off + 2 };
+    case GT.I16: need(2); return { value: dv.getInt16(off, true), next: off + 2 };
+    case GT.U32: need(4); return { value: dv.getUint32(off, true), next: off + 4 };
+    case GT.I32: need(4); return { value: dv.getInt32(off, true), next: off + 4 };
+    case GT.F32: need(4); return { value: shortF32(dv.getFloat32(off, true)), next: off + 4 };
+    case GT.BOOL: need(1); return { value: dv.getUint8(off) !== 0, next: off + 1 };
+    case GT.U64: need(8); return { value: bigToNum(dv.getBigUint64(off, true)), next: off + 8 };
+    case GT.I64: need(8); return { value: bigToNum(dv.getBigInt64(off, true)), next: off + 8 };
+    case GT.F64: need(8); return { value: dv.getFloat64(off, true), next: off + 8 };
+    case GT.STRING: {
+      need(8);
+      const n = Number(dv.getBigUint64(off, true));
+      off += 8; need(n);
+      const s = utf8.decode(new Uint8Array(dv.buffer, dv.byteOffset + off, n));
+      return { value: s, next: off + n };
+    }
+    case GT.ARRAY: {
+      need(12);
+      const et = dv.getUint32(off, true);
+      const count = Number(dv.getBigUint64(off + 4, true));
+      off += 12;
+      const summarise = count > ARRAY_SUMMARY_LIMIT;
+      const take = summarise ? ARRAY_HEAD : count;
+      const vals = [];
+      for (let i = 0; i < take; i++) {
+        const r = decodeGgufValue(dv, off, et, end);
+        vals.push(r.value); off = r.next;
+      }
+      if (!summarise) return { value: vals, next: off };
+      // skip the rest cheaply when elements have a fixed size
+      const fs = FIXED_SIZE[et];
+      const next = fs ? off + (count - take) * fs : -1;
+      return { value: { arrayOf: GGUF_TYPE_NAMES[et] || String(et), count, head: vals }, next };
+    }
+    default: throw new RangeError('unknown GGUF value type ' + type);
+  }
+}
+
+/**
+ * Stop-string matcher for streamed text. push(text) returns the part of the
+ * text that can be emitted now: text that might be the start of a stop
+ * string is held back until it is known not to be one.
+ */
+export class StopMatcher {
+  constructor(stops = []) {
+    this.stops = stops.filter((s) => typeof s === 'string' && s.length > 0);
+    this.full = '';
+    this.emitted = 0;
+    this.stopped = false;
+  }
+  /** @returns {{emit: string, stopped: boolean}} */
+  push(text) {
+    if (this.stopped) return { emit: '', stopped: true };
+    this.full += text;
+    if (this.stops.length === 0) {
+      const emit = this.full.slice(this.emitted);
+      this.emitted = this.full.length;
+      return { emit, stopped: false };
+    }
+    let cut = -1;
+    const maxLen = Math.max(...this.stops.map((s) => s.length));
+    const from = Math.max(0, this.emitted - maxLen);
+    for (const s of this.stops) {
+      const i = this.full.indexOf(s, from);
+      if (i >= 0 && (cut < 0 || i < cut)) cut = i;
+    }
+    if (cut >= 0) {
+      const emit = this.full.slice(this.emitted, Math.max(cut, this.emitted));
+      this.full = this.full.slice(0, cut);
+      this.emitted = this.full.length;
+      this.stopped = true;
+      return { emit, stopped: true };
+    }
+    let hold = 0;
+    for (const s of this.stops) {
+      for (let k = Math.min(s.length - 1, this.full.length); k > hold; k--) {
+        if (this.full.endsWith(s.slice(0, k))) { hold = k; break; }
+      }
+    }
+    const upto = Math.max(this.emitted, this.full.length - hold);
+    const emit = this.full.slice(this.emitted, upto);
+    this.emitted = upto;
+    return { emit, stopped: false };
+  }
+  /** Releases held-back text at the end of the stream. */
+  flush() {
+    const emit = this.stopped ? '' : this.full.slice(this.emitted);
+    this.emitted = this.full.length;
+    return emit;
+  }
+  get text() { return this.full; }
+}
+
+/** Normalises user sampling options (camelCase) with the defaults. */
+export function samplingOptions(opts = {}) {
+  const o = { ...DEFAULT_SAMPLING };
+  for (const k of Object.keys(DEFAULT_SAMPLING)) if (opts[k] !== undefined && opts[k] !== null) o[k] = opts[k];
+  const num = (k, min) => {
+    const v = Number(o[k]);
+    if (!Number.isFinite(v) || v < min) throw new WasmlmError(`option ${k} must be a number >= ${min}, got ${o[k]}`, 1);
+    o[k] = v;
+  };
+  num('temperature', 0); num('topK', 0); num('topP', 0); num('minP', 0); num('repeatPenalty', 0);
+  num('repeatLastN', 0); num('maxTokens', 0);
+  o.topK = Math.floor(o.topK); o.repeatLastN = Math.floor(o.repeatLastN); o.maxTokens = Math.floor(o.maxTokens);
+  if (typeof o.seed !== 'bigint') {
+    const s = Number(o.seed);
+    if (!Number.isInteger(s) || s < 0) throw new WasmlmError(`option seed must be a non-negative integer, got ${o.seed}`, 1);
+    o.seed = BigInt(s);
+  }
+  o.seed = BigInt.asUintN(64, o.seed);
+  o.stop = Array.isArray(opts.stop) ? opts.stop : (typeof opts.stop === 'string' ? [opts.stop] : []);
+  o.ignoreEos = !!opts.ignoreEos;
+  o.addBos = opts.addBos;
+  o.parseSpecial = !!opts.parseSpecial;
+  return o;
+}
+
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
+// scratch block layout (offsets from this.scratch)
+const S_ERR = 0;         // wlm_err, 260 bytes
+const S_PTR = 272;       // out pointer (u32)
+const S_U64 = 280;       // u64 out
+const S_CTXP = 288;      // wlm_ctx_params, 24
+const S_SAMP = 320;      // wlm_sampler_params, 24
+const S_RNG = 352;       // wlm_rng, 16 (8-aligned)
+const S_DETOK = 368;     // wlm_detok, 12
+const S_TOK = 384;       // int32 token out
+const S_LOGP = 388;      // float logprob out
+const S_LEN = 392;       // u32 len out
+const S_NOUT = 396;      // u32 n_out
+const S_DETOK2 = 400;    // second detok (detokenize())
+const SCRATCH_BYTES = 512;
+const DETOK_CAP = 4096;
+
+export class Engine {
+  /**
+   * @param {WebAssembly.Module|BufferSource} wasm compiled module or its bytes
+   */
+  static async create(wasm) {
+    const mod = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
+    const imports = WebAssembly.Module.imports(mod);
+    const bad = imports.filter((i) => !(i.module === 'env' && i.name === 'memory' && i.kind === 'memory'));
+    if (bad.length) throw new Error('wasmlm.wasm has unexpected imports: ' + bad.map((i) => `${i.module}.${i.name}`).join(', '));
+    const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536 });
+    const inst = await WebAssembly.instantiate(mod, { env: { memory } });
+    return new Engine(inst.exports, memory);
+  }
+
+  constructor(exports, memory) {
+    this.x = exports;
+    this.memory = memory;
+    this._buf = null;
+    this.scratch = 0;
+    this.model = 0;
+    this.ctx = 0;
+    this.file = 0; this.fileCap = 0; this.fileLen = 0;
+    this.textBuf = 0; this.textCap = 0;
+    this.tokBuf = 0; this.tokCap = 0;
+    this.histBuf = 0; this.histCap = 0;
+    this.detokOut = 0;
+    this.distIds = 0; this.distProbs = 0; this.distCap = 0;
+    this.hparams = null;
+    this.scratch = this.alloc(SCRATCH_BYTES);
+    this.detokOut = this.alloc(DETOK_CAP);
+  }
+
+  _views() {
+    if (this._buf !== this.memory.buffer) {
+      this._buf = this.memory.buffer;
+      this._u8 = new Uint8Array(this._buf);
+      this._dv = new DataView(this._buf);
+      this._i32 = new Int32Array(this._buf);
+      this._f32 = new Float32Array(this._buf);
+    }
+  }
+  get u8() { this._views(); return this._u8; }
+  get dv() { this._views(); return this._dv; }
+  get i32() { this._views(); return this._i32; }
+  get f32() { this._views(); return this._f32; }
+
+  alloc(bytes) {
+    const p = this.x.wlm_sys_alloc(BigInt(Math.max(1, bytes)));
+    if (!p) throw new WasmlmError(`out of memory: cannot allocate ${bytes} bytes (in use ${this.x.wlm_sys_in_use()})`, 5);
+    return p >>> 0;
+  }
+  free(p) { if (p) this.x.wlm_sys_free(p); }
+  setMemoryLimit(bytes) { this.x.wlm_sys_set_limit(BigInt(bytes)); }
+  memoryInUse() { return Number(this.x.wlm_sys_in_use()); }
+
+  _errMsg(status) {
+    const u8 = this.u8, p = this.scratch + S_ERR + 4;
+    let e = p; while (e < p + 256 && u8[e] !== 0) e++;
+    const msg = utf8.decode(u8.subarray(p, e));
+    return msg || STATUS_NAMES[status] || 'error ' + status;
+  }
+  _check(status, what) {
+    if (status !== 0) throw new WasmlmError((what ? what + ': ' : '') + this._errMsg(status), status);
+  }
+  _clearErr() { this.dv.setUint32(this.scratch + S_ERR, 0, true); this.u8[this.scratch + S_ERR + 4] = 0; }
+  _cstr(p, len) { return utf8.decode(this.u8.subarray(p, p + len)); }
+
+  // ---- loading ----------------------------------------------------------
+
+  /** Reserves wasm memory for a file of (about) `size` bytes. */
+  beginLoad(size) {
+    if (this.model) throw new WasmlmError('a model is already loaded in this engine', 7);
+    this._freeFile();
+    this.fileCap = size > 0 ? size : 1 << 20;
+    this.file = this.alloc(this.fileCap);
+    this.fileLen = 0;
+    return this.file;
+  }
+  _freeFile() { if (this.file) this.free(this.file); this.file = 0; this.fileCap = 0; this.fileLen = 0; }
+
+  /** Makes room for `extra` more bytes (grows the file block if the size was unknown). */
+  reserve(extra) {
+    const need = this.fileLen + extra;
+    if (need <= this.fileCap) return;
+    const cap = Math.max(need, Math.ceil(this.fileCap * 1.5), 1 << 20);
+    const p = this.alloc(cap);
+    this.u8.copyWithin(p, this.file, this.file + this.fileLen);
+    this.free(this.file);
+    this.file = p; this.fileCap = cap;
+  }
+  /** Copies a chunk of file bytes after those already written. */
+  write(chunk) {
+    const bytes = chunk instanceof Uint8Array ? chunk : new Uint8Array(chunk);
+    this.reserve(bytes.byteLength);
+    this.u8.set(bytes, this.file + this.fileLen);
+    this.fileLen += bytes.byteLength;
+  }
+  /** A view of `n` writable bytes at the current write position (for reading files straight in). */
+  writeView(n) {
+    this.reserve(n);
+    return this.u8.subarray(this.file + this.fileLen, this.file + this.fileLen + n);
+  }
+  advance(n) { this.fileLen += n; }
+
+  /**
+   * Parses the written bytes and creates the context.
+   * @param {{contextLength?:number,batchSize?:number,kvType?:'f32'|'f16',onFull?:'error'|'slide',nKeep?:number}} opts
+   */
+  finishLoad(opts = {}) {
+    try {
+      this._clearErr();
+      const pp = this.scratch + S_PTR;
+      this.dv.setUint32(pp, 0, true);
+      const st = this.x.wlm_model_load(pp, this.file, BigInt(this.fileLen), this.scratch + S_ERR);
+      this._check(st, 'cannot load model');
+      this.model = this.dv.getUint32(pp, true);
+      this.hparams = this._readHparams();
+      const cp = this.scratch + S_CTXP;
+      this.x.wlm_ctx_default_params(cp);
+      const dv = this.dv;
+      if (opts.contextLength != null) dv.setUint32(cp + 0, opts.contextLength >>> 0, true);
+      if (opts.batchSize != null) dv.setUint32(cp + 4, opts.batchSize >>> 0, true);
+      if (opts.kvType != null) {
+        if (opts.kvType !== 'f32' && opts.kvType !== 'f16') throw new WasmlmError(`kvType must be 'f32' or 'f16', got ${opts.kvType}`, 1);
+        dv.setUint32(cp + 8, opts.kvType === 'f16' ? 1 : 0, true);
+      }
+      if (opts.onFull != null) {
+        if (opts.onFull !== 'error' && opts.onFull !== 'slide') throw new WasmlmError(`onFull must be 'error' or 'slide', got ${opts.onFull}`, 1);
+        dv.setUint32(cp + 12, opts.onFull === 'slide' ? 1 : 0, true);
+      }
+      if (opts.nKeep != null) dv.setUint32(cp + 16, opts.nKeep >>> 0, true);
+      this._clearErr();
+      this.dv.setUint32(pp, 0, true);
+      const st2 = this.x.wlm_ctx_new(pp, this.model, cp, this.scratch + S_ERR);
+      this._check(st2, 'cannot create context');
+      this.ctx = this.dv.getUint32(pp, true);
+      this.nCtx = this.x.wlm_ctx_n_ctx(this.ctx) >>> 0;
+      this.nBatch = Math.min(this.dv.getUint32(cp + 4, true) || 64, this.nCtx); // as the engine resolves it
+      this.kvType = this.dv.getUint32(cp + 8, true) ? 'f16' : 'f32';
+      this.onFull = this.dv.getUint32(cp + 12, true) ? 'slide' : 'error';
+      this._ensureTok(Math.max(256, Math.min(this.nCtx, 4096)));
+      return this.info();
+    } catch (e) {
+      this.unload();
+      throw e;
+    }
+  }
+
+  /** Loads a whole in-memory file (convenience for tests and small models). */
+  loadBytes(bytes, opts) {
+    const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    this.beginLoad(u8.byteLength);
+    this.write(u8);
+    return this.finishLoad(opts);
+  }
+
+  unload() {
+    if (this.ctx) this.x.wlm_ctx_free(this.ctx);
+    if (this.model) this.x.wlm_model_free(this.model);
+    this.ctx = 0; this.model = 0; this.hparams = null; this._info = null;
+    this._freeFile();
+    for (const k of ['textBuf', 'tokBuf', 'histBuf', 'distIds', 'distProbs']) { this.free(this[k]); this[k] = 0; }
+    this.textCap = 0; this.tokCap = 0; this.histCap = 0; this.distCap = 0;
+  }
+
+  _requireModel() { if (!this.model) throw new WasmlmError('no model loaded', 7); }
+
+  _readHparams() {
+    const p = this.x.wlm_model_hparams(this.model) >>> 0;
+    const dv = this.dv, u = (o) => dv.getUint32(p + o, true), i = (o) => dv.getInt32(p + o, true);
+    return {
+      nVocab: u(0), nCtxTrain: u(4), nEmbd: u(8), nLayer: u(12), nHead: u(16), nHeadKv: u(20),
+      headDim: u(24), nFf: u(28), nRot: u(32),
+      ropeFreqBase: shortF32(dv.getFloat32(p + 36, true)), rmsEps: shortF32(dv.getFloat32(p + 40, true)),
+      bosId: i(44), eosId: i(48), unkId: i(52),
+      addBos: u(56) !== 0, addSpacePrefix: u(60) !== 0, tiedOutput: u(64) !== 0,
+    };
+  }
+
+  /** Metadata, hyper-parameters and tensor table. */
+  info() {
+    this._requireModel();
+    if (this._info) return this._info;
+    const x = this.x, m = this.model, lenP = this.scratch + S_LEN, nbP = this.scratch + S_U64;
+    const metadata = {};
+    const n = x.wlm_meta_count(m) >>> 0;
+    for (let i = 0; i < n; i++) {
+      const kp = x.wlm_meta_key(m, i, lenP) >>> 0;
+      const key = this._cstr(kp, this.dv.getUint32(lenP, true));
+      const type = x.wlm_meta_type(m, i) >>> 0;
+      const vp = x.wlm_meta_value(m, i, nbP) >>> 0;
+      const nb = Number(this.dv.getBigUint64(nbP, true));
+      try {
+        metadata[key] = decodeGgufValue(new DataView(this.memory.buffer, vp, nb), 0, type, nb).value;
+      } catch (e) {
+        metadata[key] = { error: String(e.message) };
+      }
+    }
+    const tensors = [];
+    const nt = x.wlm_tensor_count(m) >>> 0;
+    let paramCount = 0;
+    for (let i = 0; i < nt; i++) {
+      const np = x.wlm_tensor_name(m, i, lenP) >>> 0;
+      const name = this._cstr(np, this.dv.getUint32(lenP, true));
+      const type = x.wlm_tensor_type(m, i) >>> 0;
+      const nd = x.wlm_tensor_ndims(m, i) >>> 0;
+      const dims = [];
+      for (let d = 0; d < nd; d++) dims.push(Number(x.wlm_tensor_dim(m, i, d)));
+      paramCount += dims.reduce((a, b) => a * b, 1);
+      tensors.push({ name, type, typeName: this.typeName(type), dims, offset: Number(x.wlm_tensor_offset(m, i)) });
+    }
+    this._info = {
+      architecture: metadata['general.architecture'] ?? null,
+      name: metadata['general.name'] ?? null,
+      fileSize: this.fileLen,
+      paramCount,
+      hparams: { ...this.hparams },
+      context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull },
+      metadata,
+      tensors,
+    };
+    return this._info;
+  }
+
+  typeName(type) {
+    const p = this.x.wlm_type_name(type) >>> 0;
+    if (!p) return 'type' + type;
+    const u8 = this.u8; let e = p; while (u8[e] !== 0) e++;
+    return utf8.decode(u8.subarray(p, e));
+  }
+
+  // ---- tokens -------------------------------------------------------------
+
+  _ensureText(bytes) {
+    if (bytes <= this.textCap) return;
+    this.free(this.textBuf);
+    this.textCap = Math.max(bytes, 1024, this.textCap * 2);
+    this.textBuf = this.alloc(this.textCap);
+  }
+  _ensureTok(n) {
+    if (n <= this.tokCap) return;
+    this.free(this.tokBuf);
+    this.tokCap = Math.max(n, this.tokCap * 2);
+    this.tokBuf = this.alloc(this.tokCap * 4);
+  }
+  _ensureHist(n) {
+    if (n <= this.histCap) return;
+    this.free(this.histBuf);
+    this.histCap = Math.max(n, 64);
+    this.histBuf = this.alloc(this.histCap * 4);
+  }
+
+  /** @returns {number[]} token ids */
+  tokenize(text, addBos, parseSpecial = false) {
+    this._requireModel();
+    text = String(text ?? '');
+    if (addBos == null) addBos = this.hparams.addBos;
+    this._ensureText(text.length * 3 + 1);
+    const { written } = utf8enc.encodeInto(text, this.u8.subarray(this.textBuf, this.textBuf + this.textCap));
+    const nOut = this.scratch + S_NOUT;
+    for (let attempt = 0; attempt < 2; attempt++) {
+      this._clearErr();
+      this.dv.setUint32(nOut, 0, true);
+      const flags = (addBos ? 1 : 0) | (parseSpecial ? 2 : 0); // WLM_TOK_ADD_BOS | WLM_TOK_PARSE_SPECIAL
+      const st = this.x.wlm_tokenize(this.model, this.textBuf, written, flags, this.tokBuf, this.tokCap, nOut, this.scratch + S_ERR);
+      const n = this.dv.getUint32(nOut, true);
+      if (st !== 0 && n > this.tokCap && attempt === 0) { this._ensureTok(n); continue; }
+      this._check(st, 'tokenize');
+      return Array.from(this.i32.subarray(this.tokBuf >> 2, (this.tokBuf >> 2) + n));
+    }
+    throw new WasmlmError('tokenize: token buffer too small', 1);
+  }
+
+  _detokPush(detokP, token) {
+    const n = this.x.wlm_detok_push(this.model, detokP, token, this.detokOut, DETOK_CAP) >>> 0;
+    return n ? utf8.decode(this.u8.subarray(this.detokOut, this.detokOut + Math.min(n, DETOK_CAP))) : '';
+  }
+  _detokFlush(detokP) {
+    const n = this.x.wlm_detok_flush(detokP, this.detokOut, DETOK_CAP) >>> 0;
+    return n ? utf8.decode(this.u8.subarray(this.detokOut, this.detokOut + Math.min(n, DETOK_CAP))) : '';
+  }
+
+  /** Text of a token sequence (control tokens give nothing). */
+  detokenize(ids) {
+    this._requireModel();
+    const d = this.scratch + S_DETOK2;
+    this.x.wlm_detok_reset(d);
+    let s = '';
+    const nv = this.hparams.nVocab;
+    for (const id of ids) {
+      const t = Number(id);
+      if (!Number.isInteger(t) || t < 0 || t >= nv) throw new WasmlmError(`token id ${id} out of range [0, ${nv})`, 1);
+      s += this._detokPush(d, t);
+    }
+    return s + this._detokFlush(d);
+  }
+
+  /** Whether `token` ends generation (EOS, EOT, ... as the engine knows them). */
+  isEog(token) {
+    if (this.x.wlm_token_is_eog) return this.x.wlm_token_is_eog(this.model, token) !== 0;
+    return token === this.hparams.eosId;
+  }
+
+  /** Raw bytes of one token. */
+  tokenBytes(id) {
+    this._requireModel();
+    const n = this.x.wlm_token_bytes(this.model, id, this.detokOut, DETOK_CAP) >>> 0;
+    return this.u8.slice(this.detokOut, this.detokOut + Math.min(n, DETOK_CAP));
+  }
+
+  // ---- generation -----------------------------------------------------------
+
+  _writeSampler(o) {
+    const p = this.scratch + S_SAMP, dv = this.dv;
+    dv.setFloat32(p + 0, o.temperature, true);
+    dv.setUint32(p + 4, o.topK >>> 0, true);
+    dv.setFloat32(p + 8, o.topP, true);
+    dv.setFloat32(p + 12, o.minP, true);
+    dv.setFloat32(p + 16, o.repeatPenalty, true);
+    dv.setUint32(p + 20, o.repeatLastN >>> 0, true);
+    return p;
+  }
+
+  _writeHist(tokens, n) {
+    const k = Math.min(n, tokens.length);
+    if (k === 0) return 0;
+    this._ensureHist(k);
+    const base = this.histBuf >> 2, i32 = this.i32;
+    for (let i = 0; i < k; i++) i32[base + i] = tokens[tokens.length - k + i];
+    return k;
+  }
+
+  /** Evaluates tokens (written at tokBuf) in chunks of n_batch; returns status. */
+  _evalTokens(ids, shouldStop) {
+    this._ensureTok(Math.min(ids.length, this.nBatch) || 1);
+    const base = this.tokBuf >> 2;
+    for (let i = 0; i < ids.length; i += this.nBatch) {
+      if (shouldStop && shouldStop()) return -1;
+      const n = Math.min(this.nBatch, ids.length - i);
+      const i32 = this.i32;
+      for (let j = 0; j < n; j++) i32[base + j] = ids[i + j];
+      this._clearErr();
+      const st = this.x.wlm_eval(this.ctx, this.tokBuf, n, this.scratch + S_ERR);
+      if (st !== 0) return st;
+    }
+    return 0;
+  }
+
+  /**
+   * Starts a generation and returns a stepper: call step() until it returns
+   * {done: true, ...}. Each non-final step returns {text, token, logprob}.
+   * `shouldStop()` is polled between prefill chunks and tokens (abort).
+   */
+  startGeneration(prompt, opts = {}) {
+    this._requireModel();
+    const o = samplingOptions(opts);
+    const hp = this.hparams;
+    const addBos = o.addBos == null ? hp.addBos : !!o.addBos;
+    const promptIds = Array.isArray(prompt) ? prompt.map(Number) : this.tokenize(prompt, addBos, o.parseSpecial);
+    if (promptIds.length === 0) {
+      // nothing to condition on: start from BOS when the model has one
+      if (hp.bosId >= 0) promptIds.push(hp.bosId);
+      else throw new WasmlmError('empty prompt and the model has no BOS token', 1);
+    }
+    const eng = this;
+    const stops = new StopMatcher(o.stop);
+    const detokP = this.scratch + S_DETOK;
+    this.x.wlm_detok_reset(detokP);
+    this.x.wlm_rng_seed(this.scratch + S_RNG, o.seed);
+    const history = promptIds.slice(-Math.max(o.repeatLastN, 1));
+    const state = {
+      options: o,
+      promptTokens: promptIds.length,
+      tokens: [], logprobs: [],
+      prefillMs: 0, decodeMs: 0,
+      finishReason: null,
+      started: false,
+    };
+    const self = {
+      state,
+      /** @param {() => boolean} [shouldStop] */
+      step(shouldStop) {
+        if (state.finishReason) throw new WasmlmError('generation already finished', 7);
+        if (!state.started) {
+          state.started = true;
+          const t0 = now();
+          eng.x.wlm_ctx_reset(eng.ctx);
+          const st = eng._evalTokens(promptIds, shouldStop);
+          state.prefillMs = now() - t0;
+          if (st === -1) return self._end('abort');
+          if (st === STATUS_CONTEXT_FULL) throw new WasmlmError(`prompt of ${promptIds.length} tokens does not fit the context (${eng.nCtx} tokens): ${eng._errMsg(st)}`, st);
+          eng._check(st, 'prefill');
+          if (o.maxTokens === 0) return self._end('length');
+        }
+        if (shouldStop && shouldStop()) return self._end('abort');
+        const t0 = now();
+        const logits = eng.x.wlm_ctx_logits(eng.ctx) >>> 0;
+        const sp = eng._writeSampler(o);
+        const nh = eng._writeHist(history, o.repeatLastN);
+        eng._clearErr();
+        const st = eng.x.wlm_sample(eng.ctx, logits, sp, eng.histBuf, nh, eng.scratch + S_RNG,
+          eng.scratch + S_TOK, eng.scratch + S_LOGP, eng.scratch + S_ERR);
+        eng._check(st, 'sample');
+        const token = eng.dv.getInt32(eng.scratch + S_TOK, true);
+        const logprob = eng.dv.getFloat32(eng.scratch + S_LOGP, true);
+        if (!o.ignoreEos && eng.isEog(token)) {
+          state.decodeMs += now() - t0;
+          return self._end('stop');
+        }
+        history.push(token);
+        if (history.length > 4 * Math.max(o.repeatLastN, 16)) history.splice(0, history.length - Math.max(o.repeatLastN, 1));
+        state.tokens.push(token);
+        state.logprobs.push(logprob);
+        const piece = eng._detokPush(detokP, token);
+        const r = stops.push(piece);
+        const chunk = { text: r.emit, token, logprob };
+        if (r.stopped) { state.decodeMs += now() - t0; state.pendingEnd = 'stop'; return chunk; }
+        if (state.tokens.length >= o.maxTokens) { state.decodeMs += now() - t0; state.pendingEnd = 'length'; return chunk; }
+        const es = eng._evalTokens([token]);
+        state.decodeMs += now() - t0;
+        if (es === STATUS_CONTEXT_FULL) { state.pendingEnd = 'context'; return chunk; }
+        eng._check(es, 'decode');
+        return chunk;
+      },
+      /** true when the next step() will return the final record */
+      get ending() { return !!state.pendingEnd; },
+      next(shouldStop) {
+        if (state.pendingEnd) return self._end(state.pendingEnd);
+        return self.step(shouldStop);
+      },
+      _end(reason) {
+        state.finishReason = reason;
+        let tail = '';
+        if (!stops.stopped) {
+          tail = stops.flush();
+          const f = eng._detokFlush(detokP);
+          if (f) { const r = stops.push(f); tail += r.emit + (r.stopped ? '' : stops.flush()); }
+          if (stops.stopped && reason !== 'abort') state.finishReason = 'stop';
+        }
+        return { done: true, tail, ...eng._result(state, stops.text) };
+      },
+    };
+    return self;
+  }
+
+  _result(state, text) {
+    const gen = state.tokens.length;
+    return {
+      text,
+      tokens: state.tokens.slice(),
+      logprobs: state.logprobs.slice(),
+      finishReason: state.finishReason,
+      stats: {
+        promptTokens: state.promptTokens,
+        generatedTokens: gen,
+        prefillMs: state.prefillMs,
+        decodeMs: state.decodeMs,
+        prefillTokensPerSec: state.prefillMs > 0 ? state.promptTokens / (state.prefillMs / 1000) : 0,
+        decodeTokensPerSec: state.decodeMs > 0 ? gen / (state.decodeMs / 1000) : 0,
+      },
+    };
+  }
+
+  /** Synchronous full generation (no yielding); the worker uses the stepper instead. */
+  complete(prompt, opts = {}) {
+    const g = this.startGeneration(prompt, opts);
+    for (;;) {
+      const r = g.next();
+      if (r.done) return r;
+    }
+  }
+
+  /**
+   * Next-token distribution after `text` under the sampling filters:
+   * [{token, prob, text}] sorted by probability (at most `topN`).
+   */
+  nextTokenDistribution(text, opts = {}) {
+    this._requireModel();
+    const o = samplingOptions(opts);
+    const addBos = o.addBos == null ? this.hparams.addBos : !!o.addBos;
+    const ids = Array.isArray(text) ? text.map(Number) : this.tokenize(text, addBos, o.parseSpecial);
+    if (ids.length === 0) ids.push(this.hparams.bosId);
+    this.x.wlm_ctx_reset(this.ctx);
+    const st = this._evalTokens(ids);
+    if (st !== 0) this._check(st, 'eval');
+    const cap = Math.max(1, Math.min(opts.topN ?? 20, this.hparams.nVocab));
+    if (cap > this.distCap) {
+      this.free(this.distIds); this.free(this.distProbs);
+      this.distCap = cap; this.distIds = this.alloc(cap * 4); this.distProbs = this.alloc(cap * 4);
+    }
+    const logits = this.x.wlm_ctx_logits(this.ctx) >>> 0;
+    const sp = this._writeSampler(o);
+    const nh = this._writeHist(ids, o.repeatLastN);
+    const n = this.x.wlm_sample_dist(this.ctx, logits, sp, this.histBuf, nh, this.distIds, this.distProbs, cap) >>> 0;
+    const out = [];
+    for (let i = 0; i < n; i++) {
+      const token = this.i32[(this.distIds >> 2) + i];
+      out.push({ token, prob: this.f32[(this.distProbs >> 2) + i], text: utf8.decode(this.tokenBytes(token)) });
+    }
+    return out;
+  }
+
+  // ---- quantization -----------------------------------------------------------
+
+  /**
+   * Re-quantizes the loaded model. `sink(view)` receives a view of the output
+   * bytes in wasm memory (valid until the next engine call).
+   * @returns {{report: string, size: number}}
+   */
+  quantize(type, sink) {
+    this._requireModel();
+    const t = typeof type === 'number' ? type : QUANT_TYPES[String(type).toLowerCase()];
+    if (t === undefined) throw new WasmlmError(`unknown quantization type '${type}' (use ${Object.keys(QUANT_TYPES).join(', ')})`, 1);
+    this._clearErr();
+    const st = this.x.wlm_quantize_size(this.model, t, this.scratch + S_U64, this.scratch + S_ERR);
+    this._check(st, 'quantize');
+    const size = Number(this.dv.getBigUint64(this.scratch + S_U64, true));
+    const out = this.alloc(size);
+    const repCap = 65536 + 256 * (this.x.wlm_tensor_count(this.model) >>> 0);
+    let rep = 0;
+    try {
+      rep = this.alloc(repCap);
+      this._clearErr();
+      const st2 = this.x.wlm_quantize(this.model, t, out, BigInt(size), rep, repCap, this.scratch + S_ERR);
+      this._check(st2, 'quantize');
+      const u8 = this.u8;
+      let e = rep; while (e < rep + repCap && u8[e] !== 0) e++;
+      const report = utf8.decode(u8.subarray(rep, e));
+      sink(this.u8.subarray(out, out + size));
+      return { report, size };
+    } finally {
+      this.free(out); this.free(rep);
+    }
+  }
+
+  dispose() {
+    this.unload();
+    this.free(this.scratch); this.free(this.detokOut);
+    this.scratch = 0; this.detokOut = 0;
+  }
+}

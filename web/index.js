@@ -1,0 +1,446 @@
+// wasmlm: LLM inference in WebAssembly. Package entry (ESM, Node >= 20 and
+// browsers). Each loaded model runs in its own worker (worker_threads in
+// Node, a module Web Worker in browsers) with its own wasm memory, so the
+// caller's event loop never blocks on inference.
+import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
+import { Sha256 } from './sha256.js';
+import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
+
+export { DEFAULT_SAMPLING, QUANT_TYPES };
+export { resolveModel, registryEntries };
+
+const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
+  typeof window === 'undefined';
+
+/** Default context options. */
+export const DEFAULT_CONTEXT = Object.freeze({ contextLength: 0, batchSize: 0, kvType: 'f32', onFull: 'error', nKeep: 0 });
+
+const STAGE_BYTES = 4 << 20; // chunk size for streaming bytes to the worker
+
+function abortError(signal) {
+  const r = signal && signal.reason;
+  if (r instanceof Error) return r;
+  const e = new Error(typeof r === 'string' ? r : 'The operation was aborted');
+  e.name = 'AbortError';
+  return e;
+}
+
+function reviveError(plain) {
+  const e = new Error(plain.message);
+  e.name = plain.name || 'Error';
+  if (plain.code) e.code = plain.code;
+  if (plain.status != null) e.status = plain.status;
+  if (plain.partial) e.partial = plain.partial;
+  return e;
+}
+
+// ---- wasm module --------------------------------------------------------
+
+let wasmModulePromise = null;
+
+/** Compiles (once) and returns the engine's WebAssembly.Module. */
+export function getWasmModule(wasm) {
+  if (wasm instanceof WebAssembly.Module) return Promise.resolve(wasm);
+  if (wasm) return compileFrom(wasm);
+  if (!wasmModulePromise) {
+    const override = isNode ? process.env.WASMLM_WASM : undefined; // development: another build of the engine
+    wasmModulePromise = compileFrom(override || new URL('../wasm/wasmlm.wasm', import.meta.url));
+    wasmModulePromise.catch(() => { wasmModulePromise = null; });
+  }
+  return wasmModulePromise;
+}
+
+async function compileFrom(src) {
+  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(src);
+  const url = src instanceof URL ? src : (isNode && !/^[a-z]+:/i.test(String(src)) ? null : new URL(String(src), globalThis.location?.href));
+  if (isNode && (!url || url.protocol === 'file:')) {
+    const fs = await import('node:fs');
+    let bytes;
+    try {
+      bytes = fs.readFileSync(url || String(src));
+    } catch (e) {
+      throw new Error(`cannot read the wasm engine ${url ? url.pathname : src}: ${e.code || e.message} (build it with 'make wasm')`);
+    }
+    return WebAssembly.compile(bytes);
+  }
+  const res = await fetch(url);
+  if (!res.ok) throw new Error(`cannot fetch the wasm engine ${url}: HTTP ${res.status}`);
+  if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
+    return WebAssembly.compileStreaming(res);
+  }
+  return WebAssembly.compile(await res.arrayBuffer());
+}
+
+// ---- worker client --------------------------------------------------------
+
+class WorkerClient {
+  static async create(options) {
+    const mod = await getWasmModule(options.wasm);
+    let w, nodeWorker = null;
+    const url = new URL('./worker.js', import.meta.url);
+    if (isNode) {
+      const { Worker } = await import('node:worker_threads');
+      nodeWorker = new Worker(url);
+      w = nodeWorker;
+    } else {
+      w = new Worker(url, { type: 'module' });
+    }
+    return new WorkerClient(w, nodeWorker, mod);
+  }
+
+  constructor(w, nodeWorker, mod) {
+    this.w = w;
+    this.node = nodeWorker;
+    this.nextId = 1;
+    this.pending = new Map();
+    this.dead = null;
+    const canShare = typeof SharedArrayBuffer !== 'undefined' && (isNode || globalThis.crossOriginIsolated);
+    this.abortFlag = canShare ? new Int32Array(new SharedArrayBuffer(4)) : null;
+    const onMessage = (m) => this._onMessage(m);
+    const onError = (e) => this._fail(e instanceof Error ? e : new Error('worker error: ' + (e && e.message || e)));
+    if (nodeWorker) {
+      nodeWorker.on('message', onMessage);
+      nodeWorker.on('error', onError);
+      nodeWorker.on('exit', (code) => this._fail(new Error(`wasmlm worker exited (code ${code})`)));
+      nodeWorker.unref();
+    } else {
+      w.onmessage = (ev) => onMessage(ev.data);
+      w.onerror = (ev) => { ev.preventDefault?.(); onError(new Error('worker error: ' + (ev.message || 'failed to start'))); };
+    }
+    w.postMessage({ op: 'init', wasm: mod, abortFlag: this.abortFlag ? this.abortFlag.buffer : null });
+  }
+
+  _ref() { if (this.node) { if (this.pending.size > 0) this.node.ref(); else this.node.unref(); } }
+
+  _onMessage(m) {
+    if (m.id === 0 && m.ok === false) { this._fail(reviveError(m.error)); return; }
+    const p = this.pending.get(m.id);
+    if (!p) return;
+    if (m.event) { if (p.onEvent) p.onEvent(m); return; }
+    this.pending.delete(m.id);
+    this._ref();
+    if (m.ok) p.resolve(m.result);
+    else p.reject(reviveError(m.error));
+  }
+
+  _fail(err) {
+    if (this.dead) return;
+    this.dead = err;
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
+    this._ref();
+  }
+
+  /** Sends a request; returns {id, promise}. */
+  request(op, payload = {}, { onEvent, transfer } = {}) {
+    const id = this.nextId++;
+    if (this.dead) return { id, promise: Promise.reject(this.dead) };
+    const promise = new Promise((resolve, reject) => this.pending.set(id, { resolve, reject, onEvent }));
+    this._ref();
+    this.w.postMessage({ ...payload, id, op }, transfer || []);
+    return { id, promise };
+  }
+
+  call(op, payload, opts) { return this.request(op, payload, opts).promise; }
+
+  abort(id) {
+    if (this.dead) return;
+    if (this.abortFlag) Atomics.store(this.abortFlag, 0, id);
+    this.w.postMessage({ op: 'abort', target: id });
+  }
+
+  async terminate() {
+    this._fail(Object.assign(new Error('model disposed'), { code: 'DISPOSED' }));
+    await this.w.terminate();
+  }
+}
+
+// ---- source handling ---------------------------------------------------------
+
+/** Streams chunks to the worker, coalesced into STAGE_BYTES messages, one in flight. */
+class ChunkSender {
+  constructor(client, { total, onProgress, hasher, signal }) {
+    this.client = client; this.total = total || 0; this.onProgress = onProgress;
+    this.hasher = hasher; this.signal = signal;
+    this.stage = null; this.n = 0; this.loaded = 0; this.inflight = null;
+  }
+  async push(chunk) {
+    let u8 = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk)
+      ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : new Uint8Array(chunk);
+    if (this.signal && this.signal.aborted) throw abortError(this.signal);
+    if (this.hasher) this.hasher.update(u8);
+    while (u8.byteLength > 0) {
+      if (!this.stage) { this.stage = new Uint8Array(STAGE_BYTES); this.n = 0; }
+      const take = Math.min(u8.byteLength, STAGE_BYTES - this.n);
+      this.stage.set(u8.subarray(0, take), this.n);
+      this.n += take;
+      u8 = u8.subarray(take);
+      if (this.n === STAGE_BYTES) await this._send();
+    }
+  }
+  async _send() {
+    if (!this.stage || this.n === 0) return;
+    const bytes = this.stage.subarray(0, this.n);
+    const n = this.n;
+    this.stage = null; this.n = 0;
+    if (this.inflight) await this.inflight;
+    this.inflight = this.client.call('loadChunk', { bytes }, { transfer: [bytes.buffer] });
+    this.loaded += n;
+    if (this.onProgress) this.onProgress({ loaded: this.loaded, total: this.total || this.loaded });
+  }
+  async end() {
+    await this._send();
+    if (this.inflight) await this.inflight;
+    this.inflight = null;
+  }
+}
+
+async function pumpReader(reader, sender) {
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    await sender.push(value);
+  }
+}
+
+function looksLikeUrl(s) { return /^(https?|blob|data):/i.test(s); }
+
+async function resolveSource(source, options) {
+  if (typeof source === 'string' || source instanceof URL) {
+    const s = String(source);
+    if (looksLikeUrl(s)) return { kind: 'url', url: s };
+    if (/^file:/i.test(s)) {
+      if (!isNode) return { kind: 'url', url: s };
+      const { fileURLToPath } = await import('node:url');
+      return { kind: 'path', path: fileURLToPath(s) };
+    }
+    if (await isRegistryName(s, options)) {
+      const r = await resolveModel(s, options);
+      if (r.path) return { kind: 'path', path: r.path, registry: r };
+      return { kind: 'url', url: r.url, sha256: r.sha256, size: r.size, registry: r };
+    }
+    if (isNode) return { kind: 'path', path: s };
+    return { kind: 'url', url: s };
+  }
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) return { kind: 'bytes', bytes: source };
+  if (typeof Blob !== 'undefined' && source instanceof Blob) return { kind: 'blob', blob: source };
+  if (typeof ReadableStream !== 'undefined' && source instanceof ReadableStream) return { kind: 'stream', stream: source };
+  if (typeof Response !== 'undefined' && source instanceof Response) return { kind: 'response', response: source };
+  if (source && typeof source[Symbol.asyncIterator] === 'function') return { kind: 'iterable', iterable: source };
+  throw new TypeError('loadModel: source must be a path, URL, registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream or Response');
+}
+
+function ctxOptions(options) {
+  const o = {};
+  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit']) if (options[k] != null) o[k] = options[k];
+  return o;
+}
+
+async function loadInto(client, src, options) {
+  const { onProgress, signal } = options;
+  const ctx = ctxOptions(options);
+  if (src.kind === 'path') {
+    const { id, promise } = client.request('loadFile', { path: src.path, options: ctx, progress: !!onProgress },
+      { onEvent: (ev) => onProgress && onProgress({ loaded: ev.loaded, total: ev.total }) });
+    const onAbort = () => client.abort(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try { return await promise; } finally { signal?.removeEventListener('abort', onAbort); }
+  }
+  let total = 0, run, hasher = null, expect = null;
+  if (src.kind === 'bytes') {
+    const b = src.bytes;
+    const u8 = b instanceof ArrayBuffer ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+    total = u8.byteLength;
+    run = async (sender) => {
+      for (let off = 0; off < u8.byteLength; off += STAGE_BYTES) await sender.push(u8.subarray(off, off + STAGE_BYTES));
+    };
+  } else if (src.kind === 'blob') {
+    total = src.blob.size;
+    run = (sender) => pumpReader(src.blob.stream().getReader(), sender);
+  } else if (src.kind === 'stream') {
+    run = (sender) => pumpReader(src.stream.getReader(), sender);
+  } else if (src.kind === 'iterable') {
+    run = async (sender) => { for await (const c of src.iterable) await sender.push(c); };
+  } else if (src.kind === 'url' || src.kind === 'response') {
+    const res = src.kind === 'response' ? src.response : await fetch(src.url, { signal });
+    if (!res.ok) throw new Error(`cannot fetch model ${src.url || res.url}: HTTP ${res.status}`);
+    const enc = res.headers.get('content-encoding');
+    total = src.size || (!enc || enc === 'identity' ? Number(res.headers.get('content-length')) || 0 : 0);
+    run = (sender) => pumpReader(res.body.getReader(), sender);
+  }
+  const wantSha = src.sha256 || options.sha256;
+  if (wantSha) { hasher = new Sha256(); expect = String(wantSha).toLowerCase(); }
+  await client.call('loadBegin', { size: total });
+  const sender = new ChunkSender(client, { total, onProgress, hasher, signal });
+  try {
+    await run(sender);
+    await sender.end();
+    if (signal && signal.aborted) throw abortError(signal);
+    if (hasher) {
+      const got = hasher.hex();
+      if (got !== expect) throw new Error(`sha256 mismatch for ${src.url || 'the model bytes'}: expected ${expect}, got ${got}`);
+    }
+  } catch (e) {
+    await client.call('loadCancel').catch(() => {});
+    throw e;
+  }
+  return client.call('loadEnd', { options: ctx });
+}
+
+// ---- public API --------------------------------------------------------------
+
+/**
+ * Loads a GGUF model into a new worker.
+ * @param {string|URL|ArrayBuffer|ArrayBufferView|Blob|ReadableStream|Response} source
+ * @param {object} [options] see index.d.ts (LoadOptions)
+ * @returns {Promise<Model>}
+ */
+export async function loadModel(source, options = {}) {
+  const { signal } = options;
+  if (signal && signal.aborted) throw abortError(signal);
+  const src = await resolveSource(source, options);
+  const client = await WorkerClient.create(options);
+  let onAbort;
+  try {
+    const abortP = new Promise((_, reject) => {
+      onAbort = () => reject(abortError(signal));
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    abortP.catch(() => {});
+    const info = await Promise.race([loadInto(client, src, options), abortP]);
+    return new Model(client, info);
+  } catch (e) {
+    await client.terminate().catch(() => {});
+    throw e;
+  } finally {
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+function splitOpts(opts) {
+  const { signal, ...rest } = opts || {};
+  return { signal, rest };
+}
+
+export class Model {
+  constructor(client, info) {
+    this._client = client;
+    /** Metadata, hyper-parameters, context settings and tensor table. */
+    this.info = info;
+    this._disposed = false;
+  }
+
+  get disposed() { return this._disposed; }
+  _check() { if (this._disposed) throw new Error('model disposed'); }
+
+  /**
+   * Streams a completion: an async iterator of {text, token, logprob}
+   * chunks. Its return value (when iterated by hand) is the CompletionResult.
+   */
+  generate(prompt, opts = {}) {
+    const client = this._client;
+    const self = this;
+    const { signal, rest } = splitOpts(opts);
+    return (async function* gen() {
+      self._check();
+      if (signal && signal.aborted) throw abortError(signal);
+      const queue = [];
+      let waiter = null, final = null, failure = null, aborted = false;
+      const wake = () => { if (waiter) { const w = waiter; waiter = null; w(); } };
+      const { id, promise } = client.request('generate', { prompt, options: rest, stream: true }, {
+        onEvent: (ev) => { queue.push(ev); wake(); },
+      });
+      promise.then((r) => { final = r; wake(); }, (e) => { failure = e; wake(); });
+      const onAbort = () => { aborted = true; client.abort(id); wake(); };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      let settled = false;
+      try {
+        for (;;) {
+          if (aborted) throw abortError(signal);
+          if (queue.length) {
+            const ev = queue.shift();
+            yield { text: ev.text, token: ev.token, logprob: ev.logprob };
+            continue;
+          }
+          if (failure) { settled = true; throw failure; }
+          if (final) { settled = true; return final; }
+          await new Promise((r) => { waiter = r; });
+        }
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+        if (!settled && !final && !failure && !aborted) client.abort(id);
+        promise.catch(() => {});
+      }
+    })();
+  }
+
+  /** Runs a whole completion; resolves with {text, tokens, logprobs, finishReason, stats}. */
+  async complete(prompt, opts = {}) {
+    this._check();
+    const { signal, rest } = splitOpts(opts);
+    if (signal && signal.aborted) throw abortError(signal);
+    if (typeof rest.onToken === 'function') {
+      const onToken = rest.onToken;
+      delete rest.onToken;
+      const it = this.generate(prompt, { ...rest, signal });
+      for (;;) {
+        const r = await it.next();
+        if (r.done) return r.value;
+        onToken(r.value);
+      }
+    }
+    const { id, promise } = this._client.request('generate', { prompt, options: rest, stream: false });
+    if (!signal) return promise;
+    const onAbort = () => this._client.abort(id);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await promise;
+    } catch (e) {
+      if (signal.aborted) throw abortError(signal);
+      throw e;
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** @returns {Promise<number[]>} */
+  async tokenize(text, opts = {}) {
+    this._check();
+    return this._client.call('tokenize', { text: String(text ?? ''), addBos: opts.addBos, parseSpecial: !!opts.parseSpecial });
+  }
+
+  /** @returns {Promise<string>} */
+  async detokenize(ids) {
+    this._check();
+    return this._client.call('detokenize', { ids: Array.from(ids, Number) });
+  }
+
+  /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20). */
+  async nextTokenDistribution(text, opts = {}) {
+    this._check();
+    return this._client.call('distribution', { text, options: opts });
+  }
+
+  /**
+   * Re-quantizes the model to `type` ('f32'|'f16'|'q8_0'|'q4_0').
+   * With {outPath} (Node) the GGUF is written there; otherwise the result has `bytes`.
+   */
+  async quantize(type, opts = {}) {
+    this._check();
+    return this._client.call('quantize', { type, outPath: opts.outPath });
+  }
+
+  /** Frees the model and ends its worker. */
+  async dispose() {
+    if (this._disposed) return;
+    this._disposed = true;
+    await this._client.call('dispose').catch(() => {});
+    await this._client.terminate().catch(() => {});
+  }
+}
+
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Model.prototype[Symbol.asyncDispose] = function asyncDispose() { return this.dispose(); };
+}
+
+export default { loadModel, DEFAULT_SAMPLING };

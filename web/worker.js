@@ -1,0 +1,226 @@
+// wasmlm worker: runs one Engine (one model) off the caller's thread.
+// The same file serves Node `worker_threads` and browser module Web Workers.
+//
+// Protocol (every request carries a numeric `id`; replies echo it):
+//   main -> worker
+//     {op:'init', wasm: WebAssembly.Module|ArrayBuffer, abortFlag?: SharedArrayBuffer}
+//     {id, op:'loadFile', path, options}              Node only: reads the file into wasm memory
+//     {id, op:'loadBegin', size}                      size may be 0 (unknown)
+//     {id, op:'loadChunk', bytes: Uint8Array}         appended after the previous chunks
+//     {id, op:'loadEnd', options}                     parses, creates the context, replies with info
+//     {id, op:'generate', prompt, options, stream}    stream: send a 'chunk' event per token
+//     {id, op:'tokenize', text, addBos} | {id, op:'detokenize', ids} | {id, op:'info'}
+//     {id, op:'distribution', text, options}
+//     {id, op:'quantize', type, outPath?}             Node: writes outPath; else replies with bytes
+//     {op:'abort', target}                            stops request `target` (queued or running)
+//     {id, op:'dispose'}
+//   worker -> main
+//     {id, ok:true, result} | {id, ok:false, error:{name, message, code, status}}
+//     {id, event:'chunk', text, token, logprob}       streaming generation
+//     {id, event:'progress', loaded, total}           file loading
+// Requests run one at a time in arrival order; 'abort' is handled at once.
+// During generation the worker yields to its event loop between tokens
+// (setImmediate in Node, a MessageChannel tick in browsers), so an abort
+// message is seen within one token; with a SharedArrayBuffer flag it is seen
+// even without yielding.
+import { Engine } from './engine.js';
+
+const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
+  typeof self === 'undefined';
+
+let port;            // {post(msg, transfer), on(fn)}
+let engine = null;
+let abortFlag = null;
+const aborted = new Set();
+let chain = Promise.resolve();
+const live = new Set(); // ids queued or running: aborts of finished requests are ignored
+let initDone;
+const ready = new Promise((r) => { initDone = r; });
+
+let yieldNow;
+if (isNode) {
+  yieldNow = () => new Promise((r) => setImmediate(r));
+} else {
+  // A MessageChannel tick is the cheapest way back to the event loop; every
+  // 25 ms a timer tick is taken instead, so that no task source (the
+  // caller's abort message included) can be starved by our own channel.
+  const ch = new MessageChannel();
+  const q = [];
+  let lastTimer = Date.now();
+  ch.port1.onmessage = () => { const r = q.shift(); if (r) r(); };
+  yieldNow = () => new Promise((r) => {
+    if (Date.now() - lastTimer >= 25) { lastTimer = Date.now(); setTimeout(r, 0); return; }
+    q.push(r); ch.port2.postMessage(0);
+  });
+}
+
+function post(msg, transfer) { port.post(msg, transfer); }
+
+function errToPlain(e) {
+  return {
+    name: e && e.name || 'Error',
+    message: e && e.message || String(e),
+    code: e && e.code,
+    status: e && e.status,
+  };
+}
+
+function isAborted(id) {
+  return aborted.has(id) || (abortFlag !== null && Atomics.load(abortFlag, 0) === id);
+}
+
+let nodeFs = null;
+
+const ops = {
+  async loadFile(m) {
+    const fs = nodeFs || (nodeFs = await import('node:fs'));
+    let fd;
+    try {
+      fd = fs.openSync(m.path, 'r');
+    } catch (e) {
+      throw Object.assign(new Error(`cannot open model file ${m.path}: ${e.code || e.message}`), { code: e.code });
+    }
+    try {
+      const total = fs.fstatSync(fd).size;
+      engine.beginLoad(total);
+      const CHUNK = 16 << 20;
+      let loaded = 0, lastReport = 0;
+      while (loaded < total) {
+        if (isAborted(m.id)) throw Object.assign(new Error('load aborted'), { name: 'AbortError' });
+        const n = Math.min(CHUNK, total - loaded);
+        const got = fs.readSync(fd, engine.writeView(n), 0, n, loaded);
+        if (got <= 0) throw new Error(`unexpected end of file ${m.path} at ${loaded} of ${total} bytes`);
+        engine.advance(got);
+        loaded += got;
+        if (m.progress && (loaded === total || loaded - lastReport >= CHUNK)) {
+          lastReport = loaded;
+          post({ id: m.id, event: 'progress', loaded, total });
+        }
+      }
+      if (m.progress && total === 0) post({ id: m.id, event: 'progress', loaded: 0, total: 0 });
+    } catch (e) {
+      engine.unload();
+      throw e;
+    } finally {
+      fs.closeSync(fd);
+    }
+    return finishLoad(m.options);
+  },
+  loadBegin(m) { engine.beginLoad(m.size || 0); return null; },
+  loadChunk(m) {
+    try { engine.write(m.bytes); } catch (e) { engine.unload(); throw e; }
+    return null;
+  },
+  loadEnd(m) { return finishLoad(m.options); },
+  loadCancel() { engine.unload(); return null; },
+  async generate(m) {
+    const g = engine.startGeneration(m.prompt, m.options || {});
+    const stop = () => isAborted(m.id);
+    let lastYield = Date.now();
+    for (;;) {
+      const r = g.next(stop);
+      if (r.done) {
+        const { tail, done, ...result } = r;
+        if (tail && m.stream) post({ id: m.id, event: 'chunk', text: tail, token: -1, logprob: 0 });
+        if (result.finishReason === 'abort') {
+          const err = new Error('generation aborted');
+          err.name = 'AbortError';
+          err.partial = result;
+          throw err;
+        }
+        return result;
+      }
+      if (m.stream) post({ id: m.id, event: 'chunk', text: r.text, token: r.token, logprob: r.logprob });
+      // Yield every token when only messages can deliver an abort; with the
+      // shared flag, yield every ~20 ms so other traffic still flows.
+      if (abortFlag === null || m.stream || Date.now() - lastYield > 20) {
+        await yieldNow();
+        lastYield = Date.now();
+      }
+    }
+  },
+  tokenize(m) { return engine.tokenize(m.text, m.addBos, m.parseSpecial); },
+  detokenize(m) { return engine.detokenize(m.ids); },
+  info() { return engine.info(); },
+  distribution(m) { return engine.nextTokenDistribution(m.text, m.options || {}); },
+  async quantize(m) {
+    if (m.outPath) {
+      const fs = nodeFs || (nodeFs = await import('node:fs'));
+      const tmp = `${m.outPath}.tmp-${process.pid}-${Date.now()}`;
+      try {
+        const r = engine.quantize(m.type, (view) => fs.writeFileSync(tmp, view));
+        fs.renameSync(tmp, m.outPath);
+        return r;
+      } catch (e) {
+        try { fs.unlinkSync(tmp); } catch { /* not written */ }
+        throw e;
+      }
+    }
+    let bytes = null;
+    const r = engine.quantize(m.type, (view) => { bytes = view.slice(); });
+    return { ...r, bytes, __transfer: [bytes.buffer] };
+  },
+  dispose() {
+    if (engine) engine.dispose();
+    engine = null;
+    return null;
+  },
+};
+
+function finishLoad(options = {}) {
+  if (options.memoryLimit) engine.setMemoryLimit(options.memoryLimit);
+  return engine.finishLoad(options);
+}
+
+async function run(m) {
+  await ready;
+  if (isAborted(m.id) && m.op !== 'dispose') {
+    aborted.delete(m.id);
+    post({ id: m.id, ok: false, error: { name: 'AbortError', message: 'aborted' } });
+    return;
+  }
+  try {
+    if (!engine && m.op !== 'dispose') throw new Error('engine is disposed');
+    const fn = ops[m.op];
+    if (!fn) throw new Error('unknown op ' + m.op);
+    let result = await fn(m);
+    let transfer;
+    if (result && result.__transfer) { transfer = result.__transfer; delete result.__transfer; }
+    post({ id: m.id, ok: true, result }, transfer);
+  } catch (e) {
+    const error = errToPlain(e);
+    if (e && e.partial) error.partial = e.partial;
+    post({ id: m.id, ok: false, error });
+  } finally {
+    aborted.delete(m.id);
+    live.delete(m.id);
+  }
+  if (m.op === 'dispose' && isNode) port.close();
+}
+
+function onMessage(m) {
+  if (!m || typeof m !== 'object') return;
+  if (m.op === 'init') {
+    abortFlag = m.abortFlag ? new Int32Array(m.abortFlag) : null;
+    Engine.create(m.wasm).then((e) => { engine = e; initDone(); },
+      (e) => { post({ id: 0, ok: false, error: errToPlain(e) }); initDone(); });
+    return;
+  }
+  if (m.op === 'abort') { if (live.has(m.target)) aborted.add(m.target); return; }
+  live.add(m.id);
+  chain = chain.then(() => run(m));
+}
+
+if (isNode) {
+  // no top-level await: a port queues messages until a listener is attached
+  import('node:worker_threads').then(({ parentPort }) => {
+    port = {
+      post: (msg, transfer) => parentPort.postMessage(msg, transfer),
+      close: () => parentPort.close(),
+    };
+    parentPort.on('message', onMessage);
+  });
+} else {
+  port = { post: (msg, transfer) => self.postMessage(msg, transfer || []), close() {} };
+  self.onmessage = (ev) => onMessage(ev.data);
+}
