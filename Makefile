@@ -26,7 +26,7 @@ WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd12
 
 .PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench
 
-all: native wasm
+all: toolchain native wasm
 
 native: $(BUILD)/wasmlm-native $(BUILD)/tests-native
 wasm: wasm/wasmlm.wasm

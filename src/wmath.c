@@ -102,6 +102,7 @@ static double reduce(double x, int *q) {
 
 double wlm_sin(double x) {
     if (x != x || x - x != 0) return from_bits(0x7ff8000000000000ull);
+    if (x == 0) return x; /* sin(-0) = -0 */
     int q; double r = reduce(x, &q);
     switch (q) { case 0: return sin_poly(r); case 1: return cos_poly(r); case 2: return -sin_poly(r); default: return -cos_poly(r); }
 }

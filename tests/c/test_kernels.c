@@ -1,0 +1,751 @@
+/* Kernel tests: every kernel set against the scalar reference bit for bit and
+ * against plain double-precision sums; half/bfloat conversion against
+ * independent formulas; the Q8_0/Q4_0 block layout against hand-written
+ * blocks; quantization error bounds; and the deterministic math (wmath)
+ * against libm. */
+#include <stdint.h>
+#include "tst.h"
+#include "../../src/internal.h"
+#include "../../src/wmath.h"
+
+#define T_PI 3.14159265358979323846
+#define T_E 2.71828182845904523536
+#define T_LN2 0.69314718055994530942
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static const wlm_kernels *const SETS[] = {
+    &wlm_kernels_scalar,
+#ifdef __wasm_simd128__
+    &wlm_kernels_simd128,
+#endif
+};
+#define N_SETS (int)(sizeof SETS / sizeof SETS[0])
+
+static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
+static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
+static uint64_t dbits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
+
+/* equal bits, or both NaN (NaN payloads are not specified) */
+static int same_float(float a, float b) { return (a != a && b != b) || fbits(a) == fbits(b); }
+
+/* distance in units in the last place (float), sign-aware; +0 == -0 */
+static int64_t ord_f(float f) { uint32_t b = fbits(f); return (b & 0x80000000u) ? -(int64_t)(b & 0x7fffffffu) : (int64_t)b; }
+static int64_t ulp_diff(float a, float b) { int64_t d = ord_f(a) - ord_f(b); return d < 0 ? -d : d; }
+
+/* a random float with a magnitude spread over many binades */
+static float rand_wide(void) {
+    float v = tst_randf();
+    int e = (int)(tst_rand() % 21) - 10; /* 2^-10 .. 2^10 */
+    return ldexpf(v, e);
+}
+
+static int half_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
+
+/* a random half that is not NaN (may be inf, subnormal, zero) */
+static uint16_t rand_half_nonan(void) {
+    for (;;) { uint16_t h = (uint16_t)tst_rand(); if (!half_is_nan(h)) return h; }
+}
+/* a random finite half */
+static uint16_t rand_half_finite(void) {
+    for (;;) { uint16_t h = (uint16_t)tst_rand(); if ((h & 0x7c00) != 0x7c00) return h; }
+}
+/* a random finite, non-subnormal-extreme half in a moderate range */
+static uint16_t rand_half_moderate(void) { return wlm_f32_to_f16(rand_wide()); }
+
+/* The documented reference order, written independently: 16 running sums
+ * (lane i takes i, i+16, ...), fold ((s0..3 + s4..7) + (s8..11 + s12..15))
+ * lane-wise, then (l0 + l1) + (l2 + l3), then the tail in order. */
+static float order_dot(uint32_t n, const float *w, const float *x) {
+    float s[16] = { 0 };
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) s[j] = s[j] + w[i + j] * x[i + j];
+    float l0 = (s[0] + s[4]) + (s[8] + s[12]), l1 = (s[1] + s[5]) + (s[9] + s[13]);
+    float l2 = (s[2] + s[6]) + (s[10] + s[14]), l3 = (s[3] + s[7]) + (s[11] + s[15]);
+    float r = (l0 + l1) + (l2 + l3);
+    for (; i < n; i++) r = r + w[i] * x[i];
+    return r;
+}
+
+/* |computed - exact| must stay within the worst-case bound of any float
+ * summation order: n * 2^-24 * sum |w x| (plus a hair for underflow) */
+static int dot_close(float got, const float *w, const float *x, uint32_t n, double *worst) {
+    double exact = 0, mag = 0;
+    for (uint32_t i = 0; i < n; i++) { exact += (double)w[i] * x[i]; mag += fabs((double)w[i] * x[i]); }
+    double err = fabs((double)got - exact);
+    double bound = (n + 2) * 0x1p-24 * mag + 1e-37;
+    if (mag > 0 && err / mag > *worst) *worst = err / mag;
+    return err <= bound;
+}
+
+static const uint32_t FLOAT_SIZES[] = { 255, 256, 1000, 1024, 4096 };
+
+/* every float size the float kernels are tested at: 1..70 and a few big ones */
+static uint32_t float_size(int i) { return i < 70 ? (uint32_t)i + 1 : FLOAT_SIZES[i - 70]; }
+#define N_FLOAT_SIZES (70 + (int)(sizeof FLOAT_SIZES / sizeof FLOAT_SIZES[0]))
+
+/* ---- 1. kernels vs the scalar reference and vs double ---------------------------- */
+
+TEST(kernels_dot_f32_bit_identical) {
+    enum { MAXN = 4096 + 8 };
+    float *w = malloc(MAXN * 4), *x = malloc(MAXN * 4);
+    double worst = 0;
+    int checked = 0;
+    for (int si = 0; si < N_FLOAT_SIZES; si++) {
+        uint32_t n = float_size(si);
+        for (int rep = 0; rep < 4; rep++) {
+            int off = rep & 1; /* misaligned start on odd reps */
+            for (uint32_t i = 0; i < n + 1; i++) { w[i] = rand_wide(); x[i] = rand_wide(); }
+            float ref = wlm_kernels_scalar.dot_f32(n, w + off, x + off);
+            float ord = order_dot(n, w + off, x + off);
+            CHECKF(fbits(ref) == fbits(ord), "n=%u scalar %.9g documented order %.9g", n, ref, ord);
+            CHECKF(dot_close(ref, w + off, x + off, n, &worst), "n=%u scalar %.9g far from double", n, ref);
+            for (int k = 0; k < N_SETS; k++) {
+                float got = SETS[k]->dot_f32(n, w + off, x + off);
+                CHECKF(fbits(got) == fbits(ref), "%s n=%u got %.9g ref %.9g", SETS[k]->name, n, got, ref);
+                checked++;
+            }
+        }
+    }
+    /* cancellation: a large positive and negative pair must cancel exactly in
+     * the same lane (no reassociation across lanes in one build only) */
+    for (uint32_t i = 0; i < 64; i++) { w[i] = 1.0f; x[i] = (i & 1) ? 1e8f : -1e8f; }
+    w[5] = 3.0f; x[5] = 0.25f; /* lane 5 is then 0.75 - 1e8 + ... */
+    float ref = wlm_kernels_scalar.dot_f32(64, w, x), ord = order_dot(64, w, x);
+    CHECK(fbits(ref) == fbits(ord));
+    for (int k = 0; k < N_SETS; k++) CHECK(fbits(SETS[k]->dot_f32(64, w, x)) == fbits(ref));
+    printf("  dot_f32: %d comparisons over %d kernel sets, worst |err|/sum|wx| vs double = %.3g\n", checked, N_SETS, worst);
+    free(w); free(x);
+}
+
+TEST(kernels_dot_f16_bf16_bit_identical) {
+    enum { MAXN = 4096 + 8 };
+    uint16_t *h = malloc(MAXN * 2), *b = malloc(MAXN * 2);
+    float *wf = malloc(MAXN * 4), *x = malloc(MAXN * 4);
+    double worst16 = 0, worstb = 0;
+    for (int si = 0; si < N_FLOAT_SIZES; si++) {
+        uint32_t n = float_size(si);
+        for (int rep = 0; rep < 6; rep++) {
+            int off = rep & 1;
+            /* reps 0-1: moderate values; 2-3: any finite half (subnormals,
+             * 65504); 4-5: any non-NaN half, inf included */
+            for (uint32_t i = 0; i < n + 1; i++) {
+                h[i] = rep < 2 ? rand_half_moderate() : rep < 4 ? rand_half_finite() : rand_half_nonan();
+                uint16_t bb;
+                do bb = (uint16_t)tst_rand(); while ((bb & 0x7f80) == 0x7f80 && (bb & 0x7f) && 1);
+                b[i] = rep < 2 ? wlm_f32_to_bf16(rand_wide()) : bb;
+                x[i] = rand_wide();
+                if (rep >= 2 && (tst_rand() & 7) == 0) x[i] = 0.0f; /* inf * 0 = NaN paths */
+            }
+            float r16 = wlm_kernels_scalar.dot_f16(n, h + off, x + off);
+            float rb = wlm_kernels_scalar.dot_bf16(n, b + off, x + off);
+            /* documented order over the converted weights */
+            for (uint32_t i = 0; i < n; i++) wf[i] = wlm_f16_to_f32(h[i + off]);
+            CHECKF(same_float(r16, order_dot(n, wf, x + off)), "f16 n=%u rep=%d", n, rep);
+            int finite16 = 1;
+            for (uint32_t i = 0; i < n; i++) finite16 &= isfinite(wf[i]) != 0;
+            if (finite16 && rep < 4) CHECKF(dot_close(r16, wf, x + off, n, &worst16), "f16 n=%u: %.9g far from double", n, r16);
+            for (uint32_t i = 0; i < n; i++) wf[i] = wlm_bf16_to_f32(b[i + off]);
+            CHECKF(same_float(rb, order_dot(n, wf, x + off)), "bf16 n=%u rep=%d", n, rep);
+            int finiteb = 1;
+            for (uint32_t i = 0; i < n; i++) finiteb &= isfinite(wf[i]) != 0;
+            /* bf16 random bit patterns reach 1e38: products overflow floats */
+            if (finiteb && rep < 2) CHECKF(dot_close(rb, wf, x + off, n, &worstb), "bf16 n=%u: %.9g far from double", n, rb);
+            for (int k = 0; k < N_SETS; k++) {
+                float g16 = SETS[k]->dot_f16(n, h + off, x + off), gb = SETS[k]->dot_bf16(n, b + off, x + off);
+                CHECKF(same_float(g16, r16), "%s dot_f16 n=%u rep=%d got %.9g ref %.9g", SETS[k]->name, n, rep, g16, r16);
+                CHECKF(same_float(gb, rb), "%s dot_bf16 n=%u rep=%d got %.9g ref %.9g", SETS[k]->name, n, rep, gb, rb);
+            }
+        }
+    }
+    printf("  worst relative error vs double: f16 %.3g, bf16 %.3g\n", worst16, worstb);
+    free(h); free(b); free(wf); free(x);
+}
+
+/* a random Q8_0-style scale: mostly moderate, sometimes extreme */
+static uint16_t rand_scale(void) {
+    switch (tst_rand() % 10) {
+    case 0: return 0x7bff;                        /* 65504 */
+    case 1: return 0x0001;                        /* 2^-24, smallest subnormal */
+    case 2: return (uint16_t)(tst_rand() % 0x400); /* any subnormal or zero */
+    case 3: return 0xfbff;                        /* -65504 */
+    default: return wlm_f32_to_f16(ldexpf(tst_randf(), -(int)(tst_rand() % 12)));
+    }
+}
+
+static void rand_q8_block(block_q8_0 *b, int extreme) {
+    b->d = rand_scale();
+    for (int j = 0; j < QK8_0; j++) {
+        int v = (int)(tst_rand() % 256) - 128;
+        if (extreme == 1) v = -128;
+        else if (extreme == 2) v = 127;
+        else if (extreme == 3) v = (j & 1) ? 127 : -128;
+        b->qs[j] = (int8_t)v;
+    }
+}
+
+static void rand_q4_block(block_q4_0 *b, int extreme) {
+    b->d = rand_scale();
+    for (int j = 0; j < QK4_0 / 2; j++) {
+        int lo = (int)(tst_rand() % 16), hi = (int)(tst_rand() % 16);
+        if (extreme == 1) lo = hi = 0;           /* -8 */
+        else if (extreme == 2) lo = hi = 15;     /* +7 */
+        else if (extreme == 3) { lo = 0; hi = 15; }
+        b->qs[j] = (uint8_t)(lo | hi << 4);
+    }
+}
+
+/* independent decode of the published layouts */
+static int q4_val(const block_q4_0 *b, int j) { return j < 16 ? (b->qs[j] & 15) - 8 : (b->qs[j - 16] >> 4) - 8; }
+
+TEST(kernels_dot_q8_0_q4_0_bit_identical) {
+    enum { MAXB = 128 };
+    block_q8_0 *w8 = malloc(sizeof(block_q8_0) * MAXB), *x8 = malloc(sizeof(block_q8_0) * MAXB);
+    block_q4_0 *w4 = malloc(sizeof(block_q4_0) * MAXB);
+    static const uint32_t NB[] = { 1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 32, 64, 127, 128 };
+    double worst8 = 0, worst4 = 0;
+    for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
+        uint32_t nb = NB[si], n = nb * 32;
+        for (int rep = 0; rep < 8; rep++) {
+            for (uint32_t b = 0; b < nb; b++) {
+                int ex = rep < 4 ? (int)(tst_rand() % 4) : 0; /* extreme blocks in reps 0-3 */
+                rand_q8_block(&w8[b], ex);
+                rand_q8_block(&x8[b], rep < 4 ? (int)(tst_rand() % 4) : 0);
+                rand_q4_block(&w4[b], ex);
+                if (rep >= 4) { /* moderate scales for the double comparison */
+                    w8[b].d = rand_half_moderate(); x8[b].d = rand_half_moderate(); w4[b].d = rand_half_moderate();
+                }
+            }
+            /* independent reference: exact integer block sums, then the
+             * documented float accumulation */
+            float ref8 = 0, ref4 = 0;
+            double ex8 = 0, mag8 = 0, ex4 = 0, mag4 = 0;
+            for (uint32_t b = 0; b < nb; b++) {
+                int32_t s8 = 0, s4 = 0;
+                for (int j = 0; j < 32; j++) { s8 += w8[b].qs[j] * x8[b].qs[j]; s4 += q4_val(&w4[b], j) * x8[b].qs[j]; }
+                float dx = wlm_f16_to_f32(x8[b].d);
+                ref8 = ref8 + (wlm_f16_to_f32(w8[b].d) * dx) * (float)s8;
+                ref4 = ref4 + (wlm_f16_to_f32(w4[b].d) * dx) * (float)s4;
+                double t8 = (double)wlm_f16_to_f32(w8[b].d) * dx * s8, t4 = (double)wlm_f16_to_f32(w4[b].d) * dx * s4;
+                ex8 += t8; mag8 += fabs(t8); ex4 += t4; mag4 += fabs(t4);
+            }
+            float sc8 = wlm_kernels_scalar.dot_q8_0(n, w8, x8), sc4 = wlm_kernels_scalar.dot_q4_0(n, w4, x8);
+            CHECKF(fbits(sc8) == fbits(ref8), "q8_0 nb=%u rep=%d scalar %.9g ref %.9g", nb, rep, sc8, ref8);
+            CHECKF(fbits(sc4) == fbits(ref4), "q4_0 nb=%u rep=%d scalar %.9g ref %.9g", nb, rep, sc4, ref4);
+            if (rep >= 4) {
+                double e8 = fabs(sc8 - ex8), e4 = fabs(sc4 - ex4);
+                CHECKF(e8 <= (nb + 2) * 0x1p-24 * mag8 + 1e-30, "q8_0 nb=%u err %.3g", nb, e8);
+                CHECKF(e4 <= (nb + 2) * 0x1p-24 * mag4 + 1e-30, "q4_0 nb=%u err %.3g", nb, e4);
+                if (mag8 > 0 && e8 / mag8 > worst8) worst8 = e8 / mag8;
+                if (mag4 > 0 && e4 / mag4 > worst4) worst4 = e4 / mag4;
+            }
+            for (int k = 0; k < N_SETS; k++) {
+                float g8 = SETS[k]->dot_q8_0(n, w8, x8), g4 = SETS[k]->dot_q4_0(n, w4, x8);
+                CHECKF(same_float(g8, sc8), "%s dot_q8_0 nb=%u rep=%d got %.9g ref %.9g", SETS[k]->name, nb, rep, g8, sc8);
+                CHECKF(same_float(g4, sc4), "%s dot_q4_0 nb=%u rep=%d got %.9g ref %.9g", SETS[k]->name, nb, rep, g4, sc4);
+            }
+        }
+    }
+    /* all-extreme block: -128 * -128 * 32 = 524288 must be summed exactly */
+    for (int j = 0; j < 32; j++) { w8[0].qs[j] = -128; x8[0].qs[j] = -128; }
+    w8[0].d = x8[0].d = 0x3c00; /* 1.0 */
+    for (int k = 0; k < N_SETS; k++) CHECKF(SETS[k]->dot_q8_0(32, w8, x8) == 524288.0f, "%s", SETS[k]->name);
+    for (int j = 0; j < 16; j++) w4[0].qs[j] = 0x00; /* every weight -8 */
+    w4[0].d = 0x3c00;
+    for (int k = 0; k < N_SETS; k++) CHECKF(SETS[k]->dot_q4_0(32, w4, x8) == 32768.0f, "%s", SETS[k]->name);
+    for (int j = 0; j < 16; j++) w4[0].qs[j] = 0xff; /* every weight +7 */
+    for (int j = 0; j < 32; j++) x8[0].qs[j] = 127;
+    for (int k = 0; k < N_SETS; k++) CHECKF(SETS[k]->dot_q4_0(32, w4, x8) == 7.0f * 127 * 32, "%s", SETS[k]->name);
+    printf("  worst relative error vs double: q8_0 %.3g, q4_0 %.3g\n", worst8, worst4);
+    free(w8); free(x8); free(w4);
+}
+
+TEST(kernels_axpy_scale_bit_identical) {
+    enum { MAXN = 4096 + 8 };
+    float *x = malloc(MAXN * 4), *y0 = malloc(MAXN * 4), *yr = malloc(MAXN * 4), *yk = malloc(MAXN * 4);
+    uint16_t *h = malloc(MAXN * 2);
+    for (int si = 0; si < N_FLOAT_SIZES; si++) {
+        uint32_t n = float_size(si);
+        for (int rep = 0; rep < 4; rep++) {
+            int off = rep & 1;
+            float a = rep == 3 ? 0.0f : rand_wide();
+            for (uint32_t i = 0; i < n + 1; i++) {
+                x[i] = rand_wide(); y0[i] = rand_wide();
+                h[i] = rep < 2 ? rand_half_moderate() : rand_half_finite();
+            }
+            /* axpy_f32: y[i] + a * x[i], each element rounded twice */
+            memcpy(yr, y0, (n + 1) * 4);
+            wlm_kernels_scalar.axpy_f32(n, a, x + off, yr + off);
+            int bad = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                float want = y0[i + off] + a * x[i + off];
+                if (fbits(yr[i + off]) != fbits(want)) bad++;
+                double e = fabs((double)yr[i + off] - ((double)y0[i + off] + (double)a * x[i + off]));
+                if (e > 0x1p-23 * (fabs(y0[i + off]) + fabs((double)a * x[i + off])) + 1e-44) bad++;
+            }
+            CHECKF(bad == 0, "scalar axpy_f32 n=%u: %d bad elements", n, bad);
+            CHECKF(fbits(yr[off ? 0 : n]) == fbits(y0[off ? 0 : n]), "axpy_f32 n=%u wrote outside [0,n)", n);
+            for (int k = 0; k < N_SETS; k++) {
+                memcpy(yk, y0, (n + 1) * 4);
+                SETS[k]->axpy_f32(n, a, x + off, yk + off);
+                CHECKF(memcmp(yk, yr, (n + 1) * 4) == 0, "%s axpy_f32 n=%u", SETS[k]->name, n);
+            }
+            /* axpy_f16 */
+            memcpy(yr, y0, (n + 1) * 4);
+            wlm_kernels_scalar.axpy_f16(n, a, h + off, yr + off);
+            bad = 0;
+            for (uint32_t i = 0; i < n; i++)
+                if (fbits(yr[i + off]) != fbits(y0[i + off] + a * wlm_f16_to_f32(h[i + off]))) bad++;
+            CHECKF(bad == 0, "scalar axpy_f16 n=%u: %d bad elements", n, bad);
+            for (int k = 0; k < N_SETS; k++) {
+                memcpy(yk, y0, (n + 1) * 4);
+                SETS[k]->axpy_f16(n, a, h + off, yk + off);
+                CHECKF(memcmp(yk, yr, (n + 1) * 4) == 0, "%s axpy_f16 n=%u", SETS[k]->name, n);
+            }
+            /* scale */
+            memcpy(yr, y0, (n + 1) * 4);
+            wlm_kernels_scalar.scale(n, a, yr + off);
+            bad = 0;
+            for (uint32_t i = 0; i < n; i++) if (fbits(yr[i + off]) != fbits(y0[i + off] * a)) bad++;
+            CHECKF(bad == 0, "scalar scale n=%u: %d bad elements", n, bad);
+            for (int k = 0; k < N_SETS; k++) {
+                memcpy(yk, y0, (n + 1) * 4);
+                SETS[k]->scale(n, a, yk + off);
+                CHECKF(memcmp(yk, yr, (n + 1) * 4) == 0, "%s scale n=%u", SETS[k]->name, n);
+            }
+        }
+    }
+    free(x); free(y0); free(yr); free(yk); free(h);
+}
+
+/* Every one of the 65536 halves through each set's f16 path: axpy with a = 1
+ * onto -0 gives the converted half itself (-0 + v == v for every v). */
+TEST(kernels_f16_all_halves_through_kernels) {
+    float *y = malloc(65536 * 4);
+    uint16_t *h = malloc(65536 * 2);
+    for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    for (int k = 0; k < N_SETS; k++) {
+        for (uint32_t i = 0; i < 65536; i++) y[i] = -0.0f;
+        SETS[k]->axpy_f16(65536, 1.0f, h, y);
+        int bad = 0;
+        for (uint32_t i = 0; i < 65536; i++) {
+            float want = wlm_f16_to_f32((uint16_t)i);
+            if (!same_float(y[i], want)) { if (bad < 5) fprintf(stderr, "  %s half %04x -> %08x want %08x\n", SETS[k]->name, i, fbits(y[i]), fbits(want)); bad++; }
+        }
+        CHECKF(bad == 0, "%s: %d halves converted differently", SETS[k]->name, bad);
+    }
+    /* the dot product path too, element by element: w . e_j = w_j */
+    float x[16];
+    for (int k = 0; k < N_SETS; k++) {
+        int bad = 0;
+        for (uint32_t i = 0; i < 65536; i += 16) {
+            for (int j = 0; j < 16; j++) {
+                for (int t = 0; t < 16; t++) x[t] = t == j ? 1.0f : 0.0f;
+                int finite = 1;
+                for (int t = 0; t < 16; t++) finite &= (h[i + t] & 0x7c00) != 0x7c00;
+                if (!finite) continue; /* inf * 0 would hide the element */
+                float got = SETS[k]->dot_f16(16, h + i, x);
+                float want = wlm_f16_to_f32(h[i + j]);
+                if (fbits(got) != fbits(want) && !(got == 0 && want == 0)) bad++;
+            }
+        }
+        CHECKF(bad == 0, "%s dot_f16 picked %d elements wrongly", SETS[k]->name, bad);
+    }
+    free(y); free(h);
+}
+
+/* ---- 2. half and bfloat conversion ---------------------------------------------- */
+
+/* IEEE binary16 by the formula, in double */
+static double half_formula(uint16_t h) {
+    int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double sign = s ? -1.0 : 1.0;
+    if (e == 0) return sign * ldexp(m / 1024.0, -14);
+    if (e == 31) return m ? NAN : sign * INFINITY;
+    return sign * ldexp(1.0 + m / 1024.0, e - 15);
+}
+
+TEST(kernels_f16_to_f32_all_halves) {
+    int bad = 0;
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint16_t h = (uint16_t)i;
+        float got = wlm_f16_to_f32(h);
+        double want = half_formula(h);
+        if (want != want) {
+            /* NaN: stays NaN with its sign and payload */
+            uint32_t b = fbits(got);
+            if (got == got || (b >> 31) != (uint32_t)(h >> 15) || ((b >> 13) & 0x3ff) != (h & 0x3ffu)) bad++;
+        } else if ((double)got != want || (signbit(got) != 0) != (h >> 15)) {
+            if (bad < 5) fprintf(stderr, "  half %04x -> %.9g want %.17g\n", h, got, want);
+            bad++;
+        }
+    }
+    CHECKF(bad == 0, "%d halves decoded wrongly", bad);
+    CHECK(wlm_f16_to_f32(0x3c00) == 1.0f);
+    CHECK(wlm_f16_to_f32(0x7bff) == 65504.0f);
+    CHECK(wlm_f16_to_f32(0x0001) == 0x1p-24f);
+    CHECK(wlm_f16_to_f32(0x0400) == 0x1p-14f);
+    CHECK(wlm_f16_to_f32(0xc000) == -2.0f);
+}
+
+/* Independent nearest-half search: the positive finite halves 0..0x7bff are
+ * increasing in their bit pattern, so bracket |x| by bisection and pick the
+ * nearer, the even pattern on a tie; 65520 and above (half-way to the next
+ * binade after 65504) round to infinity. */
+static uint16_t ref_f32_to_f16(float f) {
+    if (f != f) return 0x7e00;
+    uint16_t sign = signbit(f) ? 0x8000 : 0;
+    double a = fabs((double)f);
+    if (a >= 65520.0) return sign | 0x7c00;
+    uint32_t lo = 0, hi = 0x7bff;
+    if (a >= half_formula(0x7bff)) return sign | 0x7bff;
+    while (hi - lo > 1) { uint32_t mid = (lo + hi) / 2; if (half_formula((uint16_t)mid) <= a) lo = mid; else hi = mid; }
+    double dl = a - half_formula((uint16_t)lo), dh = half_formula((uint16_t)hi) - a;
+    uint32_t r = dl < dh ? lo : dh < dl ? hi : ((lo & 1) ? hi : lo);
+    return (uint16_t)(sign | r);
+}
+
+TEST(kernels_f32_to_f16_rounding) {
+    static const struct { float f; uint16_t h; } C[] = {
+        { 0.0f, 0x0000 }, { -0.0f, 0x8000 }, { 1.0f, 0x3c00 }, { -2.0f, 0xc000 },
+        { 65504.0f, 0x7bff }, { 65519.996f, 0x7bff }, { 65520.0f, 0x7c00 }, { -65520.0f, 0xfc00 },
+        { 65536.0f, 0x7c00 }, { 1e10f, 0x7c00 }, { INFINITY, 0x7c00 }, { -INFINITY, 0xfc00 },
+        { 0x1p-24f, 0x0001 }, { 0x1p-25f, 0x0000 },          /* tie between 0 and 2^-24: even (0) */
+        { 0x1.000002p-25f, 0x0001 },                        /* just above the tie */
+        { 0x1.8p-24f, 0x0002 },                             /* 1.5 * 2^-24: tie, even is 2 */
+        { 0x1.4p-23f, 0x0002 },                             /* 2.5 * 2^-24: tie, even is 2 */
+        { 0x1p-26f, 0x0000 }, { -0x1p-26f, 0x8000 }, { 1e-10f, 0x0000 },
+        { 0x1p-14f, 0x0400 },                               /* smallest normal */
+        { 0x1.ffcp-15f, 0x0400 },                            /* 1023.5 * 2^-24: tie, even is 0x400 */
+        { 0x1.ff0p-15f, 0x03fe },                            /* 1022 * 2^-24, exactly */
+        { 0x1.ff8p-15f, 0x03ff },                            /* 1023 * 2^-24 */
+        { 0x1.ff4p-15f, 0x03fe },                            /* 1022.5 * 2^-24: tie, even is 0x3fe */
+        { 0x1.002p0f, 0x3c00 },                              /* 1 + 2^-11: tie, even is 1.0 */
+        { 0x1.006p0f, 0x3c02 },                              /* 1 + 3*2^-11: tie, even is 0x3c02 */
+        { 0x1.002002p0f, 0x3c01 },                           /* just above a tie */
+        { 0x1.001ffep0f, 0x3c00 },                           /* just below a tie */
+        { 0.1f, 0x2e66 }, { 3.14159265f, 0x4248 }, { -1000.0f, 0xe3d0 },
+    };
+    for (unsigned i = 0; i < sizeof C / sizeof C[0]; i++) {
+        uint16_t got = wlm_f32_to_f16(C[i].f);
+        CHECKF(got == C[i].h, "f32_to_f16(%a) = %04x, want %04x", C[i].f, got, C[i].h);
+        CHECKF(ref_f32_to_f16(C[i].f) == C[i].h, "test reference disagrees on %a", C[i].f);
+    }
+    uint16_t n = wlm_f32_to_f16(NAN);
+    CHECKF(half_is_nan(n), "NaN -> %04x", n);
+    CHECK(half_is_nan(wlm_f32_to_f16(-NAN)));
+    CHECK(half_is_nan(wlm_f32_to_f16(bitsf(0x7f800001u)))); /* signalling NaN with a low payload stays NaN */
+
+    /* round trip of every half; and the midpoints between neighbours go to
+     * the even one, one float ulp either side goes to the nearer one */
+    int bad = 0;
+    for (uint32_t i = 0; i < 65536; i++) {
+        uint16_t h = (uint16_t)i;
+        if (half_is_nan(h)) { if (!half_is_nan(wlm_f32_to_f16(wlm_f16_to_f32(h)))) bad++; continue; }
+        if (wlm_f32_to_f16(wlm_f16_to_f32(h)) != h) bad++;
+        if ((h & 0x7fff) < 0x7bff) {
+            uint16_t up = (uint16_t)(h + 1);
+            float a = wlm_f16_to_f32(h), b = wlm_f16_to_f32(up);
+            float mid = (float)(((double)a + b) / 2); /* exact: 12 significant bits */
+            uint16_t even = (h & 1) ? up : h;
+            if (wlm_f32_to_f16(mid) != even) bad++;
+            if (wlm_f32_to_f16(nextafterf(mid, a)) != h) bad++;
+            if (wlm_f32_to_f16(nextafterf(mid, b)) != up) bad++;
+        }
+    }
+    CHECKF(bad == 0, "%d round-trip / midpoint failures", bad);
+
+    /* random floats across the whole range vs the bisection reference */
+    bad = 0;
+    for (int i = 0; i < 300000; i++) {
+        uint32_t e = 100 + tst_rand() % 45; /* 2^-27 .. 2^17 */
+        uint32_t b = (tst_rand() & 1u) << 31 | e << 23 | (tst_rand() & 0x7fffff);
+        float f = bitsf(b);
+        if (wlm_f32_to_f16(f) != ref_f32_to_f16(f)) { if (bad < 5) fprintf(stderr, "  %a -> %04x want %04x\n", f, wlm_f32_to_f16(f), ref_f32_to_f16(f)); bad++; }
+    }
+    CHECKF(bad == 0, "%d random floats rounded differently from the reference", bad);
+}
+
+/* bfloat16: the top 16 bits of a float; rounding to nearest even by the
+ * distance to the two bracketing bfloats (2^128 stands in above the max). */
+static uint16_t ref_f32_to_bf16(float f) {
+    uint32_t b = fbits(f);
+    if (f != f) return 0x7fc0;
+    uint16_t lo = (uint16_t)(b >> 16);
+    double a = fabs((double)f), va = fabs((double)bitsf((uint32_t)lo << 16));
+    if (a == va) return lo;
+    uint16_t hi = (uint16_t)(lo + 1);
+    double vb = (hi & 0x7fff) == 0x7f80 ? ldexp(1.0, 128) : fabs((double)bitsf((uint32_t)hi << 16));
+    double dl = a - va, dh = vb - a;
+    return dl < dh ? lo : dh < dl ? hi : ((lo & 1) ? hi : lo);
+}
+
+TEST(kernels_bf16_conversion) {
+    int bad = 0;
+    for (uint32_t i = 0; i < 65536; i++) {
+        float f = wlm_bf16_to_f32((uint16_t)i);
+        if (fbits(f) != i << 16) bad++;
+        int nan = (i & 0x7f80) == 0x7f80 && (i & 0x7f);
+        uint16_t back = wlm_f32_to_bf16(f);
+        if (nan ? !((back & 0x7f80) == 0x7f80 && (back & 0x7f)) : back != i) bad++;
+    }
+    CHECKF(bad == 0, "%d bfloat16 decode/round-trip failures", bad);
+    CHECK(wlm_bf16_to_f32(0x3f80) == 1.0f);
+    CHECK(wlm_bf16_to_f32(0xc040) == -3.0f);
+    CHECK(wlm_f32_to_bf16(1.0f) == 0x3f80);
+    CHECK(wlm_f32_to_bf16(bitsf(0x3f808000u)) == 0x3f80); /* tie: even */
+    CHECK(wlm_f32_to_bf16(bitsf(0x3f818000u)) == 0x3f82); /* tie: even */
+    CHECK(wlm_f32_to_bf16(bitsf(0x3f808001u)) == 0x3f81);
+    CHECK(wlm_f32_to_bf16(bitsf(0x7f7fffffu)) == 0x7f80); /* FLT_MAX rounds to inf */
+    CHECK(wlm_f32_to_bf16(INFINITY) == 0x7f80);
+    CHECK(wlm_f32_to_bf16(-0.0f) == 0x8000);
+    uint16_t n = wlm_f32_to_bf16(bitsf(0x7f800001u)); /* NaN with payload only in the low bits */
+    CHECKF((n & 0x7f80) == 0x7f80 && (n & 0x7f), "NaN -> %04x", n);
+    bad = 0;
+    for (int i = 0; i < 300000; i++) {
+        uint32_t b = tst_rand() << 8 ^ tst_rand();
+        float f = bitsf(b);
+        if (f != f) continue;
+        if (wlm_f32_to_bf16(f) != ref_f32_to_bf16(f)) { if (bad < 5) fprintf(stderr, "  %08x -> %04x want %04x\n", b, wlm_f32_to_bf16(f), ref_f32_to_bf16(f)); bad++; }
+    }
+    CHECKF(bad == 0, "%d random floats rounded differently from the reference", bad);
+}
+
+/* ---- 3. block layouts, dequantization and quantization error --------------------- */
+
+TEST(kernels_dequantize_handwritten_blocks) {
+    /* Q8_0: f16 d = 0.5 (0x3800, little-endian 00 38), then 32 int8 */
+    _Alignas(4) static const uint8_t q8[2 * 34] = {
+        0x00, 0x38, 0x00, 0x01, 0xff, 0x7f, 0x80, 0x02, 0xfe, 0x10, 0xf0, 0x40, 0xc0, 0x03, 0xfd, 0x04,
+        0xfc, 0x05, 0xfb, 0x06, 0xfa, 0x07, 0xf9, 0x08, 0xf8, 0x09, 0xf7, 0x0a, 0xf6, 0x0b, 0xf5, 0x0c,
+        0xf4, 0x64,
+        /* second block: d = -2 (0xc000), q_j = j - 16 */
+        0x00, 0xc0, 0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd,
+        0xfe, 0xff, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d,
+        0x0e, 0x0f,
+    };
+    static const int q8v[32] = { 0, 1, -1, 127, -128, 2, -2, 16, -16, 64, -64, 3, -3, 4, -4, 5,
+                                 -5, 6, -6, 7, -7, 8, -8, 9, -9, 10, -10, 11, -11, 12, -12, 100 };
+    float y[64];
+    wlm_dequantize_row(GGML_Q8_0, q8, y, 64);
+    int bad = 0;
+    for (int j = 0; j < 32; j++) if (y[j] != 0.5f * q8v[j]) bad++;
+    for (int j = 0; j < 32; j++) if (y[32 + j] != -2.0f * (j - 16)) bad++;
+    CHECKF(bad == 0, "%d Q8_0 values wrong", bad);
+    CHECK(y[3] == 63.5f && y[4] == -64.0f && y[31] == 50.0f);
+
+    /* Q4_0: f16 d = 0.25 (0x3400), byte j = element j (low) | element j+16 (high) */
+    _Alignas(4) static const uint8_t q4[18] = {
+        0x00, 0x34,
+        0xf0, 0x0f, 0x88, 0x17, 0x71, 0x2e, 0xe2, 0x3d, 0xd3, 0x4c, 0xc4, 0x5b, 0xb5, 0x6a, 0xa6, 0x99,
+    };
+    float z[32];
+    wlm_dequantize_row(GGML_Q4_0, q4, z, 32);
+    bad = 0;
+    for (int j = 0; j < 16; j++) {
+        int lo = q4[2 + j] & 15, hi = q4[2 + j] >> 4;
+        if (z[j] != 0.25f * (lo - 8) || z[j + 16] != 0.25f * (hi - 8)) bad++;
+    }
+    CHECKF(bad == 0, "%d Q4_0 pairs wrong", bad);
+    /* spelled out: byte 0 = 0xf0 -> element 0 is (0-8)/4 = -2, element 16 is (15-8)/4 = 1.75 */
+    CHECK(z[0] == -2.0f && z[16] == 1.75f);
+    CHECK(z[1] == 1.75f && z[17] == -2.0f);   /* 0x0f */
+    CHECK(z[2] == 0.0f && z[18] == 0.0f);     /* 0x88 */
+    CHECK(z[15] == 0.25f && z[31] == 0.25f);  /* 0x99 */
+
+    /* the struct layout agrees with the bytes */
+    block_q4_0 b4; memcpy(&b4, q4, 18);
+    CHECK(b4.d == 0x3400 && b4.qs[0] == 0xf0 && b4.qs[15] == 0x99);
+    block_q8_0 b8; memcpy(&b8, q8, 34);
+    CHECK(b8.d == 0x3800 && b8.qs[3] == 127 && b8.qs[4] == -128);
+
+    /* F16, BF16 and F32 rows */
+    uint16_t h[3] = { 0x3c00, 0xc000, 0x0001 };
+    wlm_dequantize_row(GGML_F16, h, y, 3);
+    CHECK(y[0] == 1.0f && y[1] == -2.0f && y[2] == 0x1p-24f);
+    uint16_t bf[2] = { 0x3f80, 0x4049 };
+    wlm_dequantize_row(GGML_BF16, bf, y, 2);
+    CHECK(y[0] == 1.0f && y[1] == bitsf(0x40490000u));
+    float f[2] = { 1.5f, -7.25f };
+    wlm_dequantize_row(GGML_F32, f, y, 2);
+    CHECK(y[0] == 1.5f && y[1] == -7.25f);
+}
+
+TEST(kernels_quantize_error_bounds) {
+    enum { N = 32 * 64 };
+    float *x = malloc(N * 4), *y = malloc(N * 4);
+    block_q8_0 *q8 = malloc(sizeof(block_q8_0) * (N / 32));
+    block_q4_0 *q4 = malloc(sizeof(block_q4_0) * (N / 32));
+    double worst8 = 0, worst4 = 0; /* max |err| / d over blocks */
+    for (int rep = 0; rep < 20; rep++) {
+        for (int i = 0; i < N; i++) x[i] = rand_wide() * (rep == 0 ? 0.0f : 1.0f);
+        if (rep == 1) for (int i = 0; i < N; i += 7) x[i] = -x[i] * 4; /* negative extremes */
+        wlm_quantize_row_q8_0(x, q8, N);
+        wlm_dequantize_row(GGML_Q8_0, q8, y, N);
+        for (int b = 0; b < N / 32; b++) {
+            double amax = 0;
+            for (int j = 0; j < 32; j++) amax = fmax(amax, fabs(x[b * 32 + j]));
+            double d = amax / 127, d16 = wlm_f16_to_f32(q8[b].d);
+            CHECKF(fabs(d16 - d) <= d * 0x1p-11 + 1e-12, "Q8_0 scale %.9g for amax/127 = %.9g", d16, d);
+            for (int j = 0; j < 32; j++) {
+                double err = fabs((double)y[b * 32 + j] - x[b * 32 + j]);
+                /* rounding to the integer grid (d/2) plus the f16 rounding of d times |q| */
+                double bound = 0.5 * d * (1 + 1e-6) + fabs((double)q8[b].qs[j]) * fabs(d16 - d) + 1e-30;
+                CHECKF(err <= bound, "Q8_0 block %d elem %d: err %.3g > %.3g", b, j, err, bound);
+                if (d > 0 && err / d > worst8) worst8 = err / d;
+                int q = q8[b].qs[j];
+                CHECK(q >= -127 && q <= 127);
+            }
+        }
+        wlm_quantize_row_q4_0(x, q4, N);
+        wlm_dequantize_row(GGML_Q4_0, q4, y, N);
+        for (int b = 0; b < N / 32; b++) {
+            double amax = 0, vmax = 0;
+            for (int j = 0; j < 32; j++) if (fabs(x[b * 32 + j]) > amax) { amax = fabs(x[b * 32 + j]); vmax = x[b * 32 + j]; }
+            double d = fabs(vmax) / 8, d16 = fabs(wlm_f16_to_f32(q4[b].d));
+            for (int j = 0; j < 32; j++) {
+                double err = fabs((double)y[b * 32 + j] - x[b * 32 + j]);
+                /* the grid is d*(q-8), q in 0..15: the extreme itself maps to
+                 * -8 exactly, the far side of the range may clamp (error <= d) */
+                double bound = d * (1 + 1e-6) + 8 * fabs(d16 - d) + 1e-30;
+                CHECKF(err <= bound, "Q4_0 block %d elem %d: err %.3g > %.3g", b, j, err, bound);
+                if (d > 0 && err / d > worst4) worst4 = err / d;
+            }
+            /* the extreme element is represented exactly up to the f16 scale */
+            if (amax > 0) {
+                int jm = 0;
+                for (int j = 0; j < 32; j++) if (fabs(x[b * 32 + j]) == amax) { jm = j; break; }
+                CHECK(q4_val(&q4[b], jm) == -8);
+            }
+        }
+    }
+    CHECKF(worst8 <= 0.51 + 127 * 0x1p-11, "Q8_0 worst err/d %.3f", worst8);
+    CHECKF(worst4 <= 1.0 + 8 * 0x1p-11, "Q4_0 worst err/d %.3f", worst4);
+    printf("  quantize->dequantize worst |err|/d: Q8_0 %.3f, Q4_0 %.3f\n", worst8, worst4);
+    /* all zero block: d = 0 and exact zeros back */
+    memset(x, 0, 32 * 4);
+    wlm_quantize_row_q8_0(x, q8, 32); wlm_dequantize_row(GGML_Q8_0, q8, y, 32);
+    CHECK(q8[0].d == 0 && y[0] == 0 && y[31] == 0);
+    wlm_quantize_row_q4_0(x, q4, 32); wlm_dequantize_row(GGML_Q4_0, q4, y, 32);
+    CHECK((q4[0].d & 0x7fff) == 0 && y[0] == 0 && y[31] == 0);
+    free(x); free(y); free(q8); free(q4);
+}
+
+/* ---- 4. wmath against libm ---------------------------------------------------------- */
+
+TEST(kernels_wmath_expf_logf_ulps) {
+    int64_t worst_exp = 0, worst_log = 0;
+    float at_exp = 0, at_log = 0;
+    long n_exp = 0, n_log = 0;
+    /* expf over every 61st float in [-104, 89] (the whole non-trivial range,
+     * subnormal results included) */
+    for (uint32_t b = 0; b < 0x42b20000u; b += 61) {
+        for (int s = 0; s < 2; s++) {
+            float x = bitsf(b | (s ? 0x80000000u : 0));
+            if (s && x < -104.0f) continue;
+            float got = wlm_expf(x), want = (float)exp((double)x);
+            int64_t u = ulp_diff(got, want);
+            if (u > worst_exp) { worst_exp = u; at_exp = x; }
+            n_exp++;
+        }
+    }
+    /* logf over every 61st positive float, subnormals included */
+    for (uint32_t b = 1; b < 0x7f800000u; b += 61) {
+        float x = bitsf(b);
+        float got = wlm_logf(x), want = (float)log((double)x);
+        int64_t u = ulp_diff(got, want);
+        if (u > worst_log) { worst_log = u; at_log = x; }
+        n_log++;
+    }
+    /* wlm_expf must also agree with the float libm expf (which may itself be
+     * off by one ulp) within 1 ulp */
+    int64_t worst_libmf = 0;
+    for (int i = 0; i < 200000; i++) {
+        float x = (float)((tst_rand() & 0xffffff) / 16777216.0 * 190.0 - 102.0);
+        int64_t u = ulp_diff(wlm_expf(x), expf(x));
+        if (u > worst_libmf) worst_libmf = u;
+    }
+    printf("  expf: %ld points, max %lld ulp (at %a); vs libm expf max %lld ulp; logf: %ld points, max %lld ulp (at %a)\n",
+           n_exp, (long long)worst_exp, at_exp, (long long)worst_libmf, n_log, (long long)worst_log, at_log);
+    CHECKF(worst_exp <= 1, "expf max error %lld ulp at %a", (long long)worst_exp, at_exp);
+    CHECKF(worst_libmf <= 1, "expf vs libm expf: %lld ulp", (long long)worst_libmf);
+    CHECKF(worst_log <= 1, "logf max error %lld ulp at %a", (long long)worst_log, at_log);
+    /* exact values */
+    CHECK(wlm_expf(0.0f) == 1.0f);
+    CHECK(wlm_expf(-0.0f) == 1.0f);
+    CHECK(wlm_expf(1.0f) == (float)T_E);
+    CHECK(wlm_logf(1.0f) == 0.0f);
+    CHECK(wlm_logf(2.0f) == (float)T_LN2);
+}
+
+TEST(kernels_wmath_special_values) {
+    CHECK(isinf(wlm_expf(INFINITY)) && wlm_expf(INFINITY) > 0);
+    CHECK(wlm_expf(-INFINITY) == 0.0f && !signbit(wlm_expf(-INFINITY)));
+    CHECK(isnan(wlm_expf(NAN)));
+    CHECK(isinf(wlm_expf(89.0f)));            /* overflow */
+    CHECK(isfinite(wlm_expf(88.72f)) && wlm_expf(88.72f) > 3.3e38f);
+    CHECK(wlm_expf(-104.0f) == 0.0f);          /* underflow */
+    CHECK(wlm_expf(-103.0f) > 0.0f && wlm_expf(-103.0f) < 1e-44f); /* subnormal result */
+    CHECK(wlm_expf(-87.0f) == (float)exp(-87.0));
+    CHECK(isinf(wlm_logf(0.0f)) && wlm_logf(0.0f) < 0);
+    CHECK(isinf(wlm_logf(-0.0f)) && wlm_logf(-0.0f) < 0);
+    CHECK(isnan(wlm_logf(-1.0f)));
+    CHECK(isnan(wlm_logf(-INFINITY)));
+    CHECK(isinf(wlm_logf(INFINITY)) && wlm_logf(INFINITY) > 0);
+    CHECK(isnan(wlm_logf(NAN)));
+    CHECK(wlm_logf(0x1p-149f) == (float)log(0x1p-149));
+    CHECK(wlm_logf(3.4028235e38f) == (float)log(3.4028235e38));
+    /* double versions */
+    CHECK(wlm_exp(0.0) == 1.0);
+    CHECK(isinf(wlm_exp(710.0)) && wlm_exp(-746.0) == 0.0);
+    CHECK(wlm_exp(-745.0) > 0.0);             /* smallest subnormals */
+    CHECK(fabs(wlm_exp(700.0) / exp(700.0) - 1) < 1e-15);
+    CHECK(fabs(wlm_exp(-740.0) - exp(-740.0)) <= 0x1p-1074);
+    CHECK(isnan(wlm_log(-1e-300)) && wlm_log(1.0) == 0.0);
+    CHECK(fabs(wlm_log(0x1p-1074) - log(0x1p-1074)) < 1e-13);
+    CHECK(isinf(wlm_log(0.0)) && wlm_log(0.0) < 0);
+    /* sin/cos */
+    CHECK(wlm_sin(0.0) == 0.0 && !signbit(wlm_sin(0.0)));
+    CHECK(wlm_sin(-0.0) == 0.0 && signbit(wlm_sin(-0.0)));
+    CHECK(wlm_cos(0.0) == 1.0 && wlm_cos(-0.0) == 1.0);
+    CHECK(isnan(wlm_sin(INFINITY)) && isnan(wlm_sin(-INFINITY)) && isnan(wlm_sin(NAN)));
+    CHECK(isnan(wlm_cos(INFINITY)) && isnan(wlm_cos(-INFINITY)) && isnan(wlm_cos(NAN)));
+    CHECK(wlm_sin(1e-300) == 1e-300);
+    CHECK(fabs(wlm_sin(T_PI) - sin(T_PI)) < 1e-30);  /* 1.22e-16, the error of T_PI */
+    CHECK(fabs(wlm_cos(T_PI / 2) - cos(T_PI / 2)) < 1e-30);
+    /* silu */
+    CHECK(wlm_silu(0.0f) == 0.0f);
+    CHECK(fabsf(wlm_silu(1.0f) - 0.7310586f) < 1e-7f);
+    CHECK(wlm_silu(-200.0f) == 0.0f || fabsf(wlm_silu(-200.0f)) < 1e-40f);
+    CHECK(wlm_silu(200.0f) == 200.0f);
+}
+
+TEST(kernels_wmath_sin_cos_exp_log_double) {
+    double worst_sc = 0, worst_sc_abs = 0, at = 0, worst_e = 0, worst_l = 0;
+    for (int i = 0; i < 400000; i++) {
+        /* |x| < 1e5, spread over magnitudes from 1e-8 up */
+        double u = (tst_rand() & 0xffffff) / 16777216.0;
+        double x = ((tst_rand() & 1) ? -1 : 1) * pow(10.0, -8 + 13 * u);
+        double s = wlm_sin(x), c = wlm_cos(x), rs = sin(x), rc = cos(x);
+        /* relative to the value, with the absolute floor of one ulp of 1 near zeros */
+        double es = fabs(s - rs) / fmax(fabs(rs), 0x1p-52), ec = fabs(c - rc) / fmax(fabs(rc), 0x1p-52);
+        double e = fmax(es, ec);
+        if (e > worst_sc) { worst_sc = e; at = x; }
+        worst_sc_abs = fmax(worst_sc_abs, fmax(fabs(s - rs), fabs(c - rc)));
+        double y = (tst_rand() & 0xffffff) / 16777216.0 * 1400 - 700;
+        worst_e = fmax(worst_e, fabs(wlm_exp(y) - exp(y)) / exp(y));
+        double z = pow(10.0, -300 + 600 * ((tst_rand() & 0xffffff) / 16777216.0));
+        double lz = log(z);
+        worst_l = fmax(worst_l, fabs(wlm_log(z) - lz) / fabs(lz));
+    }
+    printf("  sin/cos |x| < 1e5: max rel err %.3g (at %.17g), max abs err %.3g; exp rel %.3g; log rel %.3g\n",
+           worst_sc, at, worst_sc_abs, worst_e, worst_l);
+    CHECKF(worst_sc <= 2e-15, "sin/cos relative error %.3g at %.17g", worst_sc, at);
+    CHECKF(worst_sc_abs <= 2.3e-16, "sin/cos absolute error %.3g", worst_sc_abs);
+    CHECKF(worst_e <= 1e-15, "exp relative error %.3g", worst_e);
+    CHECKF(worst_l <= 1e-15, "log relative error %.3g", worst_l);
+    /* identities the engine relies on for RoPE: exact quadrants */
+    CHECK(fabs(wlm_sin(T_PI / 2) - 1.0) <= 0x1p-53 && fabs(wlm_cos(T_PI) + 1.0) <= 0x1p-53);
+    CHECK(dbits(wlm_cos(0.5)) == dbits(cos(0.5)) || fabs(wlm_cos(0.5) - cos(0.5)) <= 0x1p-53);
+}
