@@ -45,7 +45,8 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     uint64_t esz = p->kv_type == WLM_KV_F16 ? 2 : 4;
     uint64_t kv_bytes = (uint64_t)hp->n_layer * kvd * p->n_ctx * esz;
     uint64_t widest = WLM_MAX(WLM_MAX(d, qd), (uint64_t)hp->n_ff);
-    pl.act_row_bytes = WLM_ALIGN_UP((widest + QK8_0 - 1) / QK8_0 * sizeof(block_q8_0), 64);
+    pl.act_row_bytes = WLM_ALIGN_UP(WLM_MAX(wlm_act_row_bytes(GGML_Q8_0, (uint32_t)widest),
+                                            wlm_act_row_bytes(GGML_Q8_K, (uint32_t)widest)), 64);
     reserve(&pl, WLM_ALIGN_UP(sizeof(struct wlm_ctx), 64));
     pl.off_k = reserve(&pl, kv_bytes);
     pl.off_v = reserve(&pl, kv_bytes);
@@ -153,41 +154,41 @@ static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, floa
     for (uint32_t i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
 }
 
-/* An input batch for matmul: n_tok rows of n floats, quantized on first use
- * by a weight type that wants int8 activations. */
+/* An input batch for matmul: n_tok rows of n floats, converted on first use
+ * into the activation form a weight type's dot product takes (int8 blocks
+ * for the quantized types); the conversion is shared by every weight that
+ * reads the same input (Q, K and V; gate and up). */
 typedef struct act {
     const float *x; uint32_t n_tok, n;
-    int q8_ready;
+    uint32_t ready_type;   /* activation form held in the ctx buffer, 0 = none */
 } act;
 
-static act act_of(const float *x, uint32_t n_tok, uint32_t n) { act a = { x, n_tok, n, 0 }; return a; }
+static act act_of(const float *x, uint32_t n_tok, uint32_t n) { act a = { x, n_tok, n, GGML_F32 }; return a; }
 
 /* y[t][r] = W[r] . x[t] for every row r of W and token t; each weight row is
  * read once for the whole batch. */
 static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
-    const wlm_kernels *k = c->k;
     uint32_t n = (uint32_t)W->ne[0], rows = (uint32_t)W->ne[1];
     uint64_t row_bytes = W->nbytes / W->ne[1];
-    if (wlm_act_type(W->type) == GGML_Q8_0 && !a->q8_ready) {
-        for (uint32_t t = 0; t < a->n_tok; t++)
-            wlm_quantize_row_q8_0(a->x + (uint64_t)t * a->n, (block_q8_0 *)(c->act + t * c->act_row_bytes), a->n);
-        a->q8_ready = 1;
+    uint32_t at = wlm_act_type(W->type);
+    wlm_dot_fn dot = c->k->dot[W->type];
+    const uint8_t *xs;
+    uint64_t xstride;
+    if (at == GGML_F32) {
+        xs = (const uint8_t *)a->x; xstride = (uint64_t)n * 4;
+    } else {
+        xstride = c->act_row_bytes;
+        if (a->ready_type != at) {
+            for (uint32_t t = 0; t < a->n_tok; t++)
+                wlm_quantize_act(at, a->x + (uint64_t)t * a->n, c->act + t * xstride, a->n);
+            a->ready_type = at;
+        }
+        xs = c->act;
     }
     for (uint32_t r = 0; r < rows; r++) {
         const uint8_t *w = W->data + r * row_bytes;
-        for (uint32_t t = 0; t < a->n_tok; t++) {
-            const float *x = a->x + (uint64_t)t * n;
-            const void *xq = c->act + t * c->act_row_bytes;
-            float v;
-            switch (W->type) {
-            case GGML_F32: v = k->dot_f32(n, (const float *)w, x); break;
-            case GGML_F16: v = k->dot_f16(n, (const uint16_t *)w, x); break;
-            case GGML_BF16: v = k->dot_bf16(n, (const uint16_t *)w, x); break;
-            case GGML_Q8_0: v = k->dot_q8_0(n, (const block_q8_0 *)w, xq); break;
-            default: v = k->dot_q4_0(n, (const block_q4_0 *)w, xq); break;
-            }
-            y[(uint64_t)t * rows + r] = v;
-        }
+        for (uint32_t t = 0; t < a->n_tok; t++)
+            y[(uint64_t)t * rows + r] = dot(n, w, xs + t * xstride);
     }
 }
 

@@ -144,7 +144,17 @@ static void scale(uint32_t n, float a, float *y) {
     for (; i < n; i++) y[i] *= a;
 }
 
+static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
+static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
+static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
+static float row_q8_0(uint32_t n, const void *w, const void *x) { return dot_q8_0(n, w, x); }
+static float row_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
+
 const wlm_kernels wlm_kernels_simd128 = {
-    "simd128", dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, axpy_f32, axpy_f16, scale,
+    .name = "simd128",
+    .dot = { [GGML_F32] = row_f32, [GGML_F16] = row_f16, [GGML_BF16] = row_bf16,
+             [GGML_Q8_0] = row_q8_0, [GGML_Q4_0] = row_q4_0 },
+    .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
+    .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 };
 #endif

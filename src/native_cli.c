@@ -2,7 +2,7 @@
  * sanitizers and the native baseline. Flags match `wasmlm` (web/cli.js):
  *   wasmlm-native generate -m PATH -p PROMPT [-n N] [--temp T] [--top-k K]
  *       [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]
- *       [--seed S] [--ctx N] [--kv f16|f32] [--ignore-eos]
+ *       [--seed S] [--ctx N] [--kv f16|f32] [--ignore-eos] [--parse-special]
  *   wasmlm-native info PATH
  *   wasmlm-native quantize IN OUT TYPE      (f32 | f16 | q8_0 | q4_0)
  * Generated text goes to stdout as it is produced; stats go to stderr. */
@@ -44,7 +44,7 @@ static wlm_model *open_model(const char *path) {
 
 static int usage(void) {
     fprintf(stderr, "usage: wasmlm-native generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-                    "                     [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N] [--kv f16|f32] [--ignore-eos]\n"
+                    "                     [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N] [--kv f16|f32] [--ignore-eos] [--parse-special]\n"
                     "       wasmlm-native info MODEL\n"
                     "       wasmlm-native quantize IN OUT TYPE   (f32|f16|q8_0|q4_0)\n");
     return 2;
@@ -52,7 +52,7 @@ static int usage(void) {
 
 static int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *prompt = "";
-    int n_predict = 128, ignore_eos = 0;
+    int n_predict = 256, ignore_eos = 0, parse_special = 0;
     unsigned long long seed = DEFAULT_SEED;
     wlm_sampler_params sp; wlm_sampler_default_params(&sp);
     wlm_ctx_params cp; wlm_ctx_default_params(&cp);
@@ -72,6 +72,7 @@ static int cmd_generate(int argc, char **argv) {
         else if (ARG("--ctx")) cp.n_ctx = (uint32_t)atoi(v);
         else if (ARG("--kv")) cp.kv_type = !strcmp(v, "f16") ? WLM_KV_F16 : WLM_KV_F32;
         else if (!strcmp(a, "--ignore-eos")) ignore_eos = 1;
+        else if (!strcmp(a, "--parse-special")) parse_special = 1;
         else { fprintf(stderr, "error: unknown or incomplete option %s\n", a); return usage(); }
 #undef ARG
     }
@@ -84,7 +85,7 @@ static int cmd_generate(int argc, char **argv) {
     uint32_t n_ctx = wlm_ctx_n_ctx(c);
     int32_t *toks = malloc(sizeof(int32_t) * (n_ctx + (uint32_t)n_predict + 8));
     uint32_t n_prompt = 0;
-    if (wlm_tokenize(m, prompt, (uint32_t)strlen(prompt), hp->add_bos, toks, n_ctx, &n_prompt, &err)) {
+    if (wlm_tokenize(m, prompt, (uint32_t)strlen(prompt), (hp->add_bos ? WLM_TOK_ADD_BOS : 0) | (parse_special ? WLM_TOK_PARSE_SPECIAL : 0), toks, n_ctx, &n_prompt, &err)) {
         if (err.code == WLM_ERR_ARG && n_prompt > n_ctx)
             fprintf(stderr, "error: prompt is %u tokens, longer than the context (%u)\n", n_prompt, n_ctx);
         else fprintf(stderr, "error: %s\n", err.msg);
@@ -104,7 +105,7 @@ static int cmd_generate(int argc, char **argv) {
         int32_t tok; float lp;
         if (wlm_sample(c, wlm_ctx_logits(c), &sp, toks, n_hist, &rng, &tok, &lp, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
         generated++;
-        if (tok == hp->eos_id && !ignore_eos) { reason = "stop"; break; }
+        if (wlm_token_is_eog(m, tok) && !ignore_eos) { reason = "stop"; break; }
         toks[n_hist++] = tok;
         uint32_t nb = wlm_detok_push(m, &dt, tok, out, sizeof out);
         fwrite(out, 1, nb, stdout); fflush(stdout);

@@ -121,5 +121,20 @@ void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n) {
 }
 
 uint32_t wlm_act_type(uint32_t wt) {
-    return (wt == GGML_Q8_0 || wt == GGML_Q4_0) ? GGML_Q8_0 : GGML_F32;
+    switch (wt) {
+    case GGML_Q8_0: case GGML_Q4_0: return GGML_Q8_0;
+    default: return GGML_F32;
+    }
+}
+
+uint64_t wlm_act_row_bytes(uint32_t act_type, uint32_t n) {
+    const wlm_type_info *t = wlm_type(act_type);
+    return (uint64_t)(n + t->block - 1) / t->block * t->block_bytes;
+}
+
+void wlm_quantize_act(uint32_t act_type, const float *x, void *y, uint32_t n) {
+    switch (act_type) {
+    case GGML_Q8_0: wlm_quantize_row_q8_0(x, y, n); break;
+    default: break;
+    }
 }

@@ -78,14 +78,29 @@ WLM_API const char *wlm_type_name(uint32_t ggml_type);
 
 /* ---- tokenizer ------------------------------------------------------------ */
 
-/* Encodes `len` bytes of text. add_bos: prepend BOS (when the vocab has one).
+/* Encodes `len` bytes of text. `flags`:
+ *   WLM_TOK_ADD_BOS (1)       prepend BOS (when the vocab has one) and, when
+ *                             the vocab sets add_eos_token, append EOS
+ *                             ("add special"; passing 1 is the old add_bos=1);
+ *   WLM_TOK_PARSE_SPECIAL (2) text of control tokens (e.g. "<|im_start|>")
+ *                             becomes their id (longest match first);
+ *                             otherwise it is plain text. User-defined tokens
+ *                             are always matched as whole strings.
  * Writes at most `cap` ids; *n_out receives the number needed (which may
  * exceed cap: then WLM_ERR_ARG with "token buffer too small"). */
-WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t len, int add_bos,
+#define WLM_TOK_ADD_BOS 1
+#define WLM_TOK_PARSE_SPECIAL 2
+WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t len, int flags,
                         int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err);
 
+/* 1 when `token` ends generation: EOS, EOT, EOM, or a control token whose
+ * text is a known end marker (<|eot_id|>, <|im_end|>, <|end|>,
+ * <|endoftext|>, </s>, <end_of_turn>). */
+WLM_API int wlm_token_is_eog(const wlm_model *m, int32_t token);
+
 /* The raw bytes a token stands for (byte tokens give their byte, '▁' becomes
- * ' ', control tokens give nothing). Returns the byte count written (<= cap),
+ * ' ', control tokens give nothing; byte-level BPE pieces are mapped back to
+ * their bytes, user-defined tokens give their text). Returns the byte count written (<= cap),
  * or the needed count if larger than cap. */
 WLM_API uint32_t wlm_token_bytes(const wlm_model *m, int32_t token, char *out, uint32_t cap);
 
