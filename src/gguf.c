@@ -102,9 +102,19 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
     get_u64(&c, &n_tensors, "tensor count");
     get_u64(&c, &n_kv, "metadata count");
     /* a metadata pair takes >= 13 bytes, a tensor info >= 32: bound the counts
-     * by the file size before reserving anything for them */
-    if (n_kv > (size - 24) / 13) return wlm_fail(err, WLM_ERR_FORMAT, "absurd metadata count %llu for a file of %llu bytes", (unsigned long long)n_kv, (unsigned long long)size);
-    if (n_tensors > (size - 24) / 32) return wlm_fail(err, WLM_ERR_FORMAT, "absurd tensor count %llu for a file of %llu bytes", (unsigned long long)n_tensors, (unsigned long long)size);
+     * by the file size before reserving anything for them. A count that a
+     * real file could have (< 2^24) but these bytes cannot hold means the
+     * file was cut short; a larger one is nonsense. */
+    if (n_kv > (size - 24) / 13) {
+        if (n_kv < (1u << 24)) return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: %llu metadata pairs need at least %llu bytes, file has %llu",
+                                               (unsigned long long)n_kv, (unsigned long long)(24 + n_kv * 13), (unsigned long long)size);
+        return wlm_fail(err, WLM_ERR_FORMAT, "absurd metadata count %llu for a file of %llu bytes", (unsigned long long)n_kv, (unsigned long long)size);
+    }
+    if (n_tensors > (size - 24) / 32) {
+        if (n_tensors < (1u << 24)) return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: %llu tensor infos need at least %llu bytes, file has %llu",
+                                                    (unsigned long long)n_tensors, (unsigned long long)(24 + n_tensors * 32), (unsigned long long)size);
+        return wlm_fail(err, WLM_ERR_FORMAT, "absurd tensor count %llu for a file of %llu bytes", (unsigned long long)n_tensors, (unsigned long long)size);
+    }
 
     g->data = data; g->size = size; g->version = version; g->n_kv = n_kv; g->n_tensors = n_tensors; g->alignment = 32;
     g->mem = wlm_sys_alloc(n_kv * sizeof(wlm_kv) + n_tensors * sizeof(wlm_tensor) + 64);
@@ -154,8 +164,11 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
         for (uint32_t d = 0; d < 4; d++) t->ne[d] = 1;
         for (uint32_t d = 0; d < t->n_dims; d++) {
             if ((s = get_u64(&c, &t->ne[d], "tensor dimension"))) goto fail;
-            if (t->ne[d] == 0 || t->ne[d] > ((uint64_t)1 << 40) || nel > (((uint64_t)1 << 50) / t->ne[d])) {
+            if (t->ne[d] == 0 || t->ne[d] > ((uint64_t)1 << 40)) {
                 s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %.*s has absurd dimension %llu", (int)nlen, name, (unsigned long long)t->ne[d]); goto fail;
+            }
+            if (nel > (((uint64_t)1 << 50) / t->ne[d])) {
+                s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %.*s has too many elements (more than 2^50)", (int)nlen, name); goto fail;
             }
             nel *= t->ne[d];
         }
@@ -176,8 +189,9 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
         wlm_tensor *t = &g->tensors[i];
         uint64_t start = g->data_offset + t->offset;
         if (t->offset > size || start > size || t->nbytes > size - start) {
-            s = wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: tensor %.*s data ends at byte %llu, file has %llu",
-                         (int)t->name_len, t->name, (unsigned long long)(g->data_offset + t->offset + t->nbytes), (unsigned long long)size);
+            s = wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: tensor %.*s data (%llu bytes at offset %llu after byte %llu) runs past the end of the file (%llu bytes)",
+                         (int)t->name_len, t->name, (unsigned long long)t->nbytes, (unsigned long long)t->offset,
+                         (unsigned long long)g->data_offset, (unsigned long long)size);
             goto fail;
         }
         t->offset = start;

@@ -120,10 +120,13 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp) {
     float inv_t = 1.0f / sp->temperature;
     uint32_t k = top_k_sorted(v, id, n, sp->top_k);
     while (k > 1 && v[k - 1] == NEG_BIG) k--;     /* drop excluded */
-    float vmax = v[0] * inv_t;
+    /* scale the difference to the best, never the logit itself: v * inv_t
+     * overflows to inf for huge logits (or +inf clamped to 3e38) when T < 1,
+     * and inf - inf would make every probability NaN */
+    float top = v[0];
     double sum = 0;
     for (uint32_t i = 0; i < k; i++) {
-        float p = v[i] == NEG_BIG ? 0.0f : wlm_expf(v[i] * inv_t - vmax);
+        float p = v[i] == NEG_BIG ? 0.0f : wlm_expf((v[i] - top) * inv_t);
         v[i] = p; sum += p;
     }
     for (uint32_t i = 0; i < k; i++) v[i] = (float)(v[i] / sum);
