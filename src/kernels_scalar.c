@@ -5,8 +5,8 @@
  * then (l0 + l1) + (l2 + l3), then the tail in order. The SIMD kernels keep
  * exactly this order, so every build computes bit-identical results: the
  * same tokens natively, in Node and in the browser.
- * Quantized dot products sum int8 products exactly per 32-block, then add
- * d_w * d_x * sum block by block, in order. */
+ * Quantized dot products sum int8 products exactly per 32-block, then
+ * accumulate (d_w * d_x) * sum in four running sums by block index mod 4. */
 #include "internal.h"
 
 float wlm_fold16(const float s[16]) {
@@ -45,26 +45,48 @@ static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
     return r;
 }
 
+/* Quantized rows: the block products (d_w * d_x) * isum go to four running
+ * sums by block index mod 4 (the SIMD kernels keep one block per lane),
+ * folded as (a0 + a1) + (a2 + a3); blocks past the last multiple of 4 follow
+ * in order. Integer block sums are exact. */
 static float dot_q8_0(uint32_t n, const block_q8_0 *w, const block_q8_0 *x) {
-    float r = 0;
-    for (uint32_t b = 0; b < n / QK8_0; b++) {
+    uint32_t nb = n / QK8_0;
+    float a[4] = {0, 0, 0, 0}, r;
+    uint32_t b = 0;
+    for (; b + 4 <= nb; b += 4)
+        for (int j = 0; j < 4; j++) {
+            int32_t s = 0;
+            for (int k = 0; k < QK8_0; k++) s += (int32_t)w[b + j].qs[k] * x[b + j].qs[k];
+            a[j] += (wlm_f16_to_f32(w[b + j].d) * wlm_f16_to_f32(x[b + j].d)) * (float)s;
+        }
+    r = (a[0] + a[1]) + (a[2] + a[3]);
+    for (; b < nb; b++) {
         int32_t s = 0;
-        for (int j = 0; j < QK8_0; j++) s += (int32_t)w[b].qs[j] * x[b].qs[j];
+        for (int k = 0; k < QK8_0; k++) s += (int32_t)w[b].qs[k] * x[b].qs[k];
         r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)s;
     }
     return r;
 }
 
-static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
-    float r = 0;
-    for (uint32_t b = 0; b < n / QK4_0; b++) {
-        int32_t s = 0;
-        for (int j = 0; j < QK4_0 / 2; j++) {
-            s += ((w[b].qs[j] & 15) - 8) * x[b].qs[j];
-            s += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
-        }
-        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)s;
+static int32_t q4_0_isum(const block_q4_0 *w, const block_q8_0 *x) {
+    int32_t s = 0;
+    for (int j = 0; j < QK4_0 / 2; j++) {
+        s += ((w->qs[j] & 15) - 8) * x->qs[j];
+        s += ((w->qs[j] >> 4) - 8) * x->qs[j + 16];
     }
+    return s;
+}
+
+static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
+    uint32_t nb = n / QK4_0;
+    float a[4] = {0, 0, 0, 0}, r;
+    uint32_t b = 0;
+    for (; b + 4 <= nb; b += 4)
+        for (int j = 0; j < 4; j++)
+            a[j] += (wlm_f16_to_f32(w[b + j].d) * wlm_f16_to_f32(x[b + j].d)) * (float)q4_0_isum(&w[b + j], &x[b + j]);
+    r = (a[0] + a[1]) + (a[2] + a[3]);
+    for (; b < nb; b++)
+        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)q4_0_isum(&w[b], &x[b]);
     return r;
 }
 

@@ -82,37 +82,84 @@ static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
     return r;
 }
 
-/* exact int32 sum of 16 int8 x int8 products */
-static inline v128_t dot_i8x16(v128_t a, v128_t b) {
-    v128_t lo = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(a), wasm_i16x8_extend_low_i8x16(b));
-    v128_t hi = wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(a), wasm_i16x8_extend_high_i8x16(b));
-    return wasm_i32x4_add(lo, hi);
+/* [sum(v0), sum(v1), sum(v2), sum(v3)] of four i32x4 vectors (exact) */
+static inline v128_t hsum4_i32(v128_t v0, v128_t v1, v128_t v2, v128_t v3) {
+    v128_t t0 = wasm_i32x4_add(wasm_i32x4_shuffle(v0, v1, 0, 4, 1, 5), wasm_i32x4_shuffle(v0, v1, 2, 6, 3, 7));
+    v128_t t1 = wasm_i32x4_add(wasm_i32x4_shuffle(v2, v3, 0, 4, 1, 5), wasm_i32x4_shuffle(v2, v3, 2, 6, 3, 7));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
 }
 
-static inline int32_t hsum_i32(v128_t v) {
-    return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) +
-           wasm_i32x4_extract_lane(v, 2) + wasm_i32x4_extract_lane(v, 3);
+/* exact partial sums (4 lanes) of the 32 int8 x int8 products of a block */
+static inline v128_t isum_q8(const int8_t *w, const int8_t *x) {
+    v128_t w0 = wasm_v128_load(w), w1 = wasm_v128_load(w + 16);
+    v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 16);
+    v128_t p0 = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extmul_low_i8x16(w0, x0)),
+                               wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extmul_high_i8x16(w0, x0)));
+    v128_t p1 = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extmul_low_i8x16(w1, x1)),
+                               wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extmul_high_i8x16(w1, x1)));
+    return wasm_i32x4_add(p0, p1);
+}
+
+/* Q4_0 block: weights in [-8, 7], so four products fit an i16 lane */
+static inline v128_t isum_q4(const uint8_t *qs, const int8_t *x) {
+    v128_t q = wasm_v128_load(qs);
+    v128_t lo = wasm_i8x16_sub(wasm_v128_and(q, wasm_i8x16_splat(15)), wasm_i8x16_splat(8));
+    v128_t hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), wasm_i8x16_splat(8));
+    v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 16);
+    v128_t s = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(lo, x0), wasm_i16x8_extmul_high_i8x16(lo, x0)),
+                              wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(hi, x1), wasm_i16x8_extmul_high_i8x16(hi, x1)));
+    return wasm_i32x4_extadd_pairwise_i16x8(s);
+}
+
+/* the f16 scales of four blocks (stride in bytes) as floats */
+static inline v128_t scales4(const uint8_t *d0, uint32_t stride) {
+    uint16_t a, b, c, e;
+    __builtin_memcpy(&a, d0, 2); __builtin_memcpy(&b, d0 + stride, 2);
+    __builtin_memcpy(&c, d0 + 2 * stride, 2); __builtin_memcpy(&e, d0 + 3 * stride, 2);
+    return half4_to_f32(wasm_i32x4_make(a, b, c, e));
+}
+
+static inline float fold_lanes(v128_t a) {
+    return (wasm_f32x4_extract_lane(a, 0) + wasm_f32x4_extract_lane(a, 1)) +
+           (wasm_f32x4_extract_lane(a, 2) + wasm_f32x4_extract_lane(a, 3));
 }
 
 static float dot_q8_0(uint32_t n, const block_q8_0 *w, const block_q8_0 *x) {
-    float r = 0;
-    for (uint32_t b = 0; b < n / QK8_0; b++) {
-        v128_t s = wasm_i32x4_add(dot_i8x16(wasm_v128_load(w[b].qs), wasm_v128_load(x[b].qs)),
-                                  dot_i8x16(wasm_v128_load(w[b].qs + 16), wasm_v128_load(x[b].qs + 16)));
-        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)hsum_i32(s);
+    uint32_t nb = n / QK8_0, b = 0;
+    v128_t acc = wasm_f32x4_splat(0);
+    for (; b + 4 <= nb; b += 4) {
+        v128_t s = hsum4_i32(isum_q8(w[b].qs, x[b].qs), isum_q8(w[b + 1].qs, x[b + 1].qs),
+                             isum_q8(w[b + 2].qs, x[b + 2].qs), isum_q8(w[b + 3].qs, x[b + 3].qs));
+        v128_t d = wasm_f32x4_mul(scales4((const uint8_t *)&w[b].d, sizeof(block_q8_0)),
+                                  scales4((const uint8_t *)&x[b].d, sizeof(block_q8_0)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
+    }
+    float r = fold_lanes(acc);
+    for (; b < nb; b++) {
+        v128_t s = isum_q8(w[b].qs, x[b].qs);
+        int32_t t = wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
+                    wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
+        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)t;
     }
     return r;
 }
 
 static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
-    const v128_t m4 = wasm_i8x16_splat(15), eight = wasm_i8x16_splat(8);
-    float r = 0;
-    for (uint32_t b = 0; b < n / QK4_0; b++) {
-        v128_t q = wasm_v128_load(w[b].qs);
-        v128_t lo = wasm_i8x16_sub(wasm_v128_and(q, m4), eight);      /* weights 0..15 */
-        v128_t hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), eight);      /* weights 16..31 */
-        v128_t s = wasm_i32x4_add(dot_i8x16(lo, wasm_v128_load(x[b].qs)), dot_i8x16(hi, wasm_v128_load(x[b].qs + 16)));
-        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)hsum_i32(s);
+    uint32_t nb = n / QK4_0, b = 0;
+    v128_t acc = wasm_f32x4_splat(0);
+    for (; b + 4 <= nb; b += 4) {
+        v128_t s = hsum4_i32(isum_q4(w[b].qs, x[b].qs), isum_q4(w[b + 1].qs, x[b + 1].qs),
+                             isum_q4(w[b + 2].qs, x[b + 2].qs), isum_q4(w[b + 3].qs, x[b + 3].qs));
+        v128_t d = wasm_f32x4_mul(scales4((const uint8_t *)&w[b].d, sizeof(block_q4_0)),
+                                  scales4((const uint8_t *)&x[b].d, sizeof(block_q8_0)));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
+    }
+    float r = fold_lanes(acc);
+    for (; b < nb; b++) {
+        v128_t s = isum_q4(w[b].qs, x[b].qs);
+        int32_t t = wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
+                    wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
+        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)t;
     }
     return r;
 }

@@ -219,14 +219,23 @@ TEST(kernels_dot_q8_0_q4_0_bit_identical) {
             }
             /* independent reference: exact integer block sums, then the
              * documented float accumulation */
-            float ref8 = 0, ref4 = 0;
+            /* four running sums by block index mod 4, folded (a0+a1)+(a2+a3),
+             * then the remaining blocks in order */
+            float ref8 = 0, ref4 = 0, l8[4] = {0, 0, 0, 0}, l4[4] = {0, 0, 0, 0};
+            uint32_t nb4 = nb / 4 * 4;
             double ex8 = 0, mag8 = 0, ex4 = 0, mag4 = 0;
             for (uint32_t b = 0; b < nb; b++) {
                 int32_t s8 = 0, s4 = 0;
                 for (int j = 0; j < 32; j++) { s8 += w8[b].qs[j] * x8[b].qs[j]; s4 += q4_val(&w4[b], j) * x8[b].qs[j]; }
                 float dx = wlm_f16_to_f32(x8[b].d);
-                ref8 = ref8 + (wlm_f16_to_f32(w8[b].d) * dx) * (float)s8;
-                ref4 = ref4 + (wlm_f16_to_f32(w4[b].d) * dx) * (float)s4;
+                if (b < nb4) {
+                    l8[b % 4] += (wlm_f16_to_f32(w8[b].d) * dx) * (float)s8;
+                    l4[b % 4] += (wlm_f16_to_f32(w4[b].d) * dx) * (float)s4;
+                    if (b == nb4 - 1) { ref8 = (l8[0] + l8[1]) + (l8[2] + l8[3]); ref4 = (l4[0] + l4[1]) + (l4[2] + l4[3]); }
+                } else {
+                    ref8 = ref8 + (wlm_f16_to_f32(w8[b].d) * dx) * (float)s8;
+                    ref4 = ref4 + (wlm_f16_to_f32(w4[b].d) * dx) * (float)s4;
+                }
                 double t8 = (double)wlm_f16_to_f32(w8[b].d) * dx * s8, t4 = (double)wlm_f16_to_f32(w4[b].d) * dx * s4;
                 ex8 += t8; mag8 += fabs(t8); ex4 += t4; mag4 += fabs(t4);
             }
