@@ -78,8 +78,8 @@ static wlm_status check_params(const wlm_sampler_params *sp, wlm_err *err) {
     return WLM_OK;
 }
 
-/* Fills c->cand_val with penalized logits (non-finite -> excluded). Returns
- * the number of usable candidates. */
+/* Fills c->cand_val/cand_id with the penalized logits of the usable tokens
+ * (NaN and -inf are excluded), in ascending id order. Returns their count. */
 static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                           const int32_t *hist, uint32_t n_hist) {
     uint32_t n = c->m->hp.n_vocab, usable = 0;
@@ -87,8 +87,7 @@ static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_par
     for (uint32_t i = 0; i < n; i++) {
         float x = logits[i];
         if (x != x || x == -__builtin_inff()) x = NEG_BIG;
-        else if (x > 3.0e38f) x = 3.0e38f;
-        else usable++;
+        else { if (x > 3.0e38f) x = 3.0e38f; usable++; }
         v[i] = x; id[i] = (int32_t)i;
     }
     if (sp->repeat_penalty != 1.0f && sp->repeat_last_n && hist && n_hist) {
@@ -102,6 +101,10 @@ static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_par
         }
         for (uint32_t i = from; i < n_hist; i++) if (hist[i] >= 0 && (uint32_t)hist[i] < n) c->seen[hist[i]] = 0;
     }
+    if (usable < n) { /* drop the excluded tokens so later stages skip them */
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < n; i++) if (v[i] != NEG_BIG) { v[k] = v[i]; id[k] = id[i]; k++; }
+    }
     return usable;
 }
 
@@ -114,8 +117,7 @@ static uint32_t argmax(const float *v, uint32_t n) {
 /* After penalties: temperature, top-k, top-p, min-p. Leaves the surviving
  * candidates sorted best first in cand_id with probabilities in cand_val
  * (summing to 1) and returns their count. */
-static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp) {
-    uint32_t n = c->m->hp.n_vocab;
+static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t n) {
     float *v = c->cand_val; int32_t *id = c->cand_id;
     float inv_t = 1.0f / sp->temperature;
     uint32_t k = top_k_sorted(v, id, n, sp->top_k);
@@ -167,14 +169,14 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
     if (!c || !logits || !sp || !token) return wlm_fail(err, WLM_ERR_ARG, "wlm_sample: NULL argument");
     if ((s = check_params(sp, err))) return s;
     uint32_t n = c->m->hp.n_vocab;
-    if (penalized(c, logits, sp, history, n_history) == 0)
-        return wlm_fail(err, WLM_ERR_ARG, "no finite logits to sample from");
+    uint32_t m = penalized(c, logits, sp, history, n_history);
+    if (m == 0) return wlm_fail(err, WLM_ERR_ARG, "no finite logits to sample from");
     int32_t tok;
     if (sp->temperature == 0.0f) {
-        tok = (int32_t)argmax(c->cand_val, n);
+        tok = c->cand_id[argmax(c->cand_val, m)];
     } else {
         if (!rng) return wlm_fail(err, WLM_ERR_ARG, "wlm_sample: sampling needs an rng");
-        uint32_t k = filtered_dist(c, sp);
+        uint32_t k = filtered_dist(c, sp, m);
         float u = wlm_rng_float(rng), cum = 0;
         tok = c->cand_id[k - 1];
         for (uint32_t i = 0; i < k; i++) { cum += c->cand_val[i]; if (u < cum) { tok = c->cand_id[i]; break; } }
@@ -187,10 +189,10 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
 uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                          const int32_t *history, uint32_t n_history, int32_t *ids, float *probs, uint32_t cap) {
     if (!c || !logits || !sp || check_params(sp, 0) || cap == 0) return 0;
-    uint32_t n = c->m->hp.n_vocab;
-    if (penalized(c, logits, sp, history, n_history) == 0) return 0;
-    if (sp->temperature == 0.0f) { ids[0] = (int32_t)argmax(c->cand_val, n); probs[0] = 1.0f; return 1; }
-    uint32_t k = filtered_dist(c, sp);
+    uint32_t m = penalized(c, logits, sp, history, n_history);
+    if (m == 0) return 0;
+    if (sp->temperature == 0.0f) { ids[0] = c->cand_id[argmax(c->cand_val, m)]; probs[0] = 1.0f; return 1; }
+    uint32_t k = filtered_dist(c, sp, m);
     if (k > cap) k = cap;
     for (uint32_t i = 0; i < k; i++) { ids[i] = c->cand_id[i]; probs[i] = c->cand_val[i]; }
     return k;

@@ -1,0 +1,127 @@
+// `make bench`: speed of wasmlm (wasm in Node, and native) beside native
+// llama.cpp (node-llama-cpp, when installed), measured side by side in one
+// run on the same synthetic GGUF files. Writes JSON + a markdown table to
+// bench/results/. Speed targets are ratios read from this table, never
+// timed unit tests.
+//
+//   node bench/bench.mjs [--shapes s15m,s110m] [--types q8_0,q4_0,f16] [--reps 3] [--quick]
+// Models are generated on demand into bench/cache/ (never committed).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { makeModel } from '../models/make-model.js';
+import { loadModel } from '../web/index.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const shapes = String(args.shapes || 's15m,s110m').split(',');
+const types = String(args.types || 'q8_0,q4_0,f16').split(',');
+const reps = +(args.reps || 3);
+const cache = path.join(root, 'bench', 'cache');
+fs.mkdirSync(cache, { recursive: true });
+const native = path.join(root, 'build', 'wasmlm-native');
+
+function model(shape, type) {
+  const f16 = path.join(cache, `${shape}_f16.gguf`);
+  if (!fs.existsSync(f16)) { console.error(`generating ${f16}`); makeModel(f16, shape, 'f16'); }
+  if (type === 'f16') return f16;
+  const out = path.join(cache, `${shape}_${type}.gguf`);
+  if (!fs.existsSync(out)) execFileSync(native, ['quantize', f16, out, type], { stdio: 'ignore' });
+  return out;
+}
+
+// A prompt of n tokens: two-letter words are single pieces in the synthetic vocab.
+function promptOf(n) {
+  const L = 'abcdefghijklmnopqrstuvwxyz';
+  const w = [];
+  for (let i = 0; i < n - 1; i++) w.push(L[(i * 7) % 26] + L[(i * 11 + 3) % 26]);
+  return w.join(' ');
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+async function benchOurs(file) {
+  const t0 = performance.now();
+  const m = await loadModel(file, { contextLength: 1152, batchSize: 64 });
+  const loadMs = performance.now() - t0;
+  const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true };
+  const pre = [], dec = [], far = [];
+  for (let r = 0; r < reps; r++) {
+    const a = await m.complete(promptOf(128), { ...greedy, maxTokens: 64 });
+    if (a.stats.promptTokens !== 128) throw new Error(`prompt is ${a.stats.promptTokens} tokens, expected 128`);
+    pre.push(a.stats.prefillTokensPerSec); dec.push(a.stats.decodeTokensPerSec);
+  }
+  const b = await m.complete(promptOf(1000), { ...greedy, maxTokens: 32 });
+  far.push(b.stats.decodeTokensPerSec);
+  await m.dispose();
+  return { loadMs, prefill: median(pre), decode: median(dec), decode1000: median(far) };
+}
+
+function benchNative(file) {
+  const pre = [], dec = [];
+  for (let r = 0; r < reps; r++) {
+    const p = spawnSync(native, ['generate', '-m', file, '-p', promptOf(128), '-n', '64', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos', '--ctx', '1152'], { encoding: 'utf8' });
+    const m = /prompt (\d+) tokens, ([\d.]+) tok\/s \| generated (\d+) tokens, ([\d.]+) tok\/s/.exec(p.stderr);
+    if (!m) throw new Error('native bench failed: ' + p.stderr);
+    pre.push(+m[2]); dec.push(+m[4]);
+  }
+  return { prefill: median(pre), decode: median(dec) };
+}
+
+let llamaCpp = null;
+try {
+  const { getLlama } = await import('node-llama-cpp');
+  llamaCpp = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+} catch { /* not installed: column left empty */ }
+
+async function benchLlamaCpp(file) {
+  if (!llamaCpp) return null;
+  const m = await llamaCpp.loadModel({ modelPath: file });
+  const prompt = m.tokenize(promptOf(128));
+  const toks = [m.tokens.bos, ...prompt].slice(0, 128);
+  const pre = [], dec = [];
+  for (let r = 0; r < reps; r++) {
+    const ctx = await m.createContext({ contextSize: 1152, threads: 1, batchSize: 512 });
+    const seq = ctx.getSequence();
+    let t0 = performance.now();
+    await seq.evaluateWithoutGeneratingNewTokens(toks);
+    pre.push(toks.length / ((performance.now() - t0) / 1000));
+    t0 = performance.now(); let n = 0;
+    for await (const _ of seq.evaluate([toks[1]], { temperature: 0 })) if (++n >= 64) break;
+    dec.push(64 / ((performance.now() - t0) / 1000));
+    await ctx.dispose();
+  }
+  await m.dispose();
+  return { prefill: median(pre), decode: median(dec) };
+}
+
+const rows = [];
+for (const shape of shapes) {
+  for (const type of types) {
+    const file = model(shape, type);
+    const size = fs.statSync(file).size;
+    // interleave the engines, one rep each round
+    const ours = await benchOurs(file);
+    const nat = fs.existsSync(native) ? benchNative(file) : null;
+    const lc = await benchLlamaCpp(file);
+    const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads: 1, ours, native: nat, llamaCpp: lc };
+    rows.push(row);
+    console.error(JSON.stringify(row));
+  }
+}
+
+const f = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const ratio = (a, b) => (a && b ? (a / b).toFixed(2) + '×' : '—');
+let md = `# wasmlm benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version} · 1 thread · medians of ${reps}\n\n`;
+md += '| model | type | MB | load ms | prefill tok/s (wasm) | decode tok/s (wasm) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+for (const r of rows) {
+  md += `| ${r.shape} | ${r.type} | ${r.fileMB} | ${f(r.ours.loadMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
+}
+md += '\nllama.cpp = node-llama-cpp prebuilt CPU binaries, same files, same thread count. native = build/wasmlm-native (scalar reference kernels today).\n';
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+fs.writeFileSync(path.join(root, 'bench', 'results', `bench-${stamp}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, rows }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', 'latest.md'), md);
+console.log(md);
+process.exit(0);
