@@ -67,7 +67,7 @@ test-san: $(BUILD)/tests-san
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san --data $(SHARED)
 
 test-js: wasm/wasmlm.wasm $(BUILD)/wasmlm-native
-	WASMLM_MODELS=$(SHARED)/models node --test --test-reporter=spec tests/js/
+	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
 
 clean:
 	rm -rf $(BUILD) wasm/*.wasm
