@@ -24,6 +24,39 @@ typedef struct { uint16_t d; uint8_t qs[QK4_0 / 2]; } block_q4_0;
 _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 is 34 bytes");
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 is 18 bytes");
 
+/* ---- more 32-blocks and the K-quants (256-element super-blocks); the
+ * element order of each is described in src/kquants.c. Halves are IEEE f16. */
+#define QK_K 256
+/* Q4_1: value = d * q + m, q = 0..15 (nibbles as in Q4_0) */
+typedef struct { uint16_t d, m; uint8_t qs[16]; } block_q4_1;
+/* Q5_0: value = d * (q - 16), q = nibble | high bit from qh (bit j of qh for weight j) */
+typedef struct { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; } block_q5_0;
+/* Q5_1: value = d * q + m, q = 0..31 */
+typedef struct { uint16_t d, m; uint8_t qh[4]; uint8_t qs[16]; } block_q5_1;
+/* Q2_K: 16 sub-blocks of 16: value = d * (sc & 15) * q - dmin * (sc >> 4), q = 0..3 */
+typedef struct { uint8_t scales[16]; uint8_t qs[64]; uint16_t d, dmin; } block_q2_k;
+/* Q3_K: 16 sub-blocks of 16: value = d * (s6 - 32) * q, q = -4..3 (2 low bits + hmask bit) */
+typedef struct { uint8_t hmask[32]; uint8_t qs[64]; uint8_t scales[12]; uint16_t d; } block_q3_k;
+/* Q4_K: 8 sub-blocks of 32: value = d * sc * q - dmin * m, 6-bit sc/m, q = 0..15 */
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; } block_q4_k;
+/* Q5_K: as Q4_K with q = 0..31 (fifth bit in qh) */
+typedef struct { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; } block_q5_k;
+/* Q6_K: 16 sub-blocks of 16: value = d * sc * (q - 32), int8 sc, q = 0..63 */
+typedef struct { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; } block_q6_k;
+/* Q8_K (activations of K-quant dot products): value = d * q; bsums[i] is the
+ * sum of q[16i .. 16i+15] */
+typedef struct { float d; int8_t qs[QK_K]; int16_t bsums[QK_K / 16]; } block_q8_k;
+
+_Static_assert(sizeof(block_q4_1) == 20, "block_q4_1 is 20 bytes");
+_Static_assert(sizeof(block_q5_0) == 22, "block_q5_0 is 22 bytes");
+_Static_assert(sizeof(block_q5_1) == 24, "block_q5_1 is 24 bytes");
+_Static_assert(sizeof(block_q2_k) == 84, "block_q2_k is 84 bytes");
+_Static_assert(sizeof(block_q3_k) == 110, "block_q3_k is 110 bytes");
+_Static_assert(sizeof(block_q4_k) == 144, "block_q4_k is 144 bytes");
+_Static_assert(sizeof(block_q5_k) == 176, "block_q5_k is 176 bytes");
+_Static_assert(sizeof(block_q6_k) == 210, "block_q6_k is 210 bytes");
+_Static_assert(sizeof(block_q8_k) == 292, "block_q8_k is 292 bytes");
+
 typedef struct wlm_type_info {
     const char *name;
     uint32_t block;      /* elements per block (1 for plain floats) */
@@ -57,5 +90,7 @@ static inline float wlm_bf16_to_f32(uint16_t h) {
     uint32_t b = (uint32_t)h << 16; float f; __builtin_memcpy(&f, &b, 4); return f;
 }
 uint16_t wlm_f32_to_bf16(float f);
+
+#include "kquants.h" /* K-quant and Q4_1/Q5_x kernels (kquants.c) */
 
 #endif

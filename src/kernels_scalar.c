@@ -111,7 +111,10 @@ static float row_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4_
 const wlm_kernels wlm_kernels_scalar = {
     .name = "scalar",
     .dot = { [GGML_F32] = row_f32, [GGML_F16] = row_f16, [GGML_BF16] = row_bf16,
-             [GGML_Q8_0] = row_q8_0, [GGML_Q4_0] = row_q4_0 },
+             [GGML_Q8_0] = row_q8_0, [GGML_Q4_0] = row_q4_0,
+             [GGML_Q4_1] = wlm_kq_dot_q4_1, [GGML_Q5_0] = wlm_kq_dot_q5_0, [GGML_Q5_1] = wlm_kq_dot_q5_1,
+             [GGML_Q2_K] = wlm_kq_dot_q2_k, [GGML_Q3_K] = wlm_kq_dot_q3_k, [GGML_Q4_K] = wlm_kq_dot_q4_k,
+             [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 };

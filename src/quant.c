@@ -4,10 +4,10 @@
 
 static const wlm_type_info TYPES[GGML_TYPE_COUNT] = {
     [0] = {"F32", 1, 4, 1},      [1] = {"F16", 1, 2, 1},      [2] = {"Q4_0", 32, 18, 1},
-    [3] = {"Q4_1", 32, 20, 0},   [6] = {"Q5_0", 32, 22, 0},   [7] = {"Q5_1", 32, 24, 0},
-    [8] = {"Q8_0", 32, 34, 1},   [9] = {"Q8_1", 32, 36, 0},   [10] = {"Q2_K", 256, 84, 0},
-    [11] = {"Q3_K", 256, 110, 0}, [12] = {"Q4_K", 256, 144, 0}, [13] = {"Q5_K", 256, 176, 0},
-    [14] = {"Q6_K", 256, 210, 0}, [15] = {"Q8_K", 256, 292, 0}, [16] = {"IQ2_XXS", 256, 66, 0},
+    [3] = {"Q4_1", 32, 20, 1},   [6] = {"Q5_0", 32, 22, 1},   [7] = {"Q5_1", 32, 24, 1},
+    [8] = {"Q8_0", 32, 34, 1},   [9] = {"Q8_1", 32, 36, 0},   [10] = {"Q2_K", 256, 84, 1},
+    [11] = {"Q3_K", 256, 110, 1}, [12] = {"Q4_K", 256, 144, 1}, [13] = {"Q5_K", 256, 176, 1},
+    [14] = {"Q6_K", 256, 210, 1}, [15] = {"Q8_K", 256, 292, 0}, [16] = {"IQ2_XXS", 256, 66, 0},
     [17] = {"IQ2_XS", 256, 74, 0}, [18] = {"IQ3_XXS", 256, 98, 0}, [19] = {"IQ1_S", 256, 50, 0},
     [20] = {"IQ4_NL", 32, 18, 0}, [21] = {"IQ3_S", 256, 110, 0}, [22] = {"IQ2_S", 256, 82, 0},
     [23] = {"IQ4_XS", 256, 136, 0}, [24] = {"I8", 1, 1, 0},     [25] = {"I16", 1, 2, 0},
@@ -88,6 +88,16 @@ void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n) {
     }
 }
 
+void wlm_q4_0_to_q8_0(const block_q4_0 *x, block_q8_0 *y, uint32_t n) {
+    for (uint32_t b = 0; b < n / QK4_0; b++) {
+        y[b].d = x[b].d;
+        for (int j = 0; j < QK4_0 / 2; j++) {
+            y[b].qs[j] = (int8_t)((x[b].qs[j] & 15) - 8);
+            y[b].qs[j + 16] = (int8_t)((x[b].qs[j] >> 4) - 8);
+        }
+    }
+}
+
 void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) y[i] = wlm_f32_to_f16(x[i]);
 }
@@ -116,13 +126,15 @@ void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n) {
         }
         break;
     }
-    default: wlm_memset(y, 0, n * 4); break;
+    default: if (!wlm_kq_dequantize_row(type, row, y, n)) wlm_memset(y, 0, n * 4); break;
     }
 }
 
 uint32_t wlm_act_type(uint32_t wt) {
     switch (wt) {
     case GGML_Q8_0: case GGML_Q4_0: return GGML_Q8_0;
+    case GGML_Q4_1: case GGML_Q5_0: case GGML_Q5_1: return GGML_Q8_0;
+    case GGML_Q2_K: case GGML_Q3_K: case GGML_Q4_K: case GGML_Q5_K: case GGML_Q6_K: return GGML_Q8_K;
     default: return GGML_F32;
     }
 }
@@ -135,6 +147,7 @@ uint64_t wlm_act_row_bytes(uint32_t act_type, uint32_t n) {
 void wlm_quantize_act(uint32_t act_type, const float *x, void *y, uint32_t n) {
     switch (act_type) {
     case GGML_Q8_0: wlm_quantize_row_q8_0(x, y, n); break;
+    case GGML_Q8_K: wlm_quantize_row_q8_k(x, y, n); break;
     default: break;
     }
 }

@@ -1,13 +1,83 @@
 /* Re-quantization: writes a new GGUF with 2-D weight tensors converted to a
  * target type. Metadata is copied pair by pair (general.file_type updated),
- * 1-D tensors (norms) and tensors whose row length is not a multiple of the
- * target block keep their type. Source tensors of any supported type are
- * dequantized row by row to floats, then quantized. */
+ * 1-D tensors (norms) keep their type. Source tensors of any supported type
+ * are dequantized row by row to floats, then quantized.
+ *
+ * The type of each tensor (choose_type):
+ *   - a plain target type applies to every 2-D tensor;
+ *   - mixtures WLM_QUANT_Q4_K_M / WLM_QUANT_Q5_K_M: base Q4_K / Q5_K, with
+ *     Q6_K for output.weight (for token_embd.weight when the output is tied
+ *     to it) and for attn_v.weight and ffn_down.weight of layer i when
+ *     i < n/8, i >= 7n/8 or (i - n/8) % 3 == 2 (n = block_count);
+ *   - a K-quant on a tensor whose row length is not a multiple of 256 falls
+ *     back to a 32-block type of at least as many bits: Q2_K, Q3_K -> Q4_0,
+ *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0;
+ *   - a tensor whose row length is not a multiple of the (fallback) block
+ *     keeps its type. */
 #include "internal.h"
 
-/* llama.cpp's file-type numbers for the whole-file type */
+/* llama.cpp's file-type numbers for the whole-file type (a plain K type is
+ * reported as its "_S" variant, the nearest llama.cpp file type) */
 static uint32_t file_type_of(uint32_t t) {
-    switch (t) { case GGML_F32: return 0; case GGML_F16: return 1; case GGML_Q4_0: return 2; case GGML_Q8_0: return 7; default: return 0; }
+    switch (t) {
+    case GGML_F32: return 0; case GGML_F16: return 1; case GGML_Q4_0: return 2; case GGML_Q4_1: return 3;
+    case GGML_Q8_0: return 7; case GGML_Q5_0: return 8; case GGML_Q5_1: return 9; case GGML_Q2_K: return 10;
+    case GGML_Q3_K: return 11; case GGML_Q4_K: return 14; case GGML_Q5_K: return 16; case GGML_Q6_K: return 18;
+    case WLM_QUANT_Q4_K_M: return 15; case WLM_QUANT_Q5_K_M: return 17; default: return 0;
+    }
+}
+
+static int target_ok(uint32_t t) {
+    switch (t) {
+    case GGML_F32: case GGML_F16: case GGML_Q8_0: case GGML_Q4_0: case GGML_Q4_1: case GGML_Q5_0: case GGML_Q5_1:
+    case GGML_Q2_K: case GGML_Q3_K: case GGML_Q4_K: case GGML_Q5_K: case GGML_Q6_K:
+    case WLM_QUANT_Q4_K_M: case WLM_QUANT_Q5_K_M: return 1;
+    default: return 0;
+    }
+}
+
+static int name_is(const wlm_tensor *t, const char *s) { return wlm_str_is(t->name, t->name_len, s); }
+/* "blk.N.<suffix>": returns N, or -1 when the name is not of that form */
+static int layer_with_suffix(const wlm_tensor *t, const char *suffix) {
+    const char *p = t->name; uint32_t n = t->name_len, i = 4, sl = (uint32_t)wlm_strlen(suffix);
+    if (n < 4 + 2 + sl || !wlm_memeq(p, "blk.", 4)) return -1;
+    int v = 0;
+    if (p[i] < '0' || p[i] > '9') return -1;
+    while (i < n && p[i] >= '0' && p[i] <= '9') v = v * 10 + (p[i++] - '0');
+    if (i >= n || p[i] != '.' || n - i - 1 != sl || !wlm_memeq(p + i + 1, suffix, sl)) return -1;
+    return v;
+}
+
+static uint32_t k_fallback(uint32_t t) {
+    switch (t) {
+    case GGML_Q2_K: case GGML_Q3_K: return GGML_Q4_0;
+    case GGML_Q4_K: return GGML_Q5_0; case GGML_Q5_K: return GGML_Q5_1; case GGML_Q6_K: return GGML_Q8_0;
+    default: return t;
+    }
+}
+
+/* the type the rule asks for tensor t, before the row-length check */
+static uint32_t nominal_type(const wlm_model *m, const wlm_tensor *t, uint32_t req) {
+    uint32_t want = req;
+    if (req == WLM_QUANT_Q4_K_M || req == WLM_QUANT_Q5_K_M) {
+        want = req == WLM_QUANT_Q4_K_M ? GGML_Q4_K : GGML_Q5_K;
+        int L = layer_with_suffix(t, "attn_v.weight");
+        if (L < 0) L = layer_with_suffix(t, "ffn_down.weight");
+        int n = (int)m->hp.n_layer;
+        if (name_is(t, "output.weight") || (m->hp.tied_output && name_is(t, "token_embd.weight"))) want = GGML_Q6_K;
+        else if (L >= 0 && (L < n / 8 || L >= 7 * n / 8 || (L - n / 8) % 3 == 2)) want = GGML_Q6_K;
+    }
+    return want;
+}
+
+/* the type tensor t is written in for request `req` (t->type: kept) */
+static uint32_t choose_type(const wlm_model *m, const wlm_tensor *t, uint32_t req) {
+    const wlm_type_info *src = wlm_type(t->type);
+    if (!src || !src->supported || t->n_dims < 2 || t->ne[1] <= 1) return t->type;
+    uint32_t want = nominal_type(m, t, req);
+    if (t->ne[0] % wlm_type(want)->block) want = k_fallback(want);
+    if (t->ne[0] % wlm_type(want)->block) return t->type;
+    return want;
 }
 
 typedef struct wr { uint8_t *out; uint64_t cap, pos; } wr;
@@ -16,24 +86,20 @@ static void put32(wr *w, uint32_t v) { put(w, &v, 4); }
 static void put64(wr *w, uint64_t v) { put(w, &v, 8); }
 static void pad_to(wr *w, uint64_t a) { uint8_t z = 0; while (w->pos % a) put(w, &z, 1); }
 
-static int converts(const wlm_tensor *t, uint32_t type) {
-    const wlm_type_info *ti = wlm_type(type), *src = wlm_type(t->type);
-    if (!src || !src->supported) return 0;
-    return t->n_dims >= 2 && t->ne[1] > 1 && t->ne[0] % ti->block == 0 && t->type != type;
-}
+static int converts(const wlm_model *m, const wlm_tensor *t, uint32_t req) { return choose_type(m, t, req) != t->type; }
 
-static uint64_t out_bytes(const wlm_tensor *t, uint32_t type) {
-    if (!converts(t, type)) return t->nbytes;
-    const wlm_type_info *ti = wlm_type(type);
+static uint64_t out_bytes(const wlm_model *m, const wlm_tensor *t, uint32_t req) {
+    if (!converts(m, t, req)) return t->nbytes;
+    const wlm_type_info *ti = wlm_type(choose_type(m, t, req));
     return (t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]) / ti->block * ti->block_bytes;
 }
 
 static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t cap, uint64_t *size,
                         char *report, uint32_t report_cap, wlm_err *err) {
     const wlm_gguf *g = &m->g;
-    const wlm_type_info *ti = wlm_type(type);
-    if (!ti || !(type == GGML_F32 || type == GGML_F16 || type == GGML_Q8_0 || type == GGML_Q4_0))
-        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "cannot quantize to type %u (supported: F32, F16, Q8_0, Q4_0)", type);
+    if (!target_ok(type))
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "cannot quantize to type %u (supported: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
+                        "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_K_M (%u), Q5_K_M (%u))", type, WLM_QUANT_Q4_K_M, WLM_QUANT_Q5_K_M);
     wr w = { out, cap, 0 };
     uint32_t rlen = 0;
     int has_ft = wlm_gguf_find(g, "general.file_type") != 0;
@@ -52,15 +118,15 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
         put64(&w, t->name_len); put(&w, t->name, t->name_len);
         put32(&w, t->n_dims);
         for (uint32_t d = 0; d < t->n_dims; d++) put64(&w, t->ne[d]);
-        put32(&w, converts(t, type) ? type : t->type);
+        put32(&w, choose_type(m, t, type));
         put64(&w, off);
-        off = WLM_ALIGN_UP(off + out_bytes(t, type), g->alignment);
+        off = WLM_ALIGN_UP(off + out_bytes(m, t, type), g->alignment);
     }
     pad_to(&w, g->alignment);
     uint64_t data_start = w.pos;
     float *row = 0;
     uint64_t widest = 0;
-    for (uint64_t i = 0; i < g->n_tensors; i++) if (converts(&g->tensors[i], type) && g->tensors[i].ne[0] > widest) widest = g->tensors[i].ne[0];
+    for (uint64_t i = 0; i < g->n_tensors; i++) if (converts(m, &g->tensors[i], type) && g->tensors[i].ne[0] > widest) widest = g->tensors[i].ne[0];
     if (out && widest) {
         row = wlm_sys_alloc(widest * 4);
         if (!row) return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory, limit %llu", (unsigned long long)(widest * 4), (unsigned long long)wlm_sys_limit());
@@ -68,11 +134,15 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const wlm_tensor *t = &g->tensors[i];
         w.pos = WLM_ALIGN_UP(w.pos - data_start, g->alignment) + data_start;
-        uint64_t nb = out_bytes(t, type);
-        if (!converts(t, type)) {
+        uint64_t nb = out_bytes(m, t, type);
+        uint32_t tt = choose_type(m, t, type);
+        if (tt == t->type) {
             put(&w, t->data, t->nbytes);
             if (report) {
-                const char *why = t->type == type ? "already the target type" : t->n_dims < 2 || t->ne[1] == 1 ? "1-D tensor"
+                uint32_t nom = nominal_type(m, t, type);
+                const char *why = t->n_dims < 2 || t->ne[1] == 1 ? "1-D tensor"
+                                : !wlm_type(t->type)->supported ? "source type not supported"
+                                : (t->type == nom || t->type == k_fallback(nom)) ? "already the target type"
                                 : !wlm_type(t->type)->supported ? "source type not supported" : "row length is not a multiple of the block";
                 rlen += wlm_fmt(report + rlen, report_cap - rlen, "%.*s: kept %s (%s)\n", (int)t->name_len, t->name, wlm_type_name(t->type), why);
             }
@@ -85,18 +155,20 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
                 wlm_dequantize_row(t->type, t->data + r * src_row, row, (uint32_t)n);
                 uint8_t *dst = w.out + w.pos + r * dst_row;
                 if (w.pos + (r + 1) * dst_row > w.cap) break;
-                switch (type) {
+                switch (tt) {
                 case GGML_F32: wlm_memcpy(dst, row, n * 4); break;
                 case GGML_F16: wlm_quantize_row_f16(row, (uint16_t *)dst, (uint32_t)n); break;
                 case GGML_Q8_0: wlm_quantize_row_q8_0(row, (block_q8_0 *)dst, (uint32_t)n); break;
-                default: wlm_quantize_row_q4_0(row, (block_q4_0 *)dst, (uint32_t)n); break;
+                case GGML_Q4_0: wlm_quantize_row_q4_0(row, (block_q4_0 *)dst, (uint32_t)n); break;
+                default: wlm_kq_quantize_row(tt, row, dst, (uint32_t)n); break;
                 }
             }
         }
         w.pos += nb;
         if (report)
-            rlen += wlm_fmt(report + rlen, report_cap - rlen, "%.*s: %s -> %s (%llu -> %llu bytes)\n", (int)t->name_len, t->name,
-                            wlm_type_name(t->type), ti->name, (unsigned long long)t->nbytes, (unsigned long long)nb);
+            rlen += wlm_fmt(report + rlen, report_cap - rlen, "%.*s: %s -> %s (%llu -> %llu bytes)%s\n", (int)t->name_len, t->name,
+                            wlm_type_name(t->type), wlm_type_name(tt), (unsigned long long)t->nbytes, (unsigned long long)nb,
+                            tt != nominal_type(m, t, type) ? " [row length not a multiple of 256: 32-block fallback]" : "");
     }
     if (row) wlm_sys_free(row);
     *size = w.pos;

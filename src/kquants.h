@@ -1,0 +1,63 @@
+/* Q4_1, Q5_0, Q5_1 and the K-quants (Q2_K .. Q6_K): scalar reference
+ * (kquants.c) and SIMD128 (kquants_simd128.c) dot products, dequantizers and
+ * quantizers. Included by ggml_types.h (the block structs are there). */
+#ifndef WLM_KQUANTS_H
+#define WLM_KQUANTS_H
+
+#include <stdint.h>
+
+/* Row dot products (the wlm_dot_fn signature): n weights of the named type
+ * with an activation row, block_q8_0 for Q4_1/Q5_0/Q5_1, block_q8_k for the
+ * K-quants. Scalar reference: */
+float wlm_kq_dot_q4_1(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q5_0(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q5_1(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q2_k(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q3_k(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q4_k(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q5_k(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q6_k(uint32_t n, const void *w, const void *x);
+#ifdef __wasm_simd128__
+/* SIMD128 versions, bit-identical to the reference */
+float wlm_kq_dot_q4_1_simd(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q5_0_simd(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q5_1_simd(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q2_k_simd(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q3_k_simd(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q4_k_simd(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q5_k_simd(uint32_t n, const void *w, const void *x);
+float wlm_kq_dot_q6_k_simd(uint32_t n, const void *w, const void *x);
+#endif
+
+/* Dequantizes n elements of a row of one of the types above (or Q8_K);
+ * returns 0 (and writes nothing) for other types. */
+int wlm_kq_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);
+/* Quantizes n floats (n a multiple of the type's block) into `type`
+ * (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); returns 0 for other types. */
+int wlm_kq_quantize_row(uint32_t type, const float *x, void *y, uint32_t n);
+/* Activation quantization for the K-quant dots (n % 256 == 0): d = amax/127,
+ * q = round(x/d) half away from zero, bsums exact. Scalar, shared by every build. */
+void wlm_quantize_row_q8_k(const float *x, void *y, uint32_t n);
+/* The 6-bit scale/min pair j (0..7) of a Q4_K/Q5_K scales[12] field, and the
+ * 6-bit scale j (0..15, before the -32) of a Q3_K scales[12] field. */
+void wlm_kq_scale_min_k4(const uint8_t *scales, int j, int *sc, int *m);
+int wlm_kq_scale_q3(const uint8_t *scales, int j);
+
+/* The float part of every dot product here, shared by the reference and the
+ * SIMD kernels so both do exactly these operations in this order (after exact
+ * int32 sums): per block / super-block, with dw, mw the weight scales and dx
+ * the activation scale, s the weighted integer dot and sx the integer term of
+ * the min:  r + ((dw*dx)*s + (mw*dx)*sx)   (Q4_1, Q5_1: value = d*q + m)
+ *           r + ((dw*dx)*s - (mw*dx)*sx)   (Q2_K, Q4_K, Q5_K: value = d*sc*q - dmin*m)
+ *           r + (dw*dx)*s                  (Q5_0, Q3_K, Q6_K) */
+static inline float wlm_kq_acc_plus(float r, float dw, float mw, float dx, int32_t s, int32_t sx) {
+    return r + ((dw * dx) * (float)s + (mw * dx) * (float)sx);
+}
+static inline float wlm_kq_acc_minus(float r, float dw, float mw, float dx, int32_t s, int32_t sx) {
+    return r + ((dw * dx) * (float)s - (mw * dx) * (float)sx);
+}
+static inline float wlm_kq_acc(float r, float dw, float dx, int32_t s) {
+    return r + (dw * dx) * (float)s;
+}
+
+#endif
