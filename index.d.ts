@@ -20,6 +20,8 @@ export interface LoadProgress {
 }
 
 export interface LoadOptions {
+  /** Compute threads (default: available cores, at most 8). Needs shared memory: in browsers a crossOriginIsolated page; otherwise 1 with one warning. */
+  threads?: number;
   /** KV cache length in tokens; 0 / omitted = min(model context, 2048). */
   contextLength?: number;
   /** max tokens per forward call (prefill chunk); 0 / omitted = 64. */
@@ -127,6 +129,12 @@ export interface HParams {
   headDim: number; nFf: number; nRot: number; ropeFreqBase: number; rmsEps: number;
   bosId: number; eosId: number; unkId: number;
   addBos: boolean; addSpacePrefix: boolean; tiedOutput: boolean;
+  /** value head size (attention.value_length); headDim is the query/key head size (attention.key_length) */
+  headDimV: number;
+  /** RoPE pairing: 'norm' (x[2i], x[2i+1]; llama) or 'neox' (x[i], x[i + nRot/2]; qwen2) */
+  ropeType: 'norm' | 'neox';
+  /** per-frequency RoPE divisors in use (rope_freqs.weight, or rope.scaling.type llama3 / linear) */
+  ropeScaled: boolean;
 }
 
 /** Arrays with more than 16 elements are summarised. */
@@ -149,7 +157,12 @@ export interface TensorInfo {
 }
 
 export interface ModelInfo {
+  /** 'llama' or 'qwen2' */
   architecture: string | null;
+  /** text of the BOS / EOS tokens (e.g. '<|im_end|>'), null when the model has none */
+  specialTokens: { bos: string | null; eos: string | null };
+  /** tokenizer.chat_template, null when the file has none */
+  chatTemplate: string | null;
   name: string | null;
   fileSize: number;
   paramCount: number;
@@ -174,13 +187,44 @@ export interface QuantizeResult {
 /** An async iterator of chunks; its return value (when iterated by hand) is the CompletionResult. */
 export type Generation = AsyncGenerator<GenerateChunk, CompletionResult, undefined>;
 
+export interface ChatMessage {
+  /** 'system' | 'user' | 'assistant' | ... (whatever the template knows) */
+  role: string;
+  content: string;
+  [key: string]: unknown;
+}
+
+export interface ChatTemplateOptions {
+  /** A Jinja chat template used instead of the model's tokenizer.chat_template. */
+  template?: string;
+  /** Append the assistant turn header (default true). */
+  addGenerationPrompt?: boolean;
+  /** Extra template variables (e.g. tools, date_string). */
+  variables?: Record<string, unknown>;
+}
+
+export interface ChatOptions extends GenerateOptions, ChatTemplateOptions {}
+export interface ChatCompleteOptions extends CompleteOptions, ChatTemplateOptions {}
+
 export declare class Model {
   private constructor();
   readonly info: ModelInfo;
+  /** Threads really used for compute. */
+  readonly threads: number;
   readonly disposed: boolean;
   /** Streams a completion of `prompt` (a string, or token ids). */
   generate(prompt: string | number[], options?: GenerateOptions): Generation;
   complete(prompt: string | number[], options?: CompleteOptions): Promise<CompletionResult>;
+  /** Renders messages with the chat template (loads @huggingface/jinja on first use).
+   * Rejects with code 'NO_CHAT_TEMPLATE' when the model has none and options.template is not given. */
+  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
+  /** Streams the assistant's reply: the rendered prompt's special tokens are parsed to ids,
+   * BOS is not doubled, and generation stops on the model's end-of-generation tokens. */
+  chat(messages: ChatMessage[], options?: ChatOptions): Generation;
+  /** The whole assistant reply (onToken streams). */
+  chatComplete(messages: ChatMessage[], options?: ChatCompleteOptions): Promise<CompletionResult>;
+  /** Raw logits from an empty context: the last token's, or with {all: true} one row per token. */
+  logits(tokens: number[], options?: { all?: boolean }): Promise<Float32Array[]>;
   tokenize(text: string, options?: { addBos?: boolean; parseSpecial?: boolean }): Promise<number[]>;
   detokenize(ids: Iterable<number>): Promise<string>;
   /** Filtered next-token distribution after `text` (top `topN`, default 20). */

@@ -1,6 +1,8 @@
-// Synthetic model generator: valid llama GGUFs with random weights (normal,
-// std 0.02, fixed seed) in real shapes, and a 32000-piece SentencePiece-style
-// vocabulary, for speed tests. llama.cpp-based engines accept these files.
+// Synthetic model generator: valid GGUFs with random weights (normal, std
+// 0.02, fixed seed) in real shapes, for speed and architecture tests:
+// llama with a 32000-piece SentencePiece-style vocabulary (default), a
+// Llama 3 style llama (RoPE scaling, byte-level BPE, chat template) and qwen2
+// (Q/K/V biases, NEOX RoPE, ChatML). llama.cpp-based engines accept these files.
 // Weights are written as F32 or F16; other types come from `wasmlm quantize`.
 import { writeGGUF, T, GGML } from './gguf-writer.js';
 
@@ -68,66 +70,244 @@ function vocabulary(n) {
   return { tokens, types, scores };
 }
 
+// ---- byte-level BPE vocabulary (GPT-2 style) ---------------------------------
+
+/** GPT-2's printable stand-in for each byte: printable Latin-1 bytes map to
+ * themselves, the others to U+0100 upwards in byte order. */
+export function byteToChar() {
+  const map = new Array(256);
+  let next = 256;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+    map[b] = String.fromCodePoint(printable ? b : next++);
+  }
+  return map;
+}
+
+const BPE_WORDS = [
+  'Hello', 'Hi', 'hello', 'world', 'user', 'assistant', 'system', 'the', 'and', 'you', 'How', 'are', 'is',
+  'story', 'Once', 'upon', 'time', 'there', 'was', 'little', 'girl', 'named', 'Lily', 'happy', 'What',
+  'can', 'help', 'with', 'today', 'name', 'You', 'a', 'helpful', 'I', 'am', 'fine', 'thanks',
+];
+
 /**
- * Writes a synthetic llama model.
+ * A small byte-level BPE vocabulary: the 256 byte characters, merges that
+ * build a few English words (with and without the 'Ġ' space mark) and
+ * two-letter pieces up to `n` tokens, then the control tokens `specials`.
+ */
+export function bpeVocabulary(n, specials) {
+  const b2c = byteToChar();
+  const tokens = [...b2c], types = new Array(256).fill(1), merges = [];
+  const seen = new Set(tokens), mergeSet = new Set();
+  const room = () => tokens.length < n - specials.length;
+  const merge = (l, r) => {
+    const m = `${l} ${r}`;
+    if (mergeSet.has(m) || !room()) return seen.has(l + r);
+    mergeSet.add(m); merges.push(m);
+    if (!seen.has(l + r)) { seen.add(l + r); tokens.push(l + r); types.push(1); }
+    return true;
+  };
+  const build = (w) => { // left to right: each prefix is a token before the next merge
+    const chars = [...w];
+    let cur = chars[0];
+    for (const c of chars.slice(1)) { if (!merge(cur, c)) return; cur += c; }
+  };
+  const sp = b2c[32], nl = b2c[10];
+  merge(nl, nl);
+  for (const w of BPE_WORDS) { build(w); build(sp + w); }
+  const letters = 'etaoinshrdlucmfwypvbgkjqxz';
+  for (let i = 0; i < letters.length && room(); i++)
+    for (let j = 0; j < letters.length && room(); j++) merge(letters[i], letters[j]);
+  for (const s of specials) { tokens.push(s); types.push(3); }
+  return { tokens, types, merges };
+}
+
+// ---- chat templates (written for the synthetic models; same formats as the
+// families they imitate) ---------------------------------------------------------
+
+export const CHAT_TEMPLATES = {
+  chatml: "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+  llama3: "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}" +
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
+};
+
+/** Llama 3.1 RoPE frequency divisors (rope_freqs.weight) for n_rot dims. */
+export function llama3RopeDivisors(nRot, base, { factor = 8, lowFreqFactor = 1, highFreqFactor = 4, originalContext = 8192 } = {}) {
+  const out = new Float32Array(nRot / 2);
+  for (let i = 0; i < nRot / 2; i++) {
+    const theta = Math.pow(base, -2 * i / nRot), wavelen = 2 * Math.PI / theta;
+    if (wavelen < originalContext / highFreqFactor) out[i] = 1;
+    else if (wavelen > originalContext / lowFreqFactor) out[i] = factor;
+    else {
+      const smooth = (originalContext / wavelen - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
+      out[i] = 1 / ((1 - smooth) / factor + smooth);
+    }
+  }
+  return out;
+}
+
+export const ARCHS = ['llama', 'llama3', 'qwen2'];
+
+/**
+ * Writes a synthetic model.
  * @param {string} path output file
  * @param {keyof SHAPES | object} shape
  * @param {'f32'|'f16'} type weight type of the 2-D tensors
  * @param {number} seed
+ * @param {object} [opts]
+ * @param {'llama'|'llama3'|'qwen2'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
+ *   'llama3' (architecture llama, RoPE base 500000, Llama 3.1 frequency
+ *   scaling as rope_freqs.weight, byte-level BPE vocab with Llama 3 control
+ *   tokens, pre 'llama-bpe', a Llama 3 chat template); 'qwen2' (architecture
+ *   qwen2: Q/K/V biases, NEOX RoPE base 1000000, BPE vocab with ChatML
+ *   control tokens, pre 'qwen2', a ChatML chat template, eos <|im_end|>)
+ * @param {number} [opts.keyLength] / [opts.valueLength] head sizes (attention.key_length / value_length)
+ * @param {'tensor'|'metadata'} [opts.ropeScaling] llama3: divisors as rope_freqs.weight (default) or rope.scaling.* metadata
+ * @param {number} [opts.ropeOriginalContext] llama3 scaling: original context length (default 8192; small values
+ *   scale more frequencies, so that short test prompts see the effect)
+ * @param {string|false} [opts.chatTemplate] tokenizer.chat_template (false: none)
+ * @param {number} [opts.qkStd] std of the Q and K weights (default 0.02; larger values make attention
+ *   peaked, so that tests see RoPE at work)
+ * @param {Array<[string,string]>} [opts.script] deterministic bigrams [after, next] (token texts):
+ *   blocks contribute nothing (attn_output, ffn_down zero) and the output row
+ *   of `next` is 4x the embedding of `after`, so greedy decoding follows the script
  */
-export function makeModel(path, shape, type = 'f16', seed = 1234) {
+export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const s = typeof shape === 'string' ? SHAPES[shape] : shape;
   if (!s) throw new Error(`unknown shape ${shape} (known: ${Object.keys(SHAPES).join(', ')})`);
+  const arch = opts.arch || 'llama';
+  if (!ARCHS.includes(arch)) throw new Error(`unknown arch ${arch} (known: ${ARCHS.join(', ')})`);
   const wt = type === 'f32' ? GGML.F32 : GGML.F16;
-  const headDim = s.dim / s.heads, kvDim = headDim * s.kvHeads;
-  const v = vocabulary(s.vocab);
+  const gArch = arch === 'qwen2' ? 'qwen2' : 'llama';
+  const kl = opts.keyLength || s.dim / s.heads, vl = opts.valueLength || s.dim / s.heads;
+  const qDim = kl * s.heads, kDim = kl * s.kvHeads, vDim = vl * s.kvHeads, oDim = vl * s.heads;
+  const ropeBase = arch === 'llama3' ? 500000 : arch === 'qwen2' ? 1000000 : 10000;
   const kv = [
-    { key: 'general.architecture', type: T.STRING, value: 'llama' },
-    { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${typeof shape === 'string' ? shape : 'custom'}` },
+    { key: 'general.architecture', type: T.STRING, value: gArch },
+    { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${typeof shape === 'string' ? shape : 'custom'}` },
     { key: 'general.file_type', type: T.U32, value: wt === GGML.F32 ? 0 : 1 },
-    { key: 'llama.context_length', type: T.U32, value: s.ctx },
-    { key: 'llama.embedding_length', type: T.U32, value: s.dim },
-    { key: 'llama.block_count', type: T.U32, value: s.layers },
-    { key: 'llama.feed_forward_length', type: T.U32, value: s.ffn },
-    { key: 'llama.rope.dimension_count', type: T.U32, value: headDim },
-    { key: 'llama.attention.head_count', type: T.U32, value: s.heads },
-    { key: 'llama.attention.head_count_kv', type: T.U32, value: s.kvHeads },
-    { key: 'llama.attention.layer_norm_rms_epsilon', type: T.F32, value: 1e-5 },
-    { key: 'llama.rope.freq_base', type: T.F32, value: 10000 },
-    { key: 'tokenizer.ggml.model', type: T.STRING, value: 'llama' },
-    { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
-    { key: 'tokenizer.ggml.scores', type: T.ARRAY, arrayType: T.F32, value: v.scores },
-    { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
-    { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: 1 },
-    { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: 2 },
-    { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: 0 },
+    { key: `${gArch}.context_length`, type: T.U32, value: s.ctx },
+    { key: `${gArch}.embedding_length`, type: T.U32, value: s.dim },
+    { key: `${gArch}.block_count`, type: T.U32, value: s.layers },
+    { key: `${gArch}.feed_forward_length`, type: T.U32, value: s.ffn },
+    { key: `${gArch}.rope.dimension_count`, type: T.U32, value: kl },
+    { key: `${gArch}.attention.head_count`, type: T.U32, value: s.heads },
+    { key: `${gArch}.attention.head_count_kv`, type: T.U32, value: s.kvHeads },
+    { key: `${gArch}.attention.layer_norm_rms_epsilon`, type: T.F32, value: arch === 'qwen2' ? 1e-6 : 1e-5 },
+    { key: `${gArch}.rope.freq_base`, type: T.F32, value: ropeBase },
   ];
+  if (opts.keyLength || opts.valueLength) {
+    kv.push({ key: `${gArch}.attention.key_length`, type: T.U32, value: kl });
+    kv.push({ key: `${gArch}.attention.value_length`, type: T.U32, value: vl });
+  }
+  const ropeScaling = arch === 'llama3' ? (opts.ropeScaling || 'tensor') : null;
+  if (ropeScaling === 'metadata') {
+    kv.push({ key: 'llama.rope.scaling.type', type: T.STRING, value: 'llama3' });
+    kv.push({ key: 'llama.rope.scaling.factor', type: T.F32, value: 8 });
+    kv.push({ key: 'llama.rope.scaling.low_freq_factor', type: T.F32, value: 1 });
+    kv.push({ key: 'llama.rope.scaling.high_freq_factor', type: T.F32, value: 4 });
+    kv.push({ key: 'llama.rope.scaling.original_context_length', type: T.U32, value: opts.ropeOriginalContext || 8192 });
+  }
+  let vocabSize, template = null;
+  if (arch === 'llama') {
+    const v = vocabulary(s.vocab);
+    vocabSize = v.tokens.length;
+    kv.push(
+      { key: 'tokenizer.ggml.model', type: T.STRING, value: 'llama' },
+      { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
+      { key: 'tokenizer.ggml.scores', type: T.ARRAY, arrayType: T.F32, value: v.scores },
+      { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
+      { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: 1 },
+      { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: 2 },
+      { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: 0 },
+    );
+  } else {
+    const specials = arch === 'qwen2'
+      ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
+      : ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>'];
+    const v = bpeVocabulary(Math.max(s.vocab, 300), specials);
+    vocabSize = v.tokens.length;
+    const id = (t) => v.tokens.indexOf(t);
+    kv.push(
+      { key: 'tokenizer.ggml.model', type: T.STRING, value: 'gpt2' },
+      { key: 'tokenizer.ggml.pre', type: T.STRING, value: arch === 'qwen2' ? 'qwen2' : 'llama-bpe' },
+      { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
+      { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
+      { key: 'tokenizer.ggml.merges', type: T.ARRAY, arrayType: T.STRING, value: v.merges },
+    );
+    if (arch === 'qwen2') {
+      kv.push(
+        { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|im_end|>') },
+        { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: id('<|endoftext|>') },
+        { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|endoftext|>') },
+        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
+      );
+      template = CHAT_TEMPLATES.chatml;
+    } else {
+      kv.push(
+        { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|begin_of_text|>') },
+        { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|eot_id|>') },
+        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: true },
+      );
+      template = CHAT_TEMPLATES.llama3;
+    }
+  }
+  if (opts.chatTemplate !== undefined) template = opts.chatTemplate || null;
+  if (template) kv.push({ key: 'tokenizer.chat_template', type: T.STRING, value: template });
+
   const r = rng(seed);
   const CH = 1 << 16;
-  const random = (ne, t) => (emit) => {
-    const n = ne.reduce((a, b) => a * b, 1);
+  const fromFloats = (n, t, f) => (emit) => {
     for (let i = 0; i < n; i += CH) {
       const m = Math.min(CH, n - i);
-      if (t === GGML.F32) { const a = new Float32Array(m); for (let j = 0; j < m; j++) a[j] = 0.02 * r(); emit(new Uint8Array(a.buffer)); }
-      else { const a = new Uint16Array(m); for (let j = 0; j < m; j++) a[j] = toHalf(0.02 * r()); emit(new Uint8Array(a.buffer)); }
+      if (t === GGML.F32) { const a = new Float32Array(m); for (let j = 0; j < m; j++) a[j] = f(i + j); emit(new Uint8Array(a.buffer)); }
+      else { const a = new Uint16Array(m); for (let j = 0; j < m; j++) a[j] = toHalf(f(i + j)); emit(new Uint8Array(a.buffer)); }
     }
   };
+  const random = (ne, t, std = 0.02) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => std * r());
   const ones = (n) => (emit) => emit(new Uint8Array(new Float32Array(n).fill(1).buffer));
+  const zeros = (ne, t) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => 0);
+
+  // a script makes token embeddings concrete first: the output rows copy them
+  let embed = null, outRows = null;
+  if (opts.script) {
+    embed = new Float32Array(s.dim * vocabSize);
+    for (let i = 0; i < embed.length; i++) embed[i] = 0.02 * r();
+    outRows = new Float32Array(s.dim * vocabSize);
+    for (let i = 0; i < outRows.length; i++) outRows[i] = 0.02 * r();
+    const tokId = (t) => {
+      const all = kv.find((e) => e.key === 'tokenizer.ggml.tokens').value;
+      const i = all.indexOf(t);
+      if (i < 0) throw new Error(`script token ${JSON.stringify(t)} is not in the vocabulary`);
+      return i;
+    };
+    for (const [after, next] of opts.script) {
+      const a = tokId(after), n = tokId(next);
+      for (let j = 0; j < s.dim; j++) outRows[n * s.dim + j] = 4 * embed[a * s.dim + j];
+    }
+  }
   const tensors = [
-    { name: 'token_embd.weight', ne: [s.dim, s.vocab], type: wt, write: random([s.dim, s.vocab], wt) },
+    { name: 'token_embd.weight', ne: [s.dim, vocabSize], type: wt, write: embed ? fromFloats(embed.length, wt, (i) => embed[i]) : random([s.dim, vocabSize], wt) },
     { name: 'output_norm.weight', ne: [s.dim], type: GGML.F32, write: ones(s.dim) },
-    { name: 'output.weight', ne: [s.dim, s.vocab], type: wt, write: random([s.dim, s.vocab], wt) },
+    { name: 'output.weight', ne: [s.dim, vocabSize], type: wt, write: outRows ? fromFloats(outRows.length, wt, (i) => outRows[i]) : random([s.dim, vocabSize], wt) },
   ];
+  if (ropeScaling === 'tensor') {
+    const div = llama3RopeDivisors(kl, ropeBase, { originalContext: opts.ropeOriginalContext || 8192 });
+    tensors.push({ name: 'rope_freqs.weight', ne: [kl / 2], type: GGML.F32, write: (emit) => emit(new Uint8Array(div.buffer)) });
+  }
   for (let l = 0; l < s.layers; l++) {
-    const m = (name, ne) => tensors.push({ name: `blk.${l}.${name}`, ne, type: wt, write: random(ne, wt) });
+    const m = (name, ne, write) => tensors.push({ name: `blk.${l}.${name}`, ne, type: wt, write: write || random(ne, wt) });
+    const bias = (name, n) => tensors.push({ name: `blk.${l}.${name}`, ne: [n], type: GGML.F32, write: random([n], GGML.F32, 0.1) });
     tensors.push({ name: `blk.${l}.attn_norm.weight`, ne: [s.dim], type: GGML.F32, write: ones(s.dim) });
-    m('attn_q.weight', [s.dim, s.dim]);
-    m('attn_k.weight', [s.dim, kvDim]);
-    m('attn_v.weight', [s.dim, kvDim]);
-    m('attn_output.weight', [s.dim, s.dim]);
+    m('attn_q.weight', [s.dim, qDim], opts.qkStd ? random([s.dim, qDim], wt, opts.qkStd) : null);
+    m('attn_k.weight', [s.dim, kDim], opts.qkStd ? random([s.dim, kDim], wt, opts.qkStd) : null);
+    m('attn_v.weight', [s.dim, vDim]);
+    if (arch === 'qwen2') { bias('attn_q.bias', qDim); bias('attn_k.bias', kDim); bias('attn_v.bias', vDim); }
+    m('attn_output.weight', [oDim, s.dim], opts.script ? zeros([oDim, s.dim], wt) : null);
     tensors.push({ name: `blk.${l}.ffn_norm.weight`, ne: [s.dim], type: GGML.F32, write: ones(s.dim) });
     m('ffn_gate.weight', [s.dim, s.ffn]);
-    m('ffn_down.weight', [s.ffn, s.dim]);
+    m('ffn_down.weight', [s.ffn, s.dim], opts.script ? zeros([s.ffn, s.dim], wt) : null);
     m('ffn_up.weight', [s.dim, s.ffn]);
   }
   writeGGUF(path, kv, tensors);

@@ -1,4 +1,4 @@
-/* llama architecture: hyper-parameters from GGUF metadata and the tensor map.
+/* llama / qwen2 architectures: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
 #include "internal.h"
@@ -8,8 +8,53 @@ static const char *key(char *buf, const char *arch, uint32_t alen, const char *s
     return buf;
 }
 
+/* a weight type is usable when the kernel set the engine runs has a dot for it */
 static int type_ok_for_matmul(uint32_t t) {
-    return t == GGML_F32 || t == GGML_F16 || t == GGML_BF16 || t == GGML_Q8_0 || t == GGML_Q4_0;
+    return t < GGML_TYPE_COUNT && wlm_kernels_best()->dot[t] != 0;
+}
+
+/* ---- architectures ------------------------------------------------------------
+ *
+ * Supported: "llama" (Llama 1/2/3, TinyLlama, Mistral-style files written as
+ * llama, SmolLM, ...) and "qwen2" (Qwen1.5 / Qwen2 / Qwen2.5). Both are the
+ * same pre-norm decoder: RMSNorm, Q/K/V/O projections with grouped-query
+ * attention, RoPE, a SwiGLU feed-forward block and a final RMSNorm. They
+ * differ in:
+ *   - RoPE convention: llama GGUF files rotate pairs (2i, 2i+1) (the
+ *     converter permutes Q/K rows for it); qwen2 rotates pairs (i, i + n_rot/2)
+ *     ("NEOX" style).
+ *   - qwen2 has F32 biases on Q, K and V (blk.N.attn_q.bias, ...). Biases are
+ *     accepted (optional) on both architectures, as is attn_output.bias.
+ * Every tensor in the file must be one of the names below: anything else
+ * (fused QKV, mixture-of-experts, extra norms) is refused by name rather
+ * than silently ignored. */
+
+static const char *const k_global_tensors[] = { "token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight" };
+static const char *const k_block_tensors[] = {
+    "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+    "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
+    "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
+};
+
+/* 1 when `name` is a tensor of the llama/qwen2 layout for a model of n_layer blocks */
+static int tensor_known(const char *name, uint32_t len, uint32_t n_layer) {
+    for (uint32_t i = 0; i < sizeof k_global_tensors / sizeof k_global_tensors[0]; i++)
+        if (wlm_str_is(name, len, k_global_tensors[i])) return 1;
+    if (len < 6 || !wlm_memeq(name, "blk.", 4)) return 0;
+    uint32_t p = 4, l = 0, digits = 0;
+    while (p < len && name[p] >= '0' && name[p] <= '9' && digits < 7) { l = l * 10 + (uint32_t)(name[p] - '0'); p++; digits++; }
+    if (!digits || p >= len || name[p] != '.' || l >= n_layer) return 0;
+    p++;
+    for (uint32_t i = 0; i < sizeof k_block_tensors / sizeof k_block_tensors[0]; i++)
+        if (wlm_str_is(name + p, len - p, k_block_tensors[i])) return 1;
+    return 0;
+}
+
+/* the first tensor of the file not in the llama/qwen2 layout, or NULL */
+static const wlm_tensor *first_unknown_tensor(const wlm_gguf *g, uint32_t n_layer) {
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (!tensor_known(g->tensors[i].name, g->tensors[i].name_len, n_layer)) return &g->tensors[i];
+    return 0;
 }
 
 /* Finds a tensor, checks its shape (ne0, ne1; ne1 = 0 for vectors) and type. */
@@ -17,7 +62,12 @@ static wlm_status get_tensor(const wlm_gguf *g, const char *name, uint64_t ne0, 
                              int matrix, const wlm_tensor **out, wlm_err *err) {
     const wlm_tensor *t = wlm_gguf_tensor(g, name);
     *out = t;
-    if (!t) return required ? wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s", name) : WLM_OK;
+    if (!t) {
+        if (!required) return WLM_OK;
+        const wlm_tensor *u = first_unknown_tensor(g, 1024);
+        if (u) return wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s (first unknown tensor: %.*s)", name, (int)WLM_MIN(u->name_len, 96u), u->name);
+        return wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s", name);
+    }
     uint64_t want1 = ne1 ? ne1 : 1;
     if (t->ne[0] != ne0 || t->ne[1] != want1 || t->ne[2] != 1 || t->ne[3] != 1)
         return wlm_fail(err, WLM_ERR_FORMAT, "tensor %s has shape [%llu, %llu], expected [%llu, %llu]", name,
@@ -33,9 +83,19 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     const char *arch; uint32_t alen; wlm_status s;
     char kb[128];
     if ((s = wlm_kv_str(g, "general.architecture", 1, &arch, &alen, err))) return s;
-    if (!wlm_str_is(arch, alen, "llama"))
-        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: llama)", (int)alen, arch);
+    if (wlm_str_is(arch, alen, "llama")) m->arch = WLM_ARCH_LLAMA;
+    else if (wlm_str_is(arch, alen, "qwen2")) m->arch = WLM_ARCH_QWEN2;
+    else {
+        uint32_t n_layer = 0;
+        (void)wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 0, &n_layer, err);
+        const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024);
+        if (u)
+            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: llama, qwen2)",
+                            (int)WLM_MIN(alen, 64u), arch, (int)WLM_MIN(u->name_len, 96u), u->name);
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: llama, qwen2)", (int)WLM_MIN(alen, 64u), arch);
+    }
     hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = 1e-5f;
+    hp->rope_type = m->arch == WLM_ARCH_QWEN2 ? WLM_ROPE_NEOX : WLM_ROPE_NORM;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "embedding_length"), 1, &hp->n_embd, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 1, &hp->n_layer, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "feed_forward_length"), 1, &hp->n_ff, err))) return s;
@@ -48,11 +108,20 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if (hp->n_embd == 0 || hp->n_embd > 65536) return wlm_fail(err, WLM_ERR_FORMAT, "embedding_length %u out of range", hp->n_embd);
     if (hp->n_layer == 0 || hp->n_layer > 1024) return wlm_fail(err, WLM_ERR_FORMAT, "block_count %u out of range", hp->n_layer);
     if (hp->n_ff == 0 || hp->n_ff > 1048576) return wlm_fail(err, WLM_ERR_FORMAT, "feed_forward_length %u out of range", hp->n_ff);
-    if (hp->n_head == 0 || hp->n_head > hp->n_embd || hp->n_embd % hp->n_head)
-        return wlm_fail(err, WLM_ERR_FORMAT, "head_count %u does not divide embedding_length %u", hp->n_head, hp->n_embd);
+    if (hp->n_head == 0 || hp->n_head > 4096) return wlm_fail(err, WLM_ERR_FORMAT, "head_count %u out of range", hp->n_head);
+    /* head sizes: attention.key_length / value_length when given (they may
+     * differ from n_embd / n_head), else n_embd / n_head */
+    uint32_t kl = 0, vl = 0;
+    if ((s = wlm_kv_u32(g, key(kb, arch, alen, "attention.key_length"), 0, &kl, err))) return s;
+    if ((s = wlm_kv_u32(g, key(kb, arch, alen, "attention.value_length"), 0, &vl, err))) return s;
+    if ((!kl || !vl) && hp->n_embd % hp->n_head)
+        return wlm_fail(err, WLM_ERR_FORMAT, "head_count %u does not divide embedding_length %u (and attention.key_length/value_length are not given)", hp->n_head, hp->n_embd);
     if (hp->n_head_kv == 0 || hp->n_head % hp->n_head_kv)
         return wlm_fail(err, WLM_ERR_FORMAT, "head_count_kv %u does not divide head_count %u", hp->n_head_kv, hp->n_head);
-    hp->head_dim = hp->n_embd / hp->n_head;
+    hp->head_dim = kl ? kl : hp->n_embd / hp->n_head;
+    hp->head_dim_v = vl ? vl : hp->n_embd / hp->n_head;
+    if (hp->head_dim == 0 || hp->head_dim > 4096 || hp->head_dim_v == 0 || hp->head_dim_v > 4096)
+        return wlm_fail(err, WLM_ERR_FORMAT, "attention head sizes %u (key) / %u (value) out of range", hp->head_dim, hp->head_dim_v);
     hp->n_rot = hp->head_dim;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "rope.dimension_count"), 0, &hp->n_rot, err))) return s;
     if (hp->n_rot > hp->head_dim || (hp->n_rot & 1))
@@ -60,6 +129,59 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if (hp->n_ctx_train == 0) hp->n_ctx_train = 2048;
     if (!(hp->rope_freq_base > 0)) return wlm_fail(err, WLM_ERR_FORMAT, "rope.freq_base must be positive");
     if (!(hp->rms_eps >= 0)) return wlm_fail(err, WLM_ERR_FORMAT, "layer_norm_rms_epsilon must not be negative");
+
+    /* RoPE scaling (rope.scaling.*): none, linear (all frequencies divided by
+     * the factor) or llama3 (Llama 3.1+: low frequencies divided by the
+     * factor, high ones kept, a smooth blend between, by wavelength). A
+     * rope_freqs.weight tensor, when present, gives the divisors directly. */
+    const char *st; uint32_t stlen;
+    if ((s = wlm_kv_str(g, key(kb, arch, alen, "rope.scaling.type"), 0, &st, &stlen, err))) return s;
+    m->rope_scaling = WLM_ROPE_SCALING_NONE;
+    m->rope_scale_factor = 1.0f; m->rope_low_freq_factor = 1.0f; m->rope_high_freq_factor = 4.0f;
+    m->rope_orig_ctx = 8192;
+    if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.factor"), 0, &m->rope_scale_factor, err))) return s;
+    if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.low_freq_factor"), 0, &m->rope_low_freq_factor, err))) return s;
+    if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.high_freq_factor"), 0, &m->rope_high_freq_factor, err))) return s;
+    if ((s = wlm_kv_u32(g, key(kb, arch, alen, "rope.scaling.original_context_length"), 0, &m->rope_orig_ctx, err))) return s;
+    if (st && !wlm_str_is(st, stlen, "none")) {
+        if (wlm_str_is(st, stlen, "linear")) m->rope_scaling = WLM_ROPE_SCALING_LINEAR;
+        else if (wlm_str_is(st, stlen, "llama3")) m->rope_scaling = WLM_ROPE_SCALING_LLAMA3;
+        else return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported rope.scaling.type '%.*s' (supported: none, linear, llama3)",
+                             (int)WLM_MIN(stlen, 64u), st);
+        if (!(m->rope_scale_factor > 0)) return wlm_fail(err, WLM_ERR_FORMAT, "rope.scaling.factor must be positive");
+        if (m->rope_scaling == WLM_ROPE_SCALING_LLAMA3 &&
+            (!(m->rope_low_freq_factor > 0) || !(m->rope_high_freq_factor > m->rope_low_freq_factor) || m->rope_orig_ctx == 0))
+            return wlm_fail(err, WLM_ERR_FORMAT, "llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor and original_context_length > 0");
+        if (m->rope_scale_factor == 1.0f && m->rope_scaling == WLM_ROPE_SCALING_LINEAR) m->rope_scaling = WLM_ROPE_SCALING_NONE;
+    }
+    return WLM_OK;
+}
+
+double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta) {
+    if (m->rope_freqs) return ((const float *)m->rope_freqs->data)[i];
+    if (m->rope_scaling == WLM_ROPE_SCALING_LINEAR) return m->rope_scale_factor;
+    if (m->rope_scaling != WLM_ROPE_SCALING_LLAMA3) return 1.0;
+    /* wavelength of this frequency, in positions; thresholds from the
+     * original context length */
+    const double two_pi = 6.283185307179586476925;
+    double wavelen = two_pi / theta, orig = (double)m->rope_orig_ctx;
+    double lo = m->rope_low_freq_factor, hi = m->rope_high_freq_factor, f = m->rope_scale_factor;
+    if (wavelen < orig / hi) return 1.0;          /* high frequency: unchanged */
+    if (wavelen > orig / lo) return f;            /* low frequency: divided by the factor */
+    double smooth = (orig / wavelen - lo) / (hi - lo);
+    /* new = (1 - smooth) * theta / f + smooth * theta  ->  divisor = theta / new */
+    return 1.0 / ((1.0 - smooth) / f + smooth);
+}
+
+static wlm_status get_bias(const wlm_gguf *g, const char *name, uint64_t n, const wlm_tensor **out, wlm_err *err) {
+    const wlm_tensor *t = wlm_gguf_tensor(g, name);
+    *out = 0;
+    if (!t) return WLM_OK;
+    if (t->ne[0] != n || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return wlm_fail(err, WLM_ERR_FORMAT, "tensor %s has shape [%llu, %llu], expected [%llu]", name,
+                        (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)n);
+    if (t->type != GGML_F32) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor type %s in %s (biases must be F32)", wlm_type_name(t->type), name);
+    *out = t;
     return WLM_OK;
 }
 
@@ -67,10 +189,18 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     const wlm_gguf *g = &m->g;
     wlm_hparams *hp = &m->hp;
     uint64_t d = hp->n_embd, q_dim = (uint64_t)hp->n_head * hp->head_dim, kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t v_dim = (uint64_t)hp->n_head_kv * hp->head_dim_v, o_dim = (uint64_t)hp->n_head * hp->head_dim_v;
     wlm_status s;
     if ((s = get_tensor(g, "token_embd.weight", d, hp->n_vocab, 1, 1, &m->tok_embd, err))) return s;
     if ((s = get_tensor(g, "output_norm.weight", d, 0, 1, 0, &m->out_norm, err))) return s;
     if ((s = get_tensor(g, "output.weight", d, hp->n_vocab, 0, 1, &m->output, err))) return s;
+    if ((s = get_tensor(g, "rope_freqs.weight", hp->n_rot / 2, 0, 0, 0, &m->rope_freqs, err))) return s;
+    if (m->rope_freqs) {
+        const float *f = (const float *)m->rope_freqs->data;
+        for (uint32_t i = 0; i < hp->n_rot / 2; i++)
+            if (!(f[i] > 0) || f[i] > 1e30f) return wlm_fail(err, WLM_ERR_FORMAT, "rope_freqs.weight[%u] must be a positive number", i);
+    }
+    hp->rope_scaled = m->rope_freqs != 0 || m->rope_scaling != WLM_ROPE_SCALING_NONE;
     hp->tied_output = m->output == 0;
     if (!m->output) m->output = m->tok_embd;
     char name[96];
@@ -79,17 +209,30 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
 #define T(field, suffix, n0, n1, mat) \
         wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
         if ((s = get_tensor(g, name, n0, n1, 1, mat, &L->field, err))) return s;
+#define B(field, suffix, n) \
+        wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
+        if ((s = get_bias(g, name, n, &L->field, err))) return s;
         T(attn_norm, "attn_norm.weight", d, 0, 0)
         T(wq, "attn_q.weight", d, q_dim, 1)
         T(wk, "attn_k.weight", d, kv_dim, 1)
-        T(wv, "attn_v.weight", d, kv_dim, 1)
-        T(wo, "attn_output.weight", q_dim, d, 1)
+        T(wv, "attn_v.weight", d, v_dim, 1)
+        T(wo, "attn_output.weight", o_dim, d, 1)
+        B(bq, "attn_q.bias", q_dim)
+        B(bk, "attn_k.bias", kv_dim)
+        B(bv, "attn_v.bias", v_dim)
+        B(bo, "attn_output.bias", d)
         T(ffn_norm, "ffn_norm.weight", d, 0, 0)
         T(w_gate, "ffn_gate.weight", d, hp->n_ff, 1)
         T(w_up, "ffn_up.weight", d, hp->n_ff, 1)
         T(w_down, "ffn_down.weight", hp->n_ff, d, 1)
 #undef T
+#undef B
     }
+    /* every required tensor is there: refuse any tensor we would ignore */
+    const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer);
+    if (u)
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor %.*s in this %s model (not part of the layout this engine runs)",
+                        (int)WLM_MIN(u->name_len, 96u), u->name, m->arch == WLM_ARCH_QWEN2 ? "qwen2" : "llama");
     return WLM_OK;
 }
 

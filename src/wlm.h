@@ -59,7 +59,14 @@ typedef struct wlm_hparams {
     int32_t bos_id, eos_id, unk_id;
     uint32_t add_bos, add_space_prefix;
     uint32_t tied_output; /* 1 when output.weight is absent (uses token_embd) */
+    /* added with qwen2 / Llama 3 support (appended: earlier offsets unchanged) */
+    uint32_t head_dim_v;  /* value head size (attention.value_length); head_dim is the
+                           * query/key head size (attention.key_length) */
+    uint32_t rope_type;   /* WLM_ROPE_NORM: pairs (2i, 2i+1); WLM_ROPE_NEOX: pairs (i, i + n_rot/2) */
+    uint32_t rope_scaled; /* 1 when per-frequency factors divide the RoPE frequencies
+                           * (rope_freqs.weight, or computed for rope.scaling.type llama3/linear) */
 } wlm_hparams;
+enum { WLM_ROPE_NORM = 0, WLM_ROPE_NEOX = 2 };
 WLM_API const wlm_hparams *wlm_model_hparams(const wlm_model *m);
 
 /* Metadata access (for `info`). Values are returned as pointers to the raw
@@ -129,6 +136,7 @@ typedef struct wlm_ctx_params {
     uint32_t full_policy; /* WLM_FULL_ERROR (default) or WLM_FULL_SLIDE */
     uint32_t n_keep;      /* with SLIDE: first positions never dropped (attention sink) */
     uint32_t logits_all;  /* keep logits for every token of a batch, not only the last */
+    uint32_t n_threads;   /* most threads that will run this context's work (0 = 1) */
 } wlm_ctx_params;
 
 WLM_API void wlm_ctx_default_params(wlm_ctx_params *p);
@@ -154,6 +162,23 @@ WLM_API wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err);
 WLM_API wlm_status wlm_eval(wlm_ctx *c, const int32_t *tokens, uint32_t n, wlm_err *err);
 WLM_API float *wlm_ctx_logits(wlm_ctx *c);
 WLM_API uint32_t wlm_ctx_n_logits(const wlm_ctx *c); /* rows of logits available */
+
+/* ---- threads ------------------------------------------------------------ */
+
+/* A pool of n_threads threads (the caller counts as one) on this memory.
+ * The host creates n_threads - 1 threads that each call wlm_worker_loop(p,
+ * tid) with tid = 1 .. n_threads - 1 (wasm: workers instantiating the same
+ * module on the shared memory, each with its own stack). Returns NULL where
+ * threads are not available (the single-threaded wasm build). */
+typedef struct wlm_pool wlm_pool;
+WLM_API wlm_pool *wlm_pool_new(uint32_t n_threads);
+WLM_API uint32_t wlm_pool_threads(const wlm_pool *p);
+/* Tells the workers to leave their loops, waits for them, frees the pool. */
+WLM_API void wlm_pool_free(wlm_pool *p);
+WLM_API void wlm_worker_loop(wlm_pool *p, uint32_t tid);
+/* Lets a context run its matrix products and attention on the pool, with
+ * at most n threads (n <= the n_threads the context was created for). */
+WLM_API void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n);
 
 /* ---- sampling ----------------------------------------------------------- */
 
@@ -190,8 +215,13 @@ WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_samp
 
 /* ---- quantization --------------------------------------------------------- */
 
-/* Size of the GGUF file wlm_quantize would write for target type `type`
- * (GGML type id: 0 F32, 1 F16, 8 Q8_0, 2 Q4_0). */
+/* Size of the GGUF file wlm_quantize would write for target type `type`:
+ * a GGML type id (0 F32, 1 F16, 8 Q8_0, 2 Q4_0, 3 Q4_1, 6 Q5_0, 7 Q5_1,
+ * 10 Q2_K, 11 Q3_K, 12 Q4_K, 13 Q5_K, 14 Q6_K) or a mixture below. The
+ * per-tensor rule (mixtures, K-quant fallback for rows not a multiple of
+ * 256) is described in src/quantize.c and docs/accuracy.md. */
+#define WLM_QUANT_Q4_K_M 1000 /* Q4_K, Q6_K for output and some attn_v/ffn_down */
+#define WLM_QUANT_Q5_K_M 1001 /* Q5_K, Q6_K for output and some attn_v/ffn_down */
 WLM_API wlm_status wlm_quantize_size(const wlm_model *m, uint32_t type, uint64_t *size, wlm_err *err);
 /* Writes the re-quantized GGUF into out (size from wlm_quantize_size).
  * 2-D weight tensors are converted; norms and rows whose length is not a

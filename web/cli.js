@@ -5,8 +5,9 @@
 //          [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S]
 //          [--ctx N] [--kv f32|f16] [--ignore-eos] [--parse-special] [--stop STR]... [--native]
 //   wasmlm info MODEL [--json] [--native]
-//   wasmlm quantize IN OUT TYPE [--native]          TYPE: f32 | f16 | q8_0 | q4_0
+//   wasmlm quantize IN OUT TYPE [--native]          TYPE: f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q2_k | q3_k | q4_k | q5_k | q6_k | q4_k_m | q5_k_m
 //   wasmlm tokenize -m MODEL -p TEXT [--no-bos]
+//   wasmlm chat -m MODEL [--system TEXT] [--template FILE] [sampling options] [--ctx N]
 //
 // MODEL is a file path, a URL or a registry name (e.g. stories260K).
 // generate writes exactly the generated continuation to stdout, streamed as
@@ -21,7 +22,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import readline from 'node:readline';
 import { loadModel, DEFAULT_SAMPLING } from './index.js';
+import { chatTemplateFor } from './chat.js';
+import { QUANT_TYPES } from './engine.js';
 import { resolveModel, isRegistryName } from '../models/registry.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -32,8 +36,11 @@ const USAGE = `usage:
                   [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N]
                   [--kv f32|f16] [--ignore-eos] [--parse-special] [--stop STR]... [--native]
   wasmlm info MODEL [--json] [--native]
-  wasmlm quantize IN OUT TYPE [--native]        (TYPE: f32 | f16 | q8_0 | q4_0)
+  wasmlm quantize IN OUT TYPE [--native]        (TYPE: f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q2_k | q3_k | q4_k | q5_k | q6_k | q4_k_m | q5_k_m)
   wasmlm tokenize -m MODEL -p TEXT [--no-bos]
+  wasmlm chat -m MODEL [--system TEXT] [--template FILE] [sampling options] [--ctx N]
+                  (interactive, multi-turn; Ctrl-C stops an answer, Ctrl-C at the prompt
+                  or end of input exits; uses the model's tokenizer.chat_template)
 
 MODEL: a .gguf path, a URL, or a registry name (stories260K).
 Defaults: -n ${DEFAULT_SAMPLING.maxTokens} --temp ${DEFAULT_SAMPLING.temperature} --top-k ${DEFAULT_SAMPLING.topK} --top-p ${DEFAULT_SAMPLING.topP} --min-p ${DEFAULT_SAMPLING.minP}
@@ -52,7 +59,7 @@ const VALUE_FLAGS = {
   '--top-k': 'topK', '--top-p': 'topP', '--min-p': 'minP',
   '--repeat-penalty': 'repeatPenalty', '--repeat-last-n': 'repeatLastN',
   '--seed': 'seed', '--ctx': 'contextLength', '--batch': 'batchSize', '--kv': 'kvType',
-  '--stop': 'stop',
+  '--stop': 'stop', '--system': 'system', '--template': 'template',
 };
 const BOOL_FLAGS = { '--native': 'native', '--ignore-eos': 'ignoreEos', '--parse-special': 'parseSpecial', '--json': 'json', '--no-bos': 'noBos', '-h': 'help', '--help': 'help' };
 const NUMERIC = new Set(['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'contextLength', 'batchSize']);
@@ -165,7 +172,7 @@ export function formatInfo(info) {
   for (const [k, v] of Object.entries(info.metadata)) lines.push(`${k} = ${fmtValue(v)}`);
   lines.push('');
   const h = info.hparams;
-  lines.push(`hparams: vocab ${h.nVocab}, ctx_train ${h.nCtxTrain}, embd ${h.nEmbd}, layers ${h.nLayer}, heads ${h.nHead} (kv ${h.nHeadKv}), head_dim ${h.headDim}, ff ${h.nFf}, rot ${h.nRot}, rope_base ${h.ropeFreqBase}, rms_eps ${h.rmsEps}, bos ${h.bosId}, eos ${h.eosId}`);
+  lines.push(`hparams: vocab ${h.nVocab}, ctx_train ${h.nCtxTrain}, embd ${h.nEmbd}, layers ${h.nLayer}, heads ${h.nHead} (kv ${h.nHeadKv}), head_dim ${h.headDim}${h.headDimV !== undefined && h.headDimV !== h.headDim ? ` (v ${h.headDimV})` : ''}, ff ${h.nFf}, rot ${h.nRot} ${h.ropeType || 'norm'}${h.ropeScaled ? ' scaled' : ''}, rope_base ${h.ropeFreqBase}, rms_eps ${h.rmsEps}, bos ${h.bosId}, eos ${h.eosId}`);
   lines.push(`params: ${info.paramCount}, file: ${info.fileSize} bytes`);
   lines.push('');
   lines.push(`${'tensor'.padEnd(32)} ${'type'.padEnd(6)} ${'shape'.padEnd(24)} offset`);
@@ -217,7 +224,7 @@ async function cmdInfo(opts, positional) {
 async function cmdQuantize(opts, positional) {
   const [inp, out, type] = positional;
   if (!inp || !out || !type) throw new UsageError('quantize needs IN OUT TYPE');
-  if (!['f32', 'f16', 'q8_0', 'q4_0'].includes(type)) throw new UsageError(`unknown type '${type}' (f32, f16, q8_0, q4_0)`);
+  if (!Object.hasOwn(QUANT_TYPES, type)) throw new UsageError(`unknown type '${type}' (${Object.keys(QUANT_TYPES).join(', ')})`);
   const model = await loadModel(inp, { contextLength: 16 });
   try {
     const r = await model.quantize(type, { outPath: path.resolve(out) });
@@ -239,6 +246,89 @@ async function cmdTokenize(opts, positional) {
   } finally {
     await model.dispose();
   }
+  return 0;
+}
+
+/**
+ * Interactive chat: reads user turns line by line from stdin, streams each
+ * answer, keeps the whole conversation as context. Ctrl-C while answering
+ * stops that answer (its partial text stays in the history); Ctrl-C at the
+ * prompt, or the end of stdin, ends the session.
+ */
+async function cmdChat(opts) {
+  if (!opts.model) throw new UsageError('chat needs -m MODEL');
+  const template = opts.template ? fs.readFileSync(opts.template, 'utf8') : undefined;
+  const model = await loadModel(opts.model, {
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType,
+    onProgress: progressPrinter('loading'),
+  });
+  const tty = !!(process.stdin.isTTY && process.stdout.isTTY);
+  let rl = null;
+  let answering = null; // AbortController of the answer being generated
+  let closed = false;
+  const onSigint = () => {
+    if (answering) { answering.abort(); return; }
+    closed = true;
+    if (rl) rl.close();
+  };
+  process.on('SIGINT', onSigint);     // pipes: the signal itself
+  try {
+    chatTemplateFor(model.info, { template }); // no template: fail before the first prompt
+    rl = readline.createInterface({ input: process.stdin, output: process.stdout, terminal: tty, prompt: '> ' });
+    rl.on('SIGINT', onSigint);          // terminal: readline sees Ctrl-C as a key
+    rl.on('close', () => { closed = true; });
+    const history = opts.system ? [{ role: 'system', content: opts.system }] : [];
+    const sampling = {
+      maxTokens: opts.maxTokens, temperature: opts.temperature, topK: opts.topK, topP: opts.topP,
+      minP: opts.minP, repeatPenalty: opts.repeatPenalty, repeatLastN: opts.repeatLastN,
+      seed: opts.seed, stop: opts.stop, ignoreEos: opts.ignoreEos,
+    };
+    if (tty) process.stderr.write(`[wasmlm] chatting with ${model.info.name || opts.model}: Ctrl-C stops an answer, Ctrl-C again (or Ctrl-D) exits\n`);
+    rl.prompt();
+    for await (const line of rl) {
+      const text = line.trim();
+      if (text === '') { if (!closed) rl.prompt(); continue; }
+      history.push({ role: 'user', content: text });
+      answering = new AbortController();
+      let answer = '';
+      try {
+        for (;;) {
+          try {
+            for await (const c of model.chat(history, { ...sampling, template, signal: answering.signal })) {
+              if (c.text) { answer += c.text; await writeOut(c.text); }
+            }
+            break;
+          } catch (e) {
+            // the conversation outgrew the context: forget the oldest exchange and retry
+            const first = history.findIndex((m) => m.role !== 'system');
+            if (e && e.code === 'WLM_ERR_CONTEXT_FULL' && answer === '' && first >= 0 && history.length - first > 1) {
+              history.splice(first, 2);
+              continue;
+            }
+            throw e;
+          }
+        }
+      } catch (e) {
+        if (!(e && e.name === 'AbortError')) {
+          answering = null;
+          history.pop();
+          process.stderr.write(`\nerror: ${e && e.message || e}\n`);
+          if (!closed) rl.prompt();
+          continue;
+        }
+        process.stderr.write('\n[stopped]');
+      }
+      answering = null;
+      history.push({ role: 'assistant', content: answer });
+      await writeOut('\n');
+      if (!closed) rl.prompt();
+    }
+  } finally {
+    process.removeListener('SIGINT', onSigint);
+    if (rl) rl.close();
+    await model.dispose();
+  }
+  if (tty) process.stdout.write('\n');
   return 0;
 }
 
@@ -267,6 +357,7 @@ export async function main(argv) {
       case 'info': return await cmdInfo(opts, positional);
       case 'quantize': return await cmdQuantize(opts, positional);
       case 'tokenize': return await cmdTokenize(opts, positional);
+      case 'chat': return await cmdChat(opts);
       default: throw new UsageError(`unknown command '${cmd}'`);
     }
   } catch (e) {

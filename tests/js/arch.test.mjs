@@ -1,0 +1,119 @@
+// Architectures: synthetic llama, Llama 3 style (rope_freqs.weight or llama3
+// RoPE-scaling metadata, key/value head sizes that differ from
+// n_embd/n_head, byte-level BPE) and qwen2 (Q/K/V biases, NEOX RoPE) models
+// run in the wasm engine; their logits match an independent plain-JS
+// forward pass (tests/js/reference-forward.mjs) to 1e-4; the native build
+// generates the same greedy text; unknown architectures are refused by name.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { makeModel } from '../../models/make-model.js';
+import { writeGGUF, T, GGML } from '../../models/gguf-writer.js';
+import { loadModel } from '../../web/index.js';
+import { readGGUF, referenceLogits, configOf } from './reference-forward.mjs';
+import { runCli, NATIVE_SKIP } from './helpers.mjs';
+
+const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-arch-'));
+test.after(() => fs.rmSync(DIR, { recursive: true, force: true }));
+
+const SHAPE = { dim: 64, layers: 2, heads: 4, kvHeads: 2, ffn: 96, ctx: 128, vocab: 320 };
+const VARIANTS = [
+  { name: 'llama-f32', type: 'f32', opts: { arch: 'llama' } },
+  { name: 'llama-f16', type: 'f16', opts: { arch: 'llama' } },
+  { name: 'llama3-rope_freqs-k24-v8', type: 'f32', opts: { arch: 'llama3', keyLength: 24, valueLength: 8, ropeOriginalContext: 64 } },
+  { name: 'llama3-scaling-metadata-k16', type: 'f16', opts: { arch: 'llama3', ropeScaling: 'metadata', keyLength: 16, valueLength: 16, ropeOriginalContext: 64 } },
+  { name: 'qwen2-biases', type: 'f32', opts: { arch: 'qwen2' } },
+  { name: 'qwen2-f16-k8-v24', type: 'f16', opts: { arch: 'qwen2', keyLength: 8, valueLength: 24 } },
+];
+const TOKENS = [5, 17, 200, 33, 64, 99, 150, 7, 250, 12, 81, 42];
+const TOL = 1e-4;
+
+function maxDiff(a, b) {
+  let m = 0;
+  for (let i = 0; i < a.length; i++) { const d = Math.abs(a[i] - b[i]); if (!(d <= m)) m = d; }
+  return m;
+}
+
+for (const v of VARIANTS) {
+  test(`${v.name}: wasm logits match the plain-JS reference (decode and prefill)`, async () => {
+    const file = path.join(DIR, `${v.name}.gguf`);
+    makeModel(file, SHAPE, v.type, 4321, { qkStd: 0.2, ...v.opts });
+    const g = readGGUF(file);
+    const cfg = configOf(g);
+    const ref = referenceLogits(g, TOKENS);
+    const model = await loadModel(file, { contextLength: 64, batchSize: 5 });
+    try {
+      const hp = model.info.hparams;
+      assert.equal(hp.headDim, cfg.hk);
+      assert.equal(hp.headDimV, cfg.hv);
+      assert.equal(hp.ropeType, v.opts.arch === 'qwen2' ? 'neox' : 'norm');
+      assert.equal(hp.ropeScaled, v.opts.arch === 'llama3');
+      if (v.opts.arch === 'llama3') assert.equal(hp.ropeFreqBase, 500000);
+      const rows = await model.logits(TOKENS, { all: true });
+      assert.equal(rows.length, TOKENS.length);
+      let worst = 0;
+      rows.forEach((r, t) => { worst = Math.max(worst, maxDiff(r, ref[t])); });
+      assert.ok(worst < TOL, `decode: max |diff| ${worst}`);
+      if (process.env.WLM_TEST_VERBOSE) console.log(v.name, 'max |diff|', worst);
+      const [last] = await model.logits(TOKENS);
+      const wp = maxDiff(last, ref[TOKENS.length - 1]);
+      assert.ok(wp < TOL, `prefill: max |diff| ${wp}`);
+      // the logits are not trivially small: the comparison means something
+      assert.ok(Math.max(...ref.at(-1).map(Math.abs)) > 0.05);
+    } finally {
+      await model.dispose();
+    }
+  });
+}
+
+test('the reference itself: the RoPE convention and the divisors change the logits', () => {
+  const file = path.join(DIR, 'qwen2-biases.gguf');
+  if (!fs.existsSync(file)) makeModel(file, SHAPE, 'f32', 4321, { qkStd: 0.2, arch: 'qwen2' });
+  const g = readGGUF(file);
+  const a = referenceLogits(g, TOKENS.slice(0, 6)).at(-1);
+  g.meta['general.architecture'] = 'llama';
+  for (const k of Object.keys(g.meta)) if (k.startsWith('qwen2.')) g.meta['llama.' + k.slice(6)] = g.meta[k];
+  const b = referenceLogits(g, TOKENS.slice(0, 6)).at(-1);
+  assert.ok(maxDiff(a, b) > 1e-2, `llama vs neox pairing must differ (${maxDiff(a, b)})`);
+  const f3 = path.join(DIR, 'llama3-rope_freqs-k24-v8.gguf');
+  if (!fs.existsSync(f3)) makeModel(f3, SHAPE, 'f32', 4321, { qkStd: 0.2, ...VARIANTS[2].opts });
+  const g3 = readGGUF(f3);
+  const c = referenceLogits(g3, TOKENS).at(-1);
+  g3.tensors['rope_freqs.weight'].data.fill(1);
+  assert.ok(maxDiff(c, referenceLogits(g3, TOKENS).at(-1)) > 1e-3, `rope_freqs divisors must matter (${maxDiff(c, referenceLogits(g3, TOKENS).at(-1))})`);
+});
+
+test('synthetic architectures generate in the native build exactly as in wasm', { skip: NATIVE_SKIP }, async () => {
+  for (const v of [VARIANTS[2], VARIANTS[4]]) {
+    const file = path.join(DIR, `${v.name}.gguf`);
+    if (!fs.existsSync(file)) makeModel(file, SHAPE, v.type, 4321, { qkStd: 0.2, ...v.opts });
+    const args = ['generate', '-m', file, '-p', 'Hello world, the story', '-n', '24', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos'];
+    const w = await runCli(args);
+    const n = await runCli([...args, '--native']);
+    assert.equal(w.code, 0, w.stderr);
+    assert.equal(n.code, 0, n.stderr);
+    assert.ok(w.stdout.length > 0);
+    assert.equal(n.stdout, w.stdout, v.name);
+  }
+});
+
+test('an unknown architecture is refused naming it and its first unknown tensor', async () => {
+  const file = path.join(DIR, 'phi3.gguf');
+  const f32 = (n) => (emit) => emit(new Uint8Array(new Float32Array(n).buffer));
+  writeGGUF(file, [
+    { key: 'general.architecture', type: T.STRING, value: 'phi3' },
+    { key: 'phi3.block_count', type: T.U32, value: 1 },
+    { key: 'phi3.embedding_length', type: T.U32, value: 32 },
+  ], [
+    { name: 'token_embd.weight', ne: [32, 8], type: GGML.F32, write: f32(256) },
+    { name: 'blk.0.attn_norm.weight', ne: [32], type: GGML.F32, write: f32(32) },
+    { name: 'blk.0.attn_qkv.weight', ne: [32, 96], type: GGML.F32, write: f32(32 * 96) },
+  ]);
+  await assert.rejects(loadModel(file), (e) => {
+    assert.match(e.message, /unsupported architecture 'phi3' \(first unknown tensor: blk\.0\.attn_qkv\.weight/);
+    assert.equal(e.code, 'WLM_ERR_UNSUPPORTED');
+    return true;
+  });
+});
