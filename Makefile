@@ -21,6 +21,11 @@ WASM_CFLAGS := $(COMMON_CFLAGS) --target=wasm32 -nostdlib -ffreestanding -O3 -ms
                -fvisibility=hidden
 WASM_LDFLAGS := -Wl,--no-entry,--import-memory,--export-dynamic,--initial-memory=2097152,--max-memory=4294967296 \
                 -Wl,--export=__heap_base,-z,stack-size=1048576
+# threaded variant: shared imported memory, atomics; worker instances run
+# wlm_worker_loop on their own stacks (see docs/architecture.md)
+WASM_MT_CFLAGS := $(WASM_CFLAGS) -matomics
+WASM_MT_LDFLAGS := -Wl,--no-entry,--import-memory,--shared-memory,--export-dynamic,--initial-memory=2097152,--max-memory=4294967296 \
+                   -Wl,--export=__heap_base,--export=__stack_pointer,-z,stack-size=1048576
 # wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
 WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
 
@@ -29,27 +34,32 @@ WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd12
 all: toolchain native wasm
 
 native: $(BUILD)/wasmlm-native $(BUILD)/tests-native
-wasm: wasm/wasmlm.wasm
+wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm
 
 toolchain:
 	@sh tools/setup.sh
 
 $(BUILD)/wasmlm-native: $(CORE_SRC) src/native_cli.c $(CORE_HDR)
 	@mkdir -p $(BUILD)
-	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm
+	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm -lpthread
 
 $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	$(CC) $(NATIVE_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm
+	$(CC) $(NATIVE_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
 $(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	$(CLANG) $(SAN_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm
+	$(CLANG) $(SAN_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
 wasm/wasmlm.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
 	$(CLANG) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+
+wasm/wasmlm-mt.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
+	$(CLANG) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
@@ -66,7 +76,7 @@ test-wasm: $(BUILD)/tests.wasm
 test-san: $(BUILD)/tests-san
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san --data $(SHARED)
 
-test-js: wasm/wasmlm.wasm $(BUILD)/wasmlm-native
+test-js: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm $(BUILD)/wasmlm-native
 	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
 
 clean:

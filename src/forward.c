@@ -20,8 +20,8 @@
 typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
-             off_act, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen;
-    uint64_t act_row_bytes;
+             off_act, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen;
+    uint64_t act_row_bytes, wrow_bytes;
 } plan;
 
 static uint64_t reserve(plan *p, uint64_t bytes) {
@@ -34,6 +34,8 @@ static void resolve_params(const wlm_model *m, const wlm_ctx_params *in, wlm_ctx
     if (in) *p = *in; else wlm_ctx_default_params(p);
     if (p->n_ctx == 0) p->n_ctx = WLM_MIN(m->hp.n_ctx_train, 2048u);
     if (p->n_batch == 0) p->n_batch = 64;
+    if (p->n_threads == 0) p->n_threads = 1;
+    if (p->n_threads > WLM_MAX_THREADS) p->n_threads = WLM_MAX_THREADS;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
 }
 
@@ -41,27 +43,32 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     const wlm_hparams *hp = &m->hp;
     plan pl; wlm_memset(&pl, 0, sizeof pl);
     uint64_t B = p->n_batch, d = hp->n_embd, qd = (uint64_t)hp->n_head * hp->head_dim;
-    uint64_t kvd = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t kvd = (uint64_t)hp->n_head_kv * hp->head_dim;        /* keys: n_head_kv x key_length */
+    uint64_t vd = (uint64_t)hp->n_head_kv * hp->head_dim_v;       /* values: n_head_kv x value_length */
+    uint64_t od = (uint64_t)hp->n_head * hp->head_dim_v;          /* attention output (input of attn_output) */
     uint64_t esz = p->kv_type == WLM_KV_F16 ? 2 : 4;
-    uint64_t kv_bytes = (uint64_t)hp->n_layer * kvd * p->n_ctx * esz;
-    uint64_t widest = WLM_MAX(WLM_MAX(d, qd), (uint64_t)hp->n_ff);
+    uint64_t k_bytes = (uint64_t)hp->n_layer * kvd * p->n_ctx * esz;
+    uint64_t v_bytes = (uint64_t)hp->n_layer * vd * p->n_ctx * esz;
+    uint64_t widest = WLM_MAX(WLM_MAX(WLM_MAX(d, qd), od), (uint64_t)hp->n_ff);
     pl.act_row_bytes = WLM_ALIGN_UP(WLM_MAX(wlm_act_row_bytes(GGML_Q8_0, (uint32_t)widest),
                                             wlm_act_row_bytes(GGML_Q8_K, (uint32_t)widest)), 64);
     reserve(&pl, WLM_ALIGN_UP(sizeof(struct wlm_ctx), 64));
-    pl.off_k = reserve(&pl, kv_bytes);
-    pl.off_v = reserve(&pl, kv_bytes);
+    pl.off_k = reserve(&pl, k_bytes);
+    pl.off_v = reserve(&pl, v_bytes);
     pl.off_slot = reserve(&pl, (uint64_t)p->n_ctx * 4);
     pl.off_x = reserve(&pl, B * d * 4);
     pl.off_xb = reserve(&pl, B * WLM_MAX(d, qd) * 4);
     pl.off_q = reserve(&pl, B * qd * 4);
     pl.off_kk = reserve(&pl, B * kvd * 4);
-    pl.off_vv = reserve(&pl, B * kvd * 4);
-    pl.off_att = reserve(&pl, B * qd * 4);
+    pl.off_vv = reserve(&pl, B * vd * 4);
+    pl.off_att = reserve(&pl, B * od * 4);
     pl.off_hb = reserve(&pl, B * hp->n_ff * 4);
     pl.off_hb2 = reserve(&pl, B * hp->n_ff * 4);
     pl.off_act = reserve(&pl, B * pl.act_row_bytes);
+    pl.wrow_bytes = WLM_ALIGN_UP(widest * 4, 64);
+    pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
     pl.off_logits = reserve(&pl, (p->logits_all ? B : 1) * (uint64_t)hp->n_vocab * 4);
-    pl.off_tile = reserve(&pl, WLM_ATT_TILE * 4);
+    pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     pl.off_rope = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
     pl.off_rcs = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
     pl.off_cid = reserve(&pl, (uint64_t)hp->n_vocab * 4);
@@ -106,20 +113,29 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->k_cache = mem + pl.off_k; c->v_cache = mem + pl.off_v;
     c->kv_head_stride = (uint64_t)p.n_ctx * hp->head_dim;
     c->kv_layer_stride = c->kv_head_stride * hp->n_head_kv;
+    c->kv_head_stride_v = (uint64_t)p.n_ctx * hp->head_dim_v;
+    c->kv_layer_stride_v = c->kv_head_stride_v * hp->n_head_kv;
     c->slot_pos = (int32_t *)(mem + pl.off_slot);
     c->x = (float *)(mem + pl.off_x); c->xb = (float *)(mem + pl.off_xb);
     c->q = (float *)(mem + pl.off_q); c->kk = (float *)(mem + pl.off_kk); c->vv = (float *)(mem + pl.off_vv);
     c->att = (float *)(mem + pl.off_att); c->hb = (float *)(mem + pl.off_hb); c->hb2 = (float *)(mem + pl.off_hb2);
     c->act = mem + pl.off_act; c->act_row_bytes = pl.act_row_bytes;
+    c->wrow = mem + pl.off_wrow;
+    c->wrow_bytes = pl.wrow_bytes;
+    c->n_thr = 1;
     c->logits = (float *)(mem + pl.off_logits);
     c->att_tile = (float *)(mem + pl.off_tile);
     c->rope_freq = (double *)(mem + pl.off_rope); c->rope_cs = (float *)(mem + pl.off_rcs);
     c->cand_id = (int32_t *)(mem + pl.off_cid); c->cand_val = (float *)(mem + pl.off_cval);
     c->seen = mem + pl.off_seen;
     c->mem = mem; c->mem_bytes = pl.total;
-    /* inverse RoPE frequencies theta_i = base^(-2i/n_rot), in double */
+    /* inverse RoPE frequencies theta_i = base^(-2i/n_rot), in double, divided
+     * by the model's per-frequency factor (rope_freqs.weight or rope.scaling) */
     double lb = wlm_log((double)hp->rope_freq_base);
-    for (uint32_t i = 0; i < hp->n_rot / 2; i++) c->rope_freq[i] = wlm_exp(-(double)(2 * i) / hp->n_rot * lb);
+    for (uint32_t i = 0; i < hp->n_rot / 2; i++) {
+        double theta = wlm_exp(-(double)(2 * i) / hp->n_rot * lb);
+        c->rope_freq[i] = hp->rope_scaled ? theta / wlm_rope_freq_divisor(m, i, theta) : theta;
+    }
     wlm_ctx_reset(c);
     *out = c;
     return WLM_OK;
@@ -166,34 +182,72 @@ typedef struct act {
 static act act_of(const float *x, uint32_t n_tok, uint32_t n) { act a = { x, n_tok, n, GGML_F32 }; return a; }
 
 /* y[t][r] = W[r] . x[t] for every row r of W and token t; each weight row is
- * read once for the whole batch. */
-static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
-    uint32_t n = (uint32_t)W->ne[0], rows = (uint32_t)W->ne[1];
+ * read once for the whole batch. Rows are split across the threads in
+ * contiguous ranges; every y element is computed the same way whatever the
+ * thread count. */
+typedef struct mm_job {
+    wlm_ctx *c; const wlm_tensor *W;
+    const uint8_t *xs; uint64_t xstride; uint32_t n_tok;
+    float *y;
+} mm_job;
+
+static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
+    const mm_job *j = arg;
+    wlm_ctx *c = j->c; const wlm_tensor *W = j->W;
+    uint32_t n = (uint32_t)W->ne[0], rows = (uint32_t)W->ne[1], r0, r1;
     uint64_t row_bytes = W->nbytes / W->ne[1];
-    uint32_t at = wlm_act_type(W->type);
+    wlm_split(rows, tid, nth, &r0, &r1);
+    /* With several tokens, a row that needs unpacking is unpacked once into
+     * an equivalent cheaper form (F16/BF16 -> F32, Q4_0 -> Q8_0 with the
+     * same scales): the kernels then compute bit-identical results. */
+    int unpack = j->n_tok > 1 && (W->type == GGML_F16 || W->type == GGML_BF16 || W->type == GGML_Q4_0);
     wlm_dot_fn dot = c->k->dot[W->type];
-    const uint8_t *xs;
-    uint64_t xstride;
-    if (at == GGML_F32) {
-        xs = (const uint8_t *)a->x; xstride = (uint64_t)n * 4;
-    } else {
-        xstride = c->act_row_bytes;
-        if (a->ready_type != at) {
-            for (uint32_t t = 0; t < a->n_tok; t++)
-                wlm_quantize_act(at, a->x + (uint64_t)t * a->n, c->act + t * xstride, a->n);
-            a->ready_type = at;
-        }
-        xs = c->act;
-    }
-    for (uint32_t r = 0; r < rows; r++) {
+    wlm_dot_fn udot = W->type == GGML_Q4_0 ? c->k->dot[GGML_Q8_0] : c->k->dot[GGML_F32];
+    uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
+    for (uint32_t r = r0; r < r1; r++) {
         const uint8_t *w = W->data + r * row_bytes;
-        for (uint32_t t = 0; t < a->n_tok; t++)
-            y[(uint64_t)t * rows + r] = dot(n, w, xs + t * xstride);
+        if (unpack) {
+            if (W->type == GGML_Q4_0) wlm_q4_0_to_q8_0((const block_q4_0 *)w, (block_q8_0 *)wrow, n);
+            else wlm_dequantize_row(W->type, w, (float *)wrow, n);
+            for (uint32_t t = 0; t < j->n_tok; t++)
+                j->y[(uint64_t)t * rows + r] = udot(n, wrow, j->xs + t * j->xstride);
+            continue;
+        }
+        for (uint32_t t = 0; t < j->n_tok; t++)
+            j->y[(uint64_t)t * rows + r] = dot(n, w, j->xs + t * j->xstride);
     }
 }
 
-/* RoPE as used for llama GGUF files: consecutive pairs (x[2i], x[2i+1]) of the
- * first n_rot dims of each head rotate by pos * theta_i. */
+static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
+    uint32_t at = wlm_act_type(W->type);
+    mm_job j = { c, W, 0, 0, a->n_tok, y };
+    if (at == GGML_F32) {
+        j.xs = (const uint8_t *)a->x; j.xstride = (uint64_t)a->n * 4;
+    } else {
+        j.xstride = c->act_row_bytes;
+        if (a->ready_type != at) {
+            for (uint32_t t = 0; t < a->n_tok; t++)
+                wlm_quantize_act(at, a->x + (uint64_t)t * a->n, c->act + t * j.xstride, a->n);
+            a->ready_type = at;
+        }
+        j.xs = c->act;
+    }
+    wlm_pool_run(c->pool, mm_rows, &j, c->n_thr);
+}
+
+void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n) {
+    uint32_t max = c->p.n_threads;
+    if (!p || n < 1) n = 1;
+    if (n > max) n = max;
+    if (p && n > wlm_pool_threads(p)) n = wlm_pool_threads(p);
+    c->pool = n > 1 ? p : 0;
+    c->n_thr = n;
+}
+
+/* RoPE: pairs of the first n_rot dims of each head rotate by pos * theta_i.
+ * Which dims pair up depends on the architecture's convention:
+ *   NORM (llama GGUF files): consecutive pairs (x[2i], x[2i+1]);
+ *   NEOX (qwen2):            halves, (x[i], x[i + n_rot/2]). */
 static void rope_prepare(wlm_ctx *c, uint32_t pos) {
     uint32_t half = c->m->hp.n_rot / 2;
     for (uint32_t i = 0; i < half; i++) {
@@ -205,15 +259,25 @@ static void rope_prepare(wlm_ctx *c, uint32_t pos) {
 
 static void rope_apply(const wlm_ctx *c, float *v, uint32_t n_heads) {
     uint32_t hd = c->m->hp.head_dim, half = c->m->hp.n_rot / 2;
+    int neox = c->m->hp.rope_type == WLM_ROPE_NEOX;
     for (uint32_t h = 0; h < n_heads; h++) {
         float *x = v + h * hd;
         for (uint32_t i = 0; i < half; i++) {
             float co = c->rope_cs[2 * i], si = c->rope_cs[2 * i + 1];
-            float x0 = x[2 * i], x1 = x[2 * i + 1];
-            x[2 * i] = x0 * co - x1 * si;
-            x[2 * i + 1] = x0 * si + x1 * co;
+            uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+            float x0 = x[i0], x1 = x[i1];
+            x[i0] = x0 * co - x1 * si;
+            x[i1] = x0 * si + x1 * co;
         }
     }
+}
+
+/* y[t][r] += b[r] for n_tok rows of `rows` values (projection biases) */
+static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t rows) {
+    if (!b) return;
+    const float *bv = (const float *)b->data;
+    for (uint32_t t = 0; t < n_tok; t++)
+        for (uint32_t r = 0; r < rows; r++) y[(uint64_t)t * rows + r] += bv[r];
 }
 
 /* Attention of one query head over the cached keys/values, tile by tile with
@@ -225,6 +289,13 @@ static void rope_apply(const wlm_ctx *c, float *v, uint32_t n_heads) {
 void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
                          int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
                          int32_t window_lo, uint32_t hd, float scale, float *out, float *tile) {
+    wlm_attention_tiled_kv(k, q, kc, vc, kv_f16, slot_pos, n_slots, qpos, window_lo, hd, hd, scale, out, tile);
+}
+
+/* The same, with keys (and the query) of hd_k elements and values of hd_v. */
+void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
+                            int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
+                            int32_t window_lo, uint32_t hd_k, uint32_t hd, float scale, float *out, float *tile) {
     float m = -3.0e38f, sum = 0.0f;
     for (uint32_t i = 0; i < hd; i++) out[i] = 0.0f;
     for (uint32_t t0 = 0; t0 < n_slots; t0 += WLM_ATT_TILE) {
@@ -233,8 +304,8 @@ void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, c
         for (uint32_t j = 0; j < tn; j++) {
             int32_t p = slot_pos[t0 + j];
             if (p < 0 || p > qpos || p < window_lo) { tile[j] = -3.0e38f; continue; }
-            float s = kv_f16 ? k->dot_f16(hd, (const uint16_t *)kc + (uint64_t)(t0 + j) * hd, q)
-                             : k->dot_f32(hd, (const float *)kc + (uint64_t)(t0 + j) * hd, q);
+            float s = kv_f16 ? k->dot_f16(hd_k, (const uint16_t *)kc + (uint64_t)(t0 + j) * hd_k, q)
+                             : k->dot_f32(hd_k, (const float *)kc + (uint64_t)(t0 + j) * hd_k, q);
             s *= scale;
             tile[j] = s; any = 1;
             if (s > tmax) tmax = s;
@@ -263,19 +334,49 @@ static uint32_t slot_for(const wlm_ctx *c, uint32_t pos) {
     return keep + (pos - keep) % ring;
 }
 
-/* Stores one token's k and v (kv_dim floats each, heads consecutive). */
+/* Stores one token's k (n_head_kv x head_dim floats) and v (n_head_kv x
+ * head_dim_v floats), heads consecutive. */
 static void kv_store(wlm_ctx *c, uint32_t layer, uint32_t slot, const float *k, const float *v) {
     const wlm_hparams *hp = &c->m->hp;
+    uint32_t hk = hp->head_dim, hv = hp->head_dim_v;
     for (uint32_t h = 0; h < hp->n_head_kv; h++) {
-        uint64_t off = layer * c->kv_layer_stride + h * c->kv_head_stride + (uint64_t)slot * hp->head_dim;
-        const float *ks = k + h * hp->head_dim, *vs = v + h * hp->head_dim;
+        uint64_t off = layer * c->kv_layer_stride + h * c->kv_head_stride + (uint64_t)slot * hk;
+        uint64_t off_v = layer * c->kv_layer_stride_v + h * c->kv_head_stride_v + (uint64_t)slot * hv;
+        const float *ks = k + h * hk, *vs = v + h * hv;
         if (c->p.kv_type == WLM_KV_F16) {
-            wlm_quantize_row_f16(ks, (uint16_t *)c->k_cache + off, hp->head_dim);
-            wlm_quantize_row_f16(vs, (uint16_t *)c->v_cache + off, hp->head_dim);
+            wlm_quantize_row_f16(ks, (uint16_t *)c->k_cache + off, hk);
+            wlm_quantize_row_f16(vs, (uint16_t *)c->v_cache + off_v, hv);
         } else {
-            wlm_memcpy((float *)c->k_cache + off, ks, hp->head_dim * 4);
-            wlm_memcpy((float *)c->v_cache + off, vs, hp->head_dim * 4);
+            wlm_memcpy((float *)c->k_cache + off, ks, hk * 4);
+            wlm_memcpy((float *)c->v_cache + off_v, vs, hv * 4);
         }
+    }
+}
+
+/* Attention for every (token, query head) pair of a chunk; the pairs are
+ * split across threads, each with its own tile of scores. */
+typedef struct att_job {
+    wlm_ctx *c; uint32_t layer, n, n_slots, pos0; float scale;
+} att_job;
+
+static void attention_heads(void *arg, uint32_t tid, uint32_t nth) {
+    const att_job *j = arg;
+    wlm_ctx *c = j->c;
+    const wlm_hparams *hp = &c->m->hp;
+    uint32_t hd = hp->head_dim, hdv = hp->head_dim_v, qd = hp->n_head * hd, od = hp->n_head * hdv;
+    uint32_t group = hp->n_head / hp->n_head_kv, lo, hi;
+    int f16 = c->p.kv_type == WLM_KV_F16;
+    uint64_t esz = f16 ? 2 : 4;
+    float *tile = c->att_tile + (uint64_t)tid * WLM_ATT_TILE;
+    wlm_split(j->n * hp->n_head, tid, nth, &lo, &hi);
+    for (uint32_t i = lo; i < hi; i++) {
+        uint32_t t = i / hp->n_head, hq = i % hp->n_head, hk = hq / group;
+        uint64_t off = j->layer * c->kv_layer_stride + hk * c->kv_head_stride;
+        uint64_t off_v = j->layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
+        wlm_attention_tiled_kv(c->k, c->q + (uint64_t)t * qd + hq * hd,
+                               (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off_v * esz,
+                               f16, c->slot_pos, j->n_slots, (int32_t)(j->pos0 + t), 0, hd, hdv, j->scale,
+                               c->att + (uint64_t)t * od + hq * hdv, tile);
     }
 }
 
@@ -284,13 +385,10 @@ static void kv_store(wlm_ctx *c, uint32_t layer, uint32_t slot, const float *k, 
 static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
     const wlm_model *m = c->m;
     const wlm_hparams *hp = &m->hp;
-    const wlm_kernels *k = c->k;
     uint32_t d = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd;
-    uint32_t group = hp->n_head / hp->n_head_kv;
+    uint32_t hdv = hp->head_dim_v, vd = hp->n_head_kv * hdv, od = hp->n_head * hdv;
     uint32_t pos0 = c->pos;
-    int f16 = c->p.kv_type == WLM_KV_F16;
     float scale = 1.0f / wlm_sqrtf((float)hd);
-    uint64_t esz = f16 ? 2 : 4;
     uint64_t emb_row = m->tok_embd->nbytes / m->tok_embd->ne[1];
 
     /* x = embed(token) */
@@ -310,24 +408,20 @@ static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
         matmul(c, L->wq, &h, c->q);
         matmul(c, L->wk, &h, c->kk);
         matmul(c, L->wv, &h, c->vv);
+        add_bias(c->q, L->bq, n, qd);
+        add_bias(c->kk, L->bk, n, kvd);
+        add_bias(c->vv, L->bv, n, vd);
         for (uint32_t t = 0; t < n; t++) {
             rope_prepare(c, pos0 + t);
             rope_apply(c, c->q + (uint64_t)t * qd, hp->n_head);
             rope_apply(c, c->kk + (uint64_t)t * kvd, hp->n_head_kv);
-            kv_store(c, l, slot_for(c, pos0 + t), c->kk + (uint64_t)t * kvd, c->vv + (uint64_t)t * kvd);
+            kv_store(c, l, slot_for(c, pos0 + t), c->kk + (uint64_t)t * kvd, c->vv + (uint64_t)t * vd);
         }
-        for (uint32_t t = 0; t < n; t++) {
-            for (uint32_t hq = 0; hq < hp->n_head; hq++) {
-                uint32_t hk = hq / group;
-                uint64_t off = l * c->kv_layer_stride + hk * c->kv_head_stride;
-                wlm_attention_tiled(k, c->q + (uint64_t)t * qd + hq * hd,
-                                    (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off * esz,
-                                    f16, c->slot_pos, n_slots, (int32_t)(pos0 + t), 0, hd, scale,
-                                    c->att + (uint64_t)t * qd + hq * hd, c->att_tile);
-            }
-        }
-        act a = act_of(c->att, n, qd);
+        att_job aj = { c, l, n, n_slots, pos0, scale };
+        wlm_pool_run(c->pool, attention_heads, &aj, c->n_thr);
+        act a = act_of(c->att, n, od);
         matmul(c, L->wo, &a, c->xb);
+        add_bias(c->xb, L->bo, n, d);
         for (uint64_t i = 0; i < (uint64_t)n * d; i++) c->x[i] += c->xb[i];
 
         /* feed-forward block (SwiGLU) */

@@ -126,17 +126,32 @@ uint32_t wlm_vocab_detok_push(const wlm_vocab *v, wlm_detok *d, int32_t token, c
 
 typedef struct wlm_layer {
     const wlm_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    const wlm_tensor *bq, *bk, *bv, *bo;    /* optional F32 biases (qwen2 has q/k/v), NULL if absent */
     const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
 } wlm_layer;
+
+enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1 };
+enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
 
 struct wlm_model {
     wlm_gguf g;
     wlm_hparams hp;
+    uint32_t arch;                          /* WLM_ARCH_* */
     const wlm_tensor *tok_embd, *out_norm, *output;
+    const wlm_tensor *rope_freqs;           /* optional [n_rot/2] F32 divisors of the RoPE frequencies */
+    /* rope.scaling.* metadata: used when rope_freqs is absent */
+    uint32_t rope_scaling;                  /* WLM_ROPE_SCALING_* */
+    float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
+    uint32_t rope_orig_ctx;
     wlm_layer *layers;
     wlm_vocab vocab;
     void *mem;
 };
+
+/* The divisor of RoPE frequency i (0 <= i < n_rot/2) for model m: 1 without
+ * scaling; rope_freqs.weight[i] when the file has it; otherwise computed
+ * from rope.scaling.* (linear: the factor; llama3: by wavelength). */
+double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta);
 
 /* ---- kernels --------------------------------------------------------------- */
 
@@ -173,6 +188,8 @@ float wlm_fold16(const float s[16]); /* the reference lane fold */
 void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n);
 void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n);
 void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n);
+/* Q4_0 row -> Q8_0 row with the same scales and values (exact) */
+void wlm_q4_0_to_q8_0(const block_q4_0 *x, block_q8_0 *y, uint32_t n);
 /* Dequantizes one row of any supported type into floats. */
 void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);
 /* The activation form a weight type's dot product takes: GGML_F32 (floats),
@@ -182,6 +199,27 @@ uint32_t wlm_act_type(uint32_t weight_type);
 void wlm_quantize_act(uint32_t act_type, const float *x, void *y, uint32_t n);
 /* bytes of one activation row of n elements in form act_type */
 uint64_t wlm_act_row_bytes(uint32_t act_type, uint32_t n);
+
+/* ---- threads (threads.c) ------------------------------------------------------ */
+
+#define WLM_MAX_THREADS 64
+typedef void (*wlm_job_fn)(void *arg, uint32_t tid, uint32_t nth);
+struct wlm_pool {
+    volatile int32_t gen;      /* job generation, -1 = shut down */
+    volatile int32_t done;     /* workers that finished the current job */
+    volatile int32_t exited;   /* workers that left their loop */
+    uint32_t n_threads;        /* including the coordinating thread */
+    uint32_t n_active;         /* threads taking part in the current job */
+    wlm_job_fn fn; void *arg;
+};
+/* runs fn(arg, tid, nth) on nth threads (the caller is tid 0) and returns
+ * when all are done; p == NULL or nth <= 1 runs it inline */
+void wlm_pool_run(wlm_pool *p, wlm_job_fn fn, void *arg, uint32_t nth);
+void wlm_split(uint32_t n, uint32_t tid, uint32_t nth, uint32_t *lo, uint32_t *hi);
+#ifndef __wasm__
+void wlm_sys_wait32(volatile int32_t *addr, int32_t expected);
+void wlm_sys_notify_all(volatile int32_t *addr);
+#endif
 
 /* ---- context ----------------------------------------------------------------- */
 
@@ -194,12 +232,16 @@ struct wlm_ctx {
     uint32_t slid;         /* positions dropped by the sliding window */
     /* KV cache: [layer][kv_head][slot][head_dim], f32 or f16 */
     void *k_cache, *v_cache;
-    uint64_t kv_layer_stride, kv_head_stride; /* in elements */
+    uint64_t kv_layer_stride, kv_head_stride; /* in elements (K cache) */
+    uint64_t kv_layer_stride_v, kv_head_stride_v; /* in elements (V cache: value heads may differ in size) */
     int32_t *slot_pos;     /* absolute position stored in each slot, -1 empty */
     /* scratch for a batch of up to n_batch tokens */
     float *x, *xb, *q, *kk, *vv, *att, *hb, *hb2;
     uint8_t *act;          /* quantized activations, n_batch rows */
     uint64_t act_row_bytes;
+    uint8_t *wrow;         /* per thread: one weight row unpacked for a batch (prefill) */
+    uint64_t wrow_bytes;   /* bytes of one thread's wrow */
+    wlm_pool *pool; uint32_t n_thr; /* threads running matmul/attention (1 = inline) */
     float *logits; uint32_t n_logits;
     float *att_tile;       /* one tile of scores per query */
     double *rope_freq;     /* n_rot/2 inverse frequencies base^(-2i/n_rot) */
@@ -215,5 +257,9 @@ struct wlm_ctx {
 void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
                          int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
                          int32_t window_lo, uint32_t head_dim, float scale, float *out, float *tile);
+/* the same with key/query heads of hd_k and value heads of hd_v elements */
+void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
+                            int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
+                            int32_t window_lo, uint32_t hd_k, uint32_t hd_v, float scale, float *out, float *tile);
 
 #endif

@@ -2,15 +2,16 @@
  * sanitizers and the native baseline. Flags match `wasmlm` (web/cli.js):
  *   wasmlm-native generate -m PATH -p PROMPT [-n N] [--temp T] [--top-k K]
  *       [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]
- *       [--seed S] [--ctx N] [--kv f16|f32] [--ignore-eos] [--parse-special]
+ *       [--seed S] [--ctx N] [--kv f16|f32] [--threads N] [--ignore-eos] [--parse-special]
  *   wasmlm-native info PATH
- *   wasmlm-native quantize IN OUT TYPE      (f32 | f16 | q8_0 | q4_0)
+ *   wasmlm-native quantize IN OUT TYPE      (f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q2_k | q3_k | q4_k | q5_k | q6_k | q4_k_m | q5_k_m)
  * Generated text goes to stdout as it is produced; stats go to stderr. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include "wlm.h"
 
 #define DEFAULT_SEED 0xC0FFEEu
@@ -42,17 +43,30 @@ static wlm_model *open_model(const char *path) {
     return m;
 }
 
+typedef struct { wlm_pool *pool; uint32_t tid; } worker_arg;
+static void *worker_main(void *a) { worker_arg *w = a; wlm_worker_loop(w->pool, w->tid); return NULL; }
+
+/* n - 1 pthreads serving a pool (the calling thread is the n-th) */
+static wlm_pool *start_pool(uint32_t n, pthread_t *th, worker_arg *args) {
+    wlm_pool *p = wlm_pool_new(n);
+    for (uint32_t t = 1; p && t < n; t++) {
+        args[t].pool = p; args[t].tid = t;
+        pthread_create(&th[t], NULL, worker_main, &args[t]);
+    }
+    return p;
+}
+
 static int usage(void) {
     fprintf(stderr, "usage: wasmlm-native generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
-                    "                     [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N] [--kv f16|f32] [--ignore-eos] [--parse-special]\n"
+                    "                     [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N] [--kv f16|f32] [--threads N] [--ignore-eos] [--parse-special]\n"
                     "       wasmlm-native info MODEL\n"
-                    "       wasmlm-native quantize IN OUT TYPE   (f32|f16|q8_0|q4_0)\n");
+                    "       wasmlm-native quantize IN OUT TYPE   (f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|q5_k_m)\n");
     return 2;
 }
 
 static int cmd_generate(int argc, char **argv) {
     const char *model = NULL, *prompt = "";
-    int n_predict = 256, ignore_eos = 0, parse_special = 0;
+    int n_predict = 256, ignore_eos = 0, parse_special = 0, n_threads = 1;
     unsigned long long seed = DEFAULT_SEED;
     wlm_sampler_params sp; wlm_sampler_default_params(&sp);
     wlm_ctx_params cp; wlm_ctx_default_params(&cp);
@@ -70,6 +84,7 @@ static int cmd_generate(int argc, char **argv) {
         else if (ARG("--repeat-last-n")) sp.repeat_last_n = (uint32_t)atoi(v);
         else if (ARG("--seed")) seed = strtoull(v, NULL, 0);
         else if (ARG("--ctx")) cp.n_ctx = (uint32_t)atoi(v);
+        else if (ARG("-t") || ARG("--threads")) n_threads = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : atoi(v);
         else if (ARG("--kv")) cp.kv_type = !strcmp(v, "f16") ? WLM_KV_F16 : WLM_KV_F32;
         else if (!strcmp(a, "--ignore-eos")) ignore_eos = 1;
         else if (!strcmp(a, "--parse-special")) parse_special = 1;
@@ -81,7 +96,11 @@ static int cmd_generate(int argc, char **argv) {
     if (!m) return 1;
     const wlm_hparams *hp = wlm_model_hparams(m);
     wlm_ctx *c; wlm_err err;
+    cp.n_threads = (uint32_t)n_threads;
     if (wlm_ctx_new(&c, m, &cp, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+    pthread_t th[64]; worker_arg wargs[64];
+    wlm_pool *pool = n_threads > 1 ? start_pool((uint32_t)n_threads, th, wargs) : NULL;
+    wlm_ctx_set_pool(c, pool, (uint32_t)n_threads);
     uint32_t n_ctx = wlm_ctx_n_ctx(c);
     int32_t *toks = malloc(sizeof(int32_t) * (n_ctx + (uint32_t)n_predict + 8));
     uint32_t n_prompt = 0;
@@ -119,7 +138,9 @@ static int cmd_generate(int argc, char **argv) {
     double t2 = now_ms();
     fprintf(stderr, "\n[wasmlm-native] prompt %u tokens, %.1f tok/s | generated %d tokens, %.1f tok/s | finish: %s\n",
             n_prompt, n_prompt / ((t1 - t0) / 1e3 + 1e-9), generated, generated / ((t2 - t1) / 1e3 + 1e-9), reason);
-    wlm_ctx_free(c); wlm_model_free(m); free(toks);
+    wlm_ctx_free(c);
+    if (pool) { wlm_pool_free(pool); for (int t = 1; t < n_threads; t++) pthread_join(th[t], NULL); }
+    wlm_model_free(m); free(toks);
     return 0;
 }
 
@@ -160,10 +181,12 @@ static int cmd_info(const char *path) {
 }
 
 static int cmd_quantize(const char *in, const char *outp, const char *type_s) {
-    uint32_t type;
-    if (!strcmp(type_s, "f32")) type = 0; else if (!strcmp(type_s, "f16")) type = 1;
-    else if (!strcmp(type_s, "q8_0")) type = 8; else if (!strcmp(type_s, "q4_0")) type = 2;
-    else { fprintf(stderr, "error: unknown type %s (f32, f16, q8_0, q4_0)\n", type_s); return 2; }
+    static const struct { const char *name; uint32_t id; } TYPES[] = {
+        {"f32", 0}, {"f16", 1}, {"q8_0", 8}, {"q4_0", 2}, {"q4_1", 3}, {"q5_0", 6}, {"q5_1", 7}, {"q2_k", 10},
+        {"q3_k", 11}, {"q4_k", 12}, {"q5_k", 13}, {"q6_k", 14}, {"q4_k_m", WLM_QUANT_Q4_K_M}, {"q5_k_m", WLM_QUANT_Q5_K_M} };
+    uint32_t type = 0xffffffffu;
+    for (unsigned i = 0; i < sizeof TYPES / sizeof TYPES[0]; i++) if (!strcmp(type_s, TYPES[i].name)) type = TYPES[i].id;
+    if (type == 0xffffffffu) { fprintf(stderr, "error: unknown type %s (%s)\n", type_s, "f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, q4_k_m, q5_k_m"); return 2; }
     wlm_model *m = open_model(in);
     if (!m) return 1;
     wlm_err err; uint64_t size;

@@ -9,7 +9,7 @@
  *
  * native: malloc/free with 64-byte alignment, counted against a limit. */
 #if !defined(__wasm__) || defined(__wasi__)
-#define _POSIX_C_SOURCE 200112L
+#define _GNU_SOURCE
 #endif
 #include "base.h"
 
@@ -125,5 +125,18 @@ void wlm_sys_free(void *q) {
     void *p = (uint8_t *)q - 64;
     g_in_use -= *(uint64_t *)p;
     free(p);
+}
+#endif
+
+#if !defined(__wasm__)
+/* futex-based sleep/wake for the native thread pool (threads.c) */
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+void wlm_sys_wait32(volatile int32_t *addr, int32_t expected) {
+    syscall(SYS_futex, (int32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+void wlm_sys_notify_all(volatile int32_t *addr) {
+    syscall(SYS_futex, (int32_t *)addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 #endif

@@ -14,7 +14,10 @@ export const STATUS_NAMES = [
 export const STATUS_CONTEXT_FULL = 6;
 
 /** GGML type ids accepted by quantize. */
-export const QUANT_TYPES = { f32: 0, f16: 1, q4_0: 2, q8_0: 8 };
+export const QUANT_TYPES = {
+  f32: 0, f16: 1, q4_0: 2, q8_0: 8, q4_1: 3, q5_0: 6, q5_1: 7,
+  q2_k: 10, q3_k: 11, q4_k: 12, q5_k: 13, q6_k: 14, q4_k_m: 1000, q5_k_m: 1001,
+};
 
 /** Default sampling options (documented in README / index.d.ts). */
 export const DEFAULT_SAMPLING = Object.freeze({
@@ -213,14 +216,36 @@ export class Engine {
   /**
    * @param {WebAssembly.Module|BufferSource} wasm compiled module or its bytes
    */
-  static async create(wasm) {
+  static async create(wasm, opts = {}) {
     const mod = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
     const imports = WebAssembly.Module.imports(mod);
     const bad = imports.filter((i) => !(i.module === 'env' && i.name === 'memory' && i.kind === 'memory'));
     if (bad.length) throw new Error('wasmlm.wasm has unexpected imports: ' + bad.map((i) => `${i.module}.${i.name}`).join(', '));
-    const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536 });
+    const threads = Math.max(1, opts.threads | 0);
+    const shared = threads > 1;
+    const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536, shared });
     const inst = await WebAssembly.instantiate(mod, { env: { memory } });
-    return new Engine(inst.exports, memory);
+    const e = new Engine(inst.exports, memory);
+    if (shared) await e._startThreads(mod, threads, opts.spawnThread);
+    return e;
+  }
+
+  /**
+   * Starts threads - 1 compute threads on this (shared) memory: each one is
+   * a worker running web/thread-worker.js with its own 1 MiB stack, serving
+   * the engine's pool until dispose().
+   * @param {(msg:object) => Promise<{terminate():void}>} spawn starts one thread-worker with msg
+   */
+  async _startThreads(mod, threads, spawn) {
+    this.pool = this.x.wlm_pool_new(threads);
+    if (!this.pool) throw new Error('this wasm build has no threads');
+    this.threadWorkers = [];
+    const STACK = 1 << 20;
+    for (let tid = 1; tid < threads; tid++) {
+      const base = this.alloc(STACK);
+      this.threadWorkers.push(await spawn({ module: mod, memory: this.memory, pool: this.pool, tid, stackTop: base + STACK }));
+    }
+    this.threads = threads;
   }
 
   constructor(exports, memory) {
@@ -237,6 +262,7 @@ export class Engine {
     this.detokOut = 0;
     this.distIds = 0; this.distProbs = 0; this.distCap = 0;
     this.hparams = null;
+    this.pool = 0; this.threads = 1; this.threadWorkers = [];
     this.scratch = this.alloc(SCRATCH_BYTES);
     this.detokOut = this.alloc(DETOK_CAP);
   }
@@ -340,11 +366,13 @@ export class Engine {
         dv.setUint32(cp + 12, opts.onFull === 'slide' ? 1 : 0, true);
       }
       if (opts.nKeep != null) dv.setUint32(cp + 16, opts.nKeep >>> 0, true);
+      dv.setUint32(cp + 24, this.threads, true);          // n_threads
       this._clearErr();
       this.dv.setUint32(pp, 0, true);
       const st2 = this.x.wlm_ctx_new(pp, this.model, cp, this.scratch + S_ERR);
       this._check(st2, 'cannot create context');
       this.ctx = this.dv.getUint32(pp, true);
+      if (this.pool) this.x.wlm_ctx_set_pool(this.ctx, this.pool, this.threads);
       this.nCtx = this.x.wlm_ctx_n_ctx(this.ctx) >>> 0;
       this.nBatch = Math.min(this.dv.getUint32(cp + 4, true) || 64, this.nCtx); // as the engine resolves it
       this.kvType = this.dv.getUint32(cp + 8, true) ? 'f16' : 'f32';
@@ -385,7 +413,58 @@ export class Engine {
       ropeFreqBase: shortF32(dv.getFloat32(p + 36, true)), rmsEps: shortF32(dv.getFloat32(p + 40, true)),
       bosId: i(44), eosId: i(48), unkId: i(52),
       addBos: u(56) !== 0, addSpacePrefix: u(60) !== 0, tiedOutput: u(64) !== 0,
+      headDimV: u(68), ropeType: u(72) === 2 ? 'neox' : 'norm', ropeScaled: u(76) !== 0,
     };
+  }
+
+  /** Text of a token as stored in the vocabulary (control tokens included:
+   * "<|im_end|>"), read from tokenizer.ggml.tokens; null when out of range. */
+  tokenText(id) {
+    this._requireModel();
+    if (!Number.isInteger(id) || id < 0 || id >= this.hparams.nVocab) return null;
+    const x = this.x, m = this.model, lenP = this.scratch + S_LEN, nbP = this.scratch + S_U64;
+    const n = x.wlm_meta_count(m) >>> 0;
+    for (let i = 0; i < n; i++) {
+      const kp = x.wlm_meta_key(m, i, lenP) >>> 0;
+      if (this._cstr(kp, this.dv.getUint32(lenP, true)) !== 'tokenizer.ggml.tokens') continue;
+      const vp = x.wlm_meta_value(m, i, nbP) >>> 0;
+      const dv = this.dv;
+      let off = vp + 12; // element type u32, count u64, then (u64 length, bytes) per token
+      for (let k = 0; k < id; k++) off += 8 + Number(dv.getBigUint64(off, true));
+      const len = Number(dv.getBigUint64(off, true));
+      return this._cstr(off + 8, len);
+    }
+    return null;
+  }
+
+  /**
+   * Logits of `ids` evaluated from an empty context: the last position's
+   * (prefill in batches), or with {all: true} every position's, each token
+   * evaluated on its own (decode path). Returns an array of Float32Array.
+   */
+  logits(ids, { all = false } = {}) {
+    this._requireModel();
+    ids = Array.from(ids, Number);
+    if (ids.length === 0) throw new WasmlmError('logits: no tokens', 1);
+    const nv = this.hparams.nVocab;
+    this.x.wlm_ctx_reset(this.ctx);
+    const out = [];
+    const grab = () => {
+      const p = this.x.wlm_ctx_logits(this.ctx) >>> 2;
+      return this.f32.slice(p, p + nv);
+    };
+    if (all) {
+      for (const t of ids) {
+        const st = this._evalTokens([t]);
+        if (st !== 0) this._check(st, 'eval');
+        out.push(grab());
+      }
+    } else {
+      const st = this._evalTokens(ids);
+      if (st !== 0) this._check(st, 'eval');
+      out.push(grab());
+    }
+    return out;
   }
 
   /** Metadata, hyper-parameters and tensor table. */
@@ -420,8 +499,14 @@ export class Engine {
       paramCount += dims.reduce((a, b) => a * b, 1);
       tensors.push({ name, type, typeName: this.typeName(type), dims, offset: Number(x.wlm_tensor_offset(m, i)) });
     }
+    const hp = this.hparams;
     this._info = {
       architecture: metadata['general.architecture'] ?? null,
+      specialTokens: {
+        bos: hp.bosId >= 0 ? this.tokenText(hp.bosId) : null,
+        eos: hp.eosId >= 0 ? this.tokenText(hp.eosId) : null,
+      },
+      chatTemplate: typeof metadata['tokenizer.chat_template'] === 'string' ? metadata['tokenizer.chat_template'] : null,
       name: metadata['general.name'] ?? null,
       fileSize: this.fileLen,
       paramCount,
@@ -746,6 +831,12 @@ export class Engine {
 
   dispose() {
     this.unload();
+    if (this.pool) {
+      this.x.wlm_pool_free(this.pool);   // the compute threads leave their loops
+      this.pool = 0;
+      for (const w of this.threadWorkers) w.terminate();
+      this.threadWorkers = [];
+    }
     this.free(this.scratch); this.free(this.detokOut);
     this.scratch = 0; this.detokOut = 0;
   }

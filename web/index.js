@@ -4,6 +4,7 @@
 // caller's event loop never blocks on inference.
 import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
 import { Sha256 } from './sha256.js';
+import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES };
@@ -36,18 +37,47 @@ function reviveError(plain) {
 
 // ---- wasm module --------------------------------------------------------
 
-let wasmModulePromise = null;
+const wasmModulePromises = {};
 
-/** Compiles (once) and returns the engine's WebAssembly.Module. */
-export function getWasmModule(wasm) {
+/**
+ * Compiles (once) and returns the engine's WebAssembly.Module: the
+ * single-threaded build, or with `threaded` the shared-memory build.
+ */
+export function getWasmModule(wasm, threaded = false) {
   if (wasm instanceof WebAssembly.Module) return Promise.resolve(wasm);
   if (wasm) return compileFrom(wasm);
-  if (!wasmModulePromise) {
-    const override = isNode ? process.env.WASMLM_WASM : undefined; // development: another build of the engine
-    wasmModulePromise = compileFrom(override || new URL('../wasm/wasmlm.wasm', import.meta.url));
-    wasmModulePromise.catch(() => { wasmModulePromise = null; });
+  const key = threaded ? 'mt' : 'st';
+  if (!wasmModulePromises[key]) {
+    const override = isNode ? process.env[threaded ? 'WASMLM_WASM_MT' : 'WASMLM_WASM'] : undefined; // development: another build
+    const p = compileFrom(override || new URL(threaded ? '../wasm/wasmlm-mt.wasm' : '../wasm/wasmlm.wasm', import.meta.url));
+    wasmModulePromises[key] = p;
+    p.catch(() => { delete wasmModulePromises[key]; });
   }
-  return wasmModulePromise;
+  return wasmModulePromises[key];
+}
+
+let warnedNoThreads = false;
+
+/** Available cores, capped at 8 (more rarely helps a memory-bound decoder). */
+export async function defaultThreads() {
+  let n = 1;
+  if (isNode) { const os = await import('node:os'); n = os.availableParallelism ? os.availableParallelism() : os.cpus().length; }
+  else n = globalThis.navigator?.hardwareConcurrency || 1;
+  return Math.max(1, Math.min(8, n));
+}
+
+/** Threads that can really be used: shared memory needs SharedArrayBuffer (crossOriginIsolated pages). */
+async function resolveThreads(options) {
+  let want = options.threads == null ? await defaultThreads() : Math.max(1, Math.floor(+options.threads) || 1);
+  const canShare = typeof SharedArrayBuffer !== 'undefined' && (isNode || globalThis.crossOriginIsolated === true);
+  if (want > 1 && !canShare) {
+    if (!warnedNoThreads) {
+      warnedNoThreads = true;
+      console.warn('wasmlm: threads need a crossOriginIsolated page (COOP/COEP headers); running on 1 thread');
+    }
+    want = 1;
+  }
+  return want;
 }
 
 async function compileFrom(src) {
@@ -75,7 +105,8 @@ async function compileFrom(src) {
 
 class WorkerClient {
   static async create(options) {
-    const mod = await getWasmModule(options.wasm);
+    const threads = await resolveThreads(options);
+    const mod = await getWasmModule(options.wasm, threads > 1);
     let w, nodeWorker = null;
     const url = new URL('./worker.js', import.meta.url);
     if (isNode) {
@@ -85,10 +116,11 @@ class WorkerClient {
     } else {
       w = new Worker(url, { type: 'module' });
     }
-    return new WorkerClient(w, nodeWorker, mod);
+    return new WorkerClient(w, nodeWorker, mod, threads);
   }
 
-  constructor(w, nodeWorker, mod) {
+  constructor(w, nodeWorker, mod, threads = 1) {
+    this.threads = threads;
     this.w = w;
     this.node = nodeWorker;
     this.nextId = 1;
@@ -107,7 +139,7 @@ class WorkerClient {
       w.onmessage = (ev) => onMessage(ev.data);
       w.onerror = (ev) => { ev.preventDefault?.(); onError(new Error('worker error: ' + (ev.message || 'failed to start'))); };
     }
-    w.postMessage({ op: 'init', wasm: mod, abortFlag: this.abortFlag ? this.abortFlag.buffer : null });
+    w.postMessage({ op: 'init', wasm: mod, threads, abortFlag: this.abortFlag ? this.abortFlag.buffer : null });
   }
 
   _ref() { if (this.node) { if (this.pending.size > 0) this.node.ref(); else this.node.unref(); } }
@@ -327,6 +359,8 @@ export class Model {
     this._client = client;
     /** Metadata, hyper-parameters, context settings and tensor table. */
     this.info = info;
+    /** Threads really used for compute (1 when shared memory is unavailable). */
+    this.threads = client.threads;
     this._disposed = false;
   }
 
@@ -401,6 +435,53 @@ export class Model {
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /**
+   * Renders `messages` ([{role, content}]) with the model's chat template
+   * (tokenizer.chat_template, or options.template), with
+   * add_generation_prompt (default true) and the model's BOS/EOS token text.
+   * @returns {Promise<string>}
+   */
+  async applyChatTemplate(messages, opts = {}) {
+    this._check();
+    const template = chatTemplateFor(this.info, opts);
+    return renderChat(template, messages, {
+      bosToken: this.info.specialTokens?.bos, eosToken: this.info.specialTokens?.eos,
+      addGenerationPrompt: opts.addGenerationPrompt !== false, variables: opts.variables,
+    });
+  }
+
+  /**
+   * Streams the assistant's reply to a conversation, like generate(): the
+   * messages are rendered with the chat template, special tokens in the
+   * rendered prompt become their ids, and generation stops at the model's
+   * end-of-generation tokens (EOS, <|im_end|>, <|eot_id|>, ...).
+   */
+  chat(messages, opts = {}) {
+    const self = this;
+    return (async function* chatGen() {
+      self._check();
+      const prompt = await self.applyChatTemplate(messages, opts);
+      return yield* self.generate(prompt, chatGenerateOptions(prompt, self.info, opts));
+    })();
+  }
+
+  /** The whole reply to a conversation; resolves with a CompletionResult (onToken streams). */
+  async chatComplete(messages, opts = {}) {
+    this._check();
+    const prompt = await this.applyChatTemplate(messages, opts);
+    return this.complete(prompt, chatGenerateOptions(prompt, this.info, opts));
+  }
+
+  /**
+   * Raw logits from an empty context (tests, analysis): of the last token,
+   * or with {all: true} of every position. @returns {Promise<Float32Array[]>}
+   */
+  async logits(tokens, opts = {}) {
+    this._check();
+    const r = await this._client.call('logits', { ids: Array.from(tokens, Number), all: !!opts.all });
+    return r.rows;
   }
 
   /** @returns {Promise<number[]>} */

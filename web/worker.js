@@ -11,6 +11,7 @@
 //     {id, op:'generate', prompt, options, stream}    stream: send a 'chunk' event per token
 //     {id, op:'tokenize', text, addBos} | {id, op:'detokenize', ids} | {id, op:'info'}
 //     {id, op:'distribution', text, options}
+//     {id, op:'logits', ids, all}                     raw logits (rows of Float32Array) from an empty context
 //     {id, op:'quantize', type, outPath?}             Node: writes outPath; else replies with bytes
 //     {op:'abort', target}                            stops request `target` (queued or running)
 //     {id, op:'dispose'}
@@ -70,6 +71,30 @@ function isAborted(id) {
 }
 
 let nodeFs = null;
+
+// Starts one compute thread (web/thread-worker.js) and resolves when it is
+// inside its loop; the engine waits for all of them before any work.
+async function spawnThread(msg) {
+  const url = new URL('./thread-worker.js', import.meta.url);
+  if (isNode) {
+    const { Worker } = await import('node:worker_threads');
+    const w = new Worker(url);
+    w.unref();
+    await new Promise((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+      w.postMessage(msg);
+    });
+    return w;
+  }
+  const w = new Worker(url, { type: 'module' });
+  await new Promise((resolve, reject) => {
+    w.onmessage = resolve;
+    w.onerror = (ev) => reject(new Error('compute thread failed to start: ' + (ev.message || '')));
+    w.postMessage(msg);
+  });
+  return w;
+}
 
 const ops = {
   async loadFile(m) {
@@ -143,6 +168,10 @@ const ops = {
   detokenize(m) { return engine.detokenize(m.ids); },
   info() { return engine.info(); },
   distribution(m) { return engine.nextTokenDistribution(m.text, m.options || {}); },
+  logits(m) {
+    const rows = engine.logits(m.ids, { all: !!m.all });
+    return { rows, __transfer: rows.map((r) => r.buffer) };
+  },
   async quantize(m) {
     if (m.outPath) {
       const fs = nodeFs || (nodeFs = await import('node:fs'));
@@ -202,7 +231,7 @@ function onMessage(m) {
   if (!m || typeof m !== 'object') return;
   if (m.op === 'init') {
     abortFlag = m.abortFlag ? new Int32Array(m.abortFlag) : null;
-    Engine.create(m.wasm).then((e) => { engine = e; initDone(); },
+    Engine.create(m.wasm, { threads: m.threads || 1, spawnThread }).then((e) => { engine = e; initDone(); },
       (e) => { post({ id: 0, ok: false, error: errToPlain(e) }); initDone(); });
     return;
   }

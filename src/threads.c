@@ -1,0 +1,111 @@
+/* A small thread pool on shared memory.
+ *
+ * Threads are created by the host (Web Workers / worker_threads instantiating
+ * the same wasm module on one shared memory, or pthreads natively); each
+ * spends its life in wlm_worker_loop. The coordinating thread publishes a job
+ * (function + argument + how many threads take part), bumps a generation
+ * counter and wakes everyone; it runs share 0 itself, then sleeps until every
+ * worker has reported. Waiting threads sleep in memory.atomic.wait32 (futex
+ * natively) after a short spin: they never burn a core while idle.
+ *
+ * Jobs split work into fixed contiguous ranges by thread index, and every
+ * output element is computed by the same code whatever the thread count, so
+ * results are identical at any number of threads. */
+#include "internal.h"
+
+#if defined(__wasm__) && !defined(__wasm_atomics__)
+#define WLM_NO_THREADS 1
+#endif
+
+#define SPIN 20000 /* a short poll before sleeping: jobs come back to back while generating */
+
+#ifndef WLM_NO_THREADS
+static int32_t load32(volatile int32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+static void wait32(volatile int32_t *p, int32_t expected) {
+    for (int i = 0; i < SPIN; i++) if (load32(p) != expected) return;
+#ifdef __wasm__
+    __builtin_wasm_memory_atomic_wait32((int32_t *)p, expected, -1);
+#else
+    wlm_sys_wait32(p, expected);
+#endif
+}
+
+static void notify_all(volatile int32_t *p) {
+#ifdef __wasm__
+    __builtin_wasm_memory_atomic_notify((int32_t *)p, 0x7fffffffu);
+#else
+    wlm_sys_notify_all(p);
+#endif
+}
+#endif
+
+wlm_pool *wlm_pool_new(uint32_t n_threads) {
+#ifdef WLM_NO_THREADS
+    (void)n_threads;
+    return 0;
+#else
+    if (n_threads < 1 || n_threads > WLM_MAX_THREADS) return 0;
+    wlm_pool *p = wlm_sys_alloc(sizeof(wlm_pool));
+    if (!p) return 0;
+    p->n_threads = n_threads;
+    return p;
+#endif
+}
+
+uint32_t wlm_pool_threads(const wlm_pool *p) { return p ? p->n_threads : 1; }
+
+void wlm_pool_free(wlm_pool *p) {
+    if (!p) return;
+#ifndef WLM_NO_THREADS
+    __atomic_store_n(&p->gen, -1, __ATOMIC_RELEASE);
+    notify_all(&p->gen);
+    /* wait until every worker has left its loop before the block is reused */
+    int32_t n;
+    while ((n = load32(&p->exited)) != (int32_t)p->n_threads - 1) wait32(&p->exited, n);
+#endif
+    wlm_sys_free(p);
+}
+
+void wlm_worker_loop(wlm_pool *p, uint32_t tid) {
+#ifdef WLM_NO_THREADS
+    (void)p; (void)tid;
+#else
+    int32_t seen = 0;
+    for (;;) {
+        int32_t g;
+        while ((g = load32(&p->gen)) == seen) wait32(&p->gen, seen);
+        if (g < 0) break;
+        seen = g;
+        if (tid < p->n_active) p->fn(p->arg, tid, p->n_active);
+        if (__atomic_add_fetch(&p->done, 1, __ATOMIC_ACQ_REL) == (int32_t)p->n_threads - 1) notify_all(&p->done);
+    }
+    __atomic_add_fetch(&p->exited, 1, __ATOMIC_ACQ_REL);
+    notify_all(&p->exited);
+#endif
+}
+
+void wlm_pool_run(wlm_pool *p, wlm_job_fn fn, void *arg, uint32_t nth) {
+#ifndef WLM_NO_THREADS
+    if (p && nth > 1 && p->n_threads > 1) {
+        if (nth > p->n_threads) nth = p->n_threads;
+        p->fn = fn; p->arg = arg; p->n_active = nth;
+        __atomic_store_n(&p->done, 0, __ATOMIC_RELEASE);
+        int32_t g = load32(&p->gen);
+        __atomic_store_n(&p->gen, (g + 1) & 0x3fffffff ? (g + 1) & 0x3fffffff : 1, __ATOMIC_RELEASE);
+        notify_all(&p->gen);
+        fn(arg, 0, nth);
+        int32_t d;
+        while ((d = load32(&p->done)) != (int32_t)p->n_threads - 1) wait32(&p->done, d);
+        return;
+    }
+#endif
+    (void)p; (void)nth;
+    fn(arg, 0, 1);
+}
+
+/* [lo, hi) of n items for thread tid of nth: contiguous, in order */
+void wlm_split(uint32_t n, uint32_t tid, uint32_t nth, uint32_t *lo, uint32_t *hi) {
+    uint64_t a = (uint64_t)n * tid / nth, b = (uint64_t)n * (tid + 1) / nth;
+    *lo = (uint32_t)a; *hi = (uint32_t)b;
+}
