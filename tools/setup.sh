@@ -15,7 +15,8 @@ if [ -n "$need" ]; then
   $SUDO apt-get update -q || true
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $need
 fi
-if [ -f package.json ] && [ ! -d node_modules ] && grep -q '"devDependencies"' package.json; then
+if [ -f package.json ] && grep -q -E '"(dev)?[dD]ependencies"' package.json && \
+   { [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; }; then
   echo "setup: npm ci"
   if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
 fi
