@@ -21,7 +21,7 @@ typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
              off_act, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen;
-    uint64_t act_row_bytes, wrow_bytes;
+    uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16;
 } plan;
 
 static uint64_t reserve(plan *p, uint64_t bytes) {
@@ -66,6 +66,8 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_hb2 = reserve(&pl, B * hp->n_ff * 4);
     pl.off_act = reserve(&pl, B * pl.act_row_bytes);
     pl.wrow_bytes = WLM_ALIGN_UP(widest * 4, 64);
+    pl.act16_row_bytes = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 4, 64);
+    pl.off_act16 = reserve(&pl, B * pl.act16_row_bytes);
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
     pl.off_logits = reserve(&pl, (p->logits_all ? B : 1) * (uint64_t)hp->n_vocab * 4);
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
@@ -122,6 +124,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->act = mem + pl.off_act; c->act_row_bytes = pl.act_row_bytes;
     c->wrow = mem + pl.off_wrow;
     c->wrow_bytes = pl.wrow_bytes;
+    c->act16 = mem + pl.off_act16; c->act16_row_bytes = pl.act16_row_bytes;
     c->n_thr = 1;
     c->logits = (float *)(mem + pl.off_logits);
     c->att_tile = (float *)(mem + pl.off_tile);
@@ -177,9 +180,10 @@ static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, floa
 typedef struct act {
     const float *x; uint32_t n_tok, n;
     uint32_t ready_type;   /* activation form held in the ctx buffer, 0 = none */
+    int i16_ready;         /* c->act16 holds the Q8_0 form widened to int16 */
 } act;
 
-static act act_of(const float *x, uint32_t n_tok, uint32_t n) { act a = { x, n_tok, n, GGML_F32 }; return a; }
+static act act_of(const float *x, uint32_t n_tok, uint32_t n) { act a = { x, n_tok, n, GGML_F32, 0 }; return a; }
 
 /* y[t][r] = W[r] . x[t] for every row r of W and token t; each weight row is
  * read once for the whole batch. Rows are split across the threads in
@@ -189,6 +193,7 @@ typedef struct mm_job {
     wlm_ctx *c; const wlm_tensor *W;
     const uint8_t *xs; uint64_t xstride; uint32_t n_tok;
     float *y;
+    int i16;               /* prefill of Q8_0/Q4_0: int16 rows against c->act16 */
 } mm_job;
 
 static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
@@ -204,6 +209,20 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
     wlm_dot_fn dot = c->k->dot[W->type];
     wlm_dot_fn udot = W->type == GGML_Q4_0 ? c->k->dot[GGML_Q8_0] : c->k->dot[GGML_F32];
     uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
+    if (j->i16) {
+        /* weights and activations both widened to int16 once: the inner
+         * loop is loads and i32x4.dot_i16x8 only (same sums as dot_q8_0) */
+        uint32_t nb = n / 32;
+        int16_t *wq = (int16_t *)wrow; float *wd = (float *)(wrow + (uint64_t)n * 2);
+        for (uint32_t r = r0; r < r1; r++) {
+            wlm_unpack_i16(W->type, W->data + r * row_bytes, wq, wd, n);
+            for (uint32_t t = 0; t < j->n_tok; t++) {
+                const uint8_t *xa = c->act16 + t * c->act16_row_bytes;
+                j->y[(uint64_t)t * rows + r] = c->k->dot_i16(nb, wq, wd, (const int16_t *)xa, (const float *)(xa + (uint64_t)n * 2));
+            }
+        }
+        return;
+    }
     for (uint32_t r = r0; r < r1; r++) {
         const uint8_t *w = W->data + r * row_bytes;
         if (unpack) {
@@ -220,7 +239,7 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
 
 static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
     uint32_t at = wlm_act_type(W->type);
-    mm_job j = { c, W, 0, 0, a->n_tok, y };
+    mm_job j = { c, W, 0, 0, a->n_tok, y, 0 };
     if (at == GGML_F32) {
         j.xs = (const uint8_t *)a->x; j.xstride = (uint64_t)a->n * 4;
     } else {
@@ -231,6 +250,15 @@ static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
             a->ready_type = at;
         }
         j.xs = c->act;
+        if (a->n_tok > 1 && (W->type == GGML_Q8_0 || W->type == GGML_Q4_0) && c->k->dot_i16) {
+            if (!a->i16_ready) {
+                for (uint32_t t = 0; t < a->n_tok; t++)
+                    wlm_unpack_i16(GGML_Q8_0, c->act + t * j.xstride, (int16_t *)(c->act16 + t * c->act16_row_bytes),
+                                   (float *)(c->act16 + t * c->act16_row_bytes + (uint64_t)a->n * 2), a->n);
+                a->i16_ready = 1;
+            }
+            j.i16 = 1;
+        }
     }
     wlm_pool_run(c->pool, mm_rows, &j, c->n_thr);
 }

@@ -169,6 +169,9 @@ typedef struct wlm_kernels {
     float (*dot_bf16)(uint32_t n, const uint16_t *w, const float *x);
     float (*dot_q8_0)(uint32_t n, const block_q8_0 *w, const block_q8_0 *x);
     float (*dot_q4_0)(uint32_t n, const block_q4_0 *w, const block_q8_0 *x);
+    /* 32-blocks unpacked to int16 with float scales (prefill of Q8_0/Q4_0
+     * weights): equal bit for bit to dot_q8_0 on the same values */
+    float (*dot_i16)(uint32_t nb, const int16_t *w, const float *dw, const int16_t *x, const float *dx);
     /* y += a * x (attention value accumulation), f32 and f16 sources */
     void (*axpy_f32)(uint32_t n, float a, const float *x, float *y);
     void (*axpy_f16)(uint32_t n, float a, const uint16_t *x, float *y);
@@ -188,6 +191,8 @@ float wlm_fold16(const float s[16]); /* the reference lane fold */
 void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n);
 void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n);
 void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n);
+/* Q8_0 / Q4_0 row -> int16 values + float block scales (exact) */
+void wlm_unpack_i16(uint32_t type, const void *row, int16_t *q, float *d, uint32_t n);
 /* Q4_0 row -> Q8_0 row with the same scales and values (exact) */
 void wlm_q4_0_to_q8_0(const block_q4_0 *x, block_q8_0 *y, uint32_t n);
 /* Dequantizes one row of any supported type into floats. */
@@ -240,6 +245,8 @@ struct wlm_ctx {
     uint8_t *act;          /* quantized activations, n_batch rows */
     uint64_t act_row_bytes;
     uint8_t *wrow;         /* per thread: one weight row unpacked for a batch (prefill) */
+    uint8_t *act16;        /* int8 activations widened to int16 + float scales (prefill) */
+    uint64_t act16_row_bytes;
     uint64_t wrow_bytes;   /* bytes of one thread's wrow */
     wlm_pool *pool; uint32_t n_thr; /* threads running matmul/attention (1 = inline) */
     float *logits; uint32_t n_logits;

@@ -164,6 +164,34 @@ static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
     return r;
 }
 
+/* exact partial sums of one 32-block of int16 x int16 (|values| <= 128) */
+static inline v128_t isum_i16(const int16_t *w, const int16_t *x) {
+    v128_t s0 = wasm_i32x4_dot_i16x8(wasm_v128_load(w), wasm_v128_load(x));
+    v128_t s1 = wasm_i32x4_dot_i16x8(wasm_v128_load(w + 8), wasm_v128_load(x + 8));
+    v128_t s2 = wasm_i32x4_dot_i16x8(wasm_v128_load(w + 16), wasm_v128_load(x + 16));
+    v128_t s3 = wasm_i32x4_dot_i16x8(wasm_v128_load(w + 24), wasm_v128_load(x + 24));
+    return wasm_i32x4_add(wasm_i32x4_add(s0, s1), wasm_i32x4_add(s2, s3));
+}
+
+static float dot_i16(uint32_t nb, const int16_t *w, const float *dw, const int16_t *x, const float *dx) {
+    uint32_t b = 0;
+    v128_t acc = wasm_f32x4_splat(0);
+    for (; b + 4 <= nb; b += 4) {
+        v128_t s = hsum4_i32(isum_i16(w + b * 32, x + b * 32), isum_i16(w + (b + 1) * 32, x + (b + 1) * 32),
+                             isum_i16(w + (b + 2) * 32, x + (b + 2) * 32), isum_i16(w + (b + 3) * 32, x + (b + 3) * 32));
+        v128_t d = wasm_f32x4_mul(wasm_v128_load(dw + b), wasm_v128_load(dx + b));
+        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
+    }
+    float r = fold_lanes(acc);
+    for (; b < nb; b++) {
+        v128_t s = isum_i16(w + b * 32, x + b * 32);
+        int32_t t = wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
+                    wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
+        r += (dw[b] * dx[b]) * (float)t;
+    }
+    return r;
+}
+
 static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
     v128_t va = wasm_f32x4_splat(a);
     uint32_t i = 0;
@@ -205,6 +233,6 @@ const wlm_kernels wlm_kernels_simd128 = {
              [GGML_Q2_K] = wlm_kq_dot_q2_k_simd, [GGML_Q3_K] = wlm_kq_dot_q3_k_simd, [GGML_Q4_K] = wlm_kq_dot_q4_k_simd,
              [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .dot_i16 = dot_i16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 };
 #endif
