@@ -79,5 +79,11 @@ test-san: $(BUILD)/tests-san
 test-js: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm $(BUILD)/wasmlm-native
 	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
 
+# Speed, side by side with native llama.cpp (node-llama-cpp's prebuilt CPU
+# binaries, installed here on first use): JSON + table in bench/results/.
+bench: wasm $(BUILD)/wasmlm-native
+	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
+	node bench/bench.mjs $(BENCH_ARGS)
+
 clean:
 	rm -rf $(BUILD) wasm/*.wasm

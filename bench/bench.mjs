@@ -19,6 +19,7 @@ const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.start
 const shapes = String(args.shapes || 's15m,s110m').split(',');
 const types = String(args.types || 'q8_0,q4_0,f16').split(',');
 const reps = +(args.reps || 3);
+const threadCounts = String(args.threads || '1,2').split(',').map(Number);
 const cache = path.join(root, 'bench', 'cache');
 fs.mkdirSync(cache, { recursive: true });
 const native = path.join(root, 'build', 'wasmlm-native');
@@ -42,9 +43,9 @@ function promptOf(n) {
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
-async function benchOurs(file) {
+async function benchOurs(file, threads) {
   const t0 = performance.now();
-  const m = await loadModel(file, { contextLength: 1152, batchSize: 64 });
+  const m = await loadModel(file, { contextLength: 1152, batchSize: 64, threads });
   const loadMs = performance.now() - t0;
   const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true };
   const pre = [], dec = [], far = [];
@@ -59,10 +60,10 @@ async function benchOurs(file) {
   return { loadMs, prefill: median(pre), decode: median(dec), decode1000: median(far) };
 }
 
-function benchNative(file) {
+function benchNative(file, threads) {
   const pre = [], dec = [];
   for (let r = 0; r < reps; r++) {
-    const p = spawnSync(native, ['generate', '-m', file, '-p', promptOf(128), '-n', '64', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos', '--ctx', '1152'], { encoding: 'utf8' });
+    const p = spawnSync(native, ['generate', '-m', file, '-p', promptOf(128), '-n', '64', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos', '--ctx', '1152', '--threads', String(threads)], { encoding: 'utf8' });
     const m = /prompt (\d+) tokens, ([\d.]+) tok\/s \| generated (\d+) tokens, ([\d.]+) tok\/s/.exec(p.stderr);
     if (!m) throw new Error('native bench failed: ' + p.stderr);
     pre.push(+m[2]); dec.push(+m[4]);
@@ -76,14 +77,14 @@ try {
   llamaCpp = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
 } catch { /* not installed: column left empty */ }
 
-async function benchLlamaCpp(file) {
+async function benchLlamaCpp(file, threads) {
   if (!llamaCpp) return null;
   const m = await llamaCpp.loadModel({ modelPath: file });
   const prompt = m.tokenize(promptOf(128));
   const toks = [m.tokens.bos, ...prompt].slice(0, 128);
   const pre = [], dec = [];
   for (let r = 0; r < reps; r++) {
-    const ctx = await m.createContext({ contextSize: 1152, threads: 1, batchSize: 512 });
+    const ctx = await m.createContext({ contextSize: 1152, threads, batchSize: 512 });
     const seq = ctx.getSequence();
     let t0 = performance.now();
     await seq.evaluateWithoutGeneratingNewTokens(toks);
@@ -102,24 +103,26 @@ for (const shape of shapes) {
   for (const type of types) {
     const file = model(shape, type);
     const size = fs.statSync(file).size;
-    // interleave the engines, one rep each round
-    const ours = await benchOurs(file);
-    const nat = fs.existsSync(native) ? benchNative(file) : null;
-    const lc = await benchLlamaCpp(file);
-    const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads: 1, ours, native: nat, llamaCpp: lc };
-    rows.push(row);
-    console.error(JSON.stringify(row));
+    for (const threads of threadCounts) {
+      // the engines run one after the other on the same file, in the same process
+      const ours = await benchOurs(file, threads);
+      const nat = fs.existsSync(native) ? benchNative(file, threads) : null;
+      const lc = await benchLlamaCpp(file, threads);
+      const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads, ours, native: nat, llamaCpp: lc };
+      rows.push(row);
+      console.error(JSON.stringify(row));
+    }
   }
 }
 
 const f = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
 const ratio = (a, b) => (a && b ? (a / b).toFixed(2) + '×' : '—');
-let md = `# wasmlm benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version} · 1 thread · medians of ${reps}\n\n`;
-md += '| model | type | MB | load ms | prefill tok/s (wasm) | decode tok/s (wasm) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+let md = `# wasmlm benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version} · medians of ${reps}\n\n`;
+md += '| model | type | threads | MB | load ms | prefill tok/s (wasm) | decode tok/s (wasm) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
-  md += `| ${r.shape} | ${r.type} | ${r.fileMB} | ${f(r.ours.loadMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
+  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(r.ours.loadMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
 }
-md += '\nllama.cpp = node-llama-cpp prebuilt CPU binaries, same files, same thread count. native = build/wasmlm-native (scalar reference kernels today).\n';
+md += '\nprefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n';
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 fs.writeFileSync(path.join(root, 'bench', 'results', `bench-${stamp}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, rows }, null, 2));
 fs.writeFileSync(path.join(root, 'bench', 'results', 'latest.md'), md);
