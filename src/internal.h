@@ -184,6 +184,9 @@ extern const wlm_kernels wlm_kernels_scalar;
 extern const wlm_kernels wlm_kernels_simd128;
 #endif
 const wlm_kernels *wlm_kernels_best(void);
+/* every kernel set compiled into this build, the reference first */
+extern const wlm_kernels *const wlm_kernel_sets[];
+extern const uint32_t wlm_kernel_set_count;
 float wlm_fold16(const float s[16]); /* the reference lane fold */
 
 /* Quantizes n floats (n % 32 == 0) to Q8_0 blocks; scalar, shared by every

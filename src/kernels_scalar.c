@@ -137,6 +137,14 @@ const wlm_kernels wlm_kernels_scalar = {
     .dot_i16 = dot_i16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 };
 
+const wlm_kernels *const wlm_kernel_sets[] = {
+    &wlm_kernels_scalar,
+#ifdef __wasm_simd128__
+    &wlm_kernels_simd128,
+#endif
+};
+const uint32_t wlm_kernel_set_count = sizeof wlm_kernel_sets / sizeof wlm_kernel_sets[0];
+
 const wlm_kernels *wlm_kernels_best(void) {
 #ifdef __wasm_simd128__
     return &wlm_kernels_simd128;

@@ -10,13 +10,9 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-static const wlm_kernels *const SETS[] = {
-    &wlm_kernels_scalar,
-#ifdef __wasm_simd128__
-    &wlm_kernels_simd128,
-#endif
-};
-#define N_SETS (int)(sizeof SETS / sizeof SETS[0])
+/* every kernel set of this build (scalar, and SIMD128 in wasm) */
+#define SETS wlm_kernel_sets
+#define N_SETS (int)wlm_kernel_set_count
 
 typedef struct { unsigned char *bytes; wlm_model *m; } tmodel;
 
