@@ -81,7 +81,7 @@ test-js: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm $(BUILD)/wasmlm-native
 
 # Speed, side by side with native llama.cpp (node-llama-cpp's prebuilt CPU
 # binaries, installed here on first use): JSON + table in bench/results/.
-bench: wasm $(BUILD)/wasmlm-native
+bench: wasm $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node bench/bench.mjs $(BENCH_ARGS)
 

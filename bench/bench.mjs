@@ -123,8 +123,22 @@ for (const r of rows) {
   md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(r.ours.loadMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
 }
 md += '\nprefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n';
+// tokenizer throughput (MB/s on a few MB of mixed text, SentencePiece and
+// byte-level BPE vocabularies): printed by the C test tokenizer_throughput,
+// natively and in the wasm build
+const tok = [];
+for (const [label, cmd, cargs] of [
+  ['native', path.join(root, 'build', 'tests-native'), ['--data', path.resolve(root, '..', 'shared'), 'tokenizer_throughput']],
+  ['wasm', 'node', [path.join(root, 'tests', 'c', 'run_wasi.mjs'), path.join(root, 'build', 'tests.wasm'), 'tokenizer_throughput']],
+]) {
+  if (cmd !== 'node' && !fs.existsSync(cmd)) continue;
+  const r = spawnSync(cmd, cargs, { cwd: root, encoding: 'utf8', env: { ...process.env, WLM_TEST_DATA: path.resolve(root, '..', 'shared') } });
+  for (const line of (r.stdout || '').split('\n')) if (/MB\/s/.test(line)) tok.push(`${label}: ${line.trim()}`);
+}
+if (tok.length) md += '\n## Tokenizer throughput\n\n' + tok.map((l) => '- ' + l).join('\n') + '\n';
+
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-fs.writeFileSync(path.join(root, 'bench', 'results', `bench-${stamp}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, rows }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', `bench-${stamp}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, rows, tokenizer: tok }, null, 2));
 fs.writeFileSync(path.join(root, 'bench', 'results', 'latest.md'), md);
 console.log(md);
 process.exit(0);

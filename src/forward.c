@@ -260,7 +260,9 @@ static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
             j.i16 = 1;
         }
     }
-    wlm_pool_run(c->pool, mm_rows, &j, c->n_thr);
+    /* waking the other threads costs microseconds: small products stay on one */
+    uint64_t work = (uint64_t)W->ne[0] * W->ne[1] * a->n_tok;
+    wlm_pool_run(c->pool, mm_rows, &j, work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
 }
 
 void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n) {
@@ -446,7 +448,8 @@ static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
             kv_store(c, l, slot_for(c, pos0 + t), c->kk + (uint64_t)t * kvd, c->vv + (uint64_t)t * vd);
         }
         att_job aj = { c, l, n, n_slots, pos0, scale };
-        wlm_pool_run(c->pool, attention_heads, &aj, c->n_thr);
+        uint64_t att_work = (uint64_t)n * hp->n_head * n_slots * (hd + hdv);
+        wlm_pool_run(c->pool, attention_heads, &aj, att_work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
         act a = act_of(c->att, n, od);
         matmul(c, L->wo, &a, c->xb);
         add_bias(c->xb, L->bo, n, d);

@@ -211,6 +211,8 @@ uint64_t wlm_act_row_bytes(uint32_t act_type, uint32_t n);
 /* ---- threads (threads.c) ------------------------------------------------------ */
 
 #define WLM_MAX_THREADS 64
+/* multiply-adds below which a job runs on the calling thread alone */
+#define WLM_MIN_PARALLEL_WORK (1u << 17)
 typedef void (*wlm_job_fn)(void *arg, uint32_t tid, uint32_t nth);
 struct wlm_pool {
     volatile int32_t gen;      /* job generation, -1 = shut down */

@@ -34,7 +34,7 @@ export const NATIVE_BIN = path.join(ROOT, 'build', 'wasmlm-native');
 const USAGE = `usage:
   wasmlm generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
                   [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N]
-                  [--kv f32|f16] [--ignore-eos] [--parse-special] [--stop STR]... [--native]
+                  [--kv f32|f16] [-t|--threads N] [--ignore-eos] [--parse-special] [--stop STR]... [--native]
   wasmlm info MODEL [--json] [--native]
   wasmlm quantize IN OUT TYPE [--native]        (TYPE: f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q2_k | q3_k | q4_k | q5_k | q6_k | q4_k_m | q5_k_m)
   wasmlm tokenize -m MODEL -p TEXT [--no-bos]
@@ -59,10 +59,11 @@ const VALUE_FLAGS = {
   '--top-k': 'topK', '--top-p': 'topP', '--min-p': 'minP',
   '--repeat-penalty': 'repeatPenalty', '--repeat-last-n': 'repeatLastN',
   '--seed': 'seed', '--ctx': 'contextLength', '--batch': 'batchSize', '--kv': 'kvType',
+  '-t': 'threads', '--threads': 'threads',
   '--stop': 'stop', '--system': 'system', '--template': 'template',
 };
 const BOOL_FLAGS = { '--native': 'native', '--ignore-eos': 'ignoreEos', '--parse-special': 'parseSpecial', '--json': 'json', '--no-bos': 'noBos', '-h': 'help', '--help': 'help' };
-const NUMERIC = new Set(['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'contextLength', 'batchSize']);
+const NUMERIC = new Set(['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'contextLength', 'batchSize', 'threads']);
 
 /** Parses argv (after the node and script entries) into {cmd, opts, positional}. */
 export function parseArgs(argv) {
@@ -108,6 +109,7 @@ export function nativeArgs(cmd, opts, positional, modelPath) {
       '--repeat-last-n', String(s.repeatLastN), '--seed', String(s.seed)];
     if (opts.contextLength != null) args.push('--ctx', String(opts.contextLength));
     if (opts.kvType) args.push('--kv', opts.kvType);
+    if (opts.threads != null) args.push('--threads', String(opts.threads));
     if (opts.ignoreEos) args.push('--ignore-eos');
     return args;
   }
@@ -185,7 +187,7 @@ export function formatInfo(info) {
 async function cmdGenerate(opts) {
   if (!opts.model) throw new UsageError('generate needs -m MODEL');
   const model = await loadModel(opts.model, {
-    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType,
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads,
     onProgress: progressPrinter('loading'),
   });
   try {
@@ -259,7 +261,7 @@ async function cmdChat(opts) {
   if (!opts.model) throw new UsageError('chat needs -m MODEL');
   const template = opts.template ? fs.readFileSync(opts.template, 'utf8') : undefined;
   const model = await loadModel(opts.model, {
-    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType,
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads,
     onProgress: progressPrinter('loading'),
   });
   const tty = !!(process.stdin.isTTY && process.stdout.isTTY);

@@ -68,7 +68,8 @@ export async function defaultThreads() {
 
 /** Threads that can really be used: shared memory needs SharedArrayBuffer (crossOriginIsolated pages). */
 async function resolveThreads(options) {
-  let want = options.threads == null ? await defaultThreads() : Math.max(1, Math.floor(+options.threads) || 1);
+  // a custom engine build (options.wasm) is single-threaded unless threads are asked for
+  let want = options.threads == null ? (options.wasm ? 1 : await defaultThreads()) : Math.max(1, Math.floor(+options.threads) || 1);
   const canShare = typeof SharedArrayBuffer !== 'undefined' && (isNode || globalThis.crossOriginIsolated === true);
   if (want > 1 && !canShare) {
     if (!warnedNoThreads) {

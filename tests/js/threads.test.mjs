@@ -1,0 +1,55 @@
+// Compute threads: the shared-memory build gives the same tokens as one
+// thread (greedy and sampled), reports its thread count, and disposes its
+// compute workers.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import './helpers.mjs';
+import { loadModel } from '../../web/index.js';
+import { makeModel } from '../../models/make-model.js';
+
+let dir, file;
+before(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-threads-'));
+  file = path.join(dir, 'm.gguf');
+  // big enough that matrix products and attention really run on several threads
+  makeModel(file, { dim: 256, layers: 2, heads: 4, kvHeads: 2, ffn: 768, ctx: 256, vocab: 1024 }, 'f32', 7);
+});
+after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const PROMPT = 'ab cd ef gh ij kl mn op qr st uv wx yz ba dc fe hg ji lk nm';
+
+test('2 and 3 threads give the same tokens as 1 (greedy and seeded sampling)', async () => {
+  const runs = {};
+  for (const threads of [1, 2, 3]) {
+    const m = await loadModel(file, { threads, contextLength: 128, batchSize: 8 });
+    try {
+      assert.equal(m.threads, threads);
+      const greedy = await m.complete(PROMPT, { maxTokens: 24, temperature: 0, repeatPenalty: 1, ignoreEos: true });
+      const sampled = await m.complete(PROMPT, { maxTokens: 24, temperature: 0.9, seed: 5, ignoreEos: true });
+      runs[threads] = { greedy: greedy.tokens, sampled: sampled.tokens, lp: sampled.logprobs };
+    } finally { await m.dispose(); }
+  }
+  assert.equal(runs[1].greedy.length, 24);
+  for (const t of [2, 3]) {
+    assert.deepEqual(runs[t].greedy, runs[1].greedy, `greedy with ${t} threads`);
+    assert.deepEqual(runs[t].sampled, runs[1].sampled, `sampled with ${t} threads`);
+    assert.deepEqual(runs[t].lp, runs[1].lp, `logprobs with ${t} threads`);
+  }
+});
+
+test('abort stops a threaded generation within a token and the model stays usable', async () => {
+  const m = await loadModel(file, { threads: 2, contextLength: 256 });
+  try {
+    const ac = new AbortController();
+    let n = 0;
+    await assert.rejects(async () => {
+      for await (const _ of m.generate(PROMPT, { maxTokens: 200, ignoreEos: true, signal: ac.signal })) if (++n === 3) ac.abort();
+    }, { name: 'AbortError' });
+    assert.ok(n >= 3 && n <= 4, `stopped after ${n} tokens`);
+    const again = await m.complete(PROMPT, { maxTokens: 5, temperature: 0, ignoreEos: true });
+    assert.equal(again.tokens.length, 5);
+  } finally { await m.dispose(); }
+});
