@@ -7,7 +7,7 @@ CC      ?= cc
 SHARED  ?= ../shared
 BUILD   := build
 
-CORE_SRC := $(filter-out src/native_cli.c,$(wildcard src/*.c))
+CORE_SRC := $(filter-out src/native_cli.c src/probe_relaxed.c,$(wildcard src/*.c))
 CORE_HDR := $(wildcard src/*.h)
 TEST_SRC := $(wildcard tests/c/*.c)
 
@@ -34,7 +34,7 @@ WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd12
 all: toolchain native wasm
 
 native: $(BUILD)/wasmlm-native $(BUILD)/tests-native
-wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm
+wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm
 
 toolchain:
 	@sh tools/setup.sh
@@ -61,17 +61,44 @@ wasm/wasmlm-mt.wasm: $(CORE_SRC) $(CORE_HDR)
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
 	$(CLANG) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
+# relaxed-SIMD variants (JS loads them only after wasm/probe-relaxed.wasm gave
+# the right answer). binaryen's wasm-opt 108 breaks relaxed modules, and clang
+# runs it by itself when it is on PATH: these links run with a PATH without it.
+NO_WASM_OPT_PATH := $(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
+wasm/wasmlm-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+
+wasm/wasmlm-mt-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
+
+wasm/probe-relaxed.wasm: src/probe_relaxed.c
+	@mkdir -p wasm
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
+
+$(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+	@mkdir -p $(BUILD)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
+
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(CLANG) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 
-test: toolchain test-c test-wasm test-san test-js
+test: toolchain test-c test-wasm test-wasm-relaxed test-san test-js
 
 test-c: $(BUILD)/tests-native
 	$(BUILD)/tests-native --data $(SHARED)
 
 test-wasm: $(BUILD)/tests.wasm
 	WLM_TEST_DATA=$(SHARED) node tests/c/run_wasi.mjs $(BUILD)/tests.wasm
+
+# the relaxed build's kernels against the scalar reference, in Node with
+# relaxed SIMD enabled (skipped, with a message, where the probe fails)
+test-wasm-relaxed: $(BUILD)/tests-relaxed.wasm wasm/probe-relaxed.wasm
+	@if node --experimental-wasm-relaxed-simd tools/probe-relaxed.mjs; then \
+	  WLM_TEST_DATA=$(SHARED) node --experimental-wasm-relaxed-simd tests/c/run_wasi.mjs $(BUILD)/tests-relaxed.wasm kernels; \
+	else echo "relaxed SIMD probe failed in this Node: relaxed kernels not run here"; fi
 
 test-san: $(BUILD)/tests-san
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san --data $(SHARED)

@@ -22,6 +22,8 @@ export interface LoadProgress {
 export interface LoadOptions {
   /** Compute threads (default: available cores, at most 8). Needs shared memory: in browsers a crossOriginIsolated page; otherwise 1 with one warning. */
   threads?: number;
+  /** SIMD flavour: 'auto' (default: relaxed SIMD when a known-answer probe passes), 'simd128' or 'relaxed'. */
+  simd?: 'auto' | 'simd128' | 'relaxed';
   /** KV cache length in tokens; 0 / omitted = min(model context, 2048). */
   contextLength?: number;
   /** max tokens per forward call (prefill chunk); 0 / omitted = 64. */
@@ -211,6 +213,8 @@ export declare class Model {
   readonly info: ModelInfo;
   /** Threads really used for compute. */
   readonly threads: number;
+  /** SIMD flavour of the engine build in use. */
+  readonly simd: 'relaxed' | 'simd128' | 'custom';
   readonly disposed: boolean;
   /** Streams a completion of `prompt` (a string, or token ids). */
   generate(prompt: string | number[], options?: GenerateOptions): Generation;

@@ -100,6 +100,22 @@ static inline v128_t isum_q8(const int8_t *w, const int8_t *x) {
     return wasm_i32x4_add(p0, p1);
 }
 
+#ifdef __wasm_relaxed_simd__
+/* Relaxed-SIMD build: i16x8.relaxed_dot_i8x16_i7x16_s multiplies int8
+ * activations by 7-bit non-negative lanes and adds pairs (pmaddubsw on x86).
+ * The nibbles q (0..15) and the constant 8 are such lanes, so
+ *   sum (q - 8) x = dot(x, q) - dot(x, 8)
+ * exactly, in int16 (|pair sums| <= 3840): the same integers as below. The
+ * JS glue only loads this build after a known-answer probe passed. */
+static inline v128_t isum_q4(const uint8_t *qs, const int8_t *x) {
+    v128_t q = wasm_v128_load(qs), eight = wasm_i8x16_splat(8);
+    v128_t lo = wasm_v128_and(q, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(q, 4);
+    v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 16);
+    v128_t s = wasm_i16x8_sub(wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(x0, lo), wasm_i16x8_relaxed_dot_i8x16_i7x16(x1, hi)),
+                              wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(x0, eight), wasm_i16x8_relaxed_dot_i8x16_i7x16(x1, eight)));
+    return wasm_i32x4_extadd_pairwise_i16x8(s);
+}
+#else
 /* Q4_0 block: weights in [-8, 7], so four products fit an i16 lane */
 static inline v128_t isum_q4(const uint8_t *qs, const int8_t *x) {
     v128_t q = wasm_v128_load(qs);
@@ -110,6 +126,7 @@ static inline v128_t isum_q4(const uint8_t *qs, const int8_t *x) {
                               wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(hi, x1), wasm_i16x8_extmul_high_i8x16(hi, x1)));
     return wasm_i32x4_extadd_pairwise_i16x8(s);
 }
+#endif
 
 /* the f16 scales of four blocks (stride in bytes) as floats */
 static inline v128_t scales4(const uint8_t *d0, uint32_t stride) {
@@ -226,7 +243,11 @@ static float row_q8_0(uint32_t n, const void *w, const void *x) { return dot_q8_
 static float row_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
 
 const wlm_kernels wlm_kernels_simd128 = {
+#ifdef __wasm_relaxed_simd__
+    .name = "relaxed-simd",
+#else
     .name = "simd128",
+#endif
     .dot = { [GGML_F32] = row_f32, [GGML_F16] = row_f16, [GGML_BF16] = row_bf16,
              [GGML_Q8_0] = row_q8_0, [GGML_Q4_0] = row_q4_0,
              [GGML_Q4_1] = wlm_kq_dot_q4_1_simd, [GGML_Q5_0] = wlm_kq_dot_q5_0_simd, [GGML_Q5_1] = wlm_kq_dot_q5_1_simd,

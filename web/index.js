@@ -2,6 +2,7 @@
 // browsers). Each loaded model runs in its own worker (worker_threads in
 // Node, a module Web Worker in browsers) with its own wasm memory, so the
 // caller's event loop never blocks on inference.
+import { probeRelaxedSimd } from './simd-probe.js';
 import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
 import { Sha256 } from './sha256.js';
 import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
@@ -38,18 +39,42 @@ function reviveError(plain) {
 // ---- wasm module --------------------------------------------------------
 
 const wasmModulePromises = {};
+let relaxedPromise = null;
+
+/**
+ * Whether this JS engine runs relaxed SIMD correctly: a tiny probe module
+ * (wasm/probe-relaxed.wasm) must compile and return the known answer.
+ */
+export function relaxedSimdAvailable() {
+  if (!relaxedPromise) {
+    relaxedPromise = compileFrom(new URL('../wasm/probe-relaxed.wasm', import.meta.url))
+      .then((mod) => probeRelaxedSimd(mod), () => false);
+  }
+  return relaxedPromise;
+}
+
+/** The SIMD flavour to use: options.simd ('simd128' | 'relaxed' | 'auto', default auto). */
+async function resolveSimd(options) {
+  const want = options.simd || (isNode && process.env.WASMLM_SIMD) || 'auto';
+  if (want === 'simd128') return 'simd128';
+  const ok = await relaxedSimdAvailable();
+  if (want === 'relaxed' && !ok) throw new Error('relaxed SIMD is not available here (the known-answer probe failed)');
+  return ok ? 'relaxed' : 'simd128';
+}
 
 /**
  * Compiles (once) and returns the engine's WebAssembly.Module: the
- * single-threaded build, or with `threaded` the shared-memory build.
+ * single-threaded build, or with `threaded` the shared-memory build; with
+ * simd 'relaxed', their relaxed-SIMD variants.
  */
-export function getWasmModule(wasm, threaded = false) {
+export function getWasmModule(wasm, threaded = false, simd = 'simd128') {
   if (wasm instanceof WebAssembly.Module) return Promise.resolve(wasm);
   if (wasm) return compileFrom(wasm);
-  const key = threaded ? 'mt' : 'st';
+  const key = (threaded ? 'mt' : 'st') + (simd === 'relaxed' ? '-relaxed' : '');
   if (!wasmModulePromises[key]) {
     const override = isNode ? process.env[threaded ? 'WASMLM_WASM_MT' : 'WASMLM_WASM'] : undefined; // development: another build
-    const p = compileFrom(override || new URL(threaded ? '../wasm/wasmlm-mt.wasm' : '../wasm/wasmlm.wasm', import.meta.url));
+    const name = `../wasm/wasmlm${threaded ? '-mt' : ''}${simd === 'relaxed' ? '-relaxed' : ''}.wasm`;
+    const p = compileFrom(override || new URL(name, import.meta.url));
     wasmModulePromises[key] = p;
     p.catch(() => { delete wasmModulePromises[key]; });
   }
@@ -107,7 +132,8 @@ async function compileFrom(src) {
 class WorkerClient {
   static async create(options) {
     const threads = await resolveThreads(options);
-    const mod = await getWasmModule(options.wasm, threads > 1);
+    const simd = options.wasm ? 'custom' : await resolveSimd(options);
+    const mod = await getWasmModule(options.wasm, threads > 1, simd);
     let w, nodeWorker = null;
     const url = new URL('./worker.js', import.meta.url);
     if (isNode) {
@@ -117,11 +143,12 @@ class WorkerClient {
     } else {
       w = new Worker(url, { type: 'module' });
     }
-    return new WorkerClient(w, nodeWorker, mod, threads);
+    return new WorkerClient(w, nodeWorker, mod, threads, simd);
   }
 
-  constructor(w, nodeWorker, mod, threads = 1) {
+  constructor(w, nodeWorker, mod, threads = 1, simd = 'simd128') {
     this.threads = threads;
+    this.simd = simd;
     this.w = w;
     this.node = nodeWorker;
     this.nextId = 1;
@@ -362,6 +389,8 @@ export class Model {
     this.info = info;
     /** Threads really used for compute (1 when shared memory is unavailable). */
     this.threads = client.threads;
+    /** The engine build's SIMD flavour: 'relaxed' or 'simd128' ('custom' for options.wasm). */
+    this.simd = client.simd;
     this._disposed = false;
   }
 

@@ -53,3 +53,31 @@ test('abort stops a threaded generation within a token and the model stays usabl
     assert.equal(again.tokens.length, 5);
   } finally { await m.dispose(); }
 });
+
+test('the relaxed-SIMD build gives the tokens of the SIMD128 build (Node with relaxed SIMD enabled)', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const q4 = path.join(dir, 'm-q4_0.gguf');
+  const src = await loadModel(file, { threads: 1 });
+  try { await src.quantize('q4_0', { outPath: q4 }); } finally { await src.dispose(); }
+  const script = `
+    import { loadModel, relaxedSimdAvailable } from ${JSON.stringify(new URL('../../web/index.js', import.meta.url).href)};
+    const out = { probe: await relaxedSimdAvailable() };
+    for (const simd of ['simd128', 'relaxed']) {
+      if (simd === 'relaxed' && !out.probe) break;
+      const m = await loadModel(${JSON.stringify(q4)}, { simd, threads: 1, contextLength: 128 });
+      const r = await m.complete(${JSON.stringify(PROMPT)}, { maxTokens: 24, temperature: 0.7, seed: 3, ignoreEos: true });
+      out[simd] = { simd: m.simd, tokens: r.tokens, logprobs: r.logprobs };
+      await m.dispose();
+    }
+    console.log(JSON.stringify(out));`;
+  const scriptFile = path.join(dir, 'relaxed-check.mjs');
+  fs.writeFileSync(scriptFile, script);
+  const r = spawnSync(process.execPath, ['--experimental-wasm-relaxed-simd', scriptFile], { encoding: 'utf8', timeout: 60000 });
+  assert.equal(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout.trim().split('\n').pop());
+  if (!out.probe) return; // this Node cannot run relaxed SIMD correctly: nothing to compare
+  assert.equal(out.relaxed.simd, 'relaxed');
+  assert.equal(out.simd128.simd, 'simd128');
+  assert.deepEqual(out.relaxed.tokens, out.simd128.tokens);
+  assert.deepEqual(out.relaxed.logprobs, out.simd128.logprobs);
+});
