@@ -211,6 +211,8 @@ export interface ChatCompleteOptions extends CompleteOptions, ChatTemplateOption
 export declare class Model {
   private constructor();
   readonly info: ModelInfo;
+  /** Memory of the model's engine: wasm memory size (its peak), bytes in use, file size. */
+  memory(): Promise<{ wasmBytes: number; engineBytes: number; fileBytes: number }>;
   /** Threads really used for compute. */
   readonly threads: number;
   /** SIMD flavour of the engine build in use. */

@@ -49,8 +49,21 @@ const FIXED_SIZE = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 
 export const ARRAY_SUMMARY_LIMIT = 16;
 const ARRAY_HEAD = 8;
 
-const utf8 = new TextDecoder('utf-8');
+const utf8dec = new TextDecoder('utf-8');
+// Browsers refuse views of a SharedArrayBuffer (the threaded build's wasm
+// memory) in TextDecoder.decode (Node accepts them): decode a copy then.
+const utf8 = {
+  decode: (v) => utf8dec.decode(typeof SharedArrayBuffer !== 'undefined' && v.buffer instanceof SharedArrayBuffer ? v.slice() : v),
+};
 const utf8enc = new TextEncoder();
+// ... and TextEncoder.encodeInto a shared destination: encode, then copy.
+function encodeUtf8Into(text, dst) {
+  if (typeof SharedArrayBuffer === 'undefined' || !(dst.buffer instanceof SharedArrayBuffer)) return utf8enc.encodeInto(text, dst);
+  const bytes = utf8enc.encode(text);
+  if (bytes.byteLength > dst.byteLength) throw new RangeError('encodeUtf8Into: destination too small');
+  dst.set(bytes);
+  return { read: text.length, written: bytes.byteLength };
+}
 
 /** The shortest decimal that rounds to the same float32 (1e-5, not 0.000009999999747378752). */
 export function shortF32(v) {
@@ -468,6 +481,15 @@ export class Engine {
   }
 
   /** Metadata, hyper-parameters and tensor table. */
+  /** Memory in use: the wasm memory's size (it never shrinks: the peak) and the engine's blocks. */
+  memoryStats() {
+    return {
+      wasmBytes: this.memory.buffer.byteLength,
+      engineBytes: Number(this.x.wlm_sys_in_use()),
+      fileBytes: this.fileLen,
+    };
+  }
+
   info() {
     this._requireModel();
     if (this._info) return this._info;
@@ -552,7 +574,7 @@ export class Engine {
     text = String(text ?? '');
     if (addBos == null) addBos = this.hparams.addBos;
     this._ensureText(text.length * 3 + 1);
-    const { written } = utf8enc.encodeInto(text, this.u8.subarray(this.textBuf, this.textBuf + this.textCap));
+    const { written } = encodeUtf8Into(text, this.u8.subarray(this.textBuf, this.textBuf + this.textCap));
     const nOut = this.scratch + S_NOUT;
     for (let attempt = 0; attempt < 2; attempt++) {
       this._clearErr();

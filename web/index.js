@@ -514,6 +514,17 @@ export class Model {
     return r.rows;
   }
 
+  /**
+   * Memory of this model's engine: `wasmBytes` (the wasm memory, which only
+   * grows: its peak), `engineBytes` (file + tables + context in use),
+   * `fileBytes`.
+   * @returns {Promise<{wasmBytes:number, engineBytes:number, fileBytes:number}>}
+   */
+  async memory() {
+    this._check();
+    return this._client.call('memory', {});
+  }
+
   /** @returns {Promise<number[]>} */
   async tokenize(text, opts = {}) {
     this._check();

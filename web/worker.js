@@ -167,6 +167,7 @@ const ops = {
   tokenize(m) { return engine.tokenize(m.text, m.addBos, m.parseSpecial); },
   detokenize(m) { return engine.detokenize(m.ids); },
   info() { return engine.info(); },
+  memory() { return engine.memoryStats(); },
   distribution(m) { return engine.nextTokenDistribution(m.text, m.options || {}); },
   logits(m) {
     const rows = engine.logits(m.ids, { all: !!m.all });

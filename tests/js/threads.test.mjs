@@ -81,3 +81,19 @@ test('the relaxed-SIMD build gives the tokens of the SIMD128 build (Node with re
   assert.deepEqual(out.relaxed.tokens, out.simd128.tokens);
   assert.deepEqual(out.relaxed.logprobs, out.simd128.logprobs);
 });
+
+test('memory(): the wasm memory stays within file + KV cache + 64 MB, and flat across generations', async () => {
+  const m = await loadModel(file, { threads: 2, contextLength: 256 });
+  try {
+    await m.complete(PROMPT, { maxTokens: 32, ignoreEos: true }); // first use sizes the token buffers
+    const before = await m.memory();
+    for (let i = 0; i < 5; i++) await m.complete(PROMPT, { maxTokens: 32, seed: i, ignoreEos: true });
+    const after = await m.memory();
+    const kv = 2 * 2 * 256 * 128 * 4; // K and V: layers x kv_dim x n_ctx x f32
+    assert.equal(after.fileBytes, fs.statSync(file).size);
+    assert.ok(after.engineBytes >= after.fileBytes + kv, `engine ${after.engineBytes} holds the file and the KV cache`);
+    assert.ok(after.wasmBytes <= after.fileBytes + kv + 64 * 2 ** 20, `wasm memory ${after.wasmBytes}`);
+    assert.equal(after.wasmBytes, before.wasmBytes, 'no growth while generating');
+    assert.equal(after.engineBytes, before.engineBytes, 'no allocation left behind');
+  } finally { await m.dispose(); }
+});
