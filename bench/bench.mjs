@@ -56,8 +56,9 @@ async function benchOurs(file, threads) {
   }
   const b = await m.complete(promptOf(1000), { ...greedy, maxTokens: 32 });
   far.push(b.stats.decodeTokensPerSec);
+  const mem = await m.memory();
   await m.dispose();
-  return { loadMs, prefill: median(pre), decode: median(dec), decode1000: median(far) };
+  return { loadMs, prefill: median(pre), decode: median(dec), decode1000: median(far), peakWasmMB: +(mem.wasmBytes / 1e6).toFixed(1), engineMB: +(mem.engineBytes / 1e6).toFixed(1) };
 }
 
 function benchNative(file, threads) {
@@ -118,11 +119,11 @@ for (const shape of shapes) {
 const f = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
 const ratio = (a, b) => (a && b ? (a / b).toFixed(2) + '×' : '—');
 let md = `# wasmlm benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version} · medians of ${reps}\n\n`;
-md += '| model | type | threads | MB | load ms | prefill tok/s (wasm) | decode tok/s (wasm) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+md += '| model | type | threads | MB | peak wasm MB | load ms | prefill tok/s (wasm) | decode tok/s (wasm) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
-  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(r.ours.loadMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
+  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(r.ours.peakWasmMB)} | ${f(r.ours.loadMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
 }
-md += '\nprefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n';
+md += '\npeak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n';
 // tokenizer throughput (MB/s on a few MB of mixed text, SentencePiece and
 // byte-level BPE vocabularies): printed by the C test tokenizer_throughput,
 // natively and in the wasm build
