@@ -4,7 +4,7 @@
 // bench/results/. Speed targets are ratios read from this table, never
 // timed unit tests.
 //
-//   node bench/bench.mjs [--shapes s15m,s110m] [--types q8_0,q4_0,f16] [--reps 3] [--quick]
+//   node bench/bench.mjs [--shapes s15m,s110m] [--types q8_0,q4_0,f16] [--threads 1,2] [--reps 3] [--out latest]
 // Models are generated on demand into bench/cache/ (never committed).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -140,6 +140,6 @@ if (tok.length) md += '\n## Tokenizer throughput\n\n' + tok.map((l) => '- ' + l)
 
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 fs.writeFileSync(path.join(root, 'bench', 'results', `bench-${stamp}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, rows, tokenizer: tok }, null, 2));
-fs.writeFileSync(path.join(root, 'bench', 'results', 'latest.md'), md);
+fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'latest'}.md`), md);
 console.log(md);
 process.exit(0);
