@@ -1,0 +1,300 @@
+// `npm run bench:browser`: wasmlm beside wllama (@wllama/wllama, llama.cpp
+// compiled by emscripten; CPU only) in one headless Chromium page, on the same
+// synthetic GGUF files, same thread count, same 128-token prompt, greedy.
+// Both engines stay loaded for a configuration; timed runs alternate between
+// them (ours first on even reps, wllama first on odd ones) after two warm-up
+// runs each (wasm tier-up). Medians of --reps. A correctness run per
+// configuration compares the greedy tokens (wllama with top-5 logprobs).
+// Writes bench/results/browser-<stamp>.json and bench/results/browser-latest.md.
+//
+//   node bench/browser-bench.mjs [--shapes s15m,s110m] [--types q8_0,q4_0]   (f16 too: --types q8_0,q4_0,f16)
+//        [--threads 1,2] [--reps 3] [--max-tokens 64] [--prompt-tokens 128] [--quiet]
+// Needs Debian's chromium and the devDependencies: sh tools/setup-browser.sh.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { makeModel } from '../models/make-model.js';
+import { startServer } from './browser/server.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const shapes = String(args.shapes || 's15m,s110m').split(',');
+const types = String(args.types || 'q8_0,q4_0').split(',');
+const threadCounts = String(args.threads || '1,2').split(',').map(Number);
+const reps = +(args.reps || 3);
+const maxTokens = +(args['max-tokens'] || 64);
+const promptTokens = +(args['prompt-tokens'] || 128);
+const WARMUP = 2;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const log = (...a) => { if (!args.quiet) console.error(...a); };
+
+const cache = path.join(root, 'bench', 'cache');
+fs.mkdirSync(cache, { recursive: true });
+const native = path.join(root, 'build', 'wasmlm-native');
+
+// Same files as bench/bench.mjs (it writes the same cache).
+function model(shape, type) {
+  const f16 = path.join(cache, `${shape}_f16.gguf`);
+  if (!fs.existsSync(f16)) { log(`generating ${f16}`); makeModel(f16, shape, 'f16'); }
+  if (type === 'f16') return f16;
+  const out = path.join(cache, `${shape}_${type}.gguf`);
+  if (!fs.existsSync(out)) {
+    if (!fs.existsSync(native)) throw new Error(`${out} is missing and build/wasmlm-native is not built (run make)`);
+    log(`quantizing ${out}`);
+    execFileSync(native, ['quantize', f16, out, type], { stdio: 'ignore' });
+  }
+  return out;
+}
+
+// A prompt of n tokens (BOS included): two-letter words are single pieces in
+// the synthetic vocab (as in bench/bench.mjs).
+function promptOf(n) {
+  const L = 'abcdefghijklmnopqrstuvwxyz';
+  const w = [];
+  for (let i = 0; i < n - 1; i++) w.push(L[(i * 7) % 26] + L[(i * 11 + 3) % 26]);
+  return w.join(' ');
+}
+
+const median = (xs) => { const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
+
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch {
+  console.error('playwright-core is not installed: run sh tools/setup-browser.sh (or npm run bench:browser)');
+  process.exit(2);
+}
+if (!fs.existsSync(CHROMIUM)) { console.error(`${CHROMIUM} not found: run sh tools/setup-browser.sh`); process.exit(2); }
+if (!fs.existsSync(path.join(root, 'node_modules', '@wllama', 'wllama', 'esm', 'index.js'))) {
+  console.error('@wllama/wllama is not installed: run sh tools/setup-browser.sh'); process.exit(2);
+}
+for (const w of ['wasm/wasmlm.wasm', 'wasm/wasmlm-mt.wasm']) {
+  if (!fs.existsSync(path.join(root, w))) { console.error(`${w} is missing: run make wasm`); process.exit(2); }
+}
+
+// prepare every file first (generation / quantization is not timed)
+const configs = [];
+for (const shape of shapes) for (const type of types) {
+  const file = model(shape, type);
+  for (const threads of threadCounts) configs.push({ shape, type, file, threads });
+}
+
+// Other work on the machine skews both engines (multi-threaded wllama
+// badly): the busy CPU share (/proc/stat over 1 s, in cores) is measured
+// before the run and before every configuration, while nothing of ours runs.
+function cpuTimes() {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    return { idle: f[3] + (f[4] || 0), total: f.reduce((a, b) => a + b, 0) };
+  } catch { return null; }
+}
+async function busyCores(ms = 1000) {
+  const a = cpuTimes();
+  await new Promise((r) => setTimeout(r, ms));
+  const b = cpuTimes();
+  if (!a || !b || b.total === a.total) return null;
+  return +((1 - (b.idle - a.idle) / (b.total - a.total)) * os.cpus().length).toFixed(2);
+}
+const busyStart = await busyCores();
+if (busyStart > 0.3) log(`WARNING: ${busyStart} cores are busy before the run: other work is running, numbers will be noisy`);
+const t0All = performance.now();
+const server = await startServer(root);
+const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-bench-chromium-'));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const watchdog = setTimeout(() => { console.error('browser bench: watchdog (30 min) fired'); process.exit(3); }, 30 * 60 * 1000);
+watchdog.unref();
+
+const pageErrors = [];
+let page;
+async function openPage() {
+  if (page) await page.close().catch(() => {});
+  page = await context.newPage();
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') { const t = m.text(); if (!/favicon|Failed to load resource/.test(t)) { pageErrors.push(t); log('[page]', m.type(), t); } } });
+  page.on('pageerror', (e) => { pageErrors.push(String(e)); log('[pageerror]', e); });
+  await page.goto(`${server.url}/bench/browser/index.html`);
+  await page.waitForFunction(() => window.benchReady === true, null, { timeout: 60000 });
+}
+
+const rows = [];
+let env = null, browserVersion = null;
+try {
+  await openPage();
+  await new Promise((r) => setTimeout(r, 2000)); // let the browser's start-up work settle before sampling the load
+  env = await page.evaluate(() => window.bench.env());
+  browserVersion = context.browser()?.version() || env.userAgent.match(/Chrome\/([\d.]+)/)?.[1];
+  log(`chromium ${browserVersion} · crossOriginIsolated ${env.crossOriginIsolated} · hardwareConcurrency ${env.hardwareConcurrency}`);
+  if (!env.crossOriginIsolated) log('WARNING: the page is not crossOriginIsolated: threads > 1 will fall back to 1');
+  const prompt = promptOf(promptTokens);
+
+  for (const c of configs) {
+    const url = '/' + path.relative(root, c.file).split(path.sep).join('/');
+    const size = fs.statSync(c.file).size;
+    const row = { shape: c.shape, type: c.type, fileMB: +(size / 1e6).toFixed(1), threads: c.threads, ours: {}, wllama: {}, agreement: null, errors: [], busyCoresBefore: await busyCores() };
+    log(`\n== ${c.shape} ${c.type} threads=${c.threads}`);
+    const ctxLen = Math.max(512, promptTokens + maxTokens + 16);
+    const runOpts = { maxTokens };
+    let oursOk = false, wlOk = false;
+    try {
+      const l = await page.evaluate(([u, o]) => window.bench.oursLoad(u, o), [url, { threads: c.threads, contextLength: ctxLen }]);
+      row.ours.loadMs = l.loadMs; row.ours.threadsUsed = l.threads; row.ours.simd = l.simd; oursOk = true;
+    } catch (e) { row.errors.push('ours load: ' + e.message); log('ours load failed:', e.message); }
+    try {
+      const l = await page.evaluate(([u, o]) => window.bench.wllamaLoad(u, o), [url, { threads: c.threads, contextLength: ctxLen }]);
+      row.wllama.loadMs = l.loadMs; row.wllama.threadsUsed = l.threads; row.wllama.multithread = l.multithread; wlOk = true;
+    } catch (e) { row.errors.push('wllama load: ' + e.message); log('wllama load failed:', e.message); }
+
+    const runOurs = () => page.evaluate(([p, o]) => window.bench.oursRun(p, o), [prompt, runOpts]);
+    const runWl = (extra = {}) => page.evaluate(([p, o]) => window.bench.wllamaRun(p, o), [prompt, { ...runOpts, ...extra }]);
+    const samples = { ours: [], wllama: [] };
+    const guard = async (who, fn) => {
+      try { return await fn(); } catch (e) {
+        row.errors.push(`${who}: ${e.message.split('\n')[0]}`); log(`${who} failed:`, e.message.split('\n')[0]);
+        if (who.startsWith('ours')) oursOk = false; else wlOk = false;
+        return null;
+      }
+    };
+    for (let w = 0; w < WARMUP; w++) {
+      if (oursOk) await guard('ours warm-up', runOurs);
+      if (wlOk) await guard('wllama warm-up', runWl);
+    }
+    for (let r = 0; r < reps; r++) {
+      const order = r % 2 === 0 ? ['ours', 'wllama'] : ['wllama', 'ours'];
+      for (const who of order) {
+        if (who === 'ours' && oursOk) {
+          const s = await guard('ours', runOurs);
+          if (s) {
+            if (s.promptTokens !== promptTokens) row.errors.push(`ours: prompt is ${s.promptTokens} tokens, expected ${promptTokens}`);
+            samples.ours.push(s);
+          }
+        } else if (who === 'wllama' && wlOk) {
+          const s = await guard('wllama', runWl);
+          if (s) {
+            if (s.promptTokens !== promptTokens) row.errors.push(`wllama: prompt is ${s.promptTokens} tokens, expected ${promptTokens}`);
+            if (s.cachedTokens) row.errors.push(`wllama: ${s.cachedTokens} prompt tokens came from its cache`);
+            samples.wllama.push(s);
+          }
+        }
+      }
+    }
+    for (const who of ['ours', 'wllama']) {
+      const ss = samples[who];
+      Object.assign(row[who], {
+        prefill: median(ss.map((s) => s.prefill)),
+        decode: median(ss.map((s) => s.decode)),
+        wallMs: median(ss.map((s) => s.wallMs)),
+        generated: median(ss.map((s) => s.generatedTokens)),
+        samples: ss.map((s) => ({ prefill: s.prefill, decode: s.decode, wallMs: s.wallMs })),
+      });
+    }
+    // correctness: greedy tokens of both engines on the same prompt. The
+    // timed runs give wllama's text; the leading tokens of ours whose text is
+    // a prefix of it agree. Token ids and top-5 logprobs come from one more
+    // wllama run up to the first difference (logprobs cost wllama ~0.5 s a
+    // token on a 32k vocab, so that run is kept short and never timed).
+    const a = samples.ours[0], bt = samples.wllama[0];
+    if (oursOk && wlOk && a && bt) {
+      const cum = await guard('ours detokenize', () => page.evaluate((ids) => window.bench.oursPrefixTexts(ids), a.tokens));
+      let n = 0;
+      if (cum) while (n < a.tokens.length && bt.text.startsWith(cum[n])) n++;
+      const of = Math.min(a.tokens.length, bt.generatedTokens ?? a.tokens.length);
+      n = Math.min(n, of);
+      const agr = { agree: n, of, by: 'text', oursHead: a.tokens.slice(0, 8) };
+      const b = await guard('wllama logprobs run', () => runWl({ topLogprobs: 5, maxTokens: n < of ? n + 1 : 1 }));
+      if (b && b.tokens) {
+        agr.wllamaHead = b.tokens.slice(0, 8);
+        let m = 0;
+        while (m < b.tokens.length && a.tokens[m] === b.tokens[m]) m++;
+        if (m < b.tokens.length) { agr.agree = m; agr.by = 'ids'; }  // ids are exact where the run reaches
+        else if (n < of) agr.by = 'ids';
+        if (agr.agree < of && b.top[agr.agree]) {
+          // where they part: our token's rank and logprob gap in wllama's own top-5
+          const cand = b.top[agr.agree];
+          const k = cand.findIndex((t) => t.id === a.tokens[agr.agree]);
+          agr.divergence = { at: agr.agree, ours: a.tokens[agr.agree], wllama: b.tokens[agr.agree], oursRankInWllamaTop5: k >= 0 ? k + 1 : null, gap: k >= 0 ? cand[0].logprob - cand[k].logprob : null };
+        }
+        // first generated position: wllama's top-5 next-token logprobs beside ours for the same ids
+        const w0 = b.top[0] || [];
+        const o0 = await guard('ours logits', () => page.evaluate(([p, ids]) => window.bench.oursFirstLogprobs(p, 5, ids), [prompt, w0.map((t) => t.id)]));
+        if (o0 && w0.length) {
+          const wIds = new Set(w0.map((t) => t.id));
+          agr.first = {
+            top5Overlap: o0.top.filter((t) => wIds.has(t.id)).length,
+            maxAbsDiff: Math.max(...w0.map((t, k) => Math.abs(t.logprob - o0.at[k]))),
+            wllamaTop5: w0, oursTop5: o0.top,
+          };
+        }
+      }
+      row.agreement = agr;
+    }
+    if (a) row.oursTokens = a.tokens;
+    if (oursOk || row.ours.loadMs != null) await page.evaluate(() => window.bench.oursDispose()).catch(() => {});
+    if (wlOk || row.wllama.loadMs != null) await page.evaluate(() => window.bench.wllamaExit()).catch(() => {});
+    // a crashed wllama leaves its worker in a bad state: start the next configuration on a fresh page
+    if (!wlOk || !oursOk) await openPage();
+    rows.push(row);
+    const { samples: _o, ...oursShort } = row.ours; const { samples: _w, ...wlShort } = row.wllama;
+    log(JSON.stringify({ ...row, ours: oursShort, wllama: wlShort, oursTokens: undefined }));
+  }
+} finally {
+  await context.close().catch(() => {});
+  await server.close();
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+}
+
+// the same model at different thread counts must give the same tokens (bit-identical engine)
+for (const r of rows) {
+  const same = rows.find((q) => q !== r && q.shape === r.shape && q.type === r.type && q.oursTokens && r.oursTokens);
+  if (same) r.oursTokensSameAcrossThreads = same.oursTokens.length === r.oursTokens.length && same.oursTokens.every((t, i) => t === r.oursTokens[i]);
+}
+
+const totalS = (performance.now() - t0All) / 1000;
+const f = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
+const ratio = (a, b) => (a && b ? (a / b).toFixed(2) + '×' : '—');
+const cpu = os.cpus()[0]?.model || 'unknown CPU';
+const machine = {
+  cpu, cores: os.cpus().length, memGB: +(os.totalmem() / 2 ** 30).toFixed(1), os: `${os.type()} ${os.release()}`,
+  node: process.version, chromium: browserVersion, userAgent: env?.userAgent,
+  crossOriginIsolated: env?.crossOriginIsolated, hardwareConcurrency: env?.hardwareConcurrency, jspi: env?.jspi,
+  busyCoresBefore: busyStart, busyCoresMax: Math.max(busyStart ?? 0, ...rows.map((r) => r.busyCoresBefore ?? 0)),
+  wllama: JSON.parse(fs.readFileSync(path.join(root, 'node_modules/@wllama/wllama/package.json'), 'utf8')).version,
+};
+let md = `# wasmlm vs wllama in Chromium\n\n${new Date().toISOString()} · ${cpu} × ${machine.cores} · ${machine.memGB} GiB · Chromium ${browserVersion} (headless, Debian) · crossOriginIsolated: ${env?.crossOriginIsolated} · wllama ${machine.wllama} · Node ${process.version} · medians of ${reps} (after ${WARMUP} warm-up runs each) · ${totalS.toFixed(0)} s · other load: ${machine.busyCoresMax} cores at most (sampled before each configuration)\n\n`;
+if (machine.busyCoresMax > 0.3) md += `**Warning:** other work was running on the machine (up to ${machine.busyCoresMax} busy cores between configurations): these numbers are noisy. Rows: ${rows.filter((r) => r.busyCoresBefore > 0.3).map((r) => `${r.shape} ${r.type} ${r.threads}t (${r.busyCoresBefore})`).join(', ')}.\n\n`;
+md += '| model | type | MB | threads (ours/wllama) | load ms ours | load ms wllama | prefill tok/s ours | prefill tok/s wllama | prefill ours/wllama | decode tok/s ours | decode tok/s wllama | decode ours/wllama | run ms ours | run ms wllama | run speed ours/wllama | greedy agree |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+for (const r of rows) {
+  const a = r.agreement;
+  let agree = '—';
+  if (a) {
+    agree = `${a.agree}/${a.of}`;
+    if (a.divergence) agree += a.divergence.oursRankInWllamaTop5 ? ` (then ours = wllama's #${a.divergence.oursRankInWllamaTop5}, Δlogp ${a.divergence.gap.toFixed(4)})` : ' (then ours ∉ wllama top-5)';
+    if (a.first) agree += `; 1st step top-5 ${a.first.top5Overlap}/5 shared, max \\|Δlogp\\| ${a.first.maxAbsDiff.toFixed(4)}`;
+  }
+  if (r.errors.length) agree += ` ⚠ ${r.errors.length} error(s)`;
+  md += `| ${r.shape} | ${r.type} | ${r.fileMB} | ${r.threads} (${r.ours.threadsUsed ?? '—'}/${r.wllama.threadsUsed ?? '—'}) | ${f(r.ours.loadMs)} | ${f(r.wllama.loadMs)} | ${f(r.ours.prefill)} | ${f(r.wllama.prefill)} | ${ratio(r.ours.prefill, r.wllama.prefill)} | ${f(r.ours.decode)} | ${f(r.wllama.decode)} | ${ratio(r.ours.decode, r.wllama.decode)} | ${f(r.ours.wallMs)} | ${f(r.wllama.wallMs)} | ${ratio(r.wllama.wallMs, r.ours.wallMs)} | ${agree} |\n`;
+}
+md += `\nSame page, same GGUF file, same thread count, same ${promptTokens}-token prompt (text; both tokenizers give ${promptTokens} tokens with BOS), greedy, ${maxTokens} generated tokens (EOS ignored). ` +
+  'prefill/decode tok/s: as each engine reports them (wasmlm `stats`, wllama `timings` of llama-server); run ms: the whole completion call as seen by the page (message passing included); ratios > 1 mean wasmlm is faster. ' +
+  `wasmlm: default batch (64), F32 KV cache, build ${[...new Set(rows.map((r) => r.ours.simd).filter(Boolean))].join('/') || '?'} (\`wasm/wasmlm[-mt][-relaxed].wasm\`, picked by web/index.js). ` +
+  'wllama: `createCompletion` (raw), `n_gpu_layers: 0`, `cache_prompt: false`, default batch, F16 KV cache, its memory64 + JSPI build. ' +
+  'greedy agree: leading generated tokens that are equal (random-weight models have near-tied logits, so quantized kernels that round differently may part early; the note gives where our token ranks in wllama\'s top-5 at that point and its logprob gap), then, for the first generated position, how many of wllama\'s top-5 next tokens are in ours and the largest logprob difference over wllama\'s top-5.\n';
+const errs = rows.filter((r) => r.errors.length);
+if (errs.length) md += '\n## Errors\n\n' + errs.map((r) => `- ${r.shape} ${r.type} ${r.threads}t: ${r.errors.join('; ')}`).join('\n') + '\n';
+const diffThreads = rows.filter((r) => r.oursTokensSameAcrossThreads === false);
+md += `\nwasmlm tokens identical across thread counts: ${diffThreads.length ? 'NO (' + diffThreads.map((r) => `${r.shape} ${r.type} ${r.threads}t`).join(', ') + ')' : 'yes'}.\n`;
+
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
+fs.writeFileSync(path.join(root, 'bench', 'results', `browser-${stamp}.json`), JSON.stringify({
+  machine, settings: { shapes, types, threads: threadCounts, reps, warmup: WARMUP, maxTokens, promptTokens }, seconds: totalS,
+  rows: rows.map(({ oursTokens, ...r }) => r), pageErrors,
+}, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', 'browser-latest.md'), md);
+console.log(md);
+process.exit(rows.some((r) => r.ours.decode == null) ? 1 : 0);
