@@ -103,7 +103,7 @@ test-wasm-relaxed: $(BUILD)/tests-relaxed.wasm wasm/probe-relaxed.wasm
 test-san: $(BUILD)/tests-san
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san --data $(SHARED)
 
-test-js: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm $(BUILD)/wasmlm-native
+test-js: wasm $(BUILD)/wasmlm-native
 	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
 
 # Speed, side by side with native llama.cpp (node-llama-cpp's prebuilt CPU
