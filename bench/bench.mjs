@@ -99,6 +99,14 @@ async function benchLlamaCpp(file, threads) {
   return { prefill: median(pre), decode: median(dec) };
 }
 
+// the machine's memory bandwidth (streaming read of 1 GiB), per thread count
+const bandwidth = {};
+for (const t of threadCounts) {
+  const r = fs.existsSync(native) ? spawnSync(native, ['bandwidth', String(t)], { encoding: 'utf8' }) : null;
+  bandwidth[t] = r && r.status === 0 ? +r.stdout.trim() : null;
+}
+console.error('bandwidth GB/s', JSON.stringify(bandwidth));
+
 const rows = [];
 for (const shape of shapes) {
   for (const type of types) {
@@ -109,7 +117,10 @@ for (const shape of shapes) {
       const ours = await benchOurs(file, threads);
       const nat = fs.existsSync(native) ? benchNative(file, threads) : null;
       const lc = await benchLlamaCpp(file, threads);
-      const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads, ours, native: nat, llamaCpp: lc };
+      // decode moves (about) every weight byte once per token
+      const weightsGBs = +(size / 1e9 * ours.decode).toFixed(2);
+      const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads, ours, native: nat, llamaCpp: lc,
+        weightsGBs, bandwidthGBs: bandwidth[threads], bandwidthShare: bandwidth[threads] ? +(weightsGBs / bandwidth[threads]).toFixed(3) : null };
       rows.push(row);
       console.error(JSON.stringify(row));
     }
@@ -119,11 +130,11 @@ for (const shape of shapes) {
 const f = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
 const ratio = (a, b) => (a && b ? (a / b).toFixed(2) + '×' : '—');
 let md = `# wasmlm benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version} · medians of ${reps}\n\n`;
-md += '| model | type | threads | MB | peak wasm MB | load ms | prefill tok/s (wasm) | decode tok/s (wasm) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+md += '| model | type | threads | MB | peak wasm MB | weights GB/s (share of bandwidth) | load ms | prefill tok/s (wasm) | decode tok/s (wasm) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
-  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(r.ours.peakWasmMB)} | ${f(r.ours.loadMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
+  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(r.ours.peakWasmMB)} | ${r.weightsGBs} (${r.bandwidthShare == null ? '—' : Math.round(r.bandwidthShare * 100) + ' %'}) | ${f(r.ours.loadMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
 }
-md += '\npeak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n';
+md += `\nbandwidth: streaming read of 1 GiB by native code, ${JSON.stringify(bandwidth)} GB/s by thread count; weights GB/s = file size × decode tok/s. peak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n`;
 // tokenizer throughput (MB/s on a few MB of mixed text, SentencePiece and
 // byte-level BPE vocabularies): printed by the C test tokenizer_throughput,
 // natively and in the wasm build

@@ -60,7 +60,8 @@ static int usage(void) {
     fprintf(stderr, "usage: wasmlm-native generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n"
                     "                     [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N] [--kv f16|f32] [--threads N] [--ignore-eos] [--parse-special]\n"
                     "       wasmlm-native info MODEL\n"
-                    "       wasmlm-native quantize IN OUT TYPE   (f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|q5_k_m)\n");
+                    "       wasmlm-native quantize IN OUT TYPE   (f32|f16|q8_0|q4_0|q4_1|q5_0|q5_1|q2_k|q3_k|q4_k|q5_k|q6_k|q4_k_m|q5_k_m)\n"
+                    "       wasmlm-native bandwidth [THREADS]    (GB/s of a streaming read, for the benchmark)\n");
     return 2;
 }
 
@@ -203,8 +204,43 @@ static int cmd_quantize(const char *in, const char *outp, const char *type_s) {
     return 0;
 }
 
+/* Memory bandwidth of this machine: the best of several streaming reads of a
+ * 1 GiB buffer by n threads (for the benchmark's bandwidth target). */
+typedef struct { const uint64_t *p; size_t n; uint64_t sum; } bw_arg;
+static void *bw_read(void *a) {
+    bw_arg *b = a; uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i + 4 <= b->n; i += 4) { s0 += b->p[i]; s1 += b->p[i + 1]; s2 += b->p[i + 2]; s3 += b->p[i + 3]; }
+    b->sum = s0 + s1 + s2 + s3;
+    return NULL;
+}
+
+static int cmd_bandwidth(int threads) {
+    size_t bytes = (size_t)1 << 30, n = bytes / 8;
+    uint64_t *buf = malloc(bytes);
+    if (!buf) { fprintf(stderr, "error: cannot allocate 1 GiB\n"); return 1; }
+    for (size_t i = 0; i < n; i++) buf[i] = i;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        pthread_t th[64]; bw_arg args[64];
+        double t0 = now_ms();
+        for (int t = 0; t < threads; t++) {
+            args[t].p = buf + n / threads * t; args[t].n = n / threads;
+            pthread_create(&th[t], NULL, bw_read, &args[t]);
+        }
+        uint64_t sum = 0;
+        for (int t = 0; t < threads; t++) { pthread_join(th[t], NULL); sum += args[t].sum; }
+        double gbs = bytes / ((now_ms() - t0) / 1e3) / 1e9;
+        if (sum == 42) fprintf(stderr, " ");   /* keep the reads */
+        if (gbs > best) best = gbs;
+    }
+    printf("%.2f\n", best);
+    free(buf);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return usage();
+    if (!strcmp(argv[1], "bandwidth")) return cmd_bandwidth(argc > 2 ? atoi(argv[2]) < 1 ? 1 : atoi(argv[2]) > 64 ? 64 : atoi(argv[2]) : 1);
     if (!strcmp(argv[1], "generate")) return cmd_generate(argc - 2, argv + 2);
     if (!strcmp(argv[1], "info") && argc == 3) return cmd_info(argv[2]);
     if (!strcmp(argv[1], "quantize") && argc == 5) return cmd_quantize(argv[2], argv[3], argv[4]);
