@@ -9,37 +9,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { makeModel } from '../models/make-model.js';
+import { spawnSync } from 'node:child_process';
+import { model, promptOf, root, native } from './common.mjs';
 import { loadModel } from '../web/index.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
 const shapes = String(args.shapes || 's15m,s110m').split(',');
 const types = String(args.types || 'q8_0,q4_0,f16').split(',');
 const reps = +(args.reps || 3);
 const threadCounts = String(args.threads || '1,2').split(',').map(Number);
-const cache = path.join(root, 'bench', 'cache');
-fs.mkdirSync(cache, { recursive: true });
-const native = path.join(root, 'build', 'wasmlm-native');
-
-function model(shape, type) {
-  const f16 = path.join(cache, `${shape}_f16.gguf`);
-  if (!fs.existsSync(f16)) { console.error(`generating ${f16}`); makeModel(f16, shape, 'f16'); }
-  if (type === 'f16') return f16;
-  const out = path.join(cache, `${shape}_${type}.gguf`);
-  if (!fs.existsSync(out)) execFileSync(native, ['quantize', f16, out, type], { stdio: 'ignore' });
-  return out;
-}
-
-// A prompt of n tokens: two-letter words are single pieces in the synthetic vocab.
-function promptOf(n) {
-  const L = 'abcdefghijklmnopqrstuvwxyz';
-  const w = [];
-  for (let i = 0; i < n - 1; i++) w.push(L[(i * 7) % 26] + L[(i * 11 + 3) % 26]);
-  return w.join(' ');
-}
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 

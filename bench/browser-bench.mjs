@@ -13,12 +13,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { makeModel } from '../models/make-model.js';
+import { model as sharedModel, promptOf, root } from './common.mjs';
 import { startServer } from './browser/server.mjs';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
 const shapes = String(args.shapes || 's15m,s110m').split(',');
 const types = String(args.types || 'q8_0,q4_0').split(',');
@@ -30,32 +27,8 @@ const WARMUP = 2;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const log = (...a) => { if (!args.quiet) console.error(...a); };
 
-const cache = path.join(root, 'bench', 'cache');
-fs.mkdirSync(cache, { recursive: true });
-const native = path.join(root, 'build', 'wasmlm-native');
 
-// Same files as bench/bench.mjs (it writes the same cache).
-function model(shape, type) {
-  const f16 = path.join(cache, `${shape}_f16.gguf`);
-  if (!fs.existsSync(f16)) { log(`generating ${f16}`); makeModel(f16, shape, 'f16'); }
-  if (type === 'f16') return f16;
-  const out = path.join(cache, `${shape}_${type}.gguf`);
-  if (!fs.existsSync(out)) {
-    if (!fs.existsSync(native)) throw new Error(`${out} is missing and build/wasmlm-native is not built (run make)`);
-    log(`quantizing ${out}`);
-    execFileSync(native, ['quantize', f16, out, type], { stdio: 'ignore' });
-  }
-  return out;
-}
-
-// A prompt of n tokens (BOS included): two-letter words are single pieces in
-// the synthetic vocab (as in bench/bench.mjs).
-function promptOf(n) {
-  const L = 'abcdefghijklmnopqrstuvwxyz';
-  const w = [];
-  for (let i = 0; i < n - 1; i++) w.push(L[(i * 7) % 26] + L[(i * 11 + 3) % 26]);
-  return w.join(' ');
-}
+const model = (shape, type) => sharedModel(shape, type, log);
 
 const median = (xs) => { const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
 
