@@ -1,52 +1,11 @@
 /* Tokenizer tests: llama.cpp's SentencePiece test vectors, the stories260K
  * vocabulary, a naive reference BPE, byte-exact round trips, the streaming
  * detokenizer's UTF-8 guarantees and malformed vocabularies. */
-#include "tst.h"
-#include "../../src/internal.h"
+
+#include "vocab_util.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-typedef struct {
-    unsigned char *file;
-    wlm_gguf g;
-    wlm_vocab v;
-    int ok;
-} tvocab;
-
-static int tv_load_bytes(tvocab *t, unsigned char *file, unsigned long long size, wlm_err *err) {
-    memset(t, 0, sizeof *t);
-    t->file = file;
-    if (wlm_gguf_parse(&t->g, file, size, err) != WLM_OK) return 0;
-    if (wlm_vocab_load(&t->v, &t->g, err) != WLM_OK) return 0;
-    t->ok = 1;
-    return 1;
-}
-
-static int tv_load(tvocab *t, const char *rel) {
-    unsigned long long size = 0;
-    unsigned char *file = tst_read_file(tst_path(rel), &size);
-    wlm_err err = { 0 };
-    if (!file) { fprintf(stderr, "  cannot read %s\n", tst_path(rel)); memset(t, 0, sizeof *t); return 0; }
-    if (!tv_load_bytes(t, file, size, &err)) { fprintf(stderr, "  %s: %s\n", rel, err.msg); return 0; }
-    return 1;
-}
-
-static void tv_free(tvocab *t) {
-    wlm_vocab_free(&t->v);
-    wlm_gguf_free(&t->g);
-    free(t->file);
-    memset(t, 0, sizeof *t);
-}
-
-/* tokenizes into a malloc'd array */
-static int32_t *tok(const wlm_vocab *v, const char *s, uint32_t len, int bos, uint32_t *n) {
-    uint32_t cap = 3 * len + 8;
-    int32_t *out = malloc(sizeof(int32_t) * cap);
-    wlm_err err = { 0 };
-    wlm_status st = wlm_vocab_tokenize(v, s, len, bos, out, cap, n, &err);
-    if (st != WLM_OK) { fprintf(stderr, "  tokenize failed: %s\n", err.msg); free(out); return NULL; }
-    return out;
-}
 
 /* Independent UTF-8 reference: decodes the code point of a k-byte sequence
  * and checks it is in range for k. */
@@ -210,7 +169,7 @@ TEST(tokenizer_llama_spm_vectors) {
             expect[ne++] = (int32_t)strtol(q, &q, 10);
         }
         uint32_t n = 0;
-        int32_t *got = tok(&t.v, inp + ip, (uint32_t)(e - ip), 0, &n);
+        int32_t *got = tv_tokenize(&t.v, inp + ip, (uint32_t)(e - ip), 0, &n);
         int same = got && n == ne && (ne == 0 || memcmp(got, expect, ne * 4) == 0);
         total++;
         if (same) pass++;
@@ -289,7 +248,7 @@ TEST(tokenizer_matches_naive_bpe) {
             for (size_t i = 0; i < n; i++) buf[i] = (unsigned char)(tst_rand() % 4 ? tst_rand() : (unsigned char)" a\xe2\x96"[tst_rand() % 4]);
         } else n = rand_text(buf, 30);
         uint32_t ng = 0;
-        int32_t *got = tok(&t.v, (const char *)buf, (uint32_t)n, 0, &ng);
+        int32_t *got = tv_tokenize(&t.v, (const char *)buf, (uint32_t)n, 0, &ng);
         uint32_t nr = ref_tokenize(&t.v, buf, n, ref);
         if (!got || ng != nr || (nr && memcmp(got, ref, nr * 4))) {
             if (bad++ < 3) fprintf(stderr, "  mismatch with naive BPE for '%.*s'\n", (int)n, buf);
@@ -302,7 +261,7 @@ TEST(tokenizer_matches_naive_bpe) {
 
 static void roundtrip_checks(const wlm_vocab *v, const unsigned char *s, size_t n, int *fails) {
     uint32_t nt = 0;
-    int32_t *ids = tok(v, (const char *)s, (uint32_t)n, 1, &nt);
+    int32_t *ids = tv_tokenize(v, (const char *)s, (uint32_t)n, 1, &nt);
     if (!ids) { (*fails)++; return; }
     size_t cap = n * 3 + 64;
     unsigned char *cat = malloc(cap), *stream = malloc(cap * 2 + 256), *san = malloc(n * 3 + 16);
@@ -453,40 +412,6 @@ TEST(tokenizer_detok_stream) {
 }
 
 /* ---- hand-built vocabularies ---------------------------------------------------- */
-
-typedef struct { unsigned char *p; size_t n, cap; uint64_t n_kv; } gbuf;
-static void gb_put(gbuf *b, const void *d, size_t n) {
-    if (b->n + n > b->cap) { b->cap = (b->n + n) * 2 + 64; b->p = realloc(b->p, b->cap); }
-    memcpy(b->p + b->n, d, n); b->n += n;
-}
-static void gb_u32(gbuf *b, uint32_t v) { gb_put(b, &v, 4); }
-static void gb_u64(gbuf *b, uint64_t v) { gb_put(b, &v, 8); }
-static void gb_str(gbuf *b, const char *s) { gb_u64(b, strlen(s)); gb_put(b, s, strlen(s)); }
-static void gb_begin(gbuf *b) {
-    memset(b, 0, sizeof *b);
-    gb_put(b, "GGUF", 4); gb_u32(b, 3); gb_u64(b, 0); gb_u64(b, 0); /* n_kv patched by gb_end */
-}
-static void gb_key(gbuf *b, const char *k, uint32_t type) { gb_str(b, k); gb_u32(b, type); b->n_kv++; }
-static void gb_kv_str(gbuf *b, const char *k, const char *v) { gb_key(b, k, GGUF_STRING); gb_str(b, v); }
-static void gb_kv_u32(gbuf *b, const char *k, uint32_t v) { gb_key(b, k, GGUF_U32); gb_u32(b, v); }
-static void gb_kv_bool(gbuf *b, const char *k, int v) { unsigned char c = (unsigned char)v; gb_key(b, k, GGUF_BOOL); gb_put(b, &c, 1); }
-static void gb_tokens(gbuf *b, const char *const *t, uint32_t n) {
-    gb_key(b, "tokenizer.ggml.tokens", GGUF_ARRAY); gb_u32(b, GGUF_STRING); gb_u64(b, n);
-    for (uint32_t i = 0; i < n; i++) gb_str(b, t[i]);
-}
-static void gb_scores(gbuf *b, const float *s, uint32_t n) {
-    gb_key(b, "tokenizer.ggml.scores", GGUF_ARRAY); gb_u32(b, GGUF_F32); gb_u64(b, n);
-    gb_put(b, s, 4 * n);
-}
-static void gb_types(gbuf *b, const int32_t *s, uint32_t n) {
-    gb_key(b, "tokenizer.ggml.token_type", GGUF_ARRAY); gb_u32(b, GGUF_I32); gb_u64(b, n);
-    gb_put(b, s, 4 * n);
-}
-static unsigned char *gb_end(gbuf *b, unsigned long long *size) {
-    memcpy(b->p + 16, &b->n_kv, 8);
-    *size = b->n;
-    return b->p;
-}
 
 static const char *const k_small_tok[] = { "<unk>", "<s>", "</s>", "\xe2\x96\x81", "a", "aa", "b", "\xe2\x96\201b", "<0x61>", "<0x0A>" };
 static const float k_small_score[] = { 0, 0, 0, -1, -2, -3, -2, -1, 0, 0 };

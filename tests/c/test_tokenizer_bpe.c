@@ -4,56 +4,16 @@
  * runner), pre-tokenizer splits, encode/decode round trips, special-token
  * parsing, EOG detection, hand-built vocabularies and malformed merges,
  * and the SentencePiece segment fast path against the unsplit algorithm. */
-#include "tst.h"
-#include "../../src/internal.h"
+#include "vocab_util.h"
 #include <time.h>
 
-typedef struct {
-    unsigned char *file;
-    wlm_gguf g;
-    wlm_vocab v;
-} bvocab;
-
-static int bv_load_bytes(bvocab *t, unsigned char *file, unsigned long long size, wlm_err *err) {
-    memset(t, 0, sizeof *t);
-    t->file = file;
-    if (wlm_gguf_parse(&t->g, file, size, err) != WLM_OK) return 0;
-    if (wlm_vocab_load(&t->v, &t->g, err) != WLM_OK) return 0;
-    return 1;
-}
-
-static int bv_load(bvocab *t, const char *name) {
+/* a vocabulary from ../shared/vocab by name (gpt-2, falcon, ...) */
+static int bv_load(tvocab *t, const char *name) {
     char rel[256];
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", name);
-    unsigned long long size = 0;
-    unsigned char *file = tst_read_file(tst_path(rel), &size);
-    wlm_err err = { 0 };
-    memset(t, 0, sizeof *t);
-    if (!file) { fprintf(stderr, "  cannot read %s\n", tst_path(rel)); return 0; }
-    if (!bv_load_bytes(t, file, size, &err)) { fprintf(stderr, "  %s: %s\n", rel, err.msg); return 0; }
-    return 1;
+    return tv_load(t, rel);
 }
 
-static void bv_free(bvocab *t) {
-    wlm_vocab_free(&t->v);
-    wlm_gguf_free(&t->g);
-    free(t->file);
-    memset(t, 0, sizeof *t);
-}
-
-static int32_t *btok(const wlm_vocab *v, const char *s, uint32_t len, int flags, uint32_t *n) {
-    uint32_t cap = 3 * len + 8;
-    int32_t *out = malloc(sizeof(int32_t) * cap);
-    wlm_err err = { 0 };
-    if (wlm_vocab_tokenize(v, s, len, flags, out, cap, n, &err) != WLM_OK) {
-        fprintf(stderr, "  tokenize failed: %s\n", err.msg);
-        free(out);
-        return NULL;
-    }
-    return out;
-}
-
-/* decodes ids with wlm_vocab_token_bytes into a malloc'd buffer */
 static unsigned char *detok_all(const wlm_vocab *v, const int32_t *ids, uint32_t n, size_t *len) {
     size_t cap = 64, k = 0;
     unsigned char *b = malloc(cap);
@@ -69,17 +29,17 @@ static unsigned char *detok_all(const wlm_vocab *v, const int32_t *ids, uint32_t
 /* ---- 1. test vectors ------------------------------------------------------------ */
 
 static int run_vectors(const char *name, int *total_out) {
-    bvocab t;
+    tvocab t;
     int total = 0, pass = 0;
     *total_out = 0;
-    if (!bv_load(&t, name)) { bv_free(&t); return -1; }
+    if (!bv_load(&t, name)) { tv_free(&t); return -1; }
     char rel[256];
     unsigned long long ni = 0, no = 0;
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.inp", name);
     char *inp = (char *)tst_read_file(tst_path(rel), &ni);
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.out", name);
     char *outp = (char *)tst_read_file(tst_path(rel), &no);
-    if (!inp || !outp) { free(inp); free(outp); bv_free(&t); return -1; }
+    if (!inp || !outp) { free(inp); free(outp); tv_free(&t); return -1; }
     outp = realloc(outp, no + 1); outp[no] = 0;
     const char *sep = "\n__ggml_vocab_test__\n";
     size_t sl = strlen(sep), ip = 0, op = 0;
@@ -98,7 +58,7 @@ static int run_vectors(const char *name, int *total_out) {
             expect[ne++] = (int32_t)strtol(q, &q, 10);
         }
         uint32_t n = 0;
-        int32_t *got = btok(&t.v, inp + ip, (uint32_t)(e - ip), 0, &n);
+        int32_t *got = tv_tokenize(&t.v, inp + ip, (uint32_t)(e - ip), 0, &n);
         int same = got && n == ne && (ne == 0 || memcmp(got, expect, ne * 4) == 0);
         total++;
         if (same) pass++;
@@ -116,7 +76,7 @@ static int run_vectors(const char *name, int *total_out) {
     printf("  %s vectors: %d/%d pass (tokenizer.ggml.pre -> %s, %u merges used, %u skipped)\n", name, pass, total,
            t.v.kind == WLM_VOCAB_BPE ? wlm_pre_name(t.v.pre) : "(spm)", t.v.n_merges, t.v.n_merges_skipped);
     free(expect); free(inp); free(outp);
-    bv_free(&t);
+    tv_free(&t);
     *total_out = total;
     return pass;
 }
@@ -133,7 +93,7 @@ TEST(tokenizer_bpe_vectors) {
 /* ---- 2. loading ------------------------------------------------------------------- */
 
 TEST(tokenizer_bpe_load) {
-    bvocab t;
+    tvocab t;
     REQUIRE(bv_load(&t, "gpt-2"));
     CHECK(t.v.kind == WLM_VOCAB_BPE && t.v.pre == WLM_PRE_GPT2);
     CHECK(t.v.n == 50257 && t.v.bos == 50256 && t.v.eos == 50256);
@@ -141,15 +101,15 @@ TEST(tokenizer_bpe_load) {
     CHECK(t.v.n_merges == 50000 && t.v.n_merges_skipped == 0);
     for (int b = 0; b < 256; b++) CHECK(t.v.byte_sym[b] >= 0);
     CHECK(wlm_vocab_find(&t.v, "\xc4\xa0the", 5) == t.v.byte_sym[' '] + 0 || wlm_vocab_find(&t.v, "\xc4\xa0the", 5) >= 0);
-    bv_free(&t);
+    tv_free(&t);
 
     REQUIRE(bv_load(&t, "deepseek-llm"));
     CHECK(t.v.pre == WLM_PRE_DEEPSEEK_LLM && t.v.add_bos == 1 && t.v.bos == 100000 && t.v.eos == 100001);
     CHECK(t.v.pad == 100001);
-    bv_free(&t);
+    tv_free(&t);
     REQUIRE(bv_load(&t, "falcon"));
     CHECK(t.v.pre == WLM_PRE_FALCON && t.v.eos == 11);
-    bv_free(&t);
+    tv_free(&t);
 }
 
 /* GPT-2's byte mapping: a bijection onto printable characters */
@@ -234,7 +194,7 @@ static size_t rand_bpe_text(unsigned char *buf, size_t max_pieces) {
 
 static int roundtrip(const wlm_vocab *v, const unsigned char *s, size_t n, int flags) {
     uint32_t nt = 0;
-    int32_t *ids = btok(v, (const char *)s, (uint32_t)n, flags, &nt);
+    int32_t *ids = tv_tokenize(v, (const char *)s, (uint32_t)n, flags, &nt);
     if (!ids) return 0;
     size_t dl = 0;
     unsigned char *d = detok_all(v, ids, nt, &dl);
@@ -260,8 +220,8 @@ TEST(tokenizer_bpe_roundtrip) {
     static const char *const names[] = { "gpt-2", "deepseek-llm", "falcon" };
     unsigned char buf[4096];
     for (int vi = 0; vi < 3; vi++) {
-        bvocab t;
-        if (!bv_load(&t, names[vi])) { tst_failed_checks++; bv_free(&t); continue; }
+        tvocab t;
+        if (!bv_load(&t, names[vi])) { tst_failed_checks++; tv_free(&t); continue; }
         int fails = 0, tried = 0;
         for (int it = 0; it < 400; it++) { /* valid UTF-8 from pieces of many scripts */
             size_t n = rand_bpe_text(buf, 40);
@@ -285,7 +245,7 @@ TEST(tokenizer_bpe_roundtrip) {
         }
         printf("  %s: %d round trips, %d failed\n", names[vi], tried, fails);
         CHECK(fails == 0);
-        bv_free(&t);
+        tv_free(&t);
     }
 }
 
@@ -297,16 +257,16 @@ static int has_id(const int32_t *ids, uint32_t n, int32_t id) {
 }
 
 TEST(tokenizer_bpe_special) {
-    bvocab t;
+    tvocab t;
     REQUIRE(bv_load(&t, "gpt-2"));
     const char *s = "Hi<|endoftext|>there";
     uint32_t n = 0, n2 = 0;
-    int32_t *a = btok(&t.v, s, (uint32_t)strlen(s), 0, &n);
-    int32_t *b = btok(&t.v, s, (uint32_t)strlen(s), WLM_TOK_PARSE_SPECIAL, &n2);
+    int32_t *a = tv_tokenize(&t.v, s, (uint32_t)strlen(s), 0, &n);
+    int32_t *b = tv_tokenize(&t.v, s, (uint32_t)strlen(s), WLM_TOK_PARSE_SPECIAL, &n2);
     REQUIRE(a && b);
     CHECK(!has_id(a, n, 50256) && n > 3);          /* plain text */
     CHECK(n2 == 3 && b[1] == 50256);                /* Hi, <|endoftext|>, there */
-    int32_t *hi = btok(&t.v, "Hi", 2, 0, &n);
+    int32_t *hi = tv_tokenize(&t.v, "Hi", 2, 0, &n);
     CHECK(n == 1 && b[0] == hi[0]);
     free(hi);
     /* decoding: the control token gives no bytes */
@@ -315,73 +275,57 @@ TEST(tokenizer_bpe_special) {
     CHECK(dl == 7 && memcmp(d, "Hithere", 7) == 0);
     free(d); free(a); free(b);
     /* add-special flag: BOS when asked (gpt-2 has bos = eos = 50256), no EOS (add_eos_token unset) */
-    a = btok(&t.v, "x", 1, WLM_TOK_ADD_BOS, &n);
+    a = tv_tokenize(&t.v, "x", 1, WLM_TOK_ADD_BOS, &n);
     CHECK(n == 2 && a[0] == 50256);
     free(a);
     /* EOG */
     CHECK(wlm_vocab_is_eog(&t.v, 50256));
     CHECK(!wlm_vocab_is_eog(&t.v, 0) && !wlm_vocab_is_eog(&t.v, -1));
-    bv_free(&t);
+    tv_free(&t);
 
     REQUIRE(bv_load(&t, "falcon"));
     s = ">>TITLE<<Falcon<|endoftext|>";
-    a = btok(&t.v, s, (uint32_t)strlen(s), WLM_TOK_PARSE_SPECIAL, &n);
+    a = tv_tokenize(&t.v, s, (uint32_t)strlen(s), WLM_TOK_PARSE_SPECIAL, &n);
     CHECK(a && n >= 3 && a[0] == 0 && a[n - 1] == 11);
     free(a);
-    a = btok(&t.v, s, (uint32_t)strlen(s), 0, &n);
+    a = tv_tokenize(&t.v, s, (uint32_t)strlen(s), 0, &n);
     CHECK(a && !has_id(a, n, 0) && !has_id(a, n, 11));
     free(a);
     CHECK(wlm_vocab_is_eog(&t.v, 11) && !wlm_vocab_is_eog(&t.v, 0));
-    bv_free(&t);
+    tv_free(&t);
 
     /* deepseek: user-defined tokens match even without parse_special */
     REQUIRE(bv_load(&t, "deepseek-llm"));
-    a = btok(&t.v, "[PAD100015]", 11, 0, &n);
+    a = tv_tokenize(&t.v, "[PAD100015]", 11, 0, &n);
     CHECK(a && n == 1 && a[0] == 100015);
     free(a);
-    a = btok(&t.v, "x", 1, WLM_TOK_ADD_BOS, &n);
+    a = tv_tokenize(&t.v, "x", 1, WLM_TOK_ADD_BOS, &n);
     CHECK(a && n == 2 && a[0] == 100000);
     free(a);
     CHECK(wlm_vocab_is_eog(&t.v, 100001));
-    bv_free(&t);
+    tv_free(&t);
 
     /* SentencePiece: control tokens with parse_special; the text after one gets its own space prefix */
     REQUIRE(bv_load(&t, "llama-spm"));
     s = "Hello<s>world</s>";
     uint32_t nh = 0, nw = 0;
-    int32_t *h = btok(&t.v, "Hello", 5, 0, &nh);  /* "▁Hello" */
-    int32_t *w = btok(&t.v, "world", 5, 0, &nw);  /* "▁world" */
-    a = btok(&t.v, s, (uint32_t)strlen(s), WLM_TOK_PARSE_SPECIAL, &n);
+    int32_t *h = tv_tokenize(&t.v, "Hello", 5, 0, &nh);  /* "▁Hello" */
+    int32_t *w = tv_tokenize(&t.v, "world", 5, 0, &nw);  /* "▁world" */
+    a = tv_tokenize(&t.v, s, (uint32_t)strlen(s), WLM_TOK_PARSE_SPECIAL, &n);
     CHECK(h && w && nh == 1 && nw == 1);
     CHECK(a && n == 4 && a[0] == h[0] && a[1] == 1 && a[2] == w[0] && a[3] == 2);
     free(a); free(h); free(w);
-    a = btok(&t.v, s, (uint32_t)strlen(s), 0, &n);
+    a = tv_tokenize(&t.v, s, (uint32_t)strlen(s), 0, &n);
     CHECK(a && !has_id(a, n, 1) && !has_id(a, n, 2));
     free(a);
     CHECK(wlm_vocab_is_eog(&t.v, 2) && !wlm_vocab_is_eog(&t.v, 1));
-    bv_free(&t);
+    tv_free(&t);
 }
 
 /* ---- 6. hand-built vocabularies ----------------------------------------------------------- */
 
-typedef struct { unsigned char *p; size_t n, cap; uint64_t n_kv; } gbuf;
-static void gb_put(gbuf *b, const void *d, size_t n) {
-    if (b->n + n > b->cap) { b->cap = (b->n + n) * 2 + 64; b->p = realloc(b->p, b->cap); }
-    memcpy(b->p + b->n, d, n); b->n += n;
-}
-static void gb_u32(gbuf *b, uint32_t v) { gb_put(b, &v, 4); }
-static void gb_u64(gbuf *b, uint64_t v) { gb_put(b, &v, 8); }
-static void gb_str(gbuf *b, const char *s) { gb_u64(b, strlen(s)); gb_put(b, s, strlen(s)); }
-static void gb_key(gbuf *b, const char *k, uint32_t type) { gb_str(b, k); gb_u32(b, type); b->n_kv++; }
-static void gb_begin(gbuf *b) { memset(b, 0, sizeof *b); gb_put(b, "GGUF", 4); gb_u32(b, 3); gb_u64(b, 0); gb_u64(b, 0); }
-static void gb_strs(gbuf *b, const char *key, const char *const *t, uint32_t n) {
-    gb_key(b, key, GGUF_ARRAY); gb_u32(b, GGUF_STRING); gb_u64(b, n);
-    for (uint32_t i = 0; i < n; i++) gb_str(b, t[i]);
-}
-static unsigned char *gb_end(gbuf *b, unsigned long long *size) { memcpy(b->p + 16, &b->n_kv, 8); *size = b->n; return b->p; }
-
 /* a 256-byte-character vocabulary plus a few merges and specials */
-static wlm_status tiny_bpe(bvocab *t, const char *pre, const char *const *merges, uint32_t nm, wlm_err *err) {
+static wlm_status tiny_bpe(tvocab *t, const char *pre, const char *const *merges, uint32_t nm, wlm_err *err) {
     static char chars[256][4];
     const char *tok[256 + 8];
     int32_t types[256 + 8];
@@ -408,41 +352,41 @@ static wlm_status tiny_bpe(bvocab *t, const char *pre, const char *const *merges
     unsigned long long size;
     unsigned char *data = gb_end(&b, &size);
     memset(err, 0, sizeof *err);
-    if (bv_load_bytes(t, data, size, err)) return WLM_OK;
+    if (tv_load_bytes(t, data, size, err)) return WLM_OK;
     return err->code ? err->code : WLM_ERR_FORMAT;
 }
 
 TEST(tokenizer_bpe_tiny_vocab) {
-    bvocab t; wlm_err err;
+    tvocab t; wlm_err err;
     /* "b c" has a lower rank than "a b": "abc" -> a + bc, then no "a bc" merge */
     static const char *const m1[] = { "b c", "a b", "ab c", "\xc4\xa0 a", "x y" };
     REQUIRE(tiny_bpe(&t, "gpt-2", m1, 5, &err) == WLM_OK);
     CHECK(t.v.n_merges == 4 && t.v.n_merges_skipped == 1); /* "xy" is not a token */
     uint32_t n = 0;
-    int32_t *a = btok(&t.v, "abc", 3, 0, &n);
+    int32_t *a = tv_tokenize(&t.v, "abc", 3, 0, &n);
     CHECK(a && n == 2 && a[0] == t.v.byte_sym['a'] && a[1] == 256 + 2);
     free(a);
-    a = btok(&t.v, "ab", 2, 0, &n);
+    a = tv_tokenize(&t.v, "ab", 2, 0, &n);
     CHECK(a && n == 1 && a[0] == 256);
     free(a);
-    a = btok(&t.v, "x a", 3, 0, &n); /* " a" merges through Ġ a */
+    a = tv_tokenize(&t.v, "x a", 3, 0, &n); /* " a" merges through Ġ a */
     CHECK(a && n == 2 && a[0] == t.v.byte_sym['x'] && a[1] == 256 + 3);
     free(a);
     /* add special: BOS first and EOS last (add_eos_token = true) */
-    a = btok(&t.v, "ab", 2, WLM_TOK_ADD_BOS, &n);
+    a = tv_tokenize(&t.v, "ab", 2, WLM_TOK_ADD_BOS, &n);
     CHECK(a && n == 3 && a[0] == 256 + 4 && a[1] == 256 && a[2] == 256 + 5);
     free(a);
     /* longest special first; user-defined "<|im" always, control ones only with parse_special */
-    a = btok(&t.v, "<|im_start|>ab<|im", 18, WLM_TOK_PARSE_SPECIAL, &n);
+    a = tv_tokenize(&t.v, "<|im_start|>ab<|im", 18, WLM_TOK_PARSE_SPECIAL, &n);
     CHECK(a && n == 3 && a[0] == 256 + 4 && a[1] == 256 && a[2] == 256 + 7);
     free(a);
-    a = btok(&t.v, "<|im_start|>", 12, 0, &n);
+    a = tv_tokenize(&t.v, "<|im_start|>", 12, 0, &n);
     CHECK(a && n >= 2 && a[0] == 256 + 7 && !has_id(a, n, 256 + 4));
     free(a);
     /* EOG: eos, eot, and control tokens named like end markers */
     CHECK(wlm_vocab_is_eog(&t.v, 256 + 5) && wlm_vocab_is_eog(&t.v, 256 + 6));
     CHECK(!wlm_vocab_is_eog(&t.v, 256 + 4) && !wlm_vocab_is_eog(&t.v, 256 + 7));
-    bv_free(&t);
+    tv_free(&t);
 
     /* long words go through the heap path: same result as the array path */
     REQUIRE(tiny_bpe(&t, NULL, m1, 5, &err) == WLM_OK); /* no tokenizer.ggml.pre: default */
@@ -450,33 +394,33 @@ TEST(tokenizer_bpe_tiny_vocab) {
     char longw[301];
     for (int i = 0; i < 300; i++) longw[i] = "abcab"[i % 5];
     longw[300] = 0;
-    a = btok(&t.v, longw, 300, 0, &n);
+    a = tv_tokenize(&t.v, longw, 300, 0, &n);
     /* per "abcab": "b c" (rank 0) first, then "a b": a, bc, ab */
     static const int32_t want3[3] = { 'a', 256 + 2, 256 };
     int ok = a != NULL && n == 180;
     for (uint32_t i = 0; ok && i < n; i++) ok = a[i] == want3[i % 3];
     CHECK(ok);
     free(a);
-    bv_free(&t);
+    tv_free(&t);
 
     /* malformed merges name the entry; unknown pre-tokenizers are refused with the list */
     static const char *const m2[] = { "a b", "ab", "b c" };
     CHECK(tiny_bpe(&t, "gpt-2", m2, 3, &err) == WLM_ERR_FORMAT);
     CHECKF(strstr(err.msg, "tokenizer.ggml.merges[1]") != NULL, "%s", err.msg);
-    bv_free(&t);
+    tv_free(&t);
     static const char *const m3[] = { " ab", "b c" };
     CHECK(tiny_bpe(&t, "gpt-2", m3, 2, &err) == WLM_ERR_FORMAT);
     CHECKF(strstr(err.msg, "tokenizer.ggml.merges[0]") != NULL, "%s", err.msg);
-    bv_free(&t);
+    tv_free(&t);
     CHECK(tiny_bpe(&t, "klingon", m1, 5, &err) == WLM_ERR_UNSUPPORTED);
     CHECKF(strstr(err.msg, "'klingon'") && strstr(err.msg, "llama-bpe") && strstr(err.msg, "deepseek-coder"), "%s", err.msg);
-    bv_free(&t);
+    tv_free(&t);
 }
 
 /* ---- 7. SPM segment fast path == whole-text algorithm ------------------------------------- */
 
 TEST(tokenizer_spm_split_identical) {
-    bvocab t;
+    tvocab t;
     REQUIRE(bv_load(&t, "llama-spm"));
     CHECK(t.v.spm_split == 1);
     size_t cap = 1 << 16;
@@ -492,8 +436,8 @@ TEST(tokenizer_spm_split_identical) {
             if (tst_rand() % 17 == 0) { memcpy(buf + n, "\xe2\x96\x81", 3); n += 3; } /* literal ▁ too */
         }
         uint32_t n1 = 0, n2 = 0;
-        int32_t *a = btok(&t.v, (const char *)buf, (uint32_t)n, 0, &n1);
-        int32_t *b = btok(&t.v, (const char *)buf, (uint32_t)n, (int)WLM_TOK_NO_SPLIT_, &n2);
+        int32_t *a = tv_tokenize(&t.v, (const char *)buf, (uint32_t)n, 0, &n1);
+        int32_t *b = tv_tokenize(&t.v, (const char *)buf, (uint32_t)n, (int)WLM_TOK_NO_SPLIT_, &n2);
         if (!a || !b || n1 != n2 || memcmp(a, b, n1 * 4) != 0) bad++;
         tried++;
         free(a); free(b);
@@ -501,7 +445,7 @@ TEST(tokenizer_spm_split_identical) {
     printf("  %d random texts: segment path == whole-text path (%d differ)\n", tried, bad);
     CHECK(bad == 0);
     free(buf);
-    bv_free(&t);
+    tv_free(&t);
 }
 
 /* ---- 8. throughput (printed, never asserted) ------------------------------------------------ */
@@ -534,8 +478,8 @@ TEST(tokenizer_throughput) {
     }
     int32_t *out = malloc(sizeof(int32_t) * (n + 16));
     for (int i = 0; i < 4; i++) {
-        bvocab t;
-        if (!bv_load(&t, names[i])) { bv_free(&t); continue; }
+        tvocab t;
+        if (!bv_load(&t, names[i])) { tv_free(&t); continue; }
         uint32_t nt = 0; wlm_err err;
         double t0 = now_s();
         wlm_status st = wlm_vocab_tokenize(&t.v, (const char *)buf, (uint32_t)n, 0, out, (uint32_t)n + 16, &nt, &err);
@@ -553,7 +497,7 @@ TEST(tokenizer_throughput) {
                    nt2 == nt && memcmp(out, out2, 4ull * nt) == 0 ? "yes" : "NO");
             free(out2);
         }
-        bv_free(&t);
+        tv_free(&t);
     }
     free(out); free(buf);
 }
