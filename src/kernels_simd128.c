@@ -141,45 +141,34 @@ static inline float fold_lanes(v128_t a) {
            (wasm_f32x4_extract_lane(a, 2) + wasm_f32x4_extract_lane(a, 3));
 }
 
-static float dot_q8_0(uint32_t n, const block_q8_0 *w, const block_q8_0 *x) {
-    uint32_t nb = n / QK8_0, b = 0;
-    v128_t acc = wasm_f32x4_splat(0);
-    for (; b + 4 <= nb; b += 4) {
-        v128_t s = hsum4_i32(isum_q8(w[b].qs, x[b].qs), isum_q8(w[b + 1].qs, x[b + 1].qs),
-                             isum_q8(w[b + 2].qs, x[b + 2].qs), isum_q8(w[b + 3].qs, x[b + 3].qs));
-        v128_t d = wasm_f32x4_mul(scales4((const uint8_t *)&w[b].d, sizeof(block_q8_0)),
-                                  scales4((const uint8_t *)&x[b].d, sizeof(block_q8_0)));
-        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
-    }
-    float r = fold_lanes(acc);
-    for (; b < nb; b++) {
-        v128_t s = isum_q8(w[b].qs, x[b].qs);
-        int32_t t = wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
-                    wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
-        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)t;
-    }
-    return r;
+static inline int32_t lanes_sum_i32(v128_t s) {
+    return wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
+           wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
 }
 
-static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
-    uint32_t nb = n / QK4_0, b = 0;
-    v128_t acc = wasm_f32x4_splat(0);
-    for (; b + 4 <= nb; b += 4) {
-        v128_t s = hsum4_i32(isum_q4(w[b].qs, x[b].qs), isum_q4(w[b + 1].qs, x[b + 1].qs),
-                             isum_q4(w[b + 2].qs, x[b + 2].qs), isum_q4(w[b + 3].qs, x[b + 3].qs));
-        v128_t d = wasm_f32x4_mul(scales4((const uint8_t *)&w[b].d, sizeof(block_q4_0)),
-                                  scales4((const uint8_t *)&x[b].d, sizeof(block_q8_0)));
-        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
+/* Row dot of 32-blocks against Q8_0 activations: four blocks at a time, one
+ * block per lane ((d_w * d_x) * isum accumulated per lane, then folded), the
+ * remaining blocks in order; exactly the reference's order. ISUM gives a
+ * block's exact integer partial sums. */
+#define BLOCK_DOT(NAME, WTYPE, ISUM)                                                              \
+    static float NAME(uint32_t n, const WTYPE *w, const block_q8_0 *x) {                          \
+        uint32_t nb = n / 32, b = 0;                                                              \
+        v128_t acc = wasm_f32x4_splat(0);                                                         \
+        for (; b + 4 <= nb; b += 4) {                                                             \
+            v128_t s = hsum4_i32(ISUM(w[b].qs, x[b].qs), ISUM(w[b + 1].qs, x[b + 1].qs),          \
+                                 ISUM(w[b + 2].qs, x[b + 2].qs), ISUM(w[b + 3].qs, x[b + 3].qs)); \
+            v128_t d = wasm_f32x4_mul(scales4((const uint8_t *)&w[b].d, sizeof(WTYPE)),           \
+                                      scales4((const uint8_t *)&x[b].d, sizeof(block_q8_0)));     \
+            acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));            \
+        }                                                                                         \
+        float r = fold_lanes(acc);                                                                \
+        for (; b < nb; b++)                                                                       \
+            r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)lanes_sum_i32(ISUM(w[b].qs, x[b].qs)); \
+        return r;                                                                                 \
     }
-    float r = fold_lanes(acc);
-    for (; b < nb; b++) {
-        v128_t s = isum_q4(w[b].qs, x[b].qs);
-        int32_t t = wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
-                    wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
-        r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)t;
-    }
-    return r;
-}
+
+BLOCK_DOT(dot_q8_0, block_q8_0, isum_q8)
+BLOCK_DOT(dot_q4_0, block_q4_0, isum_q4)
 
 /* exact partial sums of one 32-block of int16 x int16 (|values| <= 128) */
 static inline v128_t isum_i16(const int16_t *w, const int16_t *x) {
@@ -201,10 +190,7 @@ static float dot_i16(uint32_t nb, const int16_t *w, const float *dw, const int16
     }
     float r = fold_lanes(acc);
     for (; b < nb; b++) {
-        v128_t s = isum_i16(w + b * 32, x + b * 32);
-        int32_t t = wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
-                    wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
-        r += (dw[b] * dx[b]) * (float)t;
+        r += (dw[b] * dx[b]) * (float)lanes_sum_i32(isum_i16(w + b * 32, x + b * 32));
     }
     return r;
 }
