@@ -20,7 +20,8 @@
 typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
-             off_act, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen;
+             off_act, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen,
+             off_sseq, off_tok, off_aidx, off_spec;
     uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16;
 } plan;
 
@@ -37,6 +38,9 @@ static void resolve_params(const wlm_model *m, const wlm_ctx_params *in, wlm_ctx
     if (p->n_threads == 0) p->n_threads = 1;
     if (p->n_threads > WLM_MAX_THREADS) p->n_threads = WLM_MAX_THREADS;
     if (p->n_batch > p->n_ctx) p->n_batch = p->n_ctx;
+    if (p->n_seq_max == 0) p->n_seq_max = 1;
+    uint32_t rows = WLM_MAX(p->n_seq_max, p->logits_all ? p->n_batch : 1u);
+    if (p->n_outputs < rows) p->n_outputs = rows;
 }
 
 static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
@@ -56,6 +60,8 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_k = reserve(&pl, k_bytes);
     pl.off_v = reserve(&pl, v_bytes);
     pl.off_slot = reserve(&pl, (uint64_t)p->n_ctx * 4);
+    pl.off_sseq = reserve(&pl, (uint64_t)p->n_ctx * 8);
+    pl.off_tok = reserve(&pl, B * 16);
     pl.off_x = reserve(&pl, B * d * 4);
     pl.off_xb = reserve(&pl, B * WLM_MAX(d, qd) * 4);
     pl.off_q = reserve(&pl, B * qd * 4);
@@ -69,13 +75,15 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.act16_row_bytes = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 4, 64);
     pl.off_act16 = reserve(&pl, B * pl.act16_row_bytes);
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
-    pl.off_logits = reserve(&pl, (p->logits_all ? B : 1) * (uint64_t)hp->n_vocab * 4);
+    pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
+    pl.off_aidx = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     pl.off_rope = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
     pl.off_rcs = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
     pl.off_cid = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_cval = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_seen = reserve(&pl, hp->n_vocab);
+    pl.off_spec = reserve(&pl, (uint64_t)hp->n_vocab * 4);   /* dense draft distribution (wlm_spec_accept) */
     pl.total = WLM_ALIGN_UP(pl.total, 64);
     return pl;
 }
@@ -99,6 +107,10 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     if (p.n_ctx > (1u << 24)) return wlm_fail(err, WLM_ERR_ARG, "context length %u is too large", p.n_ctx);
     if (p.kv_type > WLM_KV_F16) return wlm_fail(err, WLM_ERR_ARG, "unknown KV cache type %u", p.kv_type);
     if (p.full_policy > WLM_FULL_SLIDE) return wlm_fail(err, WLM_ERR_ARG, "unknown context-full policy %u", p.full_policy);
+    if (p.n_seq_max > WLM_MAX_SEQ) return wlm_fail(err, WLM_ERR_ARG, "n_seq_max %u is above the limit of %u sequences", p.n_seq_max, WLM_MAX_SEQ);
+    if (p.full_policy == WLM_FULL_SLIDE && p.n_seq_max > 1)
+        return wlm_fail(err, WLM_ERR_ARG, "the sliding-window policy works with one sequence (n_seq_max %u)", p.n_seq_max);
+    if (p.n_outputs > (1u << 20)) return wlm_fail(err, WLM_ERR_ARG, "n_outputs %u is too large", p.n_outputs);
     if (p.full_policy == WLM_FULL_SLIDE && p.n_keep >= p.n_ctx)
         return wlm_fail(err, WLM_ERR_ARG, "n_keep %u must be smaller than the context length %u", p.n_keep, p.n_ctx);
     plan pl = make_plan(m, &p);
@@ -118,6 +130,10 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->kv_head_stride_v = (uint64_t)p.n_ctx * hp->head_dim_v;
     c->kv_layer_stride_v = c->kv_head_stride_v * hp->n_head_kv;
     c->slot_pos = (int32_t *)(mem + pl.off_slot);
+    c->slot_seq = (uint64_t *)(mem + pl.off_sseq);
+    c->n_seq_max = p.n_seq_max; c->n_outputs = p.n_outputs;
+    c->tok_seq = (uint32_t *)(mem + pl.off_tok); c->tok_slot = c->tok_seq + p.n_batch;
+    c->tok_pos = (int32_t *)(c->tok_slot + p.n_batch); c->out_tok = (uint32_t *)(c->tok_pos + p.n_batch);
     c->x = (float *)(mem + pl.off_x); c->xb = (float *)(mem + pl.off_xb);
     c->q = (float *)(mem + pl.off_q); c->kk = (float *)(mem + pl.off_kk); c->vv = (float *)(mem + pl.off_vv);
     c->att = (float *)(mem + pl.off_att); c->hb = (float *)(mem + pl.off_hb); c->hb2 = (float *)(mem + pl.off_hb2);
@@ -128,6 +144,9 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->n_thr = 1;
     c->logits = (float *)(mem + pl.off_logits);
     c->att_tile = (float *)(mem + pl.off_tile);
+    c->att_idx = (uint32_t *)(mem + pl.off_aidx);
+    c->spec_q = (float *)(mem + pl.off_spec);
+    wlm_memset(c->spec_q, 0, (uint64_t)hp->n_vocab * 4);
     c->rope_freq = (double *)(mem + pl.off_rope); c->rope_cs = (float *)(mem + pl.off_rcs);
     c->cand_id = (int32_t *)(mem + pl.off_cid); c->cand_val = (float *)(mem + pl.off_cval);
     c->seen = mem + pl.off_seen;
@@ -146,22 +165,17 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
 
 void wlm_ctx_free(wlm_ctx *c) { if (c) wlm_sys_free(c->mem); }
 
-void wlm_ctx_reset(wlm_ctx *c) {
-    c->pos = 0; c->slid = 0; c->n_logits = 0;
-    for (uint32_t s = 0; s < c->n_ctx; s++) c->slot_pos[s] = -1;
-}
+void wlm_ctx_reset(wlm_ctx *c) { wlm_kv_reset(c); }
 
-uint32_t wlm_ctx_pos(const wlm_ctx *c) { return c->pos; }
+uint32_t wlm_ctx_pos(const wlm_ctx *c) { return c->seq_pos[0]; }
 uint32_t wlm_ctx_n_ctx(const wlm_ctx *c) { return c->n_ctx; }
 float *wlm_ctx_logits(wlm_ctx *c) { return c->logits; }
 uint32_t wlm_ctx_n_logits(const wlm_ctx *c) { return c->n_logits; }
 
 wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err) {
     if (c->slid) return wlm_fail(err, WLM_ERR_STATE, "cannot rewind: positions already slid out of the window");
-    if (pos > c->pos) return wlm_fail(err, WLM_ERR_ARG, "cannot truncate to %u: only %u positions evaluated", pos, c->pos);
-    for (uint32_t s = pos; s < c->pos && s < c->n_ctx; s++) c->slot_pos[s] = -1;
-    c->pos = pos; c->n_logits = 0;
-    return WLM_OK;
+    if (pos > c->seq_pos[0]) return wlm_fail(err, WLM_ERR_ARG, "cannot truncate to %u: only %u positions evaluated", pos, c->seq_pos[0]);
+    return wlm_seq_truncate(c, 0, pos, err);
 }
 
 /* ---- building blocks ------------------------------------------------------------ */
@@ -319,47 +333,57 @@ static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t row
 void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
                          int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
                          int32_t window_lo, uint32_t hd, float scale, float *out, float *tile) {
-    wlm_attention_tiled_kv(k, q, kc, vc, kv_f16, slot_pos, n_slots, qpos, window_lo, hd, hd, scale, out, tile);
+    uint32_t idx[WLM_ATT_TILE];
+    wlm_att_mask mask = { slot_pos, 0, 0, n_slots, qpos, window_lo };
+    wlm_attention_tiled_kv(k, q, kc, vc, kv_f16, &mask, hd, hd, scale, out, tile, idx);
 }
 
-/* The same, with keys (and the query) of hd_k elements and values of hd_v. */
+/* The same, with keys (and the query) of hd_k elements and values of hd_v.
+ * A tile is the next WLM_ATT_TILE slots the query may see (slots it may
+ * not see are skipped, not padded), so the result depends only on the
+ * visible slots and their order, not on what lies between them. */
 void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
-                            int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
-                            int32_t window_lo, uint32_t hd_k, uint32_t hd, float scale, float *out, float *tile) {
+                            int kv_f16, const wlm_att_mask *mk, uint32_t hd_k, uint32_t hd,
+                            float scale, float *out, float *tile, uint32_t *idx) {
     float m = -3.0e38f, sum = 0.0f;
     for (uint32_t i = 0; i < hd; i++) out[i] = 0.0f;
-    for (uint32_t t0 = 0; t0 < n_slots; t0 += WLM_ATT_TILE) {
-        uint32_t tn = WLM_MIN(WLM_ATT_TILE, n_slots - t0);
-        float tmax = -3.0e38f; int any = 0;
-        for (uint32_t j = 0; j < tn; j++) {
-            int32_t p = slot_pos[t0 + j];
-            if (p < 0 || p > qpos || p < window_lo) { tile[j] = -3.0e38f; continue; }
-            float s = kv_f16 ? k->dot_f16(hd_k, (const uint16_t *)kc + (uint64_t)(t0 + j) * hd_k, q)
-                             : k->dot_f32(hd_k, (const float *)kc + (uint64_t)(t0 + j) * hd_k, q);
+    uint32_t j = 0;
+    while (j < mk->n_slots) {
+        uint32_t tn = 0;
+        for (; j < mk->n_slots && tn < WLM_ATT_TILE; j++) {
+            int32_t p = mk->slot_pos[j];
+            if (p < 0 || p > mk->qpos || p < mk->window_lo) continue;
+            if (mk->slot_seq && !(mk->slot_seq[j] & mk->seq_bit)) continue;
+            idx[tn++] = j;
+        }
+        if (!tn) break;
+        float tmax = -3.0e38f;
+        for (uint32_t i = 0; i < tn; i++) {
+            float s = kv_f16 ? k->dot_f16(hd_k, (const uint16_t *)kc + (uint64_t)idx[i] * hd_k, q)
+                             : k->dot_f32(hd_k, (const float *)kc + (uint64_t)idx[i] * hd_k, q);
             s *= scale;
-            tile[j] = s; any = 1;
+            tile[i] = s;
             if (s > tmax) tmax = s;
         }
-        if (!any) continue;
         if (tmax > m) {
             float corr = wlm_expf(m - tmax);
             sum *= corr;
             k->scale(hd, corr, out);
             m = tmax;
         }
-        for (uint32_t j = 0; j < tn; j++) {
-            if (tile[j] == -3.0e38f) continue;
-            float e = wlm_expf(tile[j] - m);
+        for (uint32_t i = 0; i < tn; i++) {
+            float e = wlm_expf(tile[i] - m);
             sum += e;
-            if (kv_f16) k->axpy_f16(hd, e, (const uint16_t *)vc + (uint64_t)(t0 + j) * hd, out);
-            else k->axpy_f32(hd, e, (const float *)vc + (uint64_t)(t0 + j) * hd, out);
+            if (kv_f16) k->axpy_f16(hd, e, (const uint16_t *)vc + (uint64_t)idx[i] * hd, out);
+            else k->axpy_f32(hd, e, (const float *)vc + (uint64_t)idx[i] * hd, out);
         }
     }
     if (sum > 0) k->scale(hd, 1.0f / sum, out);
 }
 
+/* The ring of the sliding window (one sequence): past n_ctx, position pos
+ * overwrites the slot of position pos - (n_ctx - n_keep). */
 static uint32_t slot_for(const wlm_ctx *c, uint32_t pos) {
-    if (pos < c->n_ctx) return pos;
     uint32_t keep = c->p.n_keep, ring = c->n_ctx - keep;
     return keep + (pos - keep) % ring;
 }
@@ -384,9 +408,10 @@ static void kv_store(wlm_ctx *c, uint32_t layer, uint32_t slot, const float *k, 
 }
 
 /* Attention for every (token, query head) pair of a chunk; the pairs are
- * split across threads, each with its own tile of scores. */
+ * split across threads, each with its own tile of scores. Token t sees the
+ * slots of its own sequence up to its own position (causal mask). */
 typedef struct att_job {
-    wlm_ctx *c; uint32_t layer, n, n_slots, pos0; float scale;
+    wlm_ctx *c; uint32_t layer, n; float scale;
 } att_job;
 
 static void attention_heads(void *arg, uint32_t tid, uint32_t nth) {
@@ -398,36 +423,36 @@ static void attention_heads(void *arg, uint32_t tid, uint32_t nth) {
     int f16 = c->p.kv_type == WLM_KV_F16;
     uint64_t esz = f16 ? 2 : 4;
     float *tile = c->att_tile + (uint64_t)tid * WLM_ATT_TILE;
+    uint32_t *idx = c->att_idx + (uint64_t)tid * WLM_ATT_TILE;
     wlm_split(j->n * hp->n_head, tid, nth, &lo, &hi);
     for (uint32_t i = lo; i < hi; i++) {
         uint32_t t = i / hp->n_head, hq = i % hp->n_head, hk = hq / group;
         uint64_t off = j->layer * c->kv_layer_stride + hk * c->kv_head_stride;
         uint64_t off_v = j->layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
+        wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t],
+                              c->n_slots, c->tok_pos[t], 0 };
         wlm_attention_tiled_kv(c->k, c->q + (uint64_t)t * qd + hq * hd,
                                (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off_v * esz,
-                               f16, c->slot_pos, j->n_slots, (int32_t)(j->pos0 + t), 0, hd, hdv, j->scale,
-                               c->att + (uint64_t)t * od + hq * hdv, tile);
+                               f16, &mask, hd, hdv, j->scale, c->att + (uint64_t)t * od + hq * hdv, tile, idx);
     }
 }
 
 /* ---- the forward pass for one chunk of tokens --------------------------------------- */
 
-static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
+/* Runs n tokens whose sequence, position and cache slot are in
+ * c->tok_seq/tok_pos/tok_slot; writes the logits of the n_out tokens listed
+ * in c->out_tok into rows out_row.. of c->logits. */
+static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_t n_out, uint32_t out_row) {
     const wlm_model *m = c->m;
     const wlm_hparams *hp = &m->hp;
     uint32_t d = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd;
     uint32_t hdv = hp->head_dim_v, vd = hp->n_head_kv * hdv, od = hp->n_head * hdv;
-    uint32_t pos0 = c->pos;
     float scale = 1.0f / wlm_sqrtf((float)hd);
     uint64_t emb_row = m->tok_embd->nbytes / m->tok_embd->ne[1];
 
     /* x = embed(token) */
     for (uint32_t t = 0; t < n; t++)
         wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)tokens[t] * emb_row, c->x + (uint64_t)t * d, d);
-
-    /* slots for the new positions (the ring overwrites the oldest when sliding) */
-    for (uint32_t t = 0; t < n; t++) c->slot_pos[slot_for(c, pos0 + t)] = (int32_t)(pos0 + t);
-    uint32_t n_slots = WLM_MIN(pos0 + n, c->n_ctx);
 
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         const wlm_layer *L = &m->layers[l];
@@ -442,13 +467,13 @@ static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
         add_bias(c->kk, L->bk, n, kvd);
         add_bias(c->vv, L->bv, n, vd);
         for (uint32_t t = 0; t < n; t++) {
-            rope_prepare(c, pos0 + t);
+            rope_prepare(c, (uint32_t)c->tok_pos[t]);
             rope_apply(c, c->q + (uint64_t)t * qd, hp->n_head);
             rope_apply(c, c->kk + (uint64_t)t * kvd, hp->n_head_kv);
-            kv_store(c, l, slot_for(c, pos0 + t), c->kk + (uint64_t)t * kvd, c->vv + (uint64_t)t * vd);
+            kv_store(c, l, c->tok_slot[t], c->kk + (uint64_t)t * kvd, c->vv + (uint64_t)t * vd);
         }
-        att_job aj = { c, l, n, n_slots, pos0, scale };
-        uint64_t att_work = (uint64_t)n * hp->n_head * n_slots * (hd + hdv);
+        att_job aj = { c, l, n, scale };
+        uint64_t att_work = (uint64_t)n * hp->n_head * c->n_slots * (hd + hdv);
         wlm_pool_run(c->pool, attention_heads, &aj, att_work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
         act a = act_of(c->att, n, od);
         matmul(c, L->wo, &a, c->xb);
@@ -467,35 +492,83 @@ static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
         for (uint64_t i = 0; i < (uint64_t)n * d; i++) c->x[i] += c->xb[i];
     }
 
-    /* logits for the last token (or every token with logits_all) */
-    uint32_t first = c->p.logits_all ? 0 : n - 1;
-    for (uint32_t t = first; t < n; t++)
-        rmsnorm(c->xb + (uint64_t)(t - first) * d, c->x + (uint64_t)t * d, (const float *)m->out_norm->data, d, hp->rms_eps);
-    act o = act_of(c->xb, n - first, d);
-    matmul(c, m->output, &o, c->logits);
-    c->n_logits = n - first;
-    c->pos = pos0 + n;
-    if (c->pos > c->n_ctx) c->slid = c->pos - c->n_ctx;
+    /* logits = W_out rmsnorm(x) for the tokens asked for */
+    if (!n_out) return;
+    for (uint32_t r = 0; r < n_out; r++)
+        rmsnorm(c->xb + (uint64_t)r * d, c->x + (uint64_t)c->out_tok[r] * d, (const float *)m->out_norm->data, d, hp->rms_eps);
+    act o = act_of(c->xb, n_out, d);
+    matmul(c, m->output, &o, c->logits + (uint64_t)out_row * hp->n_vocab);
 }
 
-wlm_status wlm_eval(wlm_ctx *c, const int32_t *tokens, uint32_t n, wlm_err *err) {
+wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seqs,
+                          const uint8_t *want, uint32_t n, wlm_err *err) {
     wlm_err dummy; if (!err) err = &dummy;
-    if (!c) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: NULL context");
+    if (!c || !tokens) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: NULL argument");
     if (n == 0) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: no tokens");
-    for (uint32_t i = 0; i < n; i++)
+    /* check everything before changing anything */
+    uint32_t need[WLM_MAX_SEQ] = { 0 }, n_want = 0;
+    for (uint32_t i = 0; i < n; i++) {
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= c->m->hp.n_vocab)
             return wlm_fail(err, WLM_ERR_ARG, "token id %d out of range (vocabulary has %u)", tokens[i], c->m->hp.n_vocab);
-    if (c->p.full_policy == WLM_FULL_ERROR && (uint64_t)c->pos + n > c->n_ctx)
-        return wlm_fail(err, WLM_ERR_CONTEXT_FULL, "context full (%u): %u positions used, %u more requested", c->n_ctx, c->pos, n);
-    uint32_t done = 0;
+        uint32_t s = seqs ? seqs[i] : 0;
+        if (s >= c->n_seq_max)
+            return wlm_fail(err, WLM_ERR_ARG, "sequence %u out of range (the context holds %u)", s, c->n_seq_max);
+        need[s]++;
+        if (want ? want[i] != 0 : i == n - 1) n_want++;
+    }
+    int slide = c->p.full_policy == WLM_FULL_SLIDE;
+    if (!slide) {
+        for (uint32_t s = 0; s < c->n_seq_max; s++)
+            if ((uint64_t)c->seq_pos[s] + need[s] > c->n_ctx) {
+                if (c->n_seq_max == 1)
+                    return wlm_fail(err, WLM_ERR_CONTEXT_FULL, "context full (%u): %u positions used, %u more requested",
+                                    c->n_ctx, c->seq_pos[s], need[s]);
+                return wlm_fail(err, WLM_ERR_CONTEXT_FULL, "context full (%u): sequence %u has %u positions, %u more requested",
+                                c->n_ctx, s, c->seq_pos[s], need[s]);
+            }
+        if (n > c->n_free)
+            return wlm_fail(err, WLM_ERR_CONTEXT_FULL, "context full: %u tokens need cache slots, %u of %u are free",
+                            n, c->n_free, c->n_ctx);
+    }
+    /* logits_all without `want` keeps its old meaning: every token of the last chunk */
+    int all_last_chunk = !want && c->p.logits_all;
+    if (!all_last_chunk && n_want > c->n_outputs)
+        return wlm_fail(err, WLM_ERR_ARG, "%u rows of logits asked for, the context keeps %u (n_outputs)", n_want, c->n_outputs);
+
+    uint32_t done = 0, rows = 0;
+    c->n_logits = 0;
     while (done < n) {
         uint32_t chunk = WLM_MIN(c->n_batch, n - done);
         /* when sliding, a chunk must not overwrite slots its own earlier
          * tokens still attend to: past the first wrap, go one by one */
-        if (c->p.full_policy == WLM_FULL_SLIDE && c->pos + chunk > c->n_ctx)
-            chunk = c->pos < c->n_ctx ? c->n_ctx - c->pos : 1;
-        forward_chunk(c, tokens + done, chunk);
+        if (slide && c->seq_pos[0] + chunk > c->n_ctx)
+            chunk = c->seq_pos[0] < c->n_ctx ? c->n_ctx - c->seq_pos[0] : 1;
+        uint32_t n_out = 0;
+        for (uint32_t t = 0; t < chunk; t++) {
+            uint32_t i = done + t, s = seqs ? seqs[i] : 0;
+            uint32_t pos = c->seq_pos[s]++;
+            c->tok_seq[t] = s;
+            c->tok_pos[t] = (int32_t)pos;
+            if (slide && c->n_free == 0) {           /* the ring overwrites the oldest */
+                uint32_t j = slot_for(c, pos);
+                c->slot_pos[j] = (int32_t)pos;
+                c->tok_slot[t] = j;
+            } else {
+                c->tok_slot[t] = wlm_kv_take(c, s, (int32_t)pos);
+            }
+            int w = all_last_chunk ? 1 : want ? want[i] != 0 : i == n - 1;
+            if (w) c->out_tok[n_out++] = t;
+        }
+        if (all_last_chunk) rows = 0;
+        forward_chunk(c, tokens + done, chunk, n_out, rows);
+        rows += n_out;
         done += chunk;
     }
+    c->n_logits = rows;
+    if (c->seq_pos[0] > c->n_ctx) c->slid = c->seq_pos[0] - c->n_ctx;
     return WLM_OK;
+}
+
+wlm_status wlm_eval(wlm_ctx *c, const int32_t *tokens, uint32_t n, wlm_err *err) {
+    return wlm_eval_batch(c, tokens, 0, 0, n, err);
 }

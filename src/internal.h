@@ -238,8 +238,18 @@ struct wlm_ctx {
     const wlm_kernels *k;
     wlm_ctx_params p;
     uint32_t n_ctx, n_batch;
-    uint32_t pos;          /* next absolute position */
-    uint32_t slid;         /* positions dropped by the sliding window */
+    uint32_t slid;         /* positions dropped by the sliding window (sequence 0) */
+    /* sequences (src/kvcache.c): next position of each, and which sequences
+     * use each cache slot (bit s of slot_seq[j]; 0 = the slot is free) */
+    uint32_t n_seq_max, n_outputs;
+    uint32_t seq_pos[WLM_MAX_SEQ];
+    uint64_t *slot_seq;
+    uint32_t n_slots;      /* slots [0, n_slots) may be in use: attention scans these */
+    uint32_t n_free;       /* free slots */
+    uint32_t free_hint;    /* no free slot below this one */
+    /* the tokens of the chunk being evaluated: sequence, position, cache slot */
+    uint32_t *tok_seq, *tok_slot; int32_t *tok_pos;
+    uint32_t *out_tok;     /* chunk tokens whose logits are wanted, in order */
     /* KV cache: [layer][kv_head][slot][head_dim], f32 or f16 */
     void *k_cache, *v_cache;
     uint64_t kv_layer_stride, kv_head_stride; /* in elements (K cache) */
@@ -255,7 +265,9 @@ struct wlm_ctx {
     uint64_t wrow_bytes;   /* bytes of one thread's wrow */
     wlm_pool *pool; uint32_t n_thr; /* threads running matmul/attention (1 = inline) */
     float *logits; uint32_t n_logits;
-    float *att_tile;       /* one tile of scores per query */
+    float *att_tile;       /* one tile of scores per thread */
+    uint32_t *att_idx;     /* the cache slots of that tile, per thread */
+    float *spec_q;         /* n_vocab: a dense draft distribution (wlm_spec_accept) */
     double *rope_freq;     /* n_rot/2 inverse frequencies base^(-2i/n_rot) */
     float *rope_cs;        /* cos/sin pairs for one position */
     /* sampler work space */
@@ -269,9 +281,24 @@ struct wlm_ctx {
 void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
                          int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
                          int32_t window_lo, uint32_t head_dim, float scale, float *out, float *tile);
+/* Which slots a query sees: slot j when 0 <= slot_pos[j] <= qpos,
+ * slot_pos[j] >= window_lo and (slot_seq == NULL or slot_seq[j] & seq_bit).
+ * `idx` is room for WLM_ATT_TILE slot indices. */
+typedef struct wlm_att_mask {
+    const int32_t *slot_pos; const uint64_t *slot_seq; uint64_t seq_bit;
+    uint32_t n_slots; int32_t qpos, window_lo;
+} wlm_att_mask;
 /* the same with key/query heads of hd_k and value heads of hd_v elements */
 void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
-                            int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
-                            int32_t window_lo, uint32_t hd_k, uint32_t hd_v, float scale, float *out, float *tile);
+                            int kv_f16, const wlm_att_mask *mask, uint32_t hd_k, uint32_t hd_v,
+                            float scale, float *out, float *tile, uint32_t *idx);
+
+/* log P(tok) under softmax(logits) at T = 1 (sampler.c) */
+float wlm_token_logprob(const float *logits, uint32_t n, int32_t tok);
+
+/* ---- sequences in the cache (kvcache.c) ------------------------------------- */
+void wlm_kv_reset(wlm_ctx *c);
+/* takes a free slot (the caller checked c->n_free > 0) for seq at pos */
+uint32_t wlm_kv_take(wlm_ctx *c, uint32_t seq, int32_t pos);
 
 #endif

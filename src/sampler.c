@@ -197,3 +197,6 @@ uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_para
     for (uint32_t i = 0; i < k; i++) { ids[i] = c->cand_id[i]; probs[i] = c->cand_val[i]; }
     return k;
 }
+
+/* log P(tok) under softmax(logits) at T = 1 (speculative.c reports it too) */
+float wlm_token_logprob(const float *logits, uint32_t n, int32_t tok) { return model_logprob(logits, n, tok); }

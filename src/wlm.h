@@ -137,7 +137,12 @@ typedef struct wlm_ctx_params {
     uint32_t n_keep;      /* with SLIDE: first positions never dropped (attention sink) */
     uint32_t logits_all;  /* keep logits for every token of a batch, not only the last */
     uint32_t n_threads;   /* most threads that will run this context's work (0 = 1) */
+    /* added with multi-sequence batches (appended: earlier offsets unchanged) */
+    uint32_t n_seq_max;   /* sequences the cache can hold at once, 1..WLM_MAX_SEQ (0 = 1) */
+    uint32_t n_outputs;   /* rows of logits one wlm_eval_batch may ask for
+                           * (0 = max(n_seq_max, 1, n_batch if logits_all)) */
 } wlm_ctx_params;
+#define WLM_MAX_SEQ 64
 
 WLM_API void wlm_ctx_default_params(wlm_ctx_params *p);
 /* Plans and allocates every buffer of the context (KV cache, scratch, sampler
@@ -162,6 +167,37 @@ WLM_API wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err);
 WLM_API wlm_status wlm_eval(wlm_ctx *c, const int32_t *tokens, uint32_t n, wlm_err *err);
 WLM_API float *wlm_ctx_logits(wlm_ctx *c);
 WLM_API uint32_t wlm_ctx_n_logits(const wlm_ctx *c); /* rows of logits available */
+
+/* ---- sequences: several token streams in one cache --------------------------
+ *
+ * A context holds up to n_seq_max sequences, numbered 0 .. n_seq_max-1
+ * (wlm_eval works on sequence 0). The cache is one pool of n_ctx slots; each
+ * slot stores the keys/values of one position and a set of the sequences
+ * that use it. Forking shares the source's slots with the new sequence (no
+ * copy): a prompt prefilled once serves every candidate that forks it, and
+ * each candidate's own tokens go into free slots. A slot no sequence uses is
+ * free again. Each sequence has its own positions 0, 1, 2, ...
+ *
+ * wlm_eval_batch runs one forward pass over n tokens of any sequences
+ * (e.g. the next token of each of 8 candidates): every weight is read once
+ * for the whole batch. Token i goes to sequence seqs[i] (NULL: all 0) at
+ * that sequence's next position, in order. want[i] != 0 asks for the logits
+ * after token i (NULL: only the last token). The logits rows come out in
+ * token order: row r of wlm_ctx_logits is the r-th token asked for.
+ * Fails without changing anything when a sequence would pass n_ctx
+ * positions or the pool has fewer free slots than tokens
+ * (WLM_ERR_CONTEXT_FULL), or when more rows are asked than n_outputs. */
+WLM_API wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seqs,
+                                  const uint8_t *want, uint32_t n, wlm_err *err);
+/* dst becomes a copy of src (dst's old tokens are dropped first); the two
+ * share src's cache slots. */
+WLM_API wlm_status wlm_seq_fork(wlm_ctx *c, uint32_t src, uint32_t dst, wlm_err *err);
+/* Drops every position of seq (its slots are freed unless shared). */
+WLM_API wlm_status wlm_seq_remove(wlm_ctx *c, uint32_t seq, wlm_err *err);
+/* Drops positions >= pos of seq (rewind: speculative rollback, prefix reuse). */
+WLM_API wlm_status wlm_seq_truncate(wlm_ctx *c, uint32_t seq, uint32_t pos, wlm_err *err);
+WLM_API uint32_t wlm_seq_pos(const wlm_ctx *c, uint32_t seq);  /* next position of seq */
+WLM_API uint32_t wlm_ctx_free_slots(const wlm_ctx *c);          /* cache slots no sequence uses */
 
 /* ---- threads ------------------------------------------------------------ */
 
@@ -212,6 +248,22 @@ WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler
 WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                          const int32_t *history, uint32_t n_history,
                          int32_t *ids, float *probs, uint32_t cap);
+
+/* Speculative sampling, one draft token checked against the target.
+ * `logits` are the target's logits for the position the draft token x
+ * fills; q_ids/q_probs (q_n pairs) are the distribution x was drawn from
+ * (the draft model's filtered distribution; one pair with probability 1
+ * for prompt lookup). The target distribution p is `logits` through the
+ * same pipeline as wlm_sample (penalty -> temperature -> filters). x is
+ * accepted with probability min(1, p(x)/q(x)) (*accepted = 1, *token = x);
+ * otherwise *token is drawn from max(0, p - q) renormalized. Emitted
+ * tokens then follow p exactly. Greedy (temperature 0): accepted iff x is
+ * p's argmax, else the argmax. *logprob: log P(token) as in wlm_sample. */
+WLM_API wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                                   const int32_t *history, uint32_t n_history, int32_t x,
+                                   const int32_t *q_ids, const float *q_probs, uint32_t q_n,
+                                   wlm_rng *rng, int32_t *token, int32_t *accepted, float *logprob,
+                                   wlm_err *err);
 
 /* ---- quantization --------------------------------------------------------- */
 
