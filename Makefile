@@ -29,6 +29,18 @@ WASM_MT_LDFLAGS := -Wl,--no-entry,--import-memory,--shared-memory,--export-dynam
 # wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
 WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
 
+# clang runs binaryen's wasm-opt by itself when it is on PATH. Debian's
+# binaryen 108 (pulled in by the emscripten package) rejects relaxed-SIMD
+# opcodes and, measured, turned the threaded module into one that hangs:
+# every wasm link here runs with a PATH without it, so the modules depend on
+# clang alone.
+# The directories of PATH without wasm-opt, plus build/nowasmopt with links to
+# the linker (wasm-ld-19 usually sits in /usr/bin beside binaryen's wasm-opt,
+# which the emscripten package installs).
+NO_WASM_OPT_DIR := $(CURDIR)/$(BUILD)/nowasmopt
+NO_WASM_OPT_PATH := $(NO_WASM_OPT_DIR):$(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
+$(shell mkdir -p $(NO_WASM_OPT_DIR) && for t in wasm-ld-19 wasm-ld; do p=$$(command -v $$t 2>/dev/null) && ln -sf "$$p" $(NO_WASM_OPT_DIR)/$$t; done)
+
 .PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench
 
 all: toolchain native wasm
@@ -54,17 +66,15 @@ $(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 wasm/wasmlm.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
-	$(CLANG) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/wasmlm-mt.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
-	$(CLANG) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
 # relaxed-SIMD variants (JS loads them only after wasm/probe-relaxed.wasm gave
-# the right answer). binaryen's wasm-opt 108 breaks relaxed modules, and clang
-# runs it by itself when it is on PATH: these links run with a PATH without it.
-NO_WASM_OPT_PATH := $(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
+# the right answer).
 wasm/wasmlm-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
@@ -83,7 +93,7 @@ $(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	$(CLANG) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 
 test: toolchain test-c test-wasm test-wasm-relaxed test-san test-js
 
@@ -111,6 +121,7 @@ test-js: wasm $(BUILD)/wasmlm-native
 bench: wasm $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node bench/bench.mjs $(BENCH_ARGS)
+	node bench/scaling.mjs $(SCALING_ARGS)
 
 clean:
 	rm -rf $(BUILD) wasm/*.wasm
