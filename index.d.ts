@@ -35,6 +35,10 @@ export interface LoadOptions {
   onFull?: 'error' | 'slide';
   /** With onFull 'slide': first positions never dropped. */
   nKeep?: number;
+  /** Sequences the cache is planned for up front (default 1). bestOfN / beamSearch /
+   * speculative decoding re-plan the context once when they need more (sequences, cache
+   * slots or logits rows); set this to size everything before the first generation. */
+  maxSequences?: number;
   /** Limit of the engine's memory in bytes (default: the wasm32 maximum, 4 GiB). */
   memoryLimit?: number;
   onProgress?: (p: LoadProgress) => void;
@@ -78,6 +82,13 @@ export interface SamplingOptions {
 }
 
 export interface GenerateOptions extends SamplingOptions {
+  /** Speculative decoding: a draft Model with the same vocabulary proposes tokens that this
+   * model checks in one batched pass (the output follows this model's distribution; greedy
+   * output is identical), or 'lookup' to draft from n-gram matches in the context. */
+  draft?: Model | 'lookup';
+  /** Most draft tokens per target pass (default 4; adapts within [1, draftTokens] unless adaptive is false). */
+  draftTokens?: number;
+  adaptive?: boolean;
   /** Stop strings: generation ends before the first occurrence (not included in the text). */
   stop?: string[] | string;
   /** Aborting rejects the iterator / complete() with an AbortError. */
@@ -108,8 +119,28 @@ export interface GenerateChunk {
 
 export type FinishReason = 'stop' | 'length' | 'context';
 
+export interface SpeculativeStats {
+  /** forward passes of the target model */
+  targetPasses: number;
+  /** draft tokens proposed / accepted */
+  proposed: number;
+  accepted: number;
+  acceptanceRate: number;
+  /** generated tokens per target pass (1 = no gain) */
+  tokensPerPass: number;
+  draftTokens: number;
+  /** with a draft model: time spent drafting, rounds, wall time */
+  draftMs?: number;
+  rounds?: number;
+  wallMs?: number;
+}
+
 export interface GenerationStats {
   promptTokens: number;
+  /** prompt tokens whose cache entries were reused from the previous call (not evaluated again) */
+  reusedPromptTokens: number;
+  /** present when options.draft was given */
+  speculative?: SpeculativeStats;
   generatedTokens: number;
   prefillMs: number;
   decodeMs: number;
@@ -208,6 +239,97 @@ export interface ChatTemplateOptions {
 export interface ChatOptions extends GenerateOptions, ChatTemplateOptions {}
 export interface ChatCompleteOptions extends CompleteOptions, ChatTemplateOptions {}
 
+export interface Candidate {
+  /** 0-based; candidate i sampled with seed + i (it equals complete(prompt, {seed: seed + i})) */
+  index: number;
+  seed: string;
+  text: string;
+  tokens: number[];
+  logprobs: number[];
+  finishReason: FinishReason;
+  score: number;
+}
+
+export interface CandidateProgress {
+  index: number;
+  /** the candidate's whole text so far */
+  text: string;
+  /** what this event added */
+  delta: string;
+  token: number;
+  /** tokens so far */
+  tokens: number;
+  /** true once per candidate, after scoring */
+  done: boolean;
+  score?: number;
+  finishReason?: FinishReason;
+}
+
+export type Scorer = 'mean-logprob' | 'total-logprob' | ((candidate: Omit<Candidate, 'score'>) => number | Promise<number>);
+
+export interface BestOfNOptions extends Omit<GenerateOptions, 'draft' | 'draftTokens' | 'adaptive'> {
+  /** candidates (1..64, default 4) */
+  n?: number;
+  /** default 'mean-logprob' (mean log-probability per token); a function is a verifier */
+  scorer?: Scorer;
+  onCandidate?: (p: CandidateProgress) => void;
+}
+
+export interface BatchStats {
+  promptTokens: number;
+  reusedPromptTokens: number;
+  prefillMs: number;
+  decodeMs: number;
+  /** forward passes (each advances every live candidate by one token) */
+  steps: number;
+  totalTokens: number;
+  tokensPerSec: number;
+  wallMs: number;
+  scoringMs?: number;
+  /** the context was re-planned for more sequences / slots */
+  contextGrown: boolean;
+}
+
+export interface BestOfNResult { candidates: Candidate[]; best: Candidate; stats: BatchStats }
+
+export interface SelfConsistencyResult<A = unknown> {
+  /** the majority answer (ties: the one seen first), null when no candidate answered */
+  answer: A | null;
+  votes: { answer: A; count: number }[];
+  answered: number;
+  candidates: (Candidate & { answer: A | null | undefined })[];
+  stats: BatchStats;
+}
+
+export type Verdict = boolean | { ok: boolean; message?: string };
+
+export interface GenerateUntilOptions extends GenerateOptions {
+  verify: (result: CompletionResult, attempt: number) => Verdict | Promise<Verdict>;
+  /** default 4 */
+  maxAttempts?: number;
+  /** true: append "\n<message>\n" to the prompt for the next attempt; or a function returning the next prompt */
+  feedback?: boolean | ((prompt: string | number[], result: CompletionResult, message: string, attempt: number) => string | number[] | Promise<string | number[]>);
+}
+
+export interface Attempt {
+  attempt: number; seed: string; prompt: string | number[]; text: string; tokens: number[];
+  finishReason: FinishReason; ok: boolean; message: string | null; stats: GenerationStats;
+}
+
+export interface BeamSearchOptions {
+  /** 1..32, default 4 */
+  beams?: number;
+  maxTokens?: number;
+  /** score = logprob / length^lengthPenalty (default 1) */
+  lengthPenalty?: number;
+  ignoreEos?: boolean;
+  addBos?: boolean;
+  parseSpecial?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface Beam { text: string; tokens: number[]; logprob: number; score: number; finishReason: FinishReason }
+
 export declare class Model {
   private constructor();
   readonly info: ModelInfo;
@@ -235,6 +357,14 @@ export declare class Model {
   detokenize(ids: Iterable<number>): Promise<string>;
   /** Filtered next-token distribution after `text` (top `topN`, default 20). */
   nextTokenDistribution(text: string | number[], options?: SamplingOptions & { topN?: number; addBos?: boolean }): Promise<TokenProb[]>;
+  /** n candidates decoded as one batch (the prompt prefilled once, its cache shared), scored, best first. */
+  bestOfN(prompt: string | number[], options?: BestOfNOptions): Promise<BestOfNResult>;
+  /** Majority vote over answers extract() pulls out of n samples. */
+  selfConsistency<A = unknown>(prompt: string | number[], options: BestOfNOptions & { extract: (text: string, candidate: Candidate) => A | null | undefined | Promise<A | null | undefined> }): Promise<SelfConsistencyResult<A>>;
+  /** Resamples (seed, seed+1, ...) until verify accepts or maxAttempts; returns every attempt. */
+  generateUntil(prompt: string | number[], options: GenerateUntilOptions): Promise<{ ok: boolean; result: Attempt | null; attempts: Attempt[] }>;
+  /** Deterministic beam search on forked sequences. */
+  beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
   quantize(type: QuantType, options?: { outPath?: string }): Promise<QuantizeResult>;
   /** Frees the model and ends its worker. */

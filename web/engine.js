@@ -213,7 +213,7 @@ const now = () => (typeof performance !== 'undefined' ? performance.now() : Date
 const S_ERR = 0;         // wlm_err, 260 bytes
 const S_PTR = 272;       // out pointer (u32)
 const S_U64 = 280;       // u64 out
-const S_CTXP = 288;      // wlm_ctx_params, 24
+const S_CTXP = 448;      // wlm_ctx_params, 36
 const S_SAMP = 320;      // wlm_sampler_params, 24
 const S_RNG = 352;       // wlm_rng, 16 (8-aligned)
 const S_DETOK = 368;     // wlm_detok, 12
@@ -223,6 +223,7 @@ const S_LEN = 392;       // u32 len out
 const S_NOUT = 396;      // u32 n_out
 const S_DETOK2 = 400;    // second detok (detokenize())
 const SCRATCH_BYTES = 512;
+const MAX_SEQ = 64;      // WLM_MAX_SEQ
 const DETOK_CAP = 4096;
 
 export class Engine {
@@ -276,6 +277,8 @@ export class Engine {
     this.distIds = 0; this.distProbs = 0; this.distCap = 0;
     this.hparams = null;
     this.pool = 0; this.threads = 1; this.threadWorkers = [];
+    this.seqTokens = [];     // the tokens whose keys/values sequence 0 holds (prefix reuse)
+    this.nSeqMax = 1; this.nOutputs = 1;
     this.scratch = this.alloc(SCRATCH_BYTES);
     this.detokOut = this.alloc(DETOK_CAP);
   }
@@ -365,37 +368,80 @@ export class Engine {
       this._check(st, 'cannot load model');
       this.model = this.dv.getUint32(pp, true);
       this.hparams = this._readHparams();
-      const cp = this.scratch + S_CTXP;
-      this.x.wlm_ctx_default_params(cp);
-      const dv = this.dv;
-      if (opts.contextLength != null) dv.setUint32(cp + 0, opts.contextLength >>> 0, true);
-      if (opts.batchSize != null) dv.setUint32(cp + 4, opts.batchSize >>> 0, true);
-      if (opts.kvType != null) {
-        if (opts.kvType !== 'f32' && opts.kvType !== 'f16') throw new WasmlmError(`kvType must be 'f32' or 'f16', got ${opts.kvType}`, 1);
-        dv.setUint32(cp + 8, opts.kvType === 'f16' ? 1 : 0, true);
-      }
-      if (opts.onFull != null) {
-        if (opts.onFull !== 'error' && opts.onFull !== 'slide') throw new WasmlmError(`onFull must be 'error' or 'slide', got ${opts.onFull}`, 1);
-        dv.setUint32(cp + 12, opts.onFull === 'slide' ? 1 : 0, true);
-      }
-      if (opts.nKeep != null) dv.setUint32(cp + 16, opts.nKeep >>> 0, true);
-      dv.setUint32(cp + 24, this.threads, true);          // n_threads
-      this._clearErr();
-      this.dv.setUint32(pp, 0, true);
-      const st2 = this.x.wlm_ctx_new(pp, this.model, cp, this.scratch + S_ERR);
-      this._check(st2, 'cannot create context');
-      this.ctx = this.dv.getUint32(pp, true);
-      if (this.pool) this.x.wlm_ctx_set_pool(this.ctx, this.pool, this.threads);
-      this.nCtx = this.x.wlm_ctx_n_ctx(this.ctx) >>> 0;
-      this.nBatch = Math.min(this.dv.getUint32(cp + 4, true) || 64, this.nCtx); // as the engine resolves it
-      this.kvType = this.dv.getUint32(cp + 8, true) ? 'f16' : 'f32';
-      this.onFull = this.dv.getUint32(cp + 12, true) ? 'slide' : 'error';
+      if (opts.kvType != null && opts.kvType !== 'f32' && opts.kvType !== 'f16') throw new WasmlmError(`kvType must be 'f32' or 'f16', got ${opts.kvType}`, 1);
+      if (opts.onFull != null && opts.onFull !== 'error' && opts.onFull !== 'slide') throw new WasmlmError(`onFull must be 'error' or 'slide', got ${opts.onFull}`, 1);
+      const maxSeq = opts.maxSequences == null ? 1 : Number(opts.maxSequences);
+      if (!Number.isInteger(maxSeq) || maxSeq < 1 || maxSeq > MAX_SEQ) throw new WasmlmError(`maxSequences must be an integer in 1..${MAX_SEQ}, got ${opts.maxSequences}`, 1);
+      if (maxSeq > 1 && opts.onFull === 'slide') throw new WasmlmError("maxSequences > 1 needs onFull 'error' (the sliding window is a one-sequence policy)", 1);
+      this.ctxOpts = {
+        nCtx: opts.contextLength == null ? 0 : opts.contextLength >>> 0,
+        nBatch: opts.batchSize == null ? 0 : opts.batchSize >>> 0,
+        kv: opts.kvType === 'f16' ? 1 : 0,
+        slide: opts.onFull === 'slide' ? 1 : 0,
+        nKeep: opts.nKeep == null ? 0 : opts.nKeep >>> 0,
+        nSeq: maxSeq,
+        nOut: maxSeq,
+      };
+      this._createCtx(this.ctxOpts);
+      /** the per-sequence position limit the user asked for (a grown cache keeps it) */
+      this.ctxLimit = this.nCtx;
       this._ensureTok(Math.max(256, Math.min(this.nCtx, 4096)));
       return this.info();
     } catch (e) {
       this.unload();
       throw e;
     }
+  }
+
+  /** Creates (or re-creates) the context from resolved options {nCtx, nBatch, kv, slide, nKeep, nSeq, nOut}. */
+  _createCtx(o) {
+    if (this.ctx) { this.x.wlm_ctx_free(this.ctx); this.ctx = 0; }
+    this.seqTokens = [];
+    const cp = this.scratch + S_CTXP, pp = this.scratch + S_PTR;
+    this.x.wlm_ctx_default_params(cp);
+    const dv = this.dv;
+    dv.setUint32(cp + 0, o.nCtx, true);
+    dv.setUint32(cp + 4, o.nBatch, true);
+    dv.setUint32(cp + 8, o.kv, true);
+    dv.setUint32(cp + 12, o.slide, true);
+    dv.setUint32(cp + 16, o.nKeep, true);
+    dv.setUint32(cp + 24, this.threads, true);          // n_threads
+    dv.setUint32(cp + 28, o.nSeq, true);                // n_seq_max
+    dv.setUint32(cp + 32, o.nOut, true);                // n_outputs
+    this._clearErr();
+    dv.setUint32(pp, 0, true);
+    const st = this.x.wlm_ctx_new(pp, this.model, cp, this.scratch + S_ERR);
+    this._check(st, 'cannot create context');
+    this.ctx = this.dv.getUint32(pp, true);
+    if (this.pool) this.x.wlm_ctx_set_pool(this.ctx, this.pool, this.threads);
+    this.nCtx = this.x.wlm_ctx_n_ctx(this.ctx) >>> 0;
+    this.nBatch = Math.min(o.nBatch || 64, this.nCtx); // as the engine resolves it
+    this.kvType = o.kv ? 'f16' : 'f32';
+    this.onFull = o.slide ? 'slide' : 'error';
+    this.nSeqMax = o.nSeq;
+    this.nOutputs = o.nOut;
+  }
+
+  /**
+   * Makes sure the context holds `nSeq` sequences, `slots` cache slots and
+   * `outputs` rows of logits per call; re-plans it (one allocation, the
+   * cache starts empty) when it does not. Returns true when it grew.
+   */
+  _ensureCtx({ nSeq = 1, slots = 0, outputs = 1 }) {
+    if (nSeq > MAX_SEQ) throw new WasmlmError(`${nSeq} sequences asked for, at most ${MAX_SEQ} fit in one context`, 1);
+    if (nSeq <= this.nSeqMax && slots <= this.nCtx && outputs <= this.nOutputs) return false;
+    if (this.onFull === 'slide') throw new WasmlmError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
+    const o = { ...this.ctxOpts, nCtx: Math.max(this.nCtx, slots), nSeq: Math.max(this.nSeqMax, nSeq), nOut: Math.max(this.nOutputs, outputs, nSeq) };
+    const old = this.ctxOpts;
+    try {
+      this._createCtx(o);
+    } catch (e) {
+      this._createCtx(old);   // keep a working context
+      throw e;
+    }
+    this.ctxOpts = o;
+    this.ctxGrowths = (this.ctxGrowths || 0) + 1;
+    return true;
   }
 
   /** Loads a whole in-memory file (convenience for tests and small models). */
@@ -409,10 +455,10 @@ export class Engine {
   unload() {
     if (this.ctx) this.x.wlm_ctx_free(this.ctx);
     if (this.model) this.x.wlm_model_free(this.model);
-    this.ctx = 0; this.model = 0; this.hparams = null; this._info = null;
+    this.ctx = 0; this.model = 0; this.hparams = null; this._info = null; this.seqTokens = [];
     this._freeFile();
-    for (const k of ['textBuf', 'tokBuf', 'histBuf', 'distIds', 'distProbs']) { this.free(this[k]); this[k] = 0; }
-    this.textCap = 0; this.tokCap = 0; this.histCap = 0; this.distCap = 0;
+    for (const k of ['textBuf', 'tokBuf', 'histBuf', 'distIds', 'distProbs', '_batchBuf']) { this.free(this[k]); this[k] = 0; }
+    this.textCap = 0; this._batchCap = 0; this._vocabFp = null; this.tokCap = 0; this.histCap = 0; this.distCap = 0;
   }
 
   _requireModel() { if (!this.model) throw new WasmlmError('no model loaded', 7); }
@@ -460,7 +506,7 @@ export class Engine {
     ids = Array.from(ids, Number);
     if (ids.length === 0) throw new WasmlmError('logits: no tokens', 1);
     const nv = this.hparams.nVocab;
-    this.x.wlm_ctx_reset(this.ctx);
+    this._reset();
     const out = [];
     const grab = () => {
       const p = this.x.wlm_ctx_logits(this.ctx) >>> 2;
@@ -660,8 +706,35 @@ export class Engine {
       this._clearErr();
       const st = this.x.wlm_eval(this.ctx, this.tokBuf, n, this.scratch + S_ERR);
       if (st !== 0) return st;
+      for (let j = 0; j < n; j++) this.seqTokens.push(ids[i + j]);
     }
     return 0;
+  }
+
+  /** Empties the cache (every sequence). */
+  _reset() {
+    this.x.wlm_ctx_reset(this.ctx);
+    this.seqTokens = [];
+  }
+
+  /**
+   * Puts `ids` into sequence 0 and leaves the logits of the last one, reusing
+   * the longest prefix already in the cache (the previous prompt and its
+   * continuation): only the rest is evaluated. Other sequences are dropped.
+   * @returns {{status: number, reused: number}} status -1 = stopped
+   */
+  _prefill(ids, shouldStop) {
+    for (let s = 1; s < this.nSeqMax; s++) this.x.wlm_seq_remove(this.ctx, s, 0);
+    const have = this.seqTokens;
+    const max = Math.min(have.length, ids.length - 1);
+    let L = 0;
+    while (L < max && have[L] === ids[L]) L++;
+    if (L === 0) this._reset();
+    else if (L < have.length) {
+      if (this.x.wlm_seq_truncate(this.ctx, 0, L, 0) !== 0) { this._reset(); L = 0; }
+      else have.length = L;
+    }
+    return { status: this._evalTokens(L ? ids.slice(L) : ids, shouldStop), reused: L };
   }
 
   /**
@@ -702,8 +775,8 @@ export class Engine {
         if (!state.started) {
           state.started = true;
           const t0 = now();
-          eng.x.wlm_ctx_reset(eng.ctx);
-          const st = eng._evalTokens(promptIds, shouldStop);
+          const { status: st, reused } = eng._prefill(promptIds, shouldStop);
+          state.reusedTokens = reused;
           state.prefillMs = now() - t0;
           if (st === -1) return self._end('abort');
           if (st === STATUS_CONTEXT_FULL) throw new WasmlmError(`prompt of ${promptIds.length} tokens does not fit the context (${eng.nCtx} tokens): ${eng._errMsg(st)}`, st);
@@ -770,10 +843,11 @@ export class Engine {
       finishReason: state.finishReason,
       stats: {
         promptTokens: state.promptTokens,
+        reusedPromptTokens: state.reusedTokens || 0,
         generatedTokens: gen,
         prefillMs: state.prefillMs,
         decodeMs: state.decodeMs,
-        prefillTokensPerSec: state.prefillMs > 0 ? state.promptTokens / (state.prefillMs / 1000) : 0,
+        prefillTokensPerSec: state.prefillMs > 0 ? (state.promptTokens - (state.reusedTokens || 0)) / (state.prefillMs / 1000) : 0,
         decodeTokensPerSec: state.decodeMs > 0 ? gen / (state.decodeMs / 1000) : 0,
       },
     };
@@ -798,8 +872,7 @@ export class Engine {
     const addBos = o.addBos == null ? this.hparams.addBos : !!o.addBos;
     const ids = Array.isArray(text) ? text.map(Number) : this.tokenize(text, addBos, o.parseSpecial);
     if (ids.length === 0) ids.push(this.hparams.bosId);
-    this.x.wlm_ctx_reset(this.ctx);
-    const st = this._evalTokens(ids);
+    const { status: st } = this._prefill(ids);
     if (st !== 0) this._check(st, 'eval');
     const cap = Math.max(1, Math.min(opts.topN ?? 20, this.hparams.nVocab));
     if (cap > this.distCap) {

@@ -6,6 +6,7 @@ import { probeRelaxedSimd } from './simd-probe.js';
 import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
 import { Sha256 } from './sha256.js';
 import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
+import * as scaling from './scaling.js';
 import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES };
@@ -292,7 +293,7 @@ async function resolveSource(source, options) {
 
 function ctxOptions(options) {
   const o = {};
-  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit']) if (options[k] != null) o[k] = options[k];
+  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit', 'maxSequences']) if (options[k] != null) o[k] = options[k];
   return o;
 }
 
@@ -405,6 +406,12 @@ export class Model {
     const client = this._client;
     const self = this;
     const { signal, rest } = splitOpts(opts);
+    if (rest.draft != null) {
+      if (rest.draft instanceof Model) return scaling.speculative(this, rest.draft, prompt, { ...rest, signal });
+      if (rest.draft !== 'lookup') throw new TypeError("options.draft must be a Model (a draft model) or 'lookup' (prompt lookup)");
+      delete rest.draft;
+      rest.lookup = true;
+    }
     return (async function* gen() {
       self._check();
       if (signal && signal.aborted) throw abortError(signal);
@@ -443,8 +450,8 @@ export class Model {
     this._check();
     const { signal, rest } = splitOpts(opts);
     if (signal && signal.aborted) throw abortError(signal);
-    if (typeof rest.onToken === 'function') {
-      const onToken = rest.onToken;
+    if (typeof rest.onToken === 'function' || rest.draft instanceof Model) {
+      const onToken = rest.onToken || (() => {});
       delete rest.onToken;
       const it = this.generate(prompt, { ...rest, signal });
       for (;;) {
@@ -453,6 +460,8 @@ export class Model {
         onToken(r.value);
       }
     }
+    if (rest.draft === 'lookup') { delete rest.draft; rest.lookup = true; }
+    else if (rest.draft != null) throw new TypeError("options.draft must be a Model (a draft model) or 'lookup' (prompt lookup)");
     const { id, promise } = this._client.request('generate', { prompt, options: rest, stream: false });
     if (!signal) return promise;
     const onAbort = () => this._client.abort(id);
@@ -547,6 +556,17 @@ export class Model {
    * Re-quantizes the model to `type` ('f32'|'f16'|'q8_0'|'q4_0').
    * With {outPath} (Node) the GGUF is written there; otherwise the result has `bytes`.
    */
+  // ---- inference-time scaling (web/scaling.js, web/multi.js) ----
+
+  /** n candidates decoded as one batch, scored and sorted (best first). */
+  async bestOfN(prompt, opts = {}) { this._check(); return scaling.bestOfN(this, prompt, opts); }
+  /** Majority vote over answers extracted from n samples. */
+  async selfConsistency(prompt, opts = {}) { this._check(); return scaling.selfConsistency(this, prompt, opts); }
+  /** Resamples until verify() accepts (or maxAttempts). */
+  async generateUntil(prompt, opts = {}) { this._check(); return scaling.generateUntil(this, prompt, opts); }
+  /** Deterministic beam search on forked sequences. */
+  async beamSearch(prompt, opts = {}) { this._check(); return scaling.beamSearch(this, prompt, opts); }
+
   async quantize(type, opts = {}) {
     this._check();
     return this._client.call('quantize', { type, outPath: opts.outPath });

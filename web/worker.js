@@ -13,6 +13,11 @@
 //     {id, op:'distribution', text, options}
 //     {id, op:'logits', ids, all}                     raw logits (rows of Float32Array) from an empty context
 //     {id, op:'quantize', type, outPath?}             Node: writes outPath; else replies with bytes
+//     {id, op:'bestOfN', prompt, options, stream}     n candidates in one batch; 'chunk' events carry `index`
+//     {id, op:'beamSearch', prompt, options}
+//     {id, op:'specStart'|'specRound'|'specEnd', session, ...}   target side of speculative decoding
+//     {id, op:'draftStart'|'draftPropose'|'draftEnd', session, ...} draft side
+//     {id, op:'vocab'}                                vocabulary fingerprint (draft/target check)
 //     {op:'abort', target}                            stops request `target` (queued or running)
 //     {id, op:'dispose'}
 //   worker -> main
@@ -25,6 +30,7 @@
 // message is seen within one token; with a SharedArrayBuffer flag it is seen
 // even without yielding.
 import { Engine } from './engine.js';
+import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint } from './multi.js';
 
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
   typeof self === 'undefined';
@@ -139,6 +145,7 @@ const ops = {
   loadEnd(m) { return finishLoad(m.options); },
   loadCancel() { engine.unload(); return null; },
   async generate(m) {
+    if (m.options && m.options.lookup) return generateLookup(m);
     const g = engine.startGeneration(m.prompt, m.options || {});
     const stop = () => isAborted(m.id);
     let lastYield = Date.now();
@@ -164,6 +171,67 @@ const ops = {
       }
     }
   },
+  async bestOfN(m) {
+    const b = startBatch(engine, m.prompt, m.options || {});
+    const stop = () => isAborted(m.id);
+    for (;;) {
+      const r = b.step(stop);
+      if (m.stream) for (const ev of r.events) post({ id: m.id, event: 'chunk', ...ev });
+      if (r.done) {
+        if (r.candidates.some((c) => c.finishReason === 'abort')) {
+          const err = new Error('best-of-N aborted');
+          err.name = 'AbortError';
+          err.partial = { candidates: r.candidates, stats: r.stats };
+          throw err;
+        }
+        return { candidates: r.candidates, stats: r.stats };
+      }
+      await yieldNow();
+    }
+  },
+  async beamSearch(m) {
+    const b = startBeam(engine, m.prompt, m.options || {});
+    const stop = () => isAborted(m.id);
+    for (;;) {
+      const r = b.step(stop);
+      if (r.done) {
+        if (r.aborted) throw Object.assign(new Error('beam search aborted'), { name: 'AbortError' });
+        return { beams: r.beams, stats: r.stats };
+      }
+      await yieldNow();
+    }
+  },
+  specStart(m) {
+    const g = startSpeculative(engine, m.prompt, m.options || {});
+    sessions.set(m.session, g);
+    return { committed: g.committed.slice() };
+  },
+  specRound(m) {
+    const g = sessions.get(m.session);
+    if (!g) throw new Error('no speculative session ' + m.session);
+    const r = g.round(m.drafts, m.qs, () => isAborted(m.id));
+    if (r.done) sessions.delete(m.session);
+    return r;
+  },
+  specRoom(m) {
+    const g = sessions.get(m.session);
+    return g ? g.room(m.k) : 0;
+  },
+  specEnd(m) {
+    const g = sessions.get(m.session);
+    sessions.delete(m.session);
+    if (g && !g.finished) { try { g.round([], null, () => true); } catch { /* already closed */ } }
+    return null;
+  },
+  draftStart(m) { drafts.set(m.session, startDraft(engine, m.options || {})); return null; },
+  draftPropose(m) {
+    const d = drafts.get(m.session);
+    if (!d) throw new Error('no draft session ' + m.session);
+    const r = d.propose(m.ids, m.k);
+    return { ...r, __transfer: r.qs.flatMap((q) => [q.ids.buffer, q.probs.buffer]) };
+  },
+  draftEnd(m) { const d = drafts.get(m.session); drafts.delete(m.session); if (d) d.close(); return null; },
+  vocab() { return vocabFingerprint(engine); },
   tokenize(m) { return engine.tokenize(m.text, m.addBos, m.parseSpecial); },
   detokenize(m) { return engine.detokenize(m.ids); },
   info() { return engine.info(); },
@@ -196,6 +264,31 @@ const ops = {
     return null;
   },
 };
+
+const sessions = new Map();   // speculative generations (target side) by session id
+const drafts = new Map();     // draft sides
+
+// Speculative decoding with drafts looked up in the context itself (no draft model).
+async function generateLookup(m) {
+  const g = startSpeculative(engine, m.prompt, m.options);
+  const stop = () => isAborted(m.id);
+  for (;;) {
+    const r = g.round('lookup', null, stop);
+    if (m.stream) for (const c of r.chunks || []) post({ id: m.id, event: 'chunk', ...c });
+    if (r.done) {
+      const { tail, done, chunks, ...result } = r;
+      if (tail && m.stream) post({ id: m.id, event: 'chunk', text: tail, token: -1, logprob: 0 });
+      if (result.finishReason === 'abort') {
+        const err = new Error('generation aborted');
+        err.name = 'AbortError';
+        err.partial = result;
+        throw err;
+      }
+      return result;
+    }
+    await yieldNow();
+  }
+}
 
 function finishLoad(options = {}) {
   if (options.memoryLimit) engine.setMemoryLimit(options.memoryLimit);

@@ -1,0 +1,232 @@
+// Inference-time scaling through the public API: best-of-N (one batch of
+// forked sequences), self-consistency, verify-and-retry, beam search,
+// speculative decoding with a draft model and with prompt lookup, prompt
+// prefix reuse, cancellation.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MODEL_PATH, reference } from './helpers.mjs';
+import { loadModel } from '../../web/index.js';
+import { makeModel, SHAPES } from '../../models/make-model.js';
+
+const REF = reference();
+const GREEDY = { temperature: 0, repeatPenalty: 1, ignoreEos: true };
+const PROMPT = 'Once upon a time';
+const SAMPLE = { temperature: 1.0, topK: 0, topP: 1, minP: 0, repeatPenalty: 1, maxTokens: 40, seed: 4242 };
+
+let model, q8, q4;
+test.before(async () => {
+  model = await loadModel('stories260K', { threads: 1 });
+  const a = await model.quantize('q8_0');
+  const b = await model.quantize('q4_0');
+  q8 = await loadModel(a.bytes, { threads: 1 });
+  q4 = await loadModel(b.bytes, { threads: 1 });
+});
+test.after(async () => { await model?.dispose(); await q8?.dispose(); await q4?.dispose(); });
+
+test('bestOfN: candidate i is exactly generate(prompt, {seed: seed + i}); sorted by mean log-prob', async () => {
+  const events = [];
+  const r = await model.bestOfN(PROMPT, { ...SAMPLE, n: 4, onCandidate: (e) => events.push(e) });
+  assert.equal(r.candidates.length, 4);
+  assert.equal(r.best, r.candidates[0]);
+  for (let i = 1; i < 4; i++) assert.ok(r.candidates[i - 1].score >= r.candidates[i].score);
+  const byIndex = [...r.candidates].sort((a, b) => a.index - b.index);
+  for (const c of byIndex) {
+    const alone = await model.complete(PROMPT, { ...SAMPLE, seed: 4242 + c.index });
+    assert.deepEqual(c.tokens, alone.tokens, `candidate ${c.index}`);
+    assert.equal(c.text, alone.text);
+    assert.equal(c.finishReason, alone.finishReason);
+    for (let j = 0; j < c.logprobs.length; j++) assert.ok(Math.abs(c.logprobs[j] - alone.logprobs[j]) < 1e-6);
+    const mean = c.logprobs.reduce((a, b) => a + b, 0) / c.logprobs.length;
+    assert.ok(Math.abs(c.score - mean) < 1e-9);
+    assert.equal(c.seed, String(4242 + c.index));
+  }
+  assert.ok(new Set(byIndex.map((c) => c.text)).size > 1, 'different seeds give different candidates');
+  // streamed progress: per candidate, the last non-final event's text is the candidate's text
+  for (const c of byIndex) {
+    const evs = events.filter((e) => e.index === c.index && !e.done);
+    assert.ok(evs.length >= c.tokens.length);
+    assert.equal(evs.at(-1).text, c.text);
+    const fin = events.find((e) => e.index === c.index && e.done);
+    assert.equal(fin.score, c.score);
+  }
+  assert.equal(r.stats.totalTokens, byIndex.reduce((a, c) => a + c.tokens.length, 0));
+  assert.ok(r.stats.steps >= Math.max(...byIndex.map((c) => c.tokens.length)));
+  // total-logprob scorer
+  const t = await model.bestOfN(PROMPT, { ...SAMPLE, n: 4, scorer: 'total-logprob' });
+  for (const c of t.candidates) assert.ok(Math.abs(c.score - c.logprobs.reduce((a, b) => a + b, 0)) < 1e-9);
+  // same seed, same result
+  const again = await model.bestOfN(PROMPT, { ...SAMPLE, n: 4 });
+  assert.deepEqual(again.candidates.map((c) => c.tokens), r.candidates.map((c) => c.tokens));
+});
+
+test('bestOfN with a verifier: a candidate containing the word wins when one exists', async () => {
+  const base = await model.bestOfN(PROMPT, { ...SAMPLE, n: 6, seed: 99 });
+  // a word that some candidate has but the log-prob winner does not
+  const words = (s) => s.toLowerCase().match(/[a-z]+/g) || [];
+  const top = new Set(words(base.best.text));
+  let word = null;
+  for (const c of base.candidates.slice(1)) { word = words(c.text).find((w) => w.length > 3 && !top.has(w)); if (word) break; }
+  assert.ok(word, 'the candidates differ in some word');
+  let calls = 0;
+  const verifier = async (c) => { calls++; await new Promise((r) => setTimeout(r, 1)); return words(c.text).includes(word) ? 1 : 0; };
+  const r = await model.bestOfN(PROMPT, { ...SAMPLE, n: 6, seed: 99, scorer: verifier });
+  assert.equal(calls, 6);
+  assert.ok(words(r.best.text).includes(word), `best contains "${word}"`);
+  assert.equal(r.best.score, 1);
+});
+
+test('selfConsistency: majority vote with the right counts', async () => {
+  const extract = (text) => (text.toLowerCase().match(/[a-z]+/g) || [])[0] ?? null;
+  const r = await model.selfConsistency(PROMPT, { ...SAMPLE, n: 8, maxTokens: 6, extract });
+  assert.equal(r.candidates.length, 8);
+  const counts = new Map();   // insertion order = first occurrence by candidate index
+  for (const c of r.candidates) { const a = extract(c.text); assert.equal(c.answer, a); if (a != null) counts.set(a, (counts.get(a) || 0) + 1); }
+  const order = [...counts.keys()];
+  const want = [...counts.entries()].sort((x, y) => y[1] - x[1] || order.indexOf(x[0]) - order.indexOf(y[0]));
+  assert.deepEqual(r.votes.map((v) => [v.answer, v.count]), want);
+  assert.ok(r.votes.length >= 1);
+  assert.equal(r.answer, r.votes[0].answer);
+  assert.equal(r.answered, [...counts.values()].reduce((a, b) => a + b, 0));
+});
+
+test('generateUntil: resamples with new seeds until the verifier accepts, feeding back its message', async () => {
+  const seen = [];
+  const r = await model.generateUntil(PROMPT, {
+    ...SAMPLE, maxTokens: 12, maxAttempts: 6,
+    verify: (res, attempt) => { seen.push(res.text); return attempt >= 2 ? true : { ok: false, message: 'Try again.' }; },
+    feedback: true,
+  });
+  assert.equal(r.ok, true);
+  assert.equal(r.attempts.length, 3);
+  assert.deepEqual(r.attempts.map((a) => a.seed), ['4242', '4243', '4244']);
+  assert.equal(r.attempts[1].prompt, `${PROMPT}\nTry again.\n`);
+  assert.equal(r.attempts[2].prompt, `${PROMPT}\nTry again.\n\nTry again.\n`);
+  assert.equal(r.result.text, seen[2]);
+  const never = await model.generateUntil(PROMPT, { ...SAMPLE, maxTokens: 4, maxAttempts: 2, verify: () => false });
+  assert.equal(never.ok, false);
+  assert.equal(never.attempts.length, 2);
+});
+
+test('cancelling best-of-N mid-run rejects with AbortError and leaves the model usable', async () => {
+  const want = await model.bestOfN(PROMPT, { ...SAMPLE, n: 4 });
+  const ac = new AbortController();
+  let seen = 0;
+  await assert.rejects(model.bestOfN(PROMPT, { ...SAMPLE, n: 4, signal: ac.signal, onCandidate: () => { if (++seen === 5) ac.abort(); } }),
+    (e) => e.name === 'AbortError');
+  assert.ok(seen >= 5);
+  const after = await model.bestOfN(PROMPT, { ...SAMPLE, n: 4 });
+  assert.deepEqual(after.candidates.map((c) => c.tokens), want.candidates.map((c) => c.tokens));
+  const g = await model.complete(PROMPT, { ...GREEDY, maxTokens: 200 });
+  assert.deepEqual(g.tokens, REF.results[0].generated_token_ids);
+});
+
+test('speculative decoding, greedy: identical to the target alone (Q8_0 and Q4_0 drafts, prompt lookup)', async () => {
+  for (const r of REF.results) {
+    const want = r.generated_token_ids;
+    for (const [name, draft] of [['q8_0', q8], ['q4_0', q4], ['lookup', 'lookup']]) {
+      const chunks = [];
+      let res;
+      const it = model.generate(r.prompt, { ...GREEDY, maxTokens: 200, draft, draftTokens: 4 });
+      for (;;) { const x = await it.next(); if (x.done) { res = x.value; break; } chunks.push(x.value); }
+      assert.deepEqual(res.tokens, want, `${name}: ${r.prompt}`);
+      assert.equal(res.text, r.generated_text, `${name} text`);
+      assert.equal(chunks.map((c) => c.text).join(''), res.text);
+      const s = res.stats.speculative;
+      assert.ok(s.targetPasses > 0 && s.targetPasses <= 200);
+      assert.ok(s.acceptanceRate >= 0 && s.acceptanceRate <= 1);
+      if (name !== 'lookup') {
+        assert.ok(s.acceptanceRate > 0.3, `${name} acceptance ${s.acceptanceRate}`);
+        assert.ok(s.tokensPerPass > 1.2, `${name} tokens per pass ${s.tokensPerPass}`);
+      }
+    }
+  }
+  // complete() takes a draft too
+  const c = await model.complete(PROMPT, { ...GREEDY, maxTokens: 50, draft: q8 });
+  assert.deepEqual(c.tokens, REF.results[0].generated_token_ids.slice(0, 50));
+});
+
+test('prompt lookup on a repetitive prompt accepts drafts and keeps the greedy output', async () => {
+  const prompt = 'Tom had a red ball. Tom had a red ball. Tom had a red ball. Tom had a red';
+  const plain = await model.complete(prompt, { ...GREEDY, maxTokens: 60 });
+  const look = await model.complete(prompt, { ...GREEDY, maxTokens: 60, draft: 'lookup', draftTokens: 6 });
+  assert.deepEqual(look.tokens, plain.tokens);
+  assert.ok(look.stats.speculative.accepted > 0);
+  assert.ok(look.stats.speculative.tokensPerPass > 1);
+});
+
+test('speculative sampling is deterministic for a seed and stops like plain generation', async () => {
+  const o = { ...SAMPLE, maxTokens: 30, draft: q4, draftTokens: 3 };
+  const a = await model.complete(PROMPT, o);
+  const b = await model.complete(PROMPT, o);
+  assert.deepEqual(a.tokens, b.tokens);
+  assert.ok(a.tokens.length <= 30);
+  assert.ok(['length', 'stop'].includes(a.finishReason));
+  assert.ok(a.tokens.every((t) => t >= 0 && t < 512));
+});
+
+test('a draft with another vocabulary is refused with a clear message', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-spec-'));
+  try {
+    const f = path.join(dir, 'tiny.gguf');
+    makeModel(f, SHAPES.tiny, 'f32', 7);
+    const other = await loadModel(f, { threads: 1 });
+    try {
+      await assert.rejects(model.complete(PROMPT, { ...GREEDY, maxTokens: 5, draft: other }),
+        (e) => e.code === 'VOCAB_MISMATCH' && /draft model's vocabulary differs from the target's \(512 tokens/.test(e.message));
+    } finally { await other.dispose(); }
+  } finally { fs.rmSync(dir, { recursive: true, force: true }); }
+});
+
+test('beamSearch: 1 beam is greedy; beam scores are the real log-probabilities', async () => {
+  const one = await model.beamSearch(PROMPT, { beams: 1, maxTokens: 30, ignoreEos: true });
+  assert.deepEqual(one.beams[0].tokens, REF.results[0].generated_token_ids.slice(0, 30));
+  const r = await model.beamSearch(PROMPT, { beams: 4, maxTokens: 20, lengthPenalty: 1 });
+  assert.equal(r.beams.length, 4);
+  const prompt = await model.tokenize(PROMPT);
+  for (let i = 0; i < r.beams.length; i++) {
+    const b = r.beams[i];
+    if (i > 0) assert.ok(r.beams[i - 1].score >= b.score);
+    // teacher-forced log-probabilities of the beam's tokens
+    const ids = prompt.concat(b.tokens);
+    const rows = await model.logits(ids, { all: true });
+    let lp = 0;
+    for (let j = 0; j < b.tokens.length + (b.finishReason === 'stop' ? 1 : 0); j++) {
+      const row = rows[prompt.length - 1 + j];
+      const m = Math.max(...row);
+      const z = m + Math.log(row.reduce((a, v) => a + Math.exp(v - m), 0));
+      const tok = j < b.tokens.length ? b.tokens[j] : 2; // EOS ends a finished beam
+      lp += row[tok] - z;
+    }
+    assert.ok(Math.abs(lp - b.logprob) < 1e-3, `beam ${i}: ${lp} vs ${b.logprob}`);
+    assert.equal(b.text, await model.detokenize(b.tokens));
+  }
+  assert.equal(new Set(r.beams.map((b) => b.tokens.join())).size, 4);
+  // the best beam is at least as likely as greedy over the same length
+  const greedyLp = one.beams[0].logprob;
+  assert.ok(Number.isFinite(greedyLp));
+  const again = await model.beamSearch(PROMPT, { beams: 4, maxTokens: 20 });
+  assert.deepEqual(again.beams.map((b) => b.tokens), r.beams.map((b) => b.tokens));
+});
+
+test('a prompt sharing a prefix with the previous one skips re-prefilling it', async () => {
+  const fresh = await loadModel(MODEL_PATH, { threads: 1 });
+  try {
+    const p1 = 'Once upon a time, there was a little girl named Lily.';
+    const p2 = p1 + ' She loved to play outside.';
+    const a = await model.complete(p1, { ...GREEDY, maxTokens: 8 });
+    assert.ok(a.stats.reusedPromptTokens >= 0);
+    const b = await model.complete(p2, { ...GREEDY, maxTokens: 20 });
+    const n1 = (await model.tokenize(p1)).length;
+    assert.ok(b.stats.reusedPromptTokens >= n1 - 1, `reused ${b.stats.reusedPromptTokens} of ${n1}`);
+    const want = await fresh.complete(p2, { ...GREEDY, maxTokens: 20 });
+    assert.equal(want.stats.reusedPromptTokens, 0);
+    assert.deepEqual(b.tokens, want.tokens);
+    // the same prompt again reuses all but the last token
+    const c = await model.complete(p2, { ...GREEDY, maxTokens: 20 });
+    assert.equal(c.stats.reusedPromptTokens, (await model.tokenize(p2)).length - 1);
+    assert.deepEqual(c.tokens, want.tokens);
+  } finally { await fresh.dispose(); }
+});

@@ -1,0 +1,208 @@
+// Inference-time scaling, caller side: best-of-N with scorers and verifiers,
+// self-consistency voting, verify-and-retry, beam search and speculative
+// decoding with a draft model. The token work runs in the models' workers
+// (web/multi.js); this file scores, votes, retries and orchestrates.
+//
+// How best-of-N splits the work: the n candidates are decoded as ONE batch
+// in the model's worker (the prompt is prefilled once and its cache slots are
+// shared by every candidate; each step is one forward pass for all of them),
+// and that worker's compute threads split each step's matrix rows and
+// attention heads. Scoring functions (verifiers) run here, on the caller's
+// thread, concurrently (Promise.all) once the candidates are complete.
+
+const ABORT = (signal) => {
+  const r = signal && signal.reason;
+  if (r instanceof Error && r.name === 'AbortError') return r;
+  const e = new Error('aborted');
+  e.name = 'AbortError';
+  if (r !== undefined) e.cause = r;
+  return e;
+};
+
+function scorerOf(scorer) {
+  if (scorer == null || scorer === 'mean-logprob') {
+    return (c) => (c.logprobs.length ? c.logprobs.reduce((a, b) => a + b, 0) / c.logprobs.length : -Infinity);
+  }
+  if (scorer === 'total-logprob') return (c) => c.logprobs.reduce((a, b) => a + b, 0);
+  if (typeof scorer === 'function') return scorer;
+  throw new TypeError(`scorer must be 'mean-logprob', 'total-logprob' or a function, got ${scorer}`);
+}
+
+/** Runs a worker request, aborting it when `signal` fires. */
+async function withSignal(client, op, payload, signal, onEvent) {
+  if (signal && signal.aborted) throw ABORT(signal);
+  const { id, promise } = client.request(op, payload, { onEvent });
+  if (!signal) return promise;
+  const onAbort = () => client.abort(id);
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await promise;
+  } catch (e) {
+    if (signal.aborted) throw ABORT(signal);
+    throw e;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/**
+ * n candidates (seeds seed, seed+1, ...) decoded as one batch, scored, sorted.
+ * @returns {Promise<{candidates: object[], best: object, stats: object}>}
+ */
+export async function bestOfN(model, prompt, opts = {}) {
+  const { signal, scorer, onCandidate, ...rest } = opts;
+  const score = scorerOf(scorer);
+  const texts = new Map();
+  const onEvent = onCandidate ? (ev) => {
+    const text = (texts.get(ev.index) || '') + ev.text;
+    texts.set(ev.index, text);
+    const n = (texts.get('n' + ev.index) || 0) + (ev.token >= 0 ? 1 : 0);
+    texts.set('n' + ev.index, n);
+    onCandidate({ index: ev.index, text, delta: ev.text, token: ev.token, tokens: n, done: false });
+  } : undefined;
+  const r = await withSignal(model._client, 'bestOfN', { prompt, options: rest, stream: !!onCandidate }, signal, onEvent);
+  const t0 = Date.now();
+  const scores = await Promise.all(r.candidates.map((c) => Promise.resolve().then(() => score(c))));
+  if (signal && signal.aborted) throw ABORT(signal);
+  const candidates = r.candidates.map((c, i) => {
+    const s = Number(scores[i]);
+    return { ...c, score: Number.isNaN(s) ? -Infinity : s };
+  });
+  candidates.sort((a, b) => b.score - a.score || a.index - b.index);
+  if (onCandidate) for (const c of candidates) onCandidate({ index: c.index, text: c.text, delta: '', token: -1, tokens: c.tokens.length, done: true, score: c.score, finishReason: c.finishReason });
+  return { candidates, best: candidates[0], stats: { ...r.stats, scoringMs: Date.now() - t0 } };
+}
+
+/**
+ * Majority vote over answers that `extract(text, candidate)` pulls out of n
+ * samples (null/undefined = no answer). Ties go to the answer seen first.
+ */
+export async function selfConsistency(model, prompt, opts = {}) {
+  const { extract, ...rest } = opts;
+  if (typeof extract !== 'function') throw new TypeError('selfConsistency needs an extract(text, candidate) function');
+  const r = await bestOfN(model, prompt, { ...rest, scorer: 'mean-logprob' });
+  const byIndex = r.candidates.slice().sort((a, b) => a.index - b.index);
+  const answers = await Promise.all(byIndex.map((c) => Promise.resolve().then(() => extract(c.text, c))));
+  const votes = new Map();
+  byIndex.forEach((c, i) => {
+    const a = answers[i];
+    c.answer = a;
+    if (a === null || a === undefined) return;
+    const key = typeof a === 'string' ? 's:' + a : 'j:' + JSON.stringify(a);
+    const v = votes.get(key);
+    if (v) v.count++;
+    else votes.set(key, { answer: a, count: 1, first: c.index });
+  });
+  const list = [...votes.values()].sort((a, b) => b.count - a.count || a.first - b.first).map(({ answer, count }) => ({ answer, count }));
+  return {
+    answer: list.length ? list[0].answer : null,
+    votes: list,
+    answered: list.reduce((a, v) => a + v.count, 0),
+    candidates: byIndex,
+    stats: r.stats,
+  };
+}
+
+/**
+ * Generates, asks `verify(result, attempt)` (true / false / {ok, message}),
+ * and resamples with the next seed until it accepts or maxAttempts is reached.
+ * With `feedback` the verifier's message is fed back: `true` appends
+ * "\n<message>\n" to the prompt; a function (prompt, result, message, attempt)
+ * returns the next prompt.
+ */
+export async function generateUntil(model, prompt, opts = {}) {
+  const { verify, maxAttempts = 4, feedback, signal, ...rest } = opts;
+  if (typeof verify !== 'function') throw new TypeError('generateUntil needs a verify(result, attempt) function');
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new TypeError('maxAttempts must be a positive integer');
+  const seed0 = BigInt(rest.seed ?? 0xC0FFEE);
+  const attempts = [];
+  let p = prompt;
+  for (let a = 0; a < maxAttempts; a++) {
+    const seed = BigInt.asUintN(64, seed0 + BigInt(a));
+    const result = await model.complete(p, { ...rest, seed, signal });
+    let v = await verify(result, a);
+    if (typeof v === 'boolean' || v == null) v = { ok: !!v };
+    const rec = { attempt: a, seed: String(seed), prompt: p, text: result.text, tokens: result.tokens, finishReason: result.finishReason, ok: !!v.ok, message: v.message ?? null, stats: result.stats };
+    attempts.push(rec);
+    if (rec.ok) return { ok: true, result: rec, attempts };
+    if (feedback && v.message != null) {
+      p = typeof feedback === 'function' ? await feedback(p, result, v.message, a)
+        : (typeof p === 'string' ? `${p}\n${v.message}\n` : p);
+    }
+  }
+  return { ok: false, result: null, attempts };
+}
+
+export async function beamSearch(model, prompt, opts = {}) {
+  const { signal, ...rest } = opts;
+  return withSignal(model._client, 'beamSearch', { prompt, options: rest }, signal);
+}
+
+// ---- speculative decoding with a draft model ---------------------------------------
+
+const vocabChecked = new WeakMap();
+let sessionSeq = 1;
+
+async function checkVocab(target, draft) {
+  let m = vocabChecked.get(target);
+  if (m && m.get(draft)) return;
+  const [a, b] = await Promise.all([target._client.call('vocab'), draft._client.call('vocab')]);
+  if (a.nVocab !== b.nVocab || a.hash !== b.hash) {
+    const e = new Error(`the draft model's vocabulary differs from the target's (${b.nVocab} tokens, fingerprint ${b.hash}, vs ${a.nVocab} tokens, fingerprint ${a.hash}): speculative decoding needs one shared vocabulary`);
+    e.code = 'VOCAB_MISMATCH';
+    throw e;
+  }
+  if (!m) vocabChecked.set(target, (m = new WeakMap()));
+  m.set(draft, true);
+}
+
+/**
+ * Speculative decoding: the draft proposes k tokens, the target checks them
+ * in one batched pass (wlm_spec_accept: the output follows the target's
+ * distribution; greedy output equals the target's own). k adapts: +1 after
+ * a round that accepted every draft token, -1 after one that rejected the
+ * first, within [1, draftTokens].
+ */
+export async function* speculative(target, draft, prompt, opts = {}) {
+  const { signal, draft: _d, draftTokens = 4, adaptive = true, ...rest } = opts;
+  if (draft._disposed) throw new Error('draft model disposed');
+  const kMax = Math.max(1, Math.min(Number(draftTokens) | 0 || 4, 32));
+  await checkVocab(target, draft);
+  const session = sessionSeq++;
+  const t0 = Date.now();
+  let ended = false;
+  const options = { ...rest, draftTokens: kMax };
+  const { committed } = await withSignal(target._client, 'specStart', { session, prompt, options }, signal);
+  try {
+    await draft._client.call('draftStart', { session, options: rest });
+    let k = kMax, draftMs = 0, rounds = 0;
+    for (;;) {
+      if (signal && signal.aborted) throw ABORT(signal);
+      const td = Date.now();
+      const p = await draft._client.call('draftPropose', { session, ids: committed, k });
+      draftMs += Date.now() - td;
+      const transfer = p.qs.flatMap((q) => [q.ids.buffer, q.probs.buffer]);
+      const r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
+      rounds++;
+      for (const c of r.chunks || []) {
+        if (c.token >= 0) committed.push(c.token);
+        yield { text: c.text, token: c.token, logprob: c.logprob };
+      }
+      if (r.done) {
+        ended = true;
+        if (r.tail) yield { text: r.tail, token: -1, logprob: 0 };
+        if (r.finishReason === 'abort') throw ABORT(signal);
+        const { done, tail, chunks, ...result } = r;
+        result.stats.speculative = { ...result.stats.speculative, draftMs, rounds, wallMs: Date.now() - t0, adaptive };
+        return result;
+      }
+      if (adaptive && p.tokens.length) {
+        if (r.accepted >= p.tokens.length) k = Math.min(k + 1, kMax);
+        else if (r.accepted === 0) k = Math.max(1, k - 1);
+      }
+    }
+  } finally {
+    draft._client.call('draftEnd', { session }).catch(() => {});
+    if (!ended) target._client.call('specEnd', { session }).catch(() => {});
+  }
+}
