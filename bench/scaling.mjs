@@ -1,0 +1,102 @@
+// Inference-time scaling benchmark (part of `make bench`): ratios measured
+// side by side in one run, interleaved, medians.
+//   best-of-8 wall time / one generation's wall time (same length, s110m Q4_0, 2 threads)
+//   speculative decoding: F16 target + Q4_0 draft of the same model, greedy, speedup at identical output
+//   prompt lookup on a repetitive prompt, greedy, speedup at identical output
+//
+//   node bench/scaling.mjs [--shapes s110m,tl1b] [--reps 3] [--tokens 64] [--threads 2] [--out scaling]
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { model, promptOf, root } from './common.mjs';
+import { loadModel } from '../web/index.js';
+
+const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const reps = +(args.reps || 3);
+const N = +(args.tokens || 64);
+const threads = +(args.threads || 2);
+const shapes = String(args.shapes || 's110m,tl1b').split(',');
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+const log = (...a) => console.error('[scaling]', ...a);
+const rows = [];
+
+async function timed(fn) { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; }
+
+// ---- best-of-8 -------------------------------------------------------------------
+{
+  const file = model('s110m', 'q4_0', log);
+  const m = await loadModel(file, { threads, contextLength: 1024, maxSequences: 8 });
+  const prompt = promptOf(16);
+  const o = { maxTokens: N, temperature: 0.8, topK: 40, topP: 0.95, minP: 0, repeatPenalty: 1, ignoreEos: true, seed: 7 };
+  await m.complete(prompt, { ...o, maxTokens: 4 });          // warm up
+  await m.bestOfN(prompt, { ...o, n: 8, maxTokens: 4 });
+  const one = [], eight = [];
+  for (let r = 0; r < reps; r++) {
+    one.push((await timed(() => m.complete(prompt, o)))[0]);
+    const [ms, res] = await timed(() => m.bestOfN(prompt, { ...o, n: 8 }));
+    if (res.candidates.some((c) => c.tokens.length !== N)) throw new Error('best-of-8 candidates of unequal length');
+    eight.push(ms);
+  }
+  const row = { bench: 'best-of-8', model: 's110m Q4_0', threads, tokens: N, singleMs: median(one), bestOf8Ms: median(eight) };
+  row.ratio = row.bestOf8Ms / row.singleMs;
+  log(row); rows.push(row);
+  await m.dispose();
+}
+
+// ---- speculative decoding: F16 target, Q4_0 draft ----------------------------------------
+for (const shape of shapes) {
+  const target = await loadModel(model(shape, 'f16', log), { threads, contextLength: 512 });
+  const draft = await loadModel(model(shape, 'q4_0', log), { threads, contextLength: 512 });
+  const prompt = promptOf(32);
+  const g = { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: N };
+  const r = shape === 'tl1b' ? Math.max(1, Math.min(reps, 2)) : reps;
+  await target.complete(prompt, { ...g, maxTokens: 2 });
+  await target.complete(prompt, { ...g, maxTokens: 2, draft });
+  const plain = [], spec = [];
+  let last = null, same = true;
+  for (let i = 0; i < r; i++) {
+    const [a, pa] = await timed(() => target.complete(prompt, g));
+    const [b, sb] = await timed(() => target.complete(prompt, { ...g, draft, draftTokens: 4 }));
+    plain.push(a); spec.push(b);
+    if (pa.tokens.join() !== sb.tokens.join()) same = false;
+    last = sb.stats.speculative;
+  }
+  const row = { bench: 'speculative', model: `${shape} F16 + Q4_0 draft`, threads, tokens: N, plainMs: median(plain), specMs: median(spec), identical: same, acceptanceRate: last.acceptanceRate, tokensPerPass: last.tokensPerPass };
+  row.speedup = row.plainMs / row.specMs;
+  log(row); rows.push(row);
+  await target.dispose(); await draft.dispose();
+}
+
+// ---- prompt lookup on a repetitive prompt -------------------------------------------------
+{
+  const m = await loadModel(model('s110m', 'f16', log), { threads, contextLength: 512 });
+  const unit = promptOf(12);
+  const prompt = Array(6).fill(unit).join(' ');
+  const g = { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: N };
+  await m.complete(prompt, { ...g, maxTokens: 2, draft: 'lookup' });
+  const plain = [], look = [];
+  let same = true, st = null;
+  for (let i = 0; i < reps; i++) {
+    const [a, pa] = await timed(() => m.complete(prompt, g));
+    const [b, lb] = await timed(() => m.complete(prompt, { ...g, draft: 'lookup', draftTokens: 8 }));
+    plain.push(a); look.push(b);
+    if (pa.tokens.join() !== lb.tokens.join()) same = false;
+    st = lb.stats.speculative;
+  }
+  const row = { bench: 'prompt-lookup', model: 's110m F16, repetitive prompt', threads, tokens: N, plainMs: median(plain), specMs: median(look), identical: same, acceptanceRate: st.acceptanceRate, tokensPerPass: st.tokensPerPass };
+  row.speedup = row.plainMs / row.specMs;
+  log(row); rows.push(row);
+  await m.dispose();
+}
+
+const f = (x, d = 2) => Number(x).toFixed(d);
+let md = `# Inference-time scaling benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version} · ${threads} threads · medians of ${reps} (tl1b: ${Math.max(1, Math.min(reps, 2))}), interleaved\n\n`;
+md += '| bench | model | tokens | baseline ms | scaled ms | ratio | target | notes |\n|---|---|---|---|---|---|---|---|\n';
+for (const r of rows) {
+  if (r.bench === 'best-of-8') md += `| best-of-8 / single | ${r.model} | ${r.tokens} | ${f(r.singleMs, 0)} | ${f(r.bestOf8Ms, 0)} | ${f(r.ratio)}× | ≤ 2.5× | one batch of 8 forked sequences |\n`;
+  else md += `| ${r.bench} speedup | ${r.model} | ${r.tokens} | ${f(r.plainMs, 0)} | ${f(r.specMs, 0)} | ${f(r.speedup)}× | ≥ 1.5× | output identical: ${r.identical ? 'yes' : 'NO'}; acceptance ${f(r.acceptanceRate)}, ${f(r.tokensPerPass)} tokens/pass |\n`;
+}
+fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
+fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'scaling'}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, rows }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'scaling'}.md`), md);
+console.log(md);
