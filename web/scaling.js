@@ -185,6 +185,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       const r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
       rounds++;
       for (const c of r.chunks || []) {
+        if (signal && signal.aborted) throw ABORT(signal);
         if (c.token >= 0) committed.push(c.token);
         yield { text: c.text, token: c.token, logprob: c.logprob };
       }

@@ -230,3 +230,26 @@ test('a prompt sharing a prefix with the previous one skips re-prefilling it', a
     assert.deepEqual(c.tokens, want.tokens);
   } finally { await fresh.dispose(); }
 });
+
+test('aborting speculative decoding mid-stream (draft model and lookup) leaves both models usable', async () => {
+  const want = REF.results[0].generated_token_ids.slice(0, 60);
+  for (const draft of [q8, 'lookup']) {
+    const ac = new AbortController();
+    let n = 0;
+    await assert.rejects(async () => {
+      for await (const c of model.generate(PROMPT, { ...GREEDY, maxTokens: 200, draft, signal: ac.signal })) {
+        if (c.token >= 0 && ++n === 5) ac.abort();
+      }
+    }, (e) => e.name === 'AbortError');
+    assert.equal(n, 5);
+    const again = await model.complete(PROMPT, { ...GREEDY, maxTokens: 60, draft });
+    assert.deepEqual(again.tokens, want);
+  }
+  // the draft model itself still generates on its own
+  const own = await q8.complete(PROMPT, { ...GREEDY, maxTokens: 10 });
+  assert.equal(own.tokens.length, 10);
+  // an already aborted signal rejects at once
+  const ac = new AbortController(); ac.abort();
+  await assert.rejects(model.bestOfN(PROMPT, { ...SAMPLE, n: 2, signal: ac.signal }), (e) => e.name === 'AbortError');
+  await assert.rejects(model.beamSearch(PROMPT, { beams: 2, signal: ac.signal }), (e) => e.name === 'AbortError');
+});
