@@ -226,6 +226,79 @@ const SCRATCH_BYTES = 512;
 const MAX_SEQ = 64;      // WLM_MAX_SEQ
 const DETOK_CAP = 4096;
 
+/** The prompt as token ids: text is tokenized (BOS per options/model); an empty prompt becomes BOS. */
+export function promptIdsOf(eng, prompt, o) {
+  const hp = eng.hparams;
+  const addBos = o.addBos == null ? hp.addBos : !!o.addBos;
+  const ids = Array.isArray(prompt) ? prompt.map(Number) : eng.tokenize(prompt, addBos, o.parseSpecial);
+  if (ids.length === 0) {
+    // nothing to condition on: start from BOS when the model has one
+    if (hp.bosId >= 0) ids.push(hp.bosId);
+    else throw new WasmlmError('empty prompt and the model has no BOS token', 1);
+  }
+  for (const t of ids) if (!Number.isInteger(t) || t < 0 || t >= hp.nVocab) throw new WasmlmError(`token id ${t} out of range [0, ${hp.nVocab})`, 1);
+  return ids;
+}
+
+/** Samples from the logits row at byte offset `logitsP` with the stream's rng; returns {token, logprob}. */
+export function sampleAt(eng, logitsP, o, history, rng) {
+  const sp = eng._writeSampler(o);
+  const nh = eng._writeHist(history, o.repeatLastN);
+  eng._clearErr();
+  const st = eng.x.wlm_sample(eng.ctx, logitsP, sp, eng.histBuf, nh, rng, eng.scratch + S_TOK, eng.scratch + S_LOGP, eng.scratch + S_ERR);
+  eng._check(st, 'sample');
+  return { token: eng.dv.getInt32(eng.scratch + S_TOK, true), logprob: eng.dv.getFloat32(eng.scratch + S_LOGP, true) };
+}
+
+/**
+ * One output stream of a generation: its rng and detokenizer (in wasm
+ * memory: given, or 32 bytes of its own), repetition-penalty history, stop
+ * strings, tokens, and finish reason. Plain generation has one; best-of-N
+ * one per candidate; speculative decoding one for the emitted tokens.
+ */
+export class Stream {
+  constructor(eng, o, seed, promptIds, mem = null) {
+    this.eng = eng; this.o = o;
+    this.own = !mem;
+    this.st = mem || (() => { const p = eng.alloc(32); return { rng: p, detok: p + 16 }; })();
+    eng.x.wlm_rng_seed(this.st.rng, seed);
+    eng.x.wlm_detok_reset(this.st.detok);
+    this.stops = new StopMatcher(o.stop);
+    this.history = promptIds.slice(-Math.max(o.repeatLastN, 1));
+    this.tokens = []; this.logprobs = [];
+    this.finishReason = null;
+  }
+  /** Appends a sampled token. Returns its chunk {text, token, logprob}, or
+   * null for an end-of-generation token (not appended); sets finishReason
+   * when the stream ends (stop string, maxTokens, or posLimitReached). */
+  push(token, logprob, posLimitReached) {
+    const { eng, o } = this;
+    if (!o.ignoreEos && eng.isEog(token)) { this.finishReason = 'stop'; return null; }
+    this.history.push(token);
+    if (this.history.length > 4 * Math.max(o.repeatLastN, 16)) this.history.splice(0, this.history.length - Math.max(o.repeatLastN, 1));
+    this.tokens.push(token); this.logprobs.push(logprob);
+    const r = this.stops.push(eng._detokPush(this.st.detok, token));
+    if (r.stopped) this.finishReason = 'stop';
+    else if (this.tokens.length >= o.maxTokens) this.finishReason = 'length';
+    else if (posLimitReached) this.finishReason = 'context';
+    return { text: r.emit, token, logprob };
+  }
+  /** Ends the stream (reason unless one is set): flushes held text and returns it. */
+  finish(reason) {
+    if (!this.finishReason) this.finishReason = reason;
+    let tail = '';
+    if (!this.stops.stopped) {
+      tail = this.stops.flush();
+      const f = this.eng._detokFlush(this.st.detok);
+      if (f) { const r = this.stops.push(f); tail += r.emit + (r.stopped ? '' : this.stops.flush()); }
+      if (this.stops.stopped && this.finishReason !== 'abort') this.finishReason = 'stop';
+    }
+    return tail;
+  }
+  get text() { return this.stops.text; }
+  free() { if (this.own && this.st.rng) this.eng.free(this.st.rng); this.st = { rng: 0, detok: 0 }; }
+}
+
 export class Engine {
   /**
    * @param {WebAssembly.Module|BufferSource} wasm compiled module or its bytes
@@ -745,24 +818,14 @@ export class Engine {
   startGeneration(prompt, opts = {}) {
     this._requireModel();
     const o = samplingOptions(opts);
-    const hp = this.hparams;
-    const addBos = o.addBos == null ? hp.addBos : !!o.addBos;
-    const promptIds = Array.isArray(prompt) ? prompt.map(Number) : this.tokenize(prompt, addBos, o.parseSpecial);
-    if (promptIds.length === 0) {
-      // nothing to condition on: start from BOS when the model has one
-      if (hp.bosId >= 0) promptIds.push(hp.bosId);
-      else throw new WasmlmError('empty prompt and the model has no BOS token', 1);
-    }
+    const promptIds = promptIdsOf(this, prompt, o);
     const eng = this;
-    const stops = new StopMatcher(o.stop);
-    const detokP = this.scratch + S_DETOK;
-    this.x.wlm_detok_reset(detokP);
-    this.x.wlm_rng_seed(this.scratch + S_RNG, o.seed);
-    const history = promptIds.slice(-Math.max(o.repeatLastN, 1));
+    // the single stream's rng and detokenizer live in the scratch block
+    const s = new Stream(this, o, o.seed, promptIds, { rng: this.scratch + S_RNG, detok: this.scratch + S_DETOK });
     const state = {
       options: o,
       promptTokens: promptIds.length,
-      tokens: [], logprobs: [],
+      tokens: s.tokens, logprobs: s.logprobs,
       prefillMs: 0, decodeMs: 0,
       finishReason: null,
       started: false,
@@ -785,28 +848,10 @@ export class Engine {
         }
         if (shouldStop && shouldStop()) return self._end('abort');
         const t0 = now();
-        const logits = eng.x.wlm_ctx_logits(eng.ctx) >>> 0;
-        const sp = eng._writeSampler(o);
-        const nh = eng._writeHist(history, o.repeatLastN);
-        eng._clearErr();
-        const st = eng.x.wlm_sample(eng.ctx, logits, sp, eng.histBuf, nh, eng.scratch + S_RNG,
-          eng.scratch + S_TOK, eng.scratch + S_LOGP, eng.scratch + S_ERR);
-        eng._check(st, 'sample');
-        const token = eng.dv.getInt32(eng.scratch + S_TOK, true);
-        const logprob = eng.dv.getFloat32(eng.scratch + S_LOGP, true);
-        if (!o.ignoreEos && eng.isEog(token)) {
-          state.decodeMs += now() - t0;
-          return self._end('stop');
-        }
-        history.push(token);
-        if (history.length > 4 * Math.max(o.repeatLastN, 16)) history.splice(0, history.length - Math.max(o.repeatLastN, 1));
-        state.tokens.push(token);
-        state.logprobs.push(logprob);
-        const piece = eng._detokPush(detokP, token);
-        const r = stops.push(piece);
-        const chunk = { text: r.emit, token, logprob };
-        if (r.stopped) { state.decodeMs += now() - t0; state.pendingEnd = 'stop'; return chunk; }
-        if (state.tokens.length >= o.maxTokens) { state.decodeMs += now() - t0; state.pendingEnd = 'length'; return chunk; }
+        const { token, logprob } = sampleAt(eng, eng.x.wlm_ctx_logits(eng.ctx) >>> 0, o, s.history, s.st.rng);
+        const chunk = s.push(token, logprob, false);
+        if (!chunk) { state.decodeMs += now() - t0; return self._end(s.finishReason); }   // end of generation
+        if (s.finishReason) { state.decodeMs += now() - t0; state.pendingEnd = s.finishReason; return chunk; }
         const es = eng._evalTokens([token]);
         state.decodeMs += now() - t0;
         if (es === STATUS_CONTEXT_FULL) { state.pendingEnd = 'context'; return chunk; }
@@ -820,15 +865,10 @@ export class Engine {
         return self.step(shouldStop);
       },
       _end(reason) {
-        state.finishReason = reason;
-        let tail = '';
-        if (!stops.stopped) {
-          tail = stops.flush();
-          const f = eng._detokFlush(detokP);
-          if (f) { const r = stops.push(f); tail += r.emit + (r.stopped ? '' : stops.flush()); }
-          if (stops.stopped && reason !== 'abort') state.finishReason = 'stop';
-        }
-        return { done: true, tail, ...eng._result(state, stops.text) };
+        s.finishReason = null;
+        const tail = s.finish(reason);
+        state.finishReason = s.finishReason;
+        return { done: true, tail, ...eng._result(state, s.text) };
       },
     };
     return self;

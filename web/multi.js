@@ -13,40 +13,10 @@
 //                    n-gram matches in the context (prompt lookup).
 // Each start* returns a stepper; the worker calls it step by step so that
 // aborts are seen between steps and progress can be streamed.
-import { StopMatcher, WasmlmError, samplingOptions, STATUS_CONTEXT_FULL } from './engine.js';
+import { Stream, WasmlmError, samplingOptions, promptIdsOf, sampleAt, STATUS_CONTEXT_FULL } from './engine.js';
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 const SEED_STEP = 1n; // candidate i samples with seed + i: it equals generate(prompt, {seed: seed + i})
-
-/** Per-stream sampling state in wasm memory: an rng (16 bytes) and a detokenizer (12). */
-function streamState(eng, seed) {
-  const p = eng.alloc(32);
-  eng.x.wlm_rng_seed(p, seed);
-  eng.x.wlm_detok_reset(p + 16);
-  return { rng: p, detok: p + 16 };
-}
-
-function promptIdsOf(eng, prompt, o) {
-  const hp = eng.hparams;
-  const addBos = o.addBos == null ? hp.addBos : !!o.addBos;
-  const ids = Array.isArray(prompt) ? prompt.map(Number) : eng.tokenize(prompt, addBos, o.parseSpecial);
-  if (ids.length === 0) {
-    if (hp.bosId >= 0) ids.push(hp.bosId);
-    else throw new WasmlmError('empty prompt and the model has no BOS token', 1);
-  }
-  for (const t of ids) if (!Number.isInteger(t) || t < 0 || t >= hp.nVocab) throw new WasmlmError(`token id ${t} out of range [0, ${hp.nVocab})`, 1);
-  return ids;
-}
-
-/** Samples from the logits row at byte offset `logitsP`; returns {token, logprob}. */
-function sampleAt(eng, logitsP, o, history, rng) {
-  const sp = eng._writeSampler(o);
-  const nh = eng._writeHist(history, o.repeatLastN);
-  eng._clearErr();
-  const st = eng.x.wlm_sample(eng.ctx, logitsP, sp, eng.histBuf, nh, rng, eng.scratch + 384, eng.scratch + 388, eng.scratch);
-  eng._check(st, 'sample');
-  return { token: eng.dv.getInt32(eng.scratch + 384, true), logprob: eng.dv.getFloat32(eng.scratch + 388, true) };
-}
 
 /** wlm_eval_batch over (token, seq) pairs; want[i] (default all) asks for row i's logits. */
 function evalBatch(eng, tokens, seqs, want) {
@@ -65,44 +35,6 @@ function evalBatch(eng, tokens, seqs, want) {
 
 function logitsRow(eng, row) {
   return (eng.x.wlm_ctx_logits(eng.ctx) >>> 0) + row * eng.hparams.nVocab * 4;
-}
-
-/** One output stream: tokens, text (through stop strings), finish reason. */
-class Stream {
-  constructor(eng, o, seed, promptIds) {
-    this.eng = eng; this.o = o;
-    this.st = streamState(eng, seed);
-    this.stops = new StopMatcher(o.stop);
-    this.history = promptIds.slice(-Math.max(o.repeatLastN, 1));
-    this.tokens = []; this.logprobs = [];
-    this.finishReason = null;
-  }
-  /** Appends a sampled token; returns the chunk and sets finishReason when the stream ends. */
-  push(token, logprob, posLimitReached) {
-    const { eng, o } = this;
-    if (!o.ignoreEos && eng.isEog(token)) { this.finishReason = 'stop'; return null; }
-    this.history.push(token);
-    if (this.history.length > 4 * Math.max(o.repeatLastN, 16)) this.history.splice(0, this.history.length - Math.max(o.repeatLastN, 1));
-    this.tokens.push(token); this.logprobs.push(logprob);
-    const r = this.stops.push(eng._detokPush(this.st.detok, token));
-    if (r.stopped) this.finishReason = 'stop';
-    else if (this.tokens.length >= o.maxTokens) this.finishReason = 'length';
-    else if (posLimitReached) this.finishReason = 'context';
-    return { text: r.emit, token, logprob };
-  }
-  /** Flushes held text; returns the tail. */
-  finish(reason) {
-    if (!this.finishReason) this.finishReason = reason;
-    let tail = '';
-    if (!this.stops.stopped) {
-      tail = this.stops.flush();
-      const f = this.eng._detokFlush(this.st.detok);
-      if (f) { const r = this.stops.push(f); tail += r.emit + (r.stopped ? '' : this.stops.flush()); }
-    }
-    return tail;
-  }
-  get text() { return this.stops.text; }
-  free() { this.eng.free(this.st.rng); this.st.rng = 0; }
 }
 
 function removeOthers(eng) {
@@ -473,7 +405,8 @@ export function startSpeculative(eng, prompt, opts = {}) {
 export function startDraft(eng, opts = {}) {
   eng._requireModel();
   const o = samplingOptions(opts);
-  const st = streamState(eng, BigInt.asUintN(64, o.seed ^ 0x9e3779b97f4a7c15n));
+  const st = eng.alloc(32);   // the draft's own rng
+  eng.x.wlm_rng_seed(st, BigInt.asUintN(64, o.seed ^ 0x9e3779b97f4a7c15n));
   const nv = eng.hparams.nVocab;
   const cap = o.topK > 0 ? Math.min(o.topK, nv) : nv;
   const idsP = eng.alloc(cap * 4), probsP = eng.alloc(cap * 4);
@@ -496,7 +429,7 @@ export function startDraft(eng, opts = {}) {
         // x ~ q with the draft's own rng (greedy: q is one-hot)
         let x = qi[n - 1];
         if (n > 1) {
-          const u = eng.x.wlm_rng_float(st.rng);
+          const u = eng.x.wlm_rng_float(st);
           let cum = 0;
           for (let j = 0; j < n; j++) { cum += qp[j]; if (u < cum) { x = qi[j]; break; } }
         }
@@ -507,7 +440,7 @@ export function startDraft(eng, opts = {}) {
       }
       return { tokens, qs };
     },
-    close() { if (!closed) { closed = true; eng.free(idsP); eng.free(probsP); eng.free(st.rng); } },
+    close() { if (!closed) { closed = true; eng.free(idsP); eng.free(probsP); eng.free(st); } },
   };
 }
 
