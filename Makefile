@@ -4,6 +4,15 @@
 
 CLANG   ?= $(shell command -v clang-19 2>/dev/null)
 CC      ?= cc
+# clang runs binaryen's wasm-opt by itself after a wasm link when it is on
+# PATH (Debian's emscripten package puts one in /usr/bin), and wasm-opt 108
+# breaks relaxed-SIMD modules. Every wasm link below runs with a PATH without
+# wasm-opt and names the linker explicitly (it may live in the same directory),
+# so the modules do not depend on what else is installed. (clang-19's
+# --no-wasm-opt flag skips the link altogether: not usable.)
+NO_WASM_OPT_PATH := $(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
+WASM_LD := $(shell command -v wasm-ld-19 2>/dev/null)
+WASM_CC  = PATH="$(NO_WASM_OPT_PATH)" $(CLANG) -fuse-ld=$(WASM_LD)
 SHARED  ?= ../shared
 BUILD   := build
 
@@ -54,36 +63,32 @@ $(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 wasm/wasmlm.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
-	$(CLANG) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/wasmlm-mt.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
-	$(CLANG) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
+	$(WASM_CC) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
-# relaxed-SIMD variants (JS loads them only after wasm/probe-relaxed.wasm gave
-# the right answer). binaryen's wasm-opt 108 breaks relaxed modules, and clang
-# runs it by itself when it is on PATH: these links run with a PATH without it.
-NO_WASM_OPT_PATH := $(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
 wasm/wasmlm-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+	$(WASM_CC) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/wasmlm-mt-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
+	$(WASM_CC) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/probe-relaxed.wasm: src/probe_relaxed.c
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
+	$(WASM_CC) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
 
 $(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
+	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
 
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	$(CLANG) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
+	$(WASM_CC) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 
 test: toolchain test-c test-wasm test-wasm-relaxed test-san test-js
 
