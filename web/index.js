@@ -7,9 +7,11 @@ import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
 import { Sha256 } from './sha256.js';
 import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
+import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES };
 export { resolveModel, registryEntries };
+export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
   typeof window === 'undefined';
@@ -306,7 +308,7 @@ async function loadInto(client, src, options) {
     signal?.addEventListener('abort', onAbort, { once: true });
     try { return await promise; } finally { signal?.removeEventListener('abort', onAbort); }
   }
-  let total = 0, run, hasher = null, expect = null;
+  let total = 0, run, hasher = null, expect = null, cached = null;
   if (src.kind === 'bytes') {
     const b = src.bytes;
     const u8 = b instanceof ArrayBuffer ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
@@ -322,7 +324,9 @@ async function loadInto(client, src, options) {
   } else if (src.kind === 'iterable') {
     run = async (sender) => { for await (const c of src.iterable) await sender.push(c); };
   } else if (src.kind === 'url' || src.kind === 'response') {
-    const res = src.kind === 'response' ? src.response : await fetch(src.url, { signal });
+    // browsers: through the model cache (web/cache.js); options.cache === false skips it
+    if (src.kind === 'url') cached = await fetchModelCached(src.url, { signal, cache: options.cache });
+    const res = src.kind === 'response' ? src.response : cached.response;
     if (!res.ok) throw new Error(`cannot fetch model ${src.url || res.url}: HTTP ${res.status}`);
     const enc = res.headers.get('content-encoding');
     total = src.size || (!enc || enc === 'identity' ? Number(res.headers.get('content-length')) || 0 : 0);
@@ -342,9 +346,13 @@ async function loadInto(client, src, options) {
     }
   } catch (e) {
     await client.call('loadCancel').catch(() => {});
+    if (cached) await cached.discard();
     throw e;
   }
-  return client.call('loadEnd', { options: ctx });
+  let info;
+  try { info = await client.call('loadEnd', { options: ctx }); } catch (e) { if (cached) await cached.discard(); throw e; }
+  if (cached) { await cached.commit().catch((e) => console.warn(`wasmlm: the model was not cached: ${e.message}`)); info.fromCache = cached.fromCache; }
+  return info;
 }
 
 // ---- public API --------------------------------------------------------------
