@@ -90,7 +90,7 @@ $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 
-test: toolchain test-c test-wasm test-wasm-relaxed test-san test-js
+test: toolchain test-c test-wasm test-wasm-relaxed test-san test-js test-browser
 
 test-c: $(BUILD)/tests-native
 	$(BUILD)/tests-native --data $(SHARED)
@@ -119,3 +119,18 @@ bench: wasm $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/tests.wasm
 
 clean:
 	rm -rf $(BUILD) wasm/*.wasm
+
+# ---- browser product (issue #6) ------------------------------------------------
+
+.PHONY: test-browser demo
+
+# The demo page in headless Chromium (Debian's chromium + playwright-core,
+# installed by tools/setup-browser.sh): greedy = reference, stop, chart,
+# offline reload, cache manager, no main-thread long tasks; screenshots in
+# test-artifacts/.
+test-browser: wasm
+	@sh tools/setup-browser.sh
+	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/browser/
+
+demo: wasm
+	node web/demo/server.mjs

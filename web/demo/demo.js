@@ -48,6 +48,7 @@ function settings() {
     repeatPenalty: +$('repeat-penalty').value,
     seed: Math.max(0, Math.floor(+$('seed').value || 0)) >>> 0,
     maxTokens: Math.max(1, Math.floor(+$('max-tokens').value || 1)),
+    ignoreEos: $('ignore-eos').checked,
   };
 }
 
@@ -376,6 +377,13 @@ async function updateChart() {
     chartRunning = false;
   }
 }
+
+// redraw (no engine call) when the chart's width changes, so labels stay readable
+let lastWidth = 0;
+new ResizeObserver(() => {
+  const w = el.chart.clientWidth;
+  if (state.lastDistribution && Math.abs(w - lastWidth) > 8) { lastWidth = w; drawChart(state.lastDistribution, +el.chart.dataset.temperature); }
+}).observe(el.chart);
 
 for (const [id, digits] of SLIDERS) {
   const input = $(id), out = $(id + '-out');

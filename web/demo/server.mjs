@@ -53,11 +53,13 @@ function inside(dir, file) { return file === dir || file.startsWith(dir + path.s
 
 /**
  * Starts the demo server. Resolves with {url, port, close()}.
- * @param {{port?: number, host?: string, modelsDir?: string|null, root?: string, log?: (s: string) => void}} [opts]
+ * @param {{port?: number, host?: string, modelsDir?: string|null, root?: string, log?: (s: string) => void,
+ *          onRequest?: (method: string, url: string) => void}} [opts]
  */
-export function startDemoServer({ port = 0, host = '127.0.0.1', modelsDir = process.env.WASMLM_MODELS || null, root = ROOT, log = null } = {}) {
+export function startDemoServer({ port = 0, host = '127.0.0.1', modelsDir = process.env.WASMLM_MODELS || null, root = ROOT, log = null, onRequest = null } = {}) {
   const models = modelsDir ? path.resolve(modelsDir) : null;
   const server = http.createServer((req, res) => {
+    if (onRequest) onRequest(req.method, req.url);
     const send = (status, body, headers = {}) => {
       res.writeHead(status, { ...HEADERS, 'Content-Type': 'text/plain; charset=utf-8', ...headers });
       res.end(body);

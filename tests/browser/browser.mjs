@@ -1,0 +1,61 @@
+// Shared set-up for the browser tests (not a test file itself): Debian's
+// chromium driven by playwright-core, a fresh profile per launch, the flags
+// that keep a headless sandboxed run quiet and off the network.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const SHARED = path.resolve(ROOT, process.env.WLM_SHARED || '../shared');
+export const MODELS = process.env.WASMLM_MODELS ? path.resolve(process.env.WASMLM_MODELS) : path.join(SHARED, 'models');
+export const MODEL_PATH = path.join(MODELS, 'stories260K.gguf');
+export const ARTIFACTS = path.join(ROOT, 'test-artifacts');
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+export const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+export function reference() {
+  return JSON.parse(fs.readFileSync(path.join(SHARED, 'reference', 'stories260K_greedy.json'), 'utf8'));
+}
+
+/** playwright-core's chromium, or throws with the command that installs it. */
+export async function chromiumOrThrow() {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} not found: run sh tools/setup-browser.sh (apt chromium)`);
+  try {
+    return (await import('playwright-core')).chromium;
+  } catch {
+    throw new Error('playwright-core is not installed: run sh tools/setup-browser.sh (npm devDependencies)');
+  }
+}
+
+/** Launches Chromium with a fresh profile; resolves {context, close()}. */
+export async function launch(opts = {}) {
+  const chromium = await chromiumOrThrow();
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-test-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM, headless: true, args: FLAGS, viewport: { width: 1280, height: 900 }, ...opts,
+  });
+  return {
+    context,
+    async close() {
+      await context.close().catch(() => {});
+      fs.rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Collects page errors and console errors (a test asserts there are none).
+ * While isOffline() is true, the browser's own failed requests (the service
+ * worker's update check) are expected and not collected.
+ */
+export function watchPage(page, errors, isOffline = () => false) {
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    const t = m.text();
+    if (m.type() !== 'error' || /favicon/.test(t)) return;
+    if (isOffline() && /Failed to load resource: net::ERR_(FAILED|INTERNET_DISCONNECTED|CONNECTION_REFUSED)/.test(t)) return;
+    errors.push(`console.error: ${t}`);
+  });
+}
