@@ -75,13 +75,21 @@ export function getWasmModule(wasm, threaded = false, simd = 'simd128') {
   const key = (threaded ? 'mt' : 'st') + (simd === 'relaxed' ? '-relaxed' : '');
   if (!wasmModulePromises[key]) {
     const override = isNode ? process.env[threaded ? 'WASMLM_WASM_MT' : 'WASMLM_WASM'] : undefined; // development: another build
-    const name = `../wasm/wasmlm${threaded ? '-mt' : ''}${simd === 'relaxed' ? '-relaxed' : ''}.wasm`;
-    const p = compileFrom(override || new URL(name, import.meta.url));
+    const p = compileFrom(override || WASM_URLS[key]());
     wasmModulePromises[key] = p;
     p.catch(() => { delete wasmModulePromises[key]; });
   }
   return wasmModulePromises[key];
 }
+
+// One literal `new URL(..., import.meta.url)` per engine build, so that
+// bundlers (Vite, webpack 5, ...) see every file and copy it next to the bundle.
+const WASM_URLS = {
+  st: () => new URL('../wasm/wasmlm.wasm', import.meta.url),
+  mt: () => new URL('../wasm/wasmlm-mt.wasm', import.meta.url),
+  'st-relaxed': () => new URL('../wasm/wasmlm-relaxed.wasm', import.meta.url),
+  'mt-relaxed': () => new URL('../wasm/wasmlm-mt-relaxed.wasm', import.meta.url),
+};
 
 let warnedNoThreads = false;
 
@@ -137,13 +145,13 @@ class WorkerClient {
     const simd = options.wasm ? 'custom' : await resolveSimd(options);
     const mod = await getWasmModule(options.wasm, threads > 1, simd);
     let w, nodeWorker = null;
-    const url = new URL('./worker.js', import.meta.url);
     if (isNode) {
       const { Worker } = await import('node:worker_threads');
-      nodeWorker = new Worker(url);
+      nodeWorker = new Worker(new URL('./worker.js', import.meta.url));
       w = nodeWorker;
     } else {
-      w = new Worker(url, { type: 'module' });
+      // written inline so that bundlers recognise the worker and bundle its imports
+      w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     }
     return new WorkerClient(w, nodeWorker, mod, threads, simd);
   }

@@ -52,9 +52,15 @@ export async function launch(opts = {}) {
  */
 export function watchPage(page, errors, isOffline = () => false) {
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  // failed responses are reported by URL (the console message has none); the
+  // browser's own /favicon.ico probe is not the page's doing
+  page.on('response', (r) => {
+    if (r.status() >= 400 && !/\/favicon\.ico$/.test(r.url())) errors.push(`HTTP ${r.status()} ${r.url()}`);
+  });
   page.on('console', (m) => {
     const t = m.text();
     if (m.type() !== 'error' || /favicon/.test(t)) return;
+    if (/^Failed to load resource: the server responded with a status of/.test(t)) return;   // see 'response'
     if (isOffline() && /Failed to load resource: net::ERR_(FAILED|INTERNET_DISCONNECTED|CONNECTION_REFUSED)/.test(t)) return;
     errors.push(`console.error: ${t}`);
   });
