@@ -43,7 +43,7 @@ WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd12
 all: toolchain native wasm
 
 native: $(BUILD)/wasmlm-native $(BUILD)/tests-native
-wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm
+wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm wasm/wasmlm-cli.wasm
 
 toolchain:
 	@sh tools/setup.sh
@@ -134,3 +134,9 @@ test-browser: wasm
 
 demo: wasm
 	node web/demo/server.mjs
+
+# WASI command build of the CLI (src/wasi/cli.c + the engine, Debian's
+# wasi-libc): `node web/wasi-cli.js generate -m MODEL -p ...` or any WASI runtime.
+wasm/wasmlm-cli.wasm: $(CORE_SRC) $(CORE_HDR) src/wasi/cli.c
+	@mkdir -p wasm
+	$(WASM_CC) $(WASI_CFLAGS) -O3 -Wl,-z,stack-size=1048576 -o $@ $(CORE_SRC) src/wasi/cli.c

@@ -13,7 +13,7 @@ import { packOnce, npmInstall } from './pack.mjs';
 test('npm pack: wasm, glue, types and registry ship; no models, tests or demo', () => {
   const p = packOnce();
   for (const f of ['web/index.js', 'web/worker.js', 'web/thread-worker.js', 'web/engine.js', 'web/cache.js', 'web/cli.js',
-    'wasm/wasmlm.wasm', 'wasm/wasmlm-mt.wasm', 'index.d.ts', 'models/registry.json', 'package.json', 'README.md']) {
+    'wasm/wasmlm.wasm', 'wasm/wasmlm-mt.wasm', 'wasm/wasmlm-cli.wasm', 'web/wasi-cli.js', 'index.d.ts', 'models/registry.json', 'package.json', 'README.md']) {
     assert.ok(p.files.includes(f), `${f} is in the tarball`);
   }
   assert.deepEqual(p.files.filter((f) => /\.gguf$|^tests\/|^src\/|^web\/demo\//.test(f)), []);
@@ -52,6 +52,11 @@ await model.dispose();
     ['generate', '-m', 'stories260K', '-p', ref.prompt, '-n', '20', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos'],
     { cwd: app, encoding: 'utf8', env: { ...process.env, WASMLM_MODELS: MODELS }, timeout: 120000, stdio: ['ignore', 'pipe', 'pipe'] });
   assert.ok(cli.length > 10 && ref.generated_text.startsWith(cli), JSON.stringify(cli));
+  // the WASI build's bin
+  const wasi = execFileSync(path.join(app, 'node_modules', '.bin', 'wasmlm-wasi'),
+    ['generate', '-m', MODEL_PATH, '-p', ref.prompt, '-n', '20', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos'],
+    { cwd: app, encoding: 'utf8', timeout: 120000, stdio: ['ignore', 'pipe', 'pipe'] });
+  assert.equal(wasi, cli + '\n');
   // TypeScript consumers: the types entry resolves from the package
   const pkg = JSON.parse(fs.readFileSync(path.join(app, 'node_modules', 'wasmlm', 'package.json'), 'utf8'));
   assert.equal(pkg.exports['.'].types, './index.d.ts');
