@@ -90,7 +90,7 @@ $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 
-test: toolchain test-c test-wasm test-wasm-relaxed test-san test-js test-browser
+test: toolchain test-c test-wasm test-wasm-relaxed test-san wasm-emcc-if-available test-js test-browser
 
 test-c: $(BUILD)/tests-native
 	$(BUILD)/tests-native --data $(SHARED)
@@ -140,3 +140,27 @@ demo: wasm
 wasm/wasmlm-cli.wasm: $(CORE_SRC) $(CORE_HDR) src/wasi/cli.c
 	@mkdir -p wasm
 	$(WASM_CC) $(WASI_CFLAGS) -O3 -Wl,-z,stack-size=1048576 -o $@ $(CORE_SRC) src/wasi/cli.c
+
+# The same C sources built by Emscripten (Debian's emcc 3.1.6, package
+# `emscripten`, installed by tools/setup.sh) as a standalone module: no
+# Emscripten JS glue; it imports only env.memory like wasm/wasmlm.wasm, so
+# web/index.js loads it with loadModel(src, {wasm: 'wasm/wasmlm-emcc.wasm'}).
+# Single-threaded, SIMD128. Not shipped in the npm package.
+EMCC ?= $(shell command -v emcc 2>/dev/null)
+EMCC_FLAGS := $(COMMON_CFLAGS) -O3 -msimd128 -mbulk-memory -fvisibility=hidden \
+              -sSTANDALONE_WASM=1 --no-entry -sIMPORTED_MEMORY=1 -sINITIAL_MEMORY=2097152 -sTOTAL_STACK=1048576 \
+              -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sWASM_BIGINT=1 -Wl,--export-dynamic
+
+.PHONY: wasm-emcc wasm-emcc-if-available
+wasm-emcc: wasm/wasmlm-emcc.wasm
+
+wasm/wasmlm-emcc.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	@test -n "$(EMCC)" || { echo "emcc not found: apt-get install emscripten (tools/setup.sh installs it)"; exit 1; }
+	NODE_PATH=/usr/share/nodejs $(EMCC) $(EMCC_FLAGS) -o $@ $(CORE_SRC)
+
+# for `make test`: builds the Emscripten module when emcc is installed; the
+# JS test (tests/js/emcc.test.mjs) skips with a message when it is not
+wasm-emcc-if-available:
+	@if [ -n "$(EMCC)" ]; then $(MAKE) --no-print-directory wasm/wasmlm-emcc.wasm; \
+	else echo "emcc is not installed (Debian package emscripten): the Emscripten build is not tested"; fi
