@@ -217,6 +217,25 @@ test('a .gguf chosen with the file picker loads and generates', async () => {
   assert.deepEqual(tokens, ref.generated_token_ids.slice(0, 40));
 });
 
+test('a .gguf dropped on the page loads and generates', async () => {
+  const ok = await page.evaluate(async () => {
+    const bytes = await (await fetch('/local-models/stories260K.gguf')).arrayBuffer();
+    const dt = new DataTransfer();
+    dt.items.add(new File([bytes], 'dropped-stories.gguf', { type: 'application/octet-stream' }));
+    document.body.dispatchEvent(new DragEvent('dragenter', { dataTransfer: dt, bubbles: true }));
+    const overlayShown = !document.getElementById('drop-overlay').hidden;
+    document.body.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    return overlayShown && document.getElementById('drop-overlay').hidden;
+  });
+  assert.ok(ok, 'the drop overlay shows while dragging and hides on drop');
+  await page.waitForFunction(() => /dropped-stories loaded/.test(document.getElementById('progress-text').textContent) &&
+    document.body.dataset.state === 'ready', null, { timeout: 60000 });
+  await setSampling({ prompt: ref.prompt, temperature: 0, repeatPenalty: 1, maxTokens: 20 });
+  await page.click('#generate');
+  await waitState(['done', 'error', 'stopped']);
+  assert.deepEqual(await page.evaluate(() => window.wasmlmDemo.state.lastResult.tokens), ref.generated_token_ids.slice(0, 20));
+});
+
 test('offline: after one visit, a reload with the network off loads the cached model and generates', async () => {
   const ctl = await page.evaluate(async () => {
     await navigator.serviceWorker.ready;
