@@ -57,7 +57,11 @@ function updateButtons() {
   el.generate.disabled = !ready;
   el.stop.disabled = state.busy !== 'generate';
   el.bonStop.disabled = state.busy !== 'bestofn';
-  el.bonRun.disabled = !ready || typeof state.model?.bestOfN !== 'function';
+  const hasBon = typeof state.model?.bestOfN === 'function';
+  el.bonRun.disabled = !ready || !hasBon;
+  if (state.model && !hasBon && !state.busy) {
+    el.bonStatus.textContent = 'Best-of-N needs model.bestOfN, which this engine build does not have.';
+  }
   el.loadBtn.disabled = el.urlBtn.disabled = state.busy === 'generate' || state.busy === 'bestofn';
   el.loadCancel.hidden = state.busy !== 'load';
 }
