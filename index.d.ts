@@ -263,7 +263,11 @@ export declare const DEFAULT_CONTEXT: Readonly<{ contextLength: number; batchSiz
 export declare const QUANT_TYPES: Readonly<Record<QuantType, number>>;
 
 /** Compiles (once) the engine's WebAssembly.Module. */
-export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL): Promise<WebAssembly.Module>;
+export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL | null, threaded?: boolean, simd?: 'simd128' | 'relaxed'): Promise<WebAssembly.Module>;
+/** Whether this JS engine runs relaxed SIMD correctly (a known-answer probe module). */
+export declare function relaxedSimdAvailable(): Promise<boolean>;
+/** Default compute threads: available cores, at most 8. */
+export declare function defaultThreads(): Promise<number>;
 
 export interface RegistryEntry {
   url: string;

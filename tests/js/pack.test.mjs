@@ -62,3 +62,13 @@ await model.dispose();
   assert.equal(pkg.exports['.'].types, './index.d.ts');
   assert.ok(fs.statSync(path.join(app, 'node_modules', 'wasmlm', pkg.types)).size > 1000);
 });
+
+test('index.d.ts declares every export of the package entry', async () => {
+  const mod = await import('../../web/index.js');
+  const dts = fs.readFileSync(new URL('../../index.d.ts', import.meta.url), 'utf8');
+  const missing = Object.keys(mod).filter((k) => k === 'default'
+    ? !/^export default /m.test(dts)
+    : !new RegExp(`^export (declare )?(function|const|class|let) ${k}\\b`, 'm').test(dts));
+  assert.deepEqual(missing, [], 'exports without a declaration in index.d.ts');
+});
+
