@@ -65,3 +65,33 @@ export function watchPage(page, errors, isOffline = () => false) {
     errors.push(`console.error: ${t}`);
   });
 }
+
+/**
+ * Runs `fn` while Chromium traces the renderer's main thread; resolves with
+ * every task that took more than `overMs` of wall time there, as
+ * {wallMs, cpuMs}, and the largest CPU time of any task. A task whose wall
+ * time is long but whose CPU time is short was waiting for a core (the OS ran
+ * other threads: the engine's, other programs'), not doing page work.
+ */
+export async function traceMainThread(context, page, fn, overMs = 50) {
+  const cdp = await context.newCDPSession(page);
+  const events = [];
+  cdp.on('Tracing.dataCollected', (d) => { for (const e of d.value) events.push(e); });
+  const complete = new Promise((r) => cdp.once('Tracing.tracingComplete', r));
+  await cdp.send('Tracing.start', { categories: 'toplevel', transferMode: 'ReportEvents' });
+  try {
+    await fn();
+  } finally {
+    await cdp.send('Tracing.end');
+    await complete;
+    await cdp.detach().catch(() => {});
+  }
+  const mains = new Set(events.filter((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
+  const tasks = events.filter((e) => e.ph === 'X' && e.name === 'ThreadControllerImpl::RunTask' && mains.has(`${e.pid}:${e.tid}`));
+  return {
+    count: tasks.length,
+    long: tasks.filter((e) => e.dur / 1000 > overMs).map((e) => ({ wallMs: Math.round(e.dur / 1000), cpuMs: +((e.tdur ?? e.dur) / 1000).toFixed(1) })),
+    maxCpuMs: +(Math.max(0, ...tasks.map((e) => (e.tdur ?? e.dur) / 1000))).toFixed(1),
+  };
+}
+
