@@ -274,8 +274,9 @@ async function generate() {
     }
   };
   const t0 = performance.now();
+  let extra = {};
   try {
-    const extra = await draftOption();
+    extra = await draftOption();
     const it = state.model.generate(prompt, { ...opts, ...extra, signal: ac.signal });
     let result;
     for (;;) {
@@ -311,6 +312,10 @@ async function generate() {
       const s = ((performance.now() - t0) / 1000).toFixed(2);
       el.stats.innerHTML = `Stopped after <strong>${n}</strong> tokens (${s} s)`;
       setBodyState('stopped');
+    } else if (e.name === 'DataCloneError' && extra.draft && typeof extra.draft === 'object') {
+      // an engine without speculative decoding tries to send the draft model to its worker
+      showError(el.stats, new Error('speculative decoding with a draft model is not available in this engine build (needs model.generate({draft}))'));
+      setBodyState('error');
     } else {
       showError(el.stats, e);
       setBodyState('error');
