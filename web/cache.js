@@ -14,6 +14,9 @@
 
 export const MODEL_CACHE = 'wasmlm-models-v1';
 
+// Node built-ins through a variable: bundlers leave them out of browser bundles
+const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
+
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
   typeof window === 'undefined' && typeof self === 'undefined';
 
@@ -79,8 +82,8 @@ async function nodeCacheDir(options) {
  */
 export async function listCachedModels(options = {}) {
   if (isNode) {
-    const fs = await import('node:fs');
-    const path = await import('node:path');
+    const fs = await nodeImport('node:fs');
+    const path = await nodeImport('node:path');
     const dir = await nodeCacheDir(options);
     let names = [];
     try { names = fs.readdirSync(dir).filter((f) => f.endsWith('.gguf')); } catch { return []; }
@@ -109,8 +112,8 @@ export async function listCachedModels(options = {}) {
  */
 export async function deleteCachedModel(key, options = {}) {
   if (isNode) {
-    const fs = await import('node:fs');
-    const path = await import('node:path');
+    const fs = await nodeImport('node:fs');
+    const path = await nodeImport('node:path');
     const dir = path.resolve(await nodeCacheDir(options));
     const file = path.resolve(dir, String(key));
     if (path.dirname(file) !== dir || !file.endsWith('.gguf')) throw new Error(`not a cached model in ${dir}: ${key}`);
