@@ -259,6 +259,18 @@ test('a .gguf dropped on the page loads and generates', async () => {
   assert.deepEqual(await page.evaluate(() => window.wasmlmDemo.state.lastResult.tokens), ref.generated_token_ids.slice(0, 20));
 });
 
+test('a model URL typed into the URL field loads (and is cached)', async () => {
+  await page.fill('#url-input', `${server.url}/local-models/stories260K.gguf?copy=url-field`);
+  await page.press('#url-input', 'Enter');
+  await page.waitForFunction(() => /loaded in/.test(document.getElementById('progress-text').textContent) &&
+    document.body.dataset.state === 'ready', null, { timeout: 60000 });
+  assert.doesNotMatch(await page.textContent('#progress-text'), /from the browser cache/);
+  await setSampling({ prompt: ref.prompt, temperature: 0, repeatPenalty: 1, maxTokens: 20 });
+  await page.click('#generate');
+  await waitState(['done', 'error', 'stopped']);
+  assert.deepEqual(await page.evaluate(() => window.wasmlmDemo.state.lastResult.tokens), ref.generated_token_ids.slice(0, 20));
+});
+
 test('offline: after one visit, a reload with the network off loads the cached model and generates', async () => {
   const ctl = await page.evaluate(async () => {
     await navigator.serviceWorker.ready;
@@ -272,9 +284,12 @@ test('offline: after one visit, a reload with the network off loads the cached m
   // the cache manager lists the model fetched from the local folder
   await openCachePanel();
   const listed = await page.evaluate(() => [...document.querySelectorAll('#cache-list li[data-key]')].map((li) => ({ key: li.dataset.key, text: li.textContent })));
-  assert.equal(listed.length, 1, JSON.stringify(listed));
+  assert.equal(listed.length, 2, JSON.stringify(listed));
+  listed.sort((a, b) => a.key.length - b.key.length);
   assert.match(listed[0].key, /\/local-models\/stories260K\.gguf$/);
-  assert.match(listed[0].text, /stories260K · 1\.2 MB/);
+  assert.match(listed[1].key, /\/local-models\/stories260K\.gguf\?copy=url-field$/);
+  for (const l of listed) assert.match(l.text, /stories260K · 1\.2 MB · 127\.0\.0\.1/);
+  assert.match(await page.textContent('#cache-total'), /\(2, 2\.4 MB\)/);
 
   // network blocked twice over: the browser is offline and the server is gone
   await browser.context.setOffline(true);
@@ -298,11 +313,15 @@ test('offline: after one visit, a reload with the network off loads the cached m
   }
 });
 
-test('the cache manager deletes a cached model', async () => {
+test('the cache manager deletes one cached model, then all', async () => {
   await openCachePanel();
   await page.click('#cache-list li[data-key] button');
+  await page.waitForFunction(() => document.querySelectorAll('#cache-list li[data-key]').length === 1);
+  assert.match(await page.textContent('#cache-total'), /\(1, 1\.2 MB\)/);
+  await page.click('#cache-clear');
   await page.waitForFunction(() => document.querySelectorAll('#cache-list li[data-key]').length === 0);
   assert.match(await page.textContent('#cache-total'), /\(0, 0 kB\)/);
+  assert.equal(await page.isDisabled('#cache-clear'), true);
   const keys = await page.evaluate(async () => (await (await caches.open('wasmlm-models-v1')).keys()).length);
   assert.equal(keys, 0);
 });
