@@ -4,6 +4,16 @@
 
 CLANG   ?= $(shell command -v clang-19 2>/dev/null)
 CC      ?= cc
+# clang runs binaryen's wasm-opt by itself after a wasm link when it is on
+# PATH (Debian's emscripten package puts one in /usr/bin), and wasm-opt 108
+# breaks relaxed-SIMD modules. Every wasm link below runs with a PATH without
+# wasm-opt and names the linker explicitly (it may live in the same directory),
+# so the modules do not depend on what else is installed (measured: with
+# wasm-opt 108 in the link, the threaded module hung in generation). (clang-19's
+# --no-wasm-opt flag skips the link altogether: not usable.)
+NO_WASM_OPT_PATH := $(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
+WASM_LD := $(shell command -v wasm-ld-19 2>/dev/null)
+WASM_CC  = PATH="$(NO_WASM_OPT_PATH)" $(CLANG) -fuse-ld=$(WASM_LD)
 SHARED  ?= ../shared
 BUILD   := build
 
@@ -29,24 +39,12 @@ WASM_MT_LDFLAGS := -Wl,--no-entry,--import-memory,--shared-memory,--export-dynam
 # wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
 WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
 
-# clang runs binaryen's wasm-opt by itself when it is on PATH. Debian's
-# binaryen 108 (pulled in by the emscripten package) rejects relaxed-SIMD
-# opcodes and, measured, turned the threaded module into one that hangs:
-# every wasm link here runs with a PATH without it, so the modules depend on
-# clang alone.
-# The directories of PATH without wasm-opt, plus build/nowasmopt with links to
-# the linker (wasm-ld-19 usually sits in /usr/bin beside binaryen's wasm-opt,
-# which the emscripten package installs).
-NO_WASM_OPT_DIR := $(CURDIR)/$(BUILD)/nowasmopt
-NO_WASM_OPT_PATH := $(NO_WASM_OPT_DIR):$(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
-$(shell mkdir -p $(NO_WASM_OPT_DIR) && for t in wasm-ld-19 wasm-ld; do p=$$(command -v $$t 2>/dev/null) && ln -sf "$$p" $(NO_WASM_OPT_DIR)/$$t; done)
-
 .PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench
 
 all: toolchain native wasm
 
 native: $(BUILD)/wasmlm-native $(BUILD)/tests-native
-wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm
+wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm wasm/wasmlm-cli.wasm
 
 toolchain:
 	@sh tools/setup.sh
@@ -66,36 +64,34 @@ $(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 wasm/wasmlm.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+	$(WASM_CC) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/wasmlm-mt.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
+	$(WASM_CC) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
-# relaxed-SIMD variants (JS loads them only after wasm/probe-relaxed.wasm gave
-# the right answer).
 wasm/wasmlm-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+	$(WASM_CC) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/wasmlm-mt-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
+	$(WASM_CC) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/probe-relaxed.wasm: src/probe_relaxed.c
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
+	$(WASM_CC) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
 
 $(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
+	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
 
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
+	$(WASM_CC) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 
-test: toolchain test-c test-wasm test-wasm-relaxed test-san test-js
+test: toolchain test-c test-wasm test-wasm-relaxed test-san wasm-emcc-if-available test-js test-browser
 
 test-c: $(BUILD)/tests-native
 	$(BUILD)/tests-native --data $(SHARED)
@@ -125,3 +121,48 @@ bench: wasm $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/tests.wasm
 
 clean:
 	rm -rf $(BUILD) wasm/*.wasm
+
+# ---- browser product (issue #6) ------------------------------------------------
+
+.PHONY: test-browser demo
+
+# The demo page in headless Chromium (Debian's chromium + playwright-core,
+# installed by tools/setup-browser.sh): greedy = reference, stop, chart,
+# offline reload, cache manager, no main-thread long tasks; screenshots in
+# test-artifacts/.
+test-browser: wasm
+	@sh tools/setup-browser.sh
+	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/browser/
+
+demo: wasm
+	node web/demo/server.mjs
+
+# WASI command build of the CLI (src/wasi/cli.c + the engine, Debian's
+# wasi-libc): `node web/wasi-cli.js generate -m MODEL -p ...` or any WASI runtime.
+wasm/wasmlm-cli.wasm: $(CORE_SRC) $(CORE_HDR) src/wasi/cli.c
+	@mkdir -p wasm
+	$(WASM_CC) $(WASI_CFLAGS) -O3 -Wl,-z,stack-size=1048576 -o $@ $(CORE_SRC) src/wasi/cli.c
+
+# The same C sources built by Emscripten (Debian's emcc 3.1.6, package
+# `emscripten`, installed by tools/setup.sh) as a standalone module: no
+# Emscripten JS glue; it imports only env.memory like wasm/wasmlm.wasm, so
+# web/index.js loads it with loadModel(src, {wasm: 'wasm/wasmlm-emcc.wasm'}).
+# Single-threaded, SIMD128. Not shipped in the npm package.
+EMCC ?= $(shell command -v emcc 2>/dev/null)
+EMCC_FLAGS := $(COMMON_CFLAGS) -O3 -msimd128 -mbulk-memory -fvisibility=hidden \
+              -sSTANDALONE_WASM=1 --no-entry -sIMPORTED_MEMORY=1 -sINITIAL_MEMORY=2097152 -sTOTAL_STACK=1048576 \
+              -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sWASM_BIGINT=1 -Wl,--export-dynamic
+
+.PHONY: wasm-emcc wasm-emcc-if-available
+wasm-emcc: wasm/wasmlm-emcc.wasm
+
+wasm/wasmlm-emcc.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	@test -n "$(EMCC)" || { echo "emcc not found: apt-get install emscripten (tools/setup.sh installs it)"; exit 1; }
+	NODE_PATH=/usr/share/nodejs $(EMCC) $(EMCC_FLAGS) -o $@ $(CORE_SRC)
+
+# for `make test`: builds the Emscripten module when emcc is installed; the
+# JS test (tests/js/emcc.test.mjs) skips with a message when it is not
+wasm-emcc-if-available:
+	@if [ -n "$(EMCC)" ]; then $(MAKE) --no-print-directory wasm/wasmlm-emcc.wasm; \
+	else echo "emcc is not installed (Debian package emscripten): the Emscripten build is not tested"; fi

@@ -52,6 +52,8 @@ export interface LoadOptions {
   sha256?: string;
   /** Fail instead of downloading a registry model that is not local. */
   offline?: boolean;
+  /** Browsers: keep models fetched by URL in Cache Storage and read them from there next time (default true; see web/cache.js). */
+  cache?: boolean;
   /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
   wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
   signal?: AbortSignal;
@@ -203,6 +205,8 @@ export interface ModelInfo {
   context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide' };
   metadata: Record<string, MetadataValue>;
   tensors: TensorInfo[];
+  /** Browsers, URL sources: true when the bytes came from the model cache (web/cache.js), false when fetched. */
+  fromCache?: boolean;
 }
 
 export interface TokenProb { token: number; prob: number; text: string }
@@ -373,12 +377,27 @@ export declare class Model {
 
 export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;
 
+/** A cached model: browsers key it by URL (Cache Storage 'wasmlm-models-v1'), Node by file path in the cache directory. */
+export interface CachedModel { key: string; name: string; size: number; cachedAt: string | null }
+/** Cached models (browsers: Cache Storage; Node: options.cacheDir / WASMLM_CACHE / ~/.cache/wasmlm). */
+export declare function listCachedModels(options?: { cacheDir?: string }): Promise<CachedModel[]>;
+/** Deletes one cached model by its key; resolves true when something was deleted. */
+export declare function deleteCachedModel(key: string, options?: { cacheDir?: string }): Promise<boolean>;
+/** Deletes every cached model; resolves with the count. */
+export declare function clearModelCache(options?: { cacheDir?: string }): Promise<number>;
+/** Name of the browser Cache Storage cache holding models. */
+export declare const MODEL_CACHE: string;
+
 export declare const DEFAULT_SAMPLING: Readonly<Required<SamplingOptions>>;
 export declare const DEFAULT_CONTEXT: Readonly<{ contextLength: number; batchSize: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide'; nKeep: number }>;
 export declare const QUANT_TYPES: Readonly<Record<QuantType, number>>;
 
 /** Compiles (once) the engine's WebAssembly.Module. */
-export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL): Promise<WebAssembly.Module>;
+export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL | null, threaded?: boolean, simd?: 'simd128' | 'relaxed'): Promise<WebAssembly.Module>;
+/** Whether this JS engine runs relaxed SIMD correctly (a known-answer probe module). */
+export declare function relaxedSimdAvailable(): Promise<boolean>;
+/** Default compute threads: available cores, at most 8. */
+export declare function defaultThreads(): Promise<number>;
 
 export interface RegistryEntry {
   url: string;

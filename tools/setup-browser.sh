@@ -1,7 +1,8 @@
 #!/bin/sh
-# Installs what `npm run bench:browser` needs (not part of `make test`):
-# Debian's chromium (apt) and the devDependencies (playwright-core,
-# @wllama/wllama) from package.json. Idempotent: does nothing when both are there.
+# Installs what the browser tests (`make test-browser`, part of `make test`)
+# and `npm run bench:browser` need: Debian's chromium (apt) and the
+# devDependencies (playwright-core, @wllama/wllama, vite) from package.json.
+# Idempotent: does nothing when both are there.
 set -e
 cd "$(dirname "$0")/.."
 if [ ! -x /usr/bin/chromium ]; then

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs what the build and tests need, once: clang-19 + lld-19 (wasm32
-# target), Debian's wasi-libc (for the wasm build of the C test suite) and
-# the npm dependencies. Safe to run repeatedly: it only acts on what is missing.
+# target), Debian's wasi-libc (for the wasm build of the C test suite and the
+# WASI CLI), chromium (browser tests), emscripten (the `make wasm-emcc` build
+# and its test) and the npm dependencies (devDependencies: playwright-core,
+# vite, ...). Safe to run repeatedly: it only acts on what is missing.
 set -e
 need=""
 command -v clang-19 >/dev/null 2>&1 || need="$need clang-19"
@@ -9,6 +11,8 @@ command -v wasm-ld-19 >/dev/null 2>&1 || need="$need lld-19"
 [ -f /usr/lib/wasm32-wasi/libc.a ] || need="$need wasi-libc"
 [ -f /usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a ] || need="$need libclang-rt-19-dev-wasm32"
 command -v node >/dev/null 2>&1 || need="$need nodejs npm"
+[ -x /usr/bin/chromium ] || need="$need chromium"
+command -v emcc >/dev/null 2>&1 || need="$need emscripten"
 if [ -n "$need" ]; then
   echo "setup: installing$need"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

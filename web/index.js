@@ -8,9 +8,11 @@ import { Sha256 } from './sha256.js';
 import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
 import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
+import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES };
 export { resolveModel, registryEntries };
+export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
   typeof window === 'undefined';
@@ -74,13 +76,21 @@ export function getWasmModule(wasm, threaded = false, simd = 'simd128') {
   const key = (threaded ? 'mt' : 'st') + (simd === 'relaxed' ? '-relaxed' : '');
   if (!wasmModulePromises[key]) {
     const override = isNode ? process.env[threaded ? 'WASMLM_WASM_MT' : 'WASMLM_WASM'] : undefined; // development: another build
-    const name = `../wasm/wasmlm${threaded ? '-mt' : ''}${simd === 'relaxed' ? '-relaxed' : ''}.wasm`;
-    const p = compileFrom(override || new URL(name, import.meta.url));
+    const p = compileFrom(override || WASM_URLS[key]());
     wasmModulePromises[key] = p;
     p.catch(() => { delete wasmModulePromises[key]; });
   }
   return wasmModulePromises[key];
 }
+
+// One literal `new URL(..., import.meta.url)` per engine build, so that
+// bundlers (Vite, webpack 5, ...) see every file and copy it next to the bundle.
+const WASM_URLS = {
+  st: () => new URL('../wasm/wasmlm.wasm', import.meta.url),
+  mt: () => new URL('../wasm/wasmlm-mt.wasm', import.meta.url),
+  'st-relaxed': () => new URL('../wasm/wasmlm-relaxed.wasm', import.meta.url),
+  'mt-relaxed': () => new URL('../wasm/wasmlm-mt-relaxed.wasm', import.meta.url),
+};
 
 let warnedNoThreads = false;
 
@@ -136,13 +146,13 @@ class WorkerClient {
     const simd = options.wasm ? 'custom' : await resolveSimd(options);
     const mod = await getWasmModule(options.wasm, threads > 1, simd);
     let w, nodeWorker = null;
-    const url = new URL('./worker.js', import.meta.url);
     if (isNode) {
       const { Worker } = await import('node:worker_threads');
-      nodeWorker = new Worker(url);
+      nodeWorker = new Worker(new URL('./worker.js', import.meta.url));
       w = nodeWorker;
     } else {
-      w = new Worker(url, { type: 'module' });
+      // written inline so that bundlers recognise the worker and bundle its imports
+      w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
     }
     return new WorkerClient(w, nodeWorker, mod, threads, simd);
   }
@@ -307,7 +317,7 @@ async function loadInto(client, src, options) {
     signal?.addEventListener('abort', onAbort, { once: true });
     try { return await promise; } finally { signal?.removeEventListener('abort', onAbort); }
   }
-  let total = 0, run, hasher = null, expect = null;
+  let total = 0, run, hasher = null, expect = null, cached = null;
   if (src.kind === 'bytes') {
     const b = src.bytes;
     const u8 = b instanceof ArrayBuffer ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
@@ -323,7 +333,9 @@ async function loadInto(client, src, options) {
   } else if (src.kind === 'iterable') {
     run = async (sender) => { for await (const c of src.iterable) await sender.push(c); };
   } else if (src.kind === 'url' || src.kind === 'response') {
-    const res = src.kind === 'response' ? src.response : await fetch(src.url, { signal });
+    // browsers: through the model cache (web/cache.js); options.cache === false skips it
+    if (src.kind === 'url') cached = await fetchModelCached(src.url, { signal, cache: options.cache });
+    const res = src.kind === 'response' ? src.response : cached.response;
     if (!res.ok) throw new Error(`cannot fetch model ${src.url || res.url}: HTTP ${res.status}`);
     const enc = res.headers.get('content-encoding');
     total = src.size || (!enc || enc === 'identity' ? Number(res.headers.get('content-length')) || 0 : 0);
@@ -343,9 +355,13 @@ async function loadInto(client, src, options) {
     }
   } catch (e) {
     await client.call('loadCancel').catch(() => {});
+    if (cached) await cached.discard();
     throw e;
   }
-  return client.call('loadEnd', { options: ctx });
+  let info;
+  try { info = await client.call('loadEnd', { options: ctx }); } catch (e) { if (cached) await cached.discard(); throw e; }
+  if (cached) { await cached.commit().catch((e) => console.warn(`wasmlm: the model was not cached: ${e.message}`)); info.fromCache = cached.fromCache; }
+  return info;
 }
 
 // ---- public API --------------------------------------------------------------

@@ -2,6 +2,11 @@
 // on the engine's shared memory, takes its own stack, and serves the pool
 // (wlm_worker_loop sleeps in memory.atomic.wait32 between jobs and returns
 // when the engine frees the pool). Node worker_threads and Web Workers alike.
+
+// Node built-ins are imported through a variable: bundlers then leave them
+// alone, so a browser bundle of this worker is one self-contained file
+// (Vite's default worker format, iife, allows no code splitting).
+const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
   typeof self === 'undefined';
 
@@ -14,7 +19,7 @@ function serve({ module, memory, pool, tid, stackTop }, post) {
 }
 
 if (isNode) {
-  import('node:worker_threads').then(({ parentPort }) => {
+  nodeImport('node:worker_threads').then(({ parentPort }) => {
     parentPort.once('message', (m) => { serve(m, (x) => parentPort.postMessage(x)); parentPort.close(); });
   });
 } else {

@@ -32,6 +32,11 @@
 import { Engine } from './engine.js';
 import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint } from './multi.js';
 
+// Node built-ins are imported through a variable: bundlers then leave them
+// alone, so a browser bundle of this worker is one self-contained file
+// (Vite's default worker format, iife, allows no code splitting).
+const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
+
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
   typeof self === 'undefined';
 
@@ -81,10 +86,9 @@ let nodeFs = null;
 // Starts one compute thread (web/thread-worker.js) and resolves when it is
 // inside its loop; the engine waits for all of them before any work.
 async function spawnThread(msg) {
-  const url = new URL('./thread-worker.js', import.meta.url);
   if (isNode) {
-    const { Worker } = await import('node:worker_threads');
-    const w = new Worker(url);
+    const { Worker } = await nodeImport('node:worker_threads');
+    const w = new Worker(new URL('./thread-worker.js', import.meta.url));
     w.unref();
     await new Promise((resolve, reject) => {
       w.once('message', resolve);
@@ -93,7 +97,7 @@ async function spawnThread(msg) {
     });
     return w;
   }
-  const w = new Worker(url, { type: 'module' });
+  const w = new Worker(new URL('./thread-worker.js', import.meta.url), { type: 'module' });  // inline: bundlers follow it
   await new Promise((resolve, reject) => {
     w.onmessage = resolve;
     w.onerror = (ev) => reject(new Error('compute thread failed to start: ' + (ev.message || '')));
@@ -104,7 +108,7 @@ async function spawnThread(msg) {
 
 const ops = {
   async loadFile(m) {
-    const fs = nodeFs || (nodeFs = await import('node:fs'));
+    const fs = nodeFs || (nodeFs = await nodeImport('node:fs'));
     let fd;
     try {
       fd = fs.openSync(m.path, 'r');
@@ -243,7 +247,7 @@ const ops = {
   },
   async quantize(m) {
     if (m.outPath) {
-      const fs = nodeFs || (nodeFs = await import('node:fs'));
+      const fs = nodeFs || (nodeFs = await nodeImport('node:fs'));
       const tmp = `${m.outPath}.tmp-${process.pid}-${Date.now()}`;
       try {
         const r = engine.quantize(m.type, (view) => fs.writeFileSync(tmp, view));
@@ -336,7 +340,7 @@ function onMessage(m) {
 
 if (isNode) {
   // no top-level await: a port queues messages until a listener is attached
-  import('node:worker_threads').then(({ parentPort }) => {
+  nodeImport('node:worker_threads').then(({ parentPort }) => {
     port = {
       post: (msg, transfer) => parentPort.postMessage(msg, transfer),
       close: () => parentPort.close(),

@@ -1,0 +1,133 @@
+// wasmlm model cache.
+//
+// Browsers: models fetched by URL (registry names resolve to URLs) are kept
+// in Cache Storage (cache name MODEL_CACHE), keyed by their absolute URL.
+// A fetch streams the body to the engine and, through a tee, into the cache
+// at the same time; the entry is kept only when the load succeeded (the
+// sha256 matched, when one is known) and dropped otherwise. The next load of
+// the same URL reads the cached copy without touching the network, so a page
+// whose own files are cached too (see web/demo/sw.js) works offline.
+//
+// Node: registry downloads are cached on disk by models/registry.js (the
+// directory options.cacheDir, env WASMLM_CACHE, $XDG_CACHE_HOME/wasmlm or
+// ~/.cache/wasmlm); listCachedModels / deleteCachedModel work on it there.
+
+export const MODEL_CACHE = 'wasmlm-models-v1';
+
+// Node built-ins through a variable: bundlers leave them out of browser bundles
+const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
+
+const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
+  typeof window === 'undefined' && typeof self === 'undefined';
+
+/** Whether the browser model cache can be used here (Cache Storage exists: secure contexts only). */
+export function modelCacheAvailable() {
+  return !isNode && typeof caches !== 'undefined' && typeof caches.open === 'function';
+}
+
+function absolute(url) {
+  return new URL(String(url), globalThis.location?.href).href;
+}
+
+/**
+ * Fetches a model URL through the cache. Returns {response, fromCache,
+ * commit(), discard()}: call commit() after a successful load (waits until
+ * the copy is stored), discard() after a failed one (removes a partial or
+ * bad copy). With cache === false, or where Cache Storage is missing, it is
+ * a plain fetch and commit/discard do nothing. Only http(s) URLs are cached.
+ * @param {string} url
+ * @param {{signal?: AbortSignal, cache?: boolean}} [opts]
+ */
+export async function fetchModelCached(url, { signal, cache = true } = {}) {
+  const noop = async () => {};
+  const href = absolute(url);
+  const cacheable = cache !== false && modelCacheAvailable() && /^https?:/i.test(href);
+  let store = null;
+  if (cacheable) {
+    try { store = await caches.open(MODEL_CACHE); } catch { store = null; } // e.g. storage disabled
+  }
+  if (store) {
+    const hit = await store.match(href);
+    if (hit && hit.ok && hit.body) {
+      return { response: hit, fromCache: true, commit: noop, discard: async () => { await store.delete(href).catch(() => {}); } };
+    }
+  }
+  const res = await fetch(href, { signal });
+  if (!store || !res.ok || !res.body) return { response: res, fromCache: false, commit: noop, discard: noop };
+  const [toEngine, toCache] = res.body.tee();
+  const headers = { 'Content-Type': 'application/octet-stream', 'X-Wasmlm-Cached-At': new Date().toISOString() };
+  const enc = res.headers.get('content-encoding');
+  const len = res.headers.get('content-length');
+  if (len && (!enc || enc === 'identity')) headers['Content-Length'] = len;
+  const put = store.put(href, new Response(toCache, { status: 200, headers }));
+  put.catch(() => {});
+  const response = new Response(toEngine, { status: res.status, statusText: res.statusText, headers: res.headers });
+  return {
+    response,
+    fromCache: false,
+    commit: async () => { await put; },
+    discard: async () => { await put.catch(() => {}); await store.delete(href).catch(() => {}); },
+  };
+}
+
+async function nodeCacheDir(options) {
+  const { defaultCacheDir } = await import('../models/registry.js');
+  return options.cacheDir || defaultCacheDir();
+}
+
+/**
+ * Lists cached models: [{key, name, size, cachedAt}] where `key` is the URL
+ * (browsers) or the file path (Node) that deleteCachedModel takes.
+ * @param {{cacheDir?: string}} [options] Node: the cache directory
+ */
+export async function listCachedModels(options = {}) {
+  if (isNode) {
+    const fs = await nodeImport('node:fs');
+    const path = await nodeImport('node:path');
+    const dir = await nodeCacheDir(options);
+    let names = [];
+    try { names = fs.readdirSync(dir).filter((f) => f.endsWith('.gguf')); } catch { return []; }
+    return names.map((f) => {
+      const st = fs.statSync(path.join(dir, f));
+      return { key: path.join(dir, f), name: f.slice(0, -5), size: st.size, cachedAt: st.mtime.toISOString() };
+    });
+  }
+  if (!modelCacheAvailable()) return [];
+  const store = await caches.open(MODEL_CACHE);
+  const out = [];
+  for (const req of await store.keys()) {
+    const res = await store.match(req);
+    if (!res) continue;
+    let size = Number(res.headers.get('content-length')) || 0;
+    if (!size) size = (await res.blob()).size;
+    const name = decodeURIComponent(new URL(req.url).pathname.split('/').pop() || req.url).replace(/\.gguf$/i, '');
+    out.push({ key: req.url, name, size, cachedAt: res.headers.get('x-wasmlm-cached-at') || null });
+  }
+  return out;
+}
+
+/**
+ * Deletes one cached model (a `key` from listCachedModels). Resolves true
+ * when something was deleted.
+ */
+export async function deleteCachedModel(key, options = {}) {
+  if (isNode) {
+    const fs = await nodeImport('node:fs');
+    const path = await nodeImport('node:path');
+    const dir = path.resolve(await nodeCacheDir(options));
+    const file = path.resolve(dir, String(key));
+    if (path.dirname(file) !== dir || !file.endsWith('.gguf')) throw new Error(`not a cached model in ${dir}: ${key}`);
+    try { fs.unlinkSync(file); return true; } catch (e) { if (e.code === 'ENOENT') return false; throw e; }
+  }
+  if (!modelCacheAvailable()) return false;
+  const store = await caches.open(MODEL_CACHE);
+  return store.delete(absolute(key));
+}
+
+/** Deletes every cached model; resolves with how many were deleted. */
+export async function clearModelCache(options = {}) {
+  const all = await listCachedModels(options);
+  let n = 0;
+  for (const m of all) if (await deleteCachedModel(m.key, options)) n++;
+  return n;
+}
