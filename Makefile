@@ -114,3 +114,11 @@ bench: wasm $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/tests.wasm
 
 clean:
 	rm -rf $(BUILD) wasm/*.wasm
+
+# ---- hardening (docs/hardening.md) ---------------------------------------------
+# The hostile GGUF corpus (tools/make-hostile.mjs): every C test build (native,
+# wasm, ASan) checks each file's status and message.
+HOSTILE := $(BUILD)/hostile/manifest.tsv
+$(HOSTILE): tools/make-hostile.mjs models/make-model.js models/gguf-writer.js
+	node tools/make-hostile.mjs $(BUILD)/hostile
+test-c test-wasm test-san test-js: $(HOSTILE)

@@ -129,6 +129,10 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if (hp->n_ctx_train == 0) hp->n_ctx_train = 2048;
     if (!(hp->rope_freq_base > 0)) return wlm_fail(err, WLM_ERR_FORMAT, "rope.freq_base must be positive");
     if (!(hp->rms_eps >= 0)) return wlm_fail(err, WLM_ERR_FORMAT, "layer_norm_rms_epsilon must not be negative");
+    /* the chat template is rendered by the host (JS), but a template that is
+     * not a string is a broken file: say so at load, not at the first chat */
+    const char *tpl; uint32_t tpl_len;
+    if ((s = wlm_kv_str(g, "tokenizer.chat_template", 0, &tpl, &tpl_len, err))) return s;
 
     /* RoPE scaling (rope.scaling.*): none, linear (all frequencies divided by
      * the factor) or llama3 (Llama 3.1+: low frequencies divided by the
