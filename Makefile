@@ -65,21 +65,23 @@ wasm/wasmlm-mt.wasm: $(CORE_SRC) $(CORE_HDR)
 # the right answer). binaryen's wasm-opt 108 breaks relaxed modules, and clang
 # runs it by itself when it is on PATH: these links run with a PATH without it.
 NO_WASM_OPT_PATH := $(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
+# ...and that PATH may lose wasm-ld-19 too (binaryen installs into /usr/bin): name the linker by its path
+WASM_LD_PIN := $(if $(shell command -v wasm-ld-19 2>/dev/null),-fuse-ld=$(shell command -v wasm-ld-19 2>/dev/null))
 wasm/wasmlm-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_LD_PIN) $(WASM_CFLAGS) -mrelaxed-simd $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/wasmlm-mt-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_LD_PIN) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/probe-relaxed.wasm: src/probe_relaxed.c
 	@mkdir -p wasm
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_LD_PIN) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
 
 $(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_LD_PIN) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
 
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
