@@ -277,6 +277,10 @@ export function hostileCases() {
     edit(bpe, (d) => setKv(d, 'tokenizer.ggml.merges', T.ARRAY, [1], T.U32)));
   add('rope-base-nan', 'rope.freq_base NaN', STATUS.FORMAT, "metadata 'llama.rope.freq_base' is not a finite number",
     edit(spm, (d) => setKv(d, 'llama.rope.freq_base', T.F32, NaN)));
+  add('rope-base-below-1', 'rope.freq_base 1e-30 (RoPE angles beyond any integer range)', STATUS.FORMAT, 'rope.freq_base must be positive (>= 1)',
+    edit(spm, (d) => setKv(d, 'llama.rope.freq_base', T.F32, 1e-30)));
+  add('rope-freqs-tiny', 'a rope_freqs.weight divisor of 1e-30', STATUS.FORMAT, 'rope_freqs.weight[1] must be a positive number',
+    edit(bpe, (d) => { const t = tensor(d, 'rope_freqs.weight'); const f = new Float32Array(t.data.slice().buffer); f[1] = 1e-30; t.data = new Uint8Array(f.buffer); }));
   add('block-count-huge', 'block_count 2^31', STATUS.FORMAT, 'block_count 2147483648 out of range',
     edit(spm, (d) => setKv(d, 'llama.block_count', T.U32, 2 ** 31)));
   add('block-count-u64', 'block_count 2^32 + 1 as u64 (1 in 32 bits)', STATUS.FORMAT, "metadata 'llama.block_count' is out of range",
