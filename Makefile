@@ -54,16 +54,18 @@ $(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 wasm/wasmlm.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
-	$(CLANG) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_LD_PIN) $(WASM_CFLAGS) $(WASM_LDFLAGS) -o $@ $(CORE_SRC)
 
 wasm/wasmlm-mt.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
-	$(CLANG) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_LD_PIN) $(WASM_MT_CFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
 # relaxed-SIMD variants (JS loads them only after wasm/probe-relaxed.wasm gave
-# the right answer). binaryen's wasm-opt 108 breaks relaxed modules, and clang
-# runs it by itself when it is on PATH: these links run with a PATH without it.
+# the right answer). binaryen's wasm-opt 108 breaks relaxed modules (and the
+# threaded build: its workers hang), and clang runs it by itself when it is on
+# PATH: every wasm link runs with a PATH without it (defined here, used above
+# as well: make expands recipes after reading the whole file).
 NO_WASM_OPT_PATH := $(shell echo "$$PATH" | tr ':' '\n' | while read d; do [ -x "$$d/wasm-opt" ] || printf '%s:' "$$d"; done)
 # ...and that PATH may lose wasm-ld-19 too (binaryen installs into /usr/bin): name the linker by its path
 WASM_LD_PIN := $(if $(shell command -v wasm-ld-19 2>/dev/null),-fuse-ld=$(shell command -v wasm-ld-19 2>/dev/null))
@@ -85,7 +87,7 @@ $(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
-	$(CLANG) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
+	PATH="$(NO_WASM_OPT_PATH)" $(CLANG) $(WASM_LD_PIN) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 
 test: toolchain test-c test-wasm test-wasm-relaxed test-san test-js
 
