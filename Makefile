@@ -161,3 +161,14 @@ fuzz-replay: fuzz-build
 	  echo "fuzz-replay: $$t: $$(ls $(BUILD)/fuzz/seed/$$t | wc -l) seeds + $$(ls fuzz/regressions/$$t | grep -v README | wc -l) regressions ok"; \
 	done
 test: fuzz-replay
+
+# Soak (tests/soak/soak.mjs): SOAK_N generations back to back in one process;
+# memory curve in build/soak.csv, summary in build/soak-summary.json. `make
+# test` runs a 100-generation version (soak-quick, about 20 s).
+SOAK_N ?= 1000
+soak: wasm
+	WLM_SHARED=$(abspath $(SHARED)) node --expose-gc tests/soak/soak.mjs $(SOAK_N) --out $(BUILD)/soak
+soak-quick: wasm
+	WLM_SHARED=$(abspath $(SHARED)) node --expose-gc tests/soak/soak.mjs 100 --out $(BUILD)/soak-quick
+test: soak-quick
+.PHONY: soak-quick
