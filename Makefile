@@ -133,15 +133,21 @@ test-c test-wasm test-san test-js: $(HOSTILE)
 # regression inputs once (fuzz-replay, a few seconds).
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := gguf tokenize sampler
+comma := ,
 FUZZ_CFLAGS := $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_SEEDS := $(BUILD)/fuzz/models/tiny-bpe.gguf
 .PHONY: fuzz fuzz-build fuzz-replay soak
 
-$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(CORE_SRC) $(CORE_HDR)
-	@mkdir -p $(BUILD)/fuzz
+# the engine is compiled once (coverage instrumented, no fuzzer main) and
+# linked into each target
+FUZZ_OBJS := $(CORE_SRC:src/%.c=$(BUILD)/fuzz/obj/%.o)
+$(BUILD)/fuzz/obj/%.o: src/%.c $(CORE_HDR)
+	@mkdir -p $(BUILD)/fuzz/obj
 	@test -n "$$(ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)" || { echo "libFuzzer missing: run 'make toolchain' (libclang-rt-19-dev)"; exit 1; }
-	$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(CORE_SRC) -lm -lpthread
+	$(CLANG) $(subst -fsanitize=fuzzer$(comma),-fsanitize=fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) -c -o $@ $<
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_OBJS)
+	$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_OBJS) -lm -lpthread
 
 $(FUZZ_SEEDS): tools/fuzz-seeds.mjs tools/make-hostile.mjs models/make-model.js models/gguf-writer.js
 	node tools/fuzz-seeds.mjs $(BUILD)/fuzz
