@@ -168,7 +168,7 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
     wlm_status s;
     for (uint64_t i = 0; i < n_kv; i++) {
         wlm_kv *kv = &g->kv[i];
-        const char *key; uint64_t klen;
+        const char *key = 0; uint64_t klen = 0;
         if ((s = get_str(&c, &key, &klen, "metadata key"))) goto fail;
         if (klen == 0 || klen > GGUF_MAX_NAME) { s = wlm_fail(err, WLM_ERR_FORMAT, "metadata key %llu has bad length %llu", (unsigned long long)i, (unsigned long long)klen); goto fail; }
         kv->key = key; kv->key_len = (uint32_t)klen;
@@ -196,7 +196,7 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
 
     for (uint64_t i = 0; i < n_tensors; i++) {
         wlm_tensor *t = &g->tensors[i];
-        const char *name; uint64_t nlen;
+        const char *name = 0; uint64_t nlen = 0;
         if ((s = get_str(&c, &name, &nlen, "tensor name"))) goto fail;
         if (nlen == 0 || nlen > GGUF_MAX_NAME) { s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %llu has bad name length %llu", (unsigned long long)i, (unsigned long long)nlen); goto fail; }
         t->name = name; t->name_len = (uint32_t)nlen;

@@ -14,7 +14,7 @@ status=0
 printf '%-10s %14s %10s %8s %s\n' target executions exec/s findings corpus
 for t in $targets; do
   mkdir -p $B/corpus/$t $B/crashes $B/logs
-  case $t in gguf) maxlen=65536 ;; *) maxlen=4096 ;; esac
+  case $t in gguf) maxlen=65536 ;; *) maxlen=1024 ;; esac
   log=$B/logs/$t.log
   before=$(ls $B/crashes | grep -c "^$t-" || true)
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
