@@ -15,11 +15,12 @@ printf '%-10s %14s %10s %8s %s\n' target executions exec/s findings corpus
 for t in $targets; do
   mkdir -p $B/corpus/$t $B/crashes $B/logs
   case $t in gguf) maxlen=65536 ;; *) maxlen=1024 ;; esac
+  dict=; [ -f fuzz/$t.dict ] && dict=-dict=fuzz/$t.dict
   log=$B/logs/$t.log
   before=$(ls $B/crashes | grep -c "^$t-" || true)
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     $B/fuzz_$t $B/corpus/$t $B/seed/$t fuzz/regressions/$t -max_total_time=$secs -max_len=$maxlen \
-    -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$B/crashes/$t- >$log 2>&1
+    $dict -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$B/crashes/$t- >$log 2>&1
   rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' $log | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' $log | tail -1)
