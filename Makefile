@@ -166,3 +166,63 @@ wasm/wasmlm-emcc.wasm: $(CORE_SRC) $(CORE_HDR)
 wasm-emcc-if-available:
 	@if [ -n "$(EMCC)" ]; then $(MAKE) --no-print-directory wasm/wasmlm-emcc.wasm; \
 	else echo "emcc is not installed (Debian package emscripten): the Emscripten build is not tested"; fi
+
+# ---- hardening (docs/hardening.md) ---------------------------------------------
+# The hostile GGUF corpus (tools/make-hostile.mjs): every C test build (native,
+# wasm, ASan) checks each file's status and message.
+HOSTILE := $(BUILD)/hostile/manifest.tsv
+$(HOSTILE): tools/make-hostile.mjs models/make-model.js models/gguf-writer.js
+	node tools/make-hostile.mjs $(BUILD)/hostile
+test-c test-wasm test-san test-js: $(HOSTILE)
+
+# libFuzzer targets (fuzz/): clang-19 with libFuzzer + ASan + UBSan, native.
+# `make fuzz` runs each for FUZZ_SECONDS (one at a time) and prints
+# executions and findings; `make test` only replays the seeds and the saved
+# regression inputs once (fuzz-replay, a few seconds).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := gguf tokenize sampler
+comma := ,
+FUZZ_CFLAGS := $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_SEEDS := $(BUILD)/fuzz/models/tiny-bpe.gguf
+.PHONY: fuzz fuzz-build fuzz-replay soak
+
+# the engine is compiled once (coverage instrumented, no fuzzer main) and
+# linked into each target
+FUZZ_OBJS := $(CORE_SRC:src/%.c=$(BUILD)/fuzz/obj/%.o)
+$(BUILD)/fuzz/obj/%.o: src/%.c $(CORE_HDR)
+	@mkdir -p $(BUILD)/fuzz/obj
+	@test -n "$$(ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)" || { echo "libFuzzer missing: run 'make toolchain' (libclang-rt-19-dev)"; exit 1; }
+	$(CLANG) $(subst -fsanitize=fuzzer$(comma),-fsanitize=fuzzer-no-link$(comma),$(FUZZ_CFLAGS)) -c -o $@ $<
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.h $(FUZZ_OBJS)
+	$(CLANG) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_OBJS) -lm -lpthread
+
+$(FUZZ_SEEDS): tools/fuzz-seeds.mjs tools/make-hostile.mjs models/make-model.js models/gguf-writer.js
+	node tools/fuzz-seeds.mjs $(BUILD)/fuzz
+
+fuzz-build: $(FUZZ_BINS) $(FUZZ_SEEDS)
+
+fuzz: fuzz-build
+	sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# each target once over its seeds and fuzz/regressions/<target> (no mutation)
+fuzz-replay: fuzz-build
+	@mkdir -p $(BUILD)/fuzz/crashes
+	@for t in $(FUZZ_TARGETS); do \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/fuzz/fuzz_$$t -runs=0 -artifact_prefix=$(BUILD)/fuzz/crashes/$$t- \
+	    $(BUILD)/fuzz/seed/$$t fuzz/regressions/$$t > $(BUILD)/fuzz/replay-$$t.log 2>&1 \
+	    || { cat $(BUILD)/fuzz/replay-$$t.log; echo "fuzz-replay: $$t FAILED"; exit 1; }; \
+	  echo "fuzz-replay: $$t: $$(ls $(BUILD)/fuzz/seed/$$t | wc -l) seeds + $$(ls fuzz/regressions/$$t | grep -v README | wc -l) regressions ok"; \
+	done
+test: fuzz-replay
+
+# Soak (tests/soak/soak.mjs): SOAK_N generations back to back in one process;
+# memory curve in build/soak.csv, summary in build/soak-summary.json. `make
+# test` runs a 100-generation version (soak-quick, about 20 s).
+SOAK_N ?= 1000
+soak: wasm
+	WLM_SHARED=$(abspath $(SHARED)) node --expose-gc tests/soak/soak.mjs $(SOAK_N) --out $(BUILD)/soak
+soak-quick: wasm
+	WLM_SHARED=$(abspath $(SHARED)) node --expose-gc tests/soak/soak.mjs 100 --out $(BUILD)/soak-quick
+test: soak-quick
+.PHONY: soak-quick

@@ -54,7 +54,14 @@ static const char *const gguf_type_names[GGUF_TYPE_COUNT] = {
 static wlm_status skip_value(cur *c, uint32_t type, int depth, const char *key, uint32_t klen) {
     if (type >= GGUF_TYPE_COUNT)
         return wlm_fail(c->err, WLM_ERR_FORMAT, "metadata '%.*s': unknown value type %u", (int)klen, key, type);
-    if (type == GGUF_STRING) { const char *p; uint64_t n; return get_str(c, &p, &n, "metadata string"); }
+    if (type == GGUF_STRING) {
+        uint64_t n; wlm_status s = get_u64(c, &n, "metadata string length"); if (s) return s;
+        if (n > left(c))
+            return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: metadata string of length %llu at byte %llu (in '%.*s') runs past the end of the file (%llu bytes)",
+                            (unsigned long long)n, (unsigned long long)c->pos, (int)WLM_MIN(klen, 96u), key, (unsigned long long)c->size);
+        c->pos += n;
+        return WLM_OK;
+    }
     if (type != GGUF_ARRAY) return need(c, scalar_size[type], "metadata value") ? c->err->code : (c->pos += scalar_size[type], WLM_OK);
     if (depth >= GGUF_MAX_ARRAY_DEPTH)
         return wlm_fail(c->err, WLM_ERR_FORMAT, "metadata '%.*s': arrays nested deeper than %d", (int)klen, key, GGUF_MAX_ARRAY_DEPTH);
@@ -84,6 +91,40 @@ int wlm_str_is(const char *s, uint32_t len, const char *lit) {
 }
 
 static int is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+
+/* Tensor data must not overlap: a file whose tensors share bytes is broken
+ * (or built to make one write show up in two weights). Heap-sorts tensor
+ * indices by offset (n log n: a hostile file may declare many tensors) and
+ * compares neighbours. */
+static void order_sift(uint64_t *ix, const wlm_tensor *t, uint64_t n, uint64_t i) {
+    for (;;) {
+        uint64_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < n && t[ix[l]].offset > t[ix[w]].offset) w = l;
+        if (r < n && t[ix[r]].offset > t[ix[w]].offset) w = r;
+        if (w == i) return;
+        uint64_t x = ix[i]; ix[i] = ix[w]; ix[w] = x; i = w;
+    }
+}
+
+static wlm_status check_overlap(wlm_gguf *g, wlm_err *err) {
+    uint64_t n = g->n_tensors;
+    if (n < 2) return WLM_OK;
+    uint64_t *ix = (uint64_t *)((uint8_t *)g->tensors + WLM_ALIGN_UP(n * sizeof(wlm_tensor), 64));
+    for (uint64_t i = 0; i < n; i++) ix[i] = i;
+    for (uint64_t i = n / 2; i-- > 0;) order_sift(ix, g->tensors, n, i);
+    for (uint64_t end = n; end > 1; end--) {
+        uint64_t x = ix[0]; ix[0] = ix[end - 1]; ix[end - 1] = x;
+        order_sift(ix, g->tensors, end - 1, 0);
+    }
+    for (uint64_t i = 1; i < n; i++) {
+        const wlm_tensor *a = &g->tensors[ix[i - 1]], *b = &g->tensors[ix[i]];
+        if (a->offset + a->nbytes > b->offset)
+            return wlm_fail(err, WLM_ERR_FORMAT, "tensors %.*s and %.*s overlap (the first ends at byte %llu, the second starts at byte %llu)",
+                            (int)WLM_MIN(a->name_len, 80u), a->name, (int)WLM_MIN(b->name_len, 80u), b->name,
+                            (unsigned long long)(a->offset + a->nbytes), (unsigned long long)b->offset);
+    }
+    return WLM_OK;
+}
 
 wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err) {
     wlm_err dummy; if (!err) err = &dummy;
@@ -117,7 +158,8 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
     }
 
     g->data = data; g->size = size; g->version = version; g->n_kv = n_kv; g->n_tensors = n_tensors; g->alignment = 32;
-    g->mem = wlm_sys_alloc(n_kv * sizeof(wlm_kv) + n_tensors * sizeof(wlm_tensor) + 64);
+    /* index: metadata pairs | tensor infos | tensor order by offset (overlap check) */
+    g->mem = wlm_sys_alloc(WLM_ALIGN_UP(n_kv * sizeof(wlm_kv), 64) + WLM_ALIGN_UP(n_tensors * sizeof(wlm_tensor), 64) + n_tensors * sizeof(uint64_t) + 64);
     if (!g->mem) return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory for the GGUF index, limit %llu",
                                  (unsigned long long)(n_kv * sizeof(wlm_kv) + n_tensors * sizeof(wlm_tensor)), (unsigned long long)wlm_sys_limit());
     g->kv = (wlm_kv *)g->mem;
@@ -126,7 +168,7 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
     wlm_status s;
     for (uint64_t i = 0; i < n_kv; i++) {
         wlm_kv *kv = &g->kv[i];
-        const char *key; uint64_t klen;
+        const char *key = 0; uint64_t klen = 0;
         if ((s = get_str(&c, &key, &klen, "metadata key"))) goto fail;
         if (klen == 0 || klen > GGUF_MAX_NAME) { s = wlm_fail(err, WLM_ERR_FORMAT, "metadata key %llu has bad length %llu", (unsigned long long)i, (unsigned long long)klen); goto fail; }
         kv->key = key; kv->key_len = (uint32_t)klen;
@@ -154,7 +196,7 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
 
     for (uint64_t i = 0; i < n_tensors; i++) {
         wlm_tensor *t = &g->tensors[i];
-        const char *name; uint64_t nlen;
+        const char *name = 0; uint64_t nlen = 0;
         if ((s = get_str(&c, &name, &nlen, "tensor name"))) goto fail;
         if (nlen == 0 || nlen > GGUF_MAX_NAME) { s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %llu has bad name length %llu", (unsigned long long)i, (unsigned long long)nlen); goto fail; }
         t->name = name; t->name_len = (uint32_t)nlen;
@@ -197,6 +239,7 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
         t->offset = start;
         t->data = data + start;
     }
+    if ((s = check_overlap(g, err))) goto fail;
     return WLM_OK;
 fail:
     wlm_gguf_free(g);

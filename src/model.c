@@ -127,8 +127,15 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if (hp->n_rot > hp->head_dim || (hp->n_rot & 1))
         return wlm_fail(err, WLM_ERR_FORMAT, "rope.dimension_count %u must be even and at most the head size %u", hp->n_rot, hp->head_dim);
     if (hp->n_ctx_train == 0) hp->n_ctx_train = 2048;
-    if (!(hp->rope_freq_base > 0)) return wlm_fail(err, WLM_ERR_FORMAT, "rope.freq_base must be positive");
+    /* RoPE angles are pos * base^(-2i/n_rot) / divisor: a base below 1 or a
+     * tiny divisor makes them astronomically large (no model has either) */
+    if (!(hp->rope_freq_base >= 1.0f))
+        return wlm_fail(err, WLM_ERR_FORMAT, "rope.freq_base must be positive (>= 1)");
     if (!(hp->rms_eps >= 0)) return wlm_fail(err, WLM_ERR_FORMAT, "layer_norm_rms_epsilon must not be negative");
+    /* the chat template is rendered by the host (JS), but a template that is
+     * not a string is a broken file: say so at load, not at the first chat */
+    const char *tpl; uint32_t tpl_len;
+    if ((s = wlm_kv_str(g, "tokenizer.chat_template", 0, &tpl, &tpl_len, err))) return s;
 
     /* RoPE scaling (rope.scaling.*): none, linear (all frequencies divided by
      * the factor) or llama3 (Llama 3.1+: low frequencies divided by the
@@ -148,7 +155,7 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
         else if (wlm_str_is(st, stlen, "llama3")) m->rope_scaling = WLM_ROPE_SCALING_LLAMA3;
         else return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported rope.scaling.type '%.*s' (supported: none, linear, llama3)",
                              (int)WLM_MIN(stlen, 64u), st);
-        if (!(m->rope_scale_factor > 0)) return wlm_fail(err, WLM_ERR_FORMAT, "rope.scaling.factor must be positive");
+        if (!(m->rope_scale_factor >= 1e-4f)) return wlm_fail(err, WLM_ERR_FORMAT, "rope.scaling.factor must be positive (>= 1e-4)");
         if (m->rope_scaling == WLM_ROPE_SCALING_LLAMA3 &&
             (!(m->rope_low_freq_factor > 0) || !(m->rope_high_freq_factor > m->rope_low_freq_factor) || m->rope_orig_ctx == 0))
             return wlm_fail(err, WLM_ERR_FORMAT, "llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor and original_context_length > 0");
@@ -198,7 +205,8 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     if (m->rope_freqs) {
         const float *f = (const float *)m->rope_freqs->data;
         for (uint32_t i = 0; i < hp->n_rot / 2; i++)
-            if (!(f[i] > 0) || f[i] > 1e30f) return wlm_fail(err, WLM_ERR_FORMAT, "rope_freqs.weight[%u] must be a positive number", i);
+            if (!(f[i] >= 1e-4f) || f[i] > 1e30f)
+                return wlm_fail(err, WLM_ERR_FORMAT, "rope_freqs.weight[%u] must be a positive number (1e-4 to 1e30)", i);
     }
     hp->rope_scaled = m->rope_freqs != 0 || m->rope_scaling != WLM_ROPE_SCALING_NONE;
     hp->tied_output = m->output == 0;

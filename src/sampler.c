@@ -124,11 +124,13 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
     while (k > 1 && v[k - 1] == NEG_BIG) k--;     /* drop excluded */
     /* scale the difference to the best, never the logit itself: v * inv_t
      * overflows to inf for huge logits (or +inf clamped to 3e38) when T < 1,
-     * and inf - inf would make every probability NaN */
+     * and inf - inf would make every probability NaN. Candidates equal to the
+     * best get 1 without arithmetic: with a denormal temperature inv_t is
+     * inf and 0 * inf is NaN; after a huge penalty the best may be -inf. */
     float top = v[0];
     double sum = 0;
     for (uint32_t i = 0; i < k; i++) {
-        float p = v[i] == NEG_BIG ? 0.0f : wlm_expf((v[i] - top) * inv_t);
+        float p = v[i] == top ? 1.0f : v[i] == NEG_BIG ? 0.0f : wlm_expf((v[i] - top) * inv_t);
         v[i] = p; sum += p;
     }
     for (uint32_t i = 0; i < k; i++) v[i] = (float)(v[i] / sum);
@@ -148,16 +150,27 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
     return k;
 }
 
+/* log P(tok) under softmax(logits), with the sampler's view of the logits:
+ * NaN and -inf are excluded, values above 3e38 (and +inf) count as 3e38, so
+ * the result is always <= 0 (a huge logit can not give a positive logprob). */
 static float model_logprob(const float *logits, uint32_t n, int32_t tok) {
-    float m = NEG_BIG;
-    for (uint32_t i = 0; i < n; i++) if (logits[i] == logits[i] && logits[i] > m && logits[i] < 3.0e38f) m = logits[i];
-    double s = 0;
+    float m = -__builtin_inff();
     for (uint32_t i = 0; i < n; i++) {
         float x = logits[i];
-        if (x == x && x > NEG_BIG && x < 3.0e38f) s += wlm_expf(x - m);
+        if (x != x || x == -__builtin_inff()) continue;
+        if (x > 3.0e38f) x = 3.0e38f;
+        if (x > m) m = x;
     }
     float x = logits[tok];
-    if (!(x == x) || x <= NEG_BIG) return -__builtin_inff();
+    if (x != x || x == -__builtin_inff()) return -__builtin_inff();
+    if (x > 3.0e38f) x = 3.0e38f;
+    double s = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        float y = logits[i];
+        if (y != y || y == -__builtin_inff()) continue;
+        if (y > 3.0e38f) y = 3.0e38f;
+        s += wlm_expf(y - m);
+    }
     return (x - m) - (float)wlm_log(s);
 }
 

@@ -135,7 +135,9 @@ static wlm_status load_id(const wlm_gguf *g, const char *key, uint32_t n, int32_
     if (!kv) return WLM_OK;
     if (kv->type == GGUF_I32) {
         int32_t s = (int32_t)wlm_rd32(kv->val);
-        if (s < 0) return WLM_OK; /* -1: none */
+        if (s == -1) return WLM_OK; /* -1: none */
+        if (s < 0)
+            return wlm_fail(err, WLM_ERR_FORMAT, "%s = %d is out of range (the vocabulary has %u tokens)", key, s, n);
         id = (uint32_t)s;
     } else {
         wlm_status st = wlm_kv_u32(g, key, 1, &id, err);

@@ -10,6 +10,7 @@ command -v clang-19 >/dev/null 2>&1 || need="$need clang-19"
 command -v wasm-ld-19 >/dev/null 2>&1 || need="$need lld-19"
 [ -f /usr/lib/wasm32-wasi/libc.a ] || need="$need wasi-libc"
 [ -f /usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a ] || need="$need libclang-rt-19-dev-wasm32"
+ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || need="$need libclang-rt-19-dev" # ASan, UBSan, libFuzzer
 command -v node >/dev/null 2>&1 || need="$need nodejs npm"
 [ -x /usr/bin/chromium ] || need="$need chromium"
 command -v emcc >/dev/null 2>&1 || need="$need emscripten"

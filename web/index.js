@@ -267,10 +267,23 @@ class ChunkSender {
 }
 
 async function pumpReader(reader, sender) {
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    await sender.push(value);
+  // an abort (or a failed push) cancels the source, so a stalled or endless
+  // stream is released rather than left locked and pending
+  const signal = sender.signal;
+  const onAbort = () => { reader.cancel(abortError(signal)).catch(() => {}); };
+  if (signal?.aborted) onAbort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      await sender.push(value);
+    }
+  } catch (e) {
+    reader.cancel(e).catch(() => {});
+    throw e;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -343,7 +356,13 @@ async function loadInto(client, src, options) {
   }
   const wantSha = src.sha256 || options.sha256;
   if (wantSha) { hasher = new Sha256(); expect = String(wantSha).toLowerCase(); }
-  await client.call('loadBegin', { size: total });
+  try {
+    await client.call('loadBegin', { size: total });
+  } catch (e) { // (e.g. aborted while the worker started): release a stream source
+    const body = src.kind === 'stream' ? src.stream : src.kind === 'response' ? src.response.body : null;
+    if (body && !body.locked) body.cancel(e).catch(() => {});
+    throw e;
+  }
   const sender = new ChunkSender(client, { total, onProgress, hasher, signal });
   try {
     await run(sender);

@@ -8,7 +8,10 @@ const root = path.resolve('..');
 const wasi = new WASI({
   version: 'preview1',
   args: [file, ...args],
-  env: { WLM_TEST_DATA: process.env.WLM_TEST_DATA ? path.resolve(process.env.WLM_TEST_DATA) : path.resolve('../shared') },
+  env: {
+    WLM_TEST_DATA: process.env.WLM_TEST_DATA ? path.resolve(process.env.WLM_TEST_DATA) : path.resolve('../shared'),
+    WLM_TEST_BUILD: path.resolve(process.env.WLM_TEST_BUILD || 'build'), // WASI has no cwd: absolute
+  },
   preopens: { '/': '/' },
   returnOnExit: true,
 });

@@ -49,6 +49,8 @@ int main(int argc, char **argv) {
     }
     const char *env = getenv("WLM_TEST_DATA");
     if (env) tst_data_dir = env;
+    const char *benv = getenv("WLM_TEST_BUILD");
+    if (benv) tst_build_dir = benv;
     int passed = 0, failed = 0;
     for (int i = 0; i < g_n; i++) {
         if (filter && !strstr(g_tests[i].name, filter)) continue;

@@ -683,3 +683,35 @@ TEST(sampler_dist) {
     for (uint32_t i = 0; i < n; i++) CHECK(ids[i] % 100 == 0 && probs[i] > 0);
     sctx_close(&s);
 }
+
+/* Found by fuzz/fuzz_sampler.c (inputs in fuzz/regressions/sampler): a
+ * denormal temperature made 1/T infinite and 0 * inf NaN, so tied best
+ * logits got NaN probabilities; a logit above 3e38 gave a positive logprob. */
+TEST(sampler_fuzz_regressions) {
+    sctx s; REQUIRE(sctx_open(&s));
+    float l[NV];
+    wlm_rng r; wlm_rng_seed(&r, 5);
+    wlm_err err;
+    int32_t t, ids[8]; float probs[8], lp;
+    for (int i = 0; i < NV; i++) l[i] = (i % 4 == 1) ? 1.0f : -2.0f; /* ties at the top */
+    wlm_sampler_params p = plain(1e-45f);
+    uint32_t n = wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, 8);
+    CHECKF(n == 8, "dist count %u", n);
+    for (uint32_t i = 0; i < n; i++) CHECKF(ids[i] % 4 == 1 && fabsf(probs[i] - 1.0f / (NV / 4)) < 1e-6f, "id %d prob %g", ids[i], probs[i]);
+    int distinct = 0; static unsigned char seen[NV]; memset(seen, 0, sizeof seen);
+    for (int d = 0; d < 200; d++) {
+        CHECK(wlm_sample(s.c, l, &p, NULL, 0, &r, &t, &lp, &err) == WLM_OK);
+        CHECKF(t >= 0 && t < NV && t % 4 == 1, "denormal T picked %d", t);
+        if (t >= 0 && t < NV && !seen[t]) { seen[t] = 1; distinct++; }
+    }
+    CHECKF(distinct > 50, "the draw should spread over the %d tied tokens, hit %d", NV / 4, distinct);
+    /* huge and infinite logits: the logprob is never positive */
+    for (int i = 0; i < NV; i++) l[i] = (float)(i % 9);
+    l[3] = 3.4e38f; l[4] = 3.0e38f; l[9] = INFINITY;
+    for (int k = 0; k < 3; k++) {
+        wlm_sampler_params q = plain(k == 0 ? 0.0f : k == 1 ? 1.0f : 1e-45f);
+        CHECK(wlm_sample(s.c, l, &q, NULL, 0, &r, &t, &lp, &err) == WLM_OK);
+        CHECKF((t == 3 || t == 4 || t == 9) && lp <= 0.0f && lp == lp, "T case %d: token %d logprob %g", k, t, lp);
+    }
+    sctx_close(&s);
+}

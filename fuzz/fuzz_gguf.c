@@ -1,0 +1,61 @@
+/* libFuzzer target: arbitrary bytes as a GGUF model file through the public
+ * API (src/gguf.c reader, src/model.c hyper-parameters and tensor map,
+ * vocabulary loading). A file that loads is used: metadata and tensor
+ * accessors, tokenize, a context, two evals and a sample, a quantize size.
+ * Anything a file can do must end in a status and a message. */
+#include "fuzz_common.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    /* exact-size copy: reads past the end are ASan errors */
+    uint8_t *d = malloc(size ? size : 1);
+    if (size) memcpy(d, data, size);
+    wlm_model *m = NULL; wlm_err err = { 0 };
+    wlm_status s = wlm_model_load(&m, size ? d : NULL, size, &err);
+    if (s != WLM_OK) {
+        FZ_ASSERT(m == NULL, "failed load returned a model");
+        FZ_ASSERT(err.msg[0] != 0, "status %d without a message", (int)s);
+        FZ_ASSERT(memchr(err.msg, 0, sizeof err.msg) != NULL, "message not terminated");
+        free(d);
+        return 0;
+    }
+    const wlm_hparams *hp = wlm_model_hparams(m);
+    FZ_ASSERT(hp->n_vocab > 0, "a loaded model with no vocabulary");
+    /* accessors over every entry, plus one past the end */
+    for (uint32_t i = 0; i <= wlm_meta_count(m); i++) {
+        uint32_t len; uint64_t nb;
+        const char *k = wlm_meta_key(m, i, &len);
+        const uint8_t *v = wlm_meta_value(m, i, &nb);
+        if (k && len) { volatile char c = k[len - 1]; (void)c; }
+        if (v && nb) { volatile uint8_t c = v[nb - 1]; (void)c; }
+        (void)wlm_meta_type(m, i);
+    }
+    for (uint32_t i = 0; i <= wlm_tensor_count(m); i++) {
+        uint32_t len;
+        const char *n = wlm_tensor_name(m, i, &len);
+        if (n && len) { volatile char c = n[len - 1]; (void)c; }
+        for (uint32_t dd = 0; dd < 5; dd++) (void)wlm_tensor_dim(m, i, dd);
+        (void)wlm_type_name(wlm_tensor_type(m, i));
+    }
+    int32_t ids[32]; uint32_t n = 0;
+    if (wlm_tokenize(m, "Once upon a <s> time\n", 21, WLM_TOK_ADD_BOS | WLM_TOK_PARSE_SPECIAL, ids, 32, &n, &err) == WLM_OK) {
+        for (uint32_t i = 0; i < n; i++) FZ_ASSERT(ids[i] >= 0 && (uint32_t)ids[i] < hp->n_vocab, "token %d out of range", ids[i]);
+        wlm_ctx_params p; wlm_ctx_default_params(&p); p.n_ctx = 8; p.n_batch = 4;
+        wlm_ctx *c = NULL;
+        if (n && wlm_ctx_new(&c, m, &p, &err) == WLM_OK) {
+            if (wlm_eval(c, ids, n > 6 ? 6 : n, &err) == WLM_OK) {
+                wlm_sampler_params sp; wlm_sampler_default_params(&sp);
+                wlm_rng r; wlm_rng_seed(&r, 7);
+                int32_t tok = -1; float lp;
+                if (wlm_sample(c, wlm_ctx_logits(c), &sp, ids, n, &r, &tok, &lp, &err) == WLM_OK)
+                    FZ_ASSERT(tok >= 0 && (uint32_t)tok < hp->n_vocab, "sampled %d of %u", tok, hp->n_vocab);
+                (void)wlm_eval(c, &ids[0], 1, &err);
+            }
+            wlm_ctx_free(c);
+        }
+    }
+    uint64_t qsize;
+    (void)wlm_quantize_size(m, 8, &qsize, &err);
+    wlm_model_free(m);
+    free(d);
+    return 0;
+}

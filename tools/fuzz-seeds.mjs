@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// Seed corpus and model files for the libFuzzer targets in fuzz/ (generated,
+// not committed):
+//   node tools/fuzz-seeds.mjs [OUTDIR]      (default build/fuzz)
+// OUTDIR/models: small valid models whose vocabularies the tokenizer and
+//   sampler targets load (SentencePiece "llama", byte-level BPE "gpt2" with
+//   Llama 3 and Qwen2 pre-tokenizers);
+// OUTDIR/seed/gguf: those models plus the whole hostile corpus
+//   (tools/make-hostile.mjs), so mutations start from every broken shape;
+// OUTDIR/seed/tokenize: selector byte + text (ASCII, Unicode, invalid UTF-8,
+//   control-token text, whitespace runs) or selector + int32 ids to decode;
+// OUTDIR/seed/sampler: sampler parameters + history + logits, with NaN, Inf,
+//   huge, tiny and tied values.
+import fs from 'node:fs';
+import path from 'node:path';
+import { makeModel } from '../models/make-model.js';
+import { hostileCases, MICRO } from './make-hostile.mjs';
+
+const out = process.argv[2] || 'build/fuzz';
+const dir = (d) => { const p = path.join(out, d); fs.rmSync(p, { recursive: true, force: true }); fs.mkdirSync(p, { recursive: true }); return p; };
+const models = dir('models');
+makeModel(path.join(models, 'micro-spm.gguf'), MICRO, 'f32', 3, { arch: 'llama' });
+makeModel(path.join(models, 'micro-bpe.gguf'), MICRO, 'f32', 3, { arch: 'llama3' });
+makeModel(path.join(models, 'micro-qwen.gguf'), { ...MICRO, heads: 2, kvHeads: 2 }, 'f16', 3, { arch: 'qwen2' });
+makeModel(path.join(models, 'tiny-bpe.gguf'), 'tiny', 'f32', 3, { arch: 'llama3' });
+makeModel(path.join(models, 'tiny-qwen.gguf'), 'tiny', 'f32', 3, { arch: 'qwen2' });
+
+let n = 0;
+const gguf = dir('seed/gguf');
+for (const f of ['micro-spm.gguf', 'micro-bpe.gguf', 'micro-qwen.gguf']) fs.copyFileSync(path.join(models, f), path.join(gguf, f));
+for (const c of hostileCases()) { fs.writeFileSync(path.join(gguf, `${c.name}.gguf`), c.bytes); n++; }
+
+const tok = dir('seed/tokenize');
+const texts = [
+  'Hello world', 'Once upon a time, there was a little girl named Lily.', '', ' ', '   leading and trailing   ',
+  '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n', '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
+  '<s>x</s><unk>', 'héllo wörld – “quotes” 世界 🙂👍🏽 \u200d', '12345 3.14159 1,000,000', "it's we'll I'M", '\n\n\t\t  \r\n',
+  'a'.repeat(300), 'ab'.repeat(100) + ' ' + 'cab'.repeat(50), '\u2581\u2581 \u2581x',
+];
+const bytesSeeds = [Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0xe2, 0x82, 0xf0, 0x9f, 0x98]), Buffer.from([0xed, 0xa0, 0x80, 0xc0, 0xaf, 0, 0, 0x41])];
+texts.forEach((t, i) => {
+  for (let sel = 0; sel < 3; sel++) {
+    const flags = (i % 4) << 2;
+    fs.writeFileSync(path.join(tok, `text-${i}-${sel}`), Buffer.concat([Buffer.from([sel | flags]), Buffer.from(t, 'utf8')]));
+  }
+});
+bytesSeeds.forEach((b, i) => { for (let sel = 0; sel < 3; sel++) fs.writeFileSync(path.join(tok, `bytes-${i}-${sel}`), Buffer.concat([Buffer.from([sel | 4]), b])); });
+const idSeeds = [[0, 1, 2, 3, 4, 5, 300, 511], [-1, -2147483648, 2147483647, 512, 513, 100000], [260, 261, 262, 263, 3, 3, 3]];
+idSeeds.forEach((ids, i) => { for (let sel = 0; sel < 3; sel++) fs.writeFileSync(path.join(tok, `ids-${i}-${sel}`), Buffer.concat([Buffer.from([0x80 | sel]), Buffer.from(new Int32Array(ids).buffer)])); });
+
+const smp = dir('seed/sampler');
+const header = (which, { t = 0.8, k = 40, p = 0.95, minP = 0.05, pen = 1.1, lastN = 64, seed = 1, nHist = 0, sane = 64, rawHist = 0, spread = 0 } = {}) => {
+  const b = Buffer.alloc(34);
+  b[0] = which; b.writeFloatLE(t, 1); b.writeUInt32LE(k >>> 0, 5); b.writeFloatLE(p, 9); b.writeFloatLE(minP, 13);
+  b.writeFloatLE(pen, 17); b.writeUInt32LE(lastN >>> 0, 21); b.writeUInt32LE(seed >>> 0, 25); b[29] = nHist; b[30] = sane; b[31] = rawHist; b[32] = spread;
+  return b;
+};
+const f32 = (a) => Buffer.from(new Float32Array(a).buffer);
+const i32 = (a) => Buffer.from(new Int32Array(a).buffer);
+const logitSets = {
+  ramp: Array.from({ length: 64 }, (_, i) => i * 0.1 - 3),
+  nan: [NaN, 1, NaN, 2, NaN, -Infinity],
+  allnan: [NaN],
+  inf: [Infinity, 1, -Infinity, Infinity, 0],
+  huge: [3.4e38, -3.4e38, 3e38, 1e-45, -1e-45],
+  ties: [1, 1, 1, 1],
+  neginf: [-Infinity, -Infinity, -Infinity, 5],
+};
+const params = [
+  {}, { t: 0 }, { t: 0, pen: 1 }, { t: 1e-45 }, { t: 1e30 }, { k: 0, p: 1, minP: 0 }, { k: 1 }, { p: 1e-9 }, { minP: 1 },
+  { pen: 1e30, nHist: 8 }, { pen: 1e-30, nHist: 8 }, { t: NaN, sane: 0 }, { t: -1, sane: 0 }, { p: 0, sane: 0 }, { p: NaN, sane: 0 },
+  { minP: 2, sane: 0 }, { pen: 0, sane: 0 }, { pen: Infinity, sane: 0 }, { t: Infinity, sane: 0 }, { k: 0xffffffff, lastN: 0xffffffff, nHist: 8, rawHist: 1 },
+];
+params.forEach((pp, i) => {
+  Object.entries(logitSets).forEach(([name, l]) => {
+    const which = (i + name.length) % 2;
+    const hist = i32([0, 1, 2, 3, -1, 100000, 5, 5]);
+    fs.writeFileSync(path.join(smp, `p${i}-${name}`), Buffer.concat([header(which, { ...pp, seed: i * 7 + 1, spread: name === 'ties' ? 0 : 1 }), pp.nHist ? hist : Buffer.alloc(0), f32(l)]));
+  });
+});
+console.log(`fuzz-seeds: models in ${models}; ${fs.readdirSync(gguf).length} gguf, ${fs.readdirSync(tok).length} tokenize, ${fs.readdirSync(smp).length} sampler seeds (${n} hostile)`);
