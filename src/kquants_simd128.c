@@ -142,7 +142,7 @@ float wlm_kq_dot_q3_k_simd(uint32_t n, const void *wv, const void *xv) {
     return r;
 }
 
-/* Q4_K (qh == NULL) and Q5_K */
+/* Q5_K (the old generic loop; Q4_K has its own kernels below) */
 static inline float dot_q45_k(uint32_t n, const uint8_t *base, uint32_t stride, int has_qh, const block_q8_k *x) {
     const v128_t m4 = wasm_i8x16_splat(15), sixteen = wasm_i8x16_splat(16), zero = wasm_i8x16_splat(0);
     float r = 0;
@@ -185,34 +185,350 @@ static inline float dot_q45_k(uint32_t n, const uint8_t *base, uint32_t stride, 
     return r;
 }
 
-float wlm_kq_dot_q4_k_simd(uint32_t n, const void *w, const void *x) { return dot_q45_k(n, w, sizeof(block_q4_k), 0, x); }
 float wlm_kq_dot_q5_k_simd(uint32_t n, const void *w, const void *x) { return dot_q45_k(n, w, sizeof(block_q5_k), 1, x); }
+
+/* ---- Q4_K and Q6_K: fast kernels --------------------------------------------------
+ *
+ * Integer sums are exact, so any order gives the reference's s (and sm); the
+ * float step per block is the reference's wlm_kq_acc*: results equal the
+ * reference bit for bit.
+ *
+ * Decode (one pass over each weight): the activations are widened to int16
+ * once per token (a row dot widens block by block), weights are unpacked in
+ * 16-bit lanes, products q*x are formed with i16x8.mul (|q| <= 63, |x| <= 128:
+ * |q*x| <= 8064, and a lane adds at most 4 Q4_K products or 2 Q6_K ones, so
+ * no lane overflows), and i32x4.dot_i16x8 against the splatted sub-block
+ * scale widens and scales in one step.
+ *
+ * Prefill (rows x tokens): each weight row is unpacked once per chunk of
+ * tokens into int16 values already multiplied by their sub-block scale
+ * (Q4_K: q*sc <= 945; Q6_K: (q-32)*sc, |.| <= 4096), and every token of the
+ * chunk (activations widened to int16 once per chunk) runs a loop of loads
+ * and i32x4.dot_i16x8 only. */
+
+static inline v128_t splat16(v128_t v, int j) { /* lane j of an i16x8 in every lane */
+    switch (j) {
+    case 0: return wasm_i16x8_shuffle(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+    case 1: return wasm_i16x8_shuffle(v, v, 1, 1, 1, 1, 1, 1, 1, 1);
+    case 2: return wasm_i16x8_shuffle(v, v, 2, 2, 2, 2, 2, 2, 2, 2);
+    case 3: return wasm_i16x8_shuffle(v, v, 3, 3, 3, 3, 3, 3, 3, 3);
+    case 4: return wasm_i16x8_shuffle(v, v, 4, 4, 4, 4, 4, 4, 4, 4);
+    case 5: return wasm_i16x8_shuffle(v, v, 5, 5, 5, 5, 5, 5, 5, 5);
+    case 6: return wasm_i16x8_shuffle(v, v, 6, 6, 6, 6, 6, 6, 6, 6);
+    default: return wasm_i16x8_shuffle(v, v, 7, 7, 7, 7, 7, 7, 7, 7);
+    }
+}
+
+/* The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K/Q5_K scales[12]
+ * field, four bytes at a time (the layout of wlm_kq_scale_min_k4). */
+static inline v128_t k4_scales_mins(const uint8_t *q) {
+    uint32_t a, b, c;
+    __builtin_memcpy(&a, q, 4); __builtin_memcpy(&b, q + 4, 4); __builtin_memcpy(&c, q + 8, 4);
+    uint32_t sc_lo = a & 0x3f3f3f3fu, sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+    uint32_t mn_lo = b & 0x3f3f3f3fu, mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+    return wasm_u32x4_make(sc_lo, sc_hi, mn_lo, mn_hi);
+}
+
+/* the min term of a Q4_K block: sum_j m_j * (bsums[2j] + bsums[2j+1]), from
+ * the mins as int16 lanes */
+static inline int32_t q4k_min_term(v128_t mn, const int16_t *bsums) {
+    v128_t m01 = wasm_i16x8_shuffle(mn, mn, 0, 0, 1, 1, 2, 2, 3, 3), m23 = wasm_i16x8_shuffle(mn, mn, 4, 4, 5, 5, 6, 6, 7, 7);
+    return hsum(wasm_i32x4_add(wasm_i32x4_dot_i16x8(m01, wasm_v128_load(bsums)), wasm_i32x4_dot_i16x8(m23, wasm_v128_load(bsums + 8))));
+}
+
+/* 256 int8 -> int16 */
+static inline void widen_256(const int8_t *q, int16_t *out) {
+    for (int i = 0; i < QK_K; i += 16) {
+        v128_t v = wasm_v128_load(q + i);
+        wasm_v128_store(out + i, wasm_i16x8_extend_low_i8x16(v));
+        wasm_v128_store(out + i + 8, wasm_i16x8_extend_high_i8x16(v));
+    }
+}
+
+#ifndef __wasm_relaxed_simd__
+/* one Q4_K block against its 256 activations widened to int16 */
+static inline float q4k_block(float r, const block_q4_k *B, const int16_t *xs, const block_q8_k *xb) {
+    const v128_t m4 = wasm_i16x8_splat(15);
+    v128_t sm = k4_scales_mins(B->scales);
+    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int c = 0; c < 4; c++) { /* weights 64c .. 64c+63: sub-blocks 2c (low nibbles), 2c+1 (high) */
+        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+        v128_t a0 = wasm_u16x8_extend_low_u8x16(A), a1 = wasm_u16x8_extend_high_u8x16(A);
+        v128_t c0 = wasm_u16x8_extend_low_u8x16(C), c1 = wasm_u16x8_extend_high_u8x16(C);
+        const int16_t *x = xs + 64 * c;
+        v128_t lo = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(a0, m4), wasm_v128_load(x)),
+                                                  wasm_i16x8_mul(wasm_v128_and(a1, m4), wasm_v128_load(x + 8))),
+                                   wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(c0, m4), wasm_v128_load(x + 16)),
+                                                  wasm_i16x8_mul(wasm_v128_and(c1, m4), wasm_v128_load(x + 24))));
+        v128_t hi = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_shr(a0, 4), wasm_v128_load(x + 32)),
+                                                  wasm_i16x8_mul(wasm_u16x8_shr(a1, 4), wasm_v128_load(x + 40))),
+                                   wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_shr(c0, 4), wasm_v128_load(x + 48)),
+                                                  wasm_i16x8_mul(wasm_u16x8_shr(c1, 4), wasm_v128_load(x + 56))));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(lo, splat16(sc, 2 * c)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(hi, splat16(sc, 2 * c + 1)));
+    }
+    int32_t smin = q4k_min_term(wasm_u16x8_extend_high_u8x16(sm), xb->bsums);
+    return wlm_kq_acc_minus(r, h2f(B->d), h2f(B->dmin), xb->d, hsum(acc), smin);
+}
+
+/* one Q6_K block against its 256 activations widened to int16. The values
+ * are used unsigned (u = q + 32, 0..63) and the offset is taken off once:
+ * s = sum_j sc_j (sum u x) - 32 sum_j sc_j bsums_j. */
+static inline float q6k_block(float r, const block_q6_k *B, const int16_t *xs, const block_q8_k *xb) {
+    const v128_t m4 = wasm_i16x8_splat(15), m3 = wasm_i16x8_splat(3), m12 = wasm_i16x8_splat(12), m30 = wasm_i16x8_splat(0x30);
+    v128_t S = wasm_v128_load(B->scales);
+    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int h = 0; h < 2; h++) {
+        v128_t sch = h ? sc_hi : sc_lo;
+        for (int v = 0; v < 2; v++) { /* l = 16v .. 16v+15: sub-blocks 8h + 2k + v */
+            v128_t p0, p1, p2, p3;
+            for (int e = 0; e < 2; e++) { /* l = 16v + 8e .. +7 */
+                int l = 16 * v + 8 * e;
+                v128_t L0 = wasm_u16x8_load8x8(B->ql + 64 * h + l), L1 = wasm_u16x8_load8x8(B->ql + 64 * h + 32 + l);
+                v128_t H = wasm_u16x8_load8x8(B->qh + 32 * h + l);
+                v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_i16x8_shl(wasm_v128_and(H, m3), 4));
+                v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_i16x8_shl(wasm_v128_and(H, m12), 2));
+                v128_t u2 = wasm_v128_or(wasm_u16x8_shr(L0, 4), wasm_v128_and(H, m30));
+                v128_t u3 = wasm_v128_or(wasm_u16x8_shr(L1, 4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+                const int16_t *x = xs + 128 * h + l;
+                v128_t t0 = wasm_i16x8_mul(u0, wasm_v128_load(x)), t1 = wasm_i16x8_mul(u1, wasm_v128_load(x + 32));
+                v128_t t2 = wasm_i16x8_mul(u2, wasm_v128_load(x + 64)), t3 = wasm_i16x8_mul(u3, wasm_v128_load(x + 96));
+                if (e == 0) { p0 = t0; p1 = t1; p2 = t2; p3 = t3; }
+                else { p0 = wasm_i16x8_add(p0, t0); p1 = wasm_i16x8_add(p1, t1); p2 = wasm_i16x8_add(p2, t2); p3 = wasm_i16x8_add(p3, t3); }
+            }
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(p0, splat16(sch, v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(p1, splat16(sch, 2 + v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(p2, splat16(sch, 4 + v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(p3, splat16(sch, 6 + v)));
+        }
+    }
+    v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
+    return wlm_kq_acc(r, h2f(B->d), xb->d, hsum(acc) - 32 * hsum(corr));
+}
+
+#endif
+
+#ifdef __wasm_relaxed_simd__
+/* Relaxed SIMD: i16x8.relaxed_dot_i8x16_i7x16_s takes the int8 activations
+ * directly (first operand) against weights in 0..63 (second operand: 7-bit,
+ * where every implementation gives the exact pairwise sum; at most
+ * 2 * 63 * 128 = 16128, no saturation). Byte lanes are split with 16-bit
+ * shifts and masks that drop the bits crossing from the neighbouring byte. */
+static inline v128_t rdot(v128_t x, v128_t q) { return wasm_i16x8_relaxed_dot_i8x16_i7x16(x, q); }
+
+static inline float q4k_block_r(float r, const block_q4_k *B, const int8_t *xq, const block_q8_k *xb) {
+    const v128_t m4 = wasm_i8x16_splat(15);
+    v128_t sm = k4_scales_mins(B->scales);
+    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int c = 0; c < 4; c++) {
+        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+        const int8_t *x = xq + 64 * c;
+        v128_t lo = wasm_i16x8_add(rdot(wasm_v128_load(x), wasm_v128_and(A, m4)), rdot(wasm_v128_load(x + 16), wasm_v128_and(C, m4)));
+        v128_t hi = wasm_i16x8_add(rdot(wasm_v128_load(x + 32), wasm_v128_and(wasm_u16x8_shr(A, 4), m4)),
+                                   rdot(wasm_v128_load(x + 48), wasm_v128_and(wasm_u16x8_shr(C, 4), m4)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(lo, splat16(sc, 2 * c)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(hi, splat16(sc, 2 * c + 1)));
+    }
+    int32_t smin = q4k_min_term(wasm_u16x8_extend_high_u8x16(sm), xb->bsums);
+    return wlm_kq_acc_minus(r, h2f(B->d), h2f(B->dmin), xb->d, hsum(acc), smin);
+}
+
+static inline float q6k_block_r(float r, const block_q6_k *B, const int8_t *xq, const block_q8_k *xb) {
+    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
+    v128_t S = wasm_v128_load(B->scales);
+    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int h = 0; h < 2; h++) {
+        v128_t sch = h ? sc_hi : sc_lo;
+        for (int v = 0; v < 2; v++) {
+            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+            v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
+            v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
+            v128_t u2 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
+            v128_t u3 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+            const int8_t *x = xq + 128 * h + 16 * v;
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u0), splat16(sch, v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u1), splat16(sch, 2 + v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 64), u2), splat16(sch, 4 + v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 96), u3), splat16(sch, 6 + v)));
+        }
+    }
+    v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
+    return wlm_kq_acc(r, h2f(B->d), xb->d, hsum(acc) - 32 * hsum(corr));
+}
+
+float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
+    const block_q4_k *w = wv; const block_q8_k *x = xv;
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK_K; b++) r = q4k_block_r(r, &w[b], x[b].qs, &x[b]);
+    return r;
+}
 
 float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
     const block_q6_k *w = wv; const block_q8_k *x = xv;
-    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30), off = wasm_i8x16_splat(32);
     float r = 0;
-    for (uint32_t b = 0; b < n / QK_K; b++) {
-        const int8_t *xq = x[b].qs, *sc = w[b].scales;
-        v128_t acc = wasm_i32x4_splat(0);
-        for (int h = 0; h < 2; h++) {
-            for (int v = 0; v < 2; v++) { /* l = 16v .. 16v+15 */
-                v128_t L0 = wasm_v128_load(w[b].ql + 64 * h + 16 * v), L1 = wasm_v128_load(w[b].ql + 64 * h + 32 + 16 * v);
-                v128_t H = wasm_v128_load(w[b].qh + 32 * h + 16 * v);
-                v128_t q0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i8x16_shl(H, 4), m30));
-                v128_t q1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i8x16_shl(H, 2), m30));
-                v128_t q2 = wasm_v128_or(wasm_u8x16_shr(L0, 4), wasm_v128_and(H, m30));
-                v128_t q3 = wasm_v128_or(wasm_u8x16_shr(L1, 4), wasm_v128_and(wasm_u8x16_shr(H, 2), m30));
-                const int8_t *xs = xq + 128 * h + 16 * v;
-                const int8_t *s = sc + 8 * h + v; /* element 128h + 32k + 16v + l: scale 8h + 2k + v */
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(wasm_i8x16_sub(q0, off), wasm_v128_load(xs)), wasm_i32x4_splat(s[0])));
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(wasm_i8x16_sub(q1, off), wasm_v128_load(xs + 32)), wasm_i32x4_splat(s[2])));
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(wasm_i8x16_sub(q2, off), wasm_v128_load(xs + 64)), wasm_i32x4_splat(s[4])));
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(wasm_i8x16_sub(q3, off), wasm_v128_load(xs + 96)), wasm_i32x4_splat(s[6])));
+    for (uint32_t b = 0; b < n / QK_K; b++) r = q6k_block_r(r, &w[b], x[b].qs, &x[b]);
+    return r;
+}
+#else
+float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
+    const block_q4_k *w = wv; const block_q8_k *x = xv;
+    int16_t xs[QK_K] __attribute__((aligned(16)));
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK_K; b++) { widen_256(x[b].qs, xs); r = q4k_block(r, &w[b], xs, &x[b]); }
+    return r;
+}
+
+float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
+    const block_q6_k *w = wv; const block_q8_k *x = xv;
+    int16_t xs[QK_K] __attribute__((aligned(16)));
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK_K; b++) { widen_256(x[b].qs, xs); r = q6k_block(r, &w[b], xs, &x[b]); }
+    return r;
+}
+
+#endif
+
+/* ---- prefill: rows unpacked once per chunk of tokens ------------------------------ */
+
+/* An unpacked block: 256 int16 products q*sc (Q4_K) or (q-32)*sc (Q6_K), then
+ * the block's float scales and, for Q4_K, its 8 mins as int16. */
+typedef struct {
+    int16_t w[QK_K];
+    int16_t mn[8];
+    float d, dmin;
+    uint32_t pad[2];
+} ublock;
+_Static_assert(sizeof(ublock) % 16 == 0, "ublock keeps 16-byte alignment");
+
+static void unpack_q4k(const block_q4_k *B, ublock *u) {
+    const v128_t m4 = wasm_i16x8_splat(15);
+    v128_t sm = k4_scales_mins(B->scales);
+    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
+    for (int c = 0; c < 4; c++) {
+        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+        v128_t a0 = wasm_u16x8_extend_low_u8x16(A), a1 = wasm_u16x8_extend_high_u8x16(A);
+        v128_t c0 = wasm_u16x8_extend_low_u8x16(C), c1 = wasm_u16x8_extend_high_u8x16(C);
+        v128_t sl = splat16(sc, 2 * c), sh = splat16(sc, 2 * c + 1);
+        int16_t *o = u->w + 64 * c;
+        wasm_v128_store(o, wasm_i16x8_mul(wasm_v128_and(a0, m4), sl));
+        wasm_v128_store(o + 8, wasm_i16x8_mul(wasm_v128_and(a1, m4), sl));
+        wasm_v128_store(o + 16, wasm_i16x8_mul(wasm_v128_and(c0, m4), sl));
+        wasm_v128_store(o + 24, wasm_i16x8_mul(wasm_v128_and(c1, m4), sl));
+        wasm_v128_store(o + 32, wasm_i16x8_mul(wasm_u16x8_shr(a0, 4), sh));
+        wasm_v128_store(o + 40, wasm_i16x8_mul(wasm_u16x8_shr(a1, 4), sh));
+        wasm_v128_store(o + 48, wasm_i16x8_mul(wasm_u16x8_shr(c0, 4), sh));
+        wasm_v128_store(o + 56, wasm_i16x8_mul(wasm_u16x8_shr(c1, 4), sh));
+    }
+    wasm_v128_store(u->mn, wasm_u16x8_extend_high_u8x16(sm));
+    u->d = h2f(B->d); u->dmin = h2f(B->dmin);
+}
+
+static void unpack_q6k(const block_q6_k *B, ublock *u) {
+    const v128_t m4 = wasm_i16x8_splat(15), m3 = wasm_i16x8_splat(3), m12 = wasm_i16x8_splat(12), m30 = wasm_i16x8_splat(0x30);
+    const v128_t off = wasm_i16x8_splat(32);
+    v128_t S = wasm_v128_load(B->scales);
+    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    for (int h = 0; h < 2; h++) {
+        v128_t sch = h ? sc_hi : sc_lo;
+        for (int l = 0; l < 32; l += 8) {
+            int v = l / 16;
+            v128_t L0 = wasm_u16x8_load8x8(B->ql + 64 * h + l), L1 = wasm_u16x8_load8x8(B->ql + 64 * h + 32 + l);
+            v128_t H = wasm_u16x8_load8x8(B->qh + 32 * h + l);
+            v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_i16x8_shl(wasm_v128_and(H, m3), 4));
+            v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_i16x8_shl(wasm_v128_and(H, m12), 2));
+            v128_t u2 = wasm_v128_or(wasm_u16x8_shr(L0, 4), wasm_v128_and(H, m30));
+            v128_t u3 = wasm_v128_or(wasm_u16x8_shr(L1, 4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+            int16_t *o = u->w + 128 * h + l;
+            wasm_v128_store(o, wasm_i16x8_mul(wasm_i16x8_sub(u0, off), splat16(sch, v)));
+            wasm_v128_store(o + 32, wasm_i16x8_mul(wasm_i16x8_sub(u1, off), splat16(sch, 2 + v)));
+            wasm_v128_store(o + 64, wasm_i16x8_mul(wasm_i16x8_sub(u2, off), splat16(sch, 4 + v)));
+            wasm_v128_store(o + 96, wasm_i16x8_mul(wasm_i16x8_sub(u3, off), splat16(sch, 6 + v)));
+        }
+    }
+    wasm_v128_store(u->mn, wasm_i16x8_splat(0));
+    u->d = h2f(B->d); u->dmin = 0;
+}
+
+/* exact sum of 256 int16 x int16 products (|w| <= 4096, |x| <= 128) */
+static inline int32_t dot_u256(const int16_t *w, const int16_t *x) {
+    v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
+    for (int i = 0; i < QK_K; i += 32) {
+        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i), wasm_v128_load(x + i)));
+        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i + 8), wasm_v128_load(x + i + 8)));
+        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i + 16), wasm_v128_load(x + i + 16)));
+        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i + 24), wasm_v128_load(x + i + 24)));
+    }
+    return hsum(wasm_i32x4_add(a0, a1));
+}
+
+/* activations of a chunk of tokens widened to int16 live on the stack */
+#define KQ_XBUF (32 * 1024)
+
+int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
+                     const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
+                     void *scratch, uint64_t scratch_bytes) {
+    if (type != GGML_Q4_K && type != GGML_Q6_K) return 0;
+    uint32_t nb = n / QK_K;
+    if (n % QK_K || n > KQ_XBUF || (uint64_t)nb * sizeof(ublock) > scratch_bytes || ((uintptr_t)scratch & 15)) return 0;
+    int16_t xbuf[KQ_XBUF] __attribute__((aligned(16)));
+    uint32_t chunk = KQ_XBUF / n;
+    for (uint32_t t0 = 0; t0 < n_tok; t0 += chunk) {
+        uint32_t nt = n_tok - t0 < chunk ? n_tok - t0 : chunk;
+#ifdef __wasm_relaxed_simd__
+        if (nt <= 2) { /* too few tokens to pay for unpacking: decode kernels (int8 activations) */
+            for (uint32_t r = 0; r < n_rows; r++)
+                for (uint32_t t = 0; t < nt; t++)
+                    y[(uint64_t)(t0 + t) * ystride + r] = (type == GGML_Q4_K ? wlm_kq_dot_q4_k_simd : wlm_kq_dot_q6_k_simd)(
+                        n, w + r * row_bytes, x + (uint64_t)(t0 + t) * xstride);
+            continue;
+        }
+#endif
+        for (uint32_t t = 0; t < nt; t++) {
+            const block_q8_k *xb = (const block_q8_k *)(x + (uint64_t)(t0 + t) * xstride);
+            for (uint32_t b = 0; b < nb; b++) widen_256(xb[b].qs, xbuf + (uint64_t)t * n + (uint64_t)b * QK_K);
+        }
+#ifndef __wasm_relaxed_simd__
+        if (nt <= 2) { /* too few tokens to pay for unpacking: decode kernels */
+            for (uint32_t r = 0; r < n_rows; r++) {
+                const uint8_t *wr = w + r * row_bytes;
+                for (uint32_t t = 0; t < nt; t++) {
+                    const block_q8_k *xb = (const block_q8_k *)(x + (uint64_t)(t0 + t) * xstride);
+                    const int16_t *xs = xbuf + (uint64_t)t * n;
+                    float acc = 0;
+                    if (type == GGML_Q4_K)
+                        for (uint32_t b = 0; b < nb; b++) acc = q4k_block(acc, (const block_q4_k *)wr + b, xs + b * QK_K, &xb[b]);
+                    else
+                        for (uint32_t b = 0; b < nb; b++) acc = q6k_block(acc, (const block_q6_k *)wr + b, xs + b * QK_K, &xb[b]);
+                    y[(uint64_t)(t0 + t) * ystride + r] = acc;
+                }
+            }
+            continue;
+        }
+#endif
+        ublock *ub = scratch;
+        for (uint32_t r = 0; r < n_rows; r++) {
+            const uint8_t *wr = w + r * row_bytes;
+            if (type == GGML_Q4_K) for (uint32_t b = 0; b < nb; b++) unpack_q4k((const block_q4_k *)wr + b, &ub[b]);
+            else for (uint32_t b = 0; b < nb; b++) unpack_q6k((const block_q6_k *)wr + b, &ub[b]);
+            for (uint32_t t = 0; t < nt; t++) {
+                const block_q8_k *xb = (const block_q8_k *)(x + (uint64_t)(t0 + t) * xstride);
+                const int16_t *xs = xbuf + (uint64_t)t * n;
+                float acc = 0;
+                if (type == GGML_Q4_K)
+                    for (uint32_t b = 0; b < nb; b++)
+                        acc = wlm_kq_acc_minus(acc, ub[b].d, ub[b].dmin, xb[b].d, dot_u256(ub[b].w, xs + b * QK_K),
+                                               q4k_min_term(wasm_v128_load(ub[b].mn), xb[b].bsums));
+                else
+                    for (uint32_t b = 0; b < nb; b++) acc = wlm_kq_acc(acc, ub[b].d, xb[b].d, dot_u256(ub[b].w, xs + b * QK_K));
+                y[(uint64_t)(t0 + t) * ystride + r] = acc;
             }
         }
-        r = wlm_kq_acc(r, h2f(w[b].d), x[b].d, hsum(acc));
     }
-    return r;
+    return 1;
 }
 #endif

@@ -191,7 +191,8 @@ static void rand_ablock(uint32_t t, uint8_t *x, uint32_t b, int extreme) {
     if (is_k(t)) { block_q8_k *B = (block_q8_k *)x + b; for (int j = 0; j < 16; j++) { int s = 0; for (int i = 0; i < 16; i++) s += q[16 * j + i]; B->bsums[j] = (int16_t)s; } }
 }
 
-TEST(kquants_dot_bit_identical) {
+/* ("kernels" in the name: the relaxed-SIMD run of the suite selects it) */
+TEST(kquants_kernels_dot_bit_identical) {
     enum { MAXB = 12 };
     uint8_t *w = malloc(210 * MAXB * 8), *x = malloc(292 * MAXB * 8);
     static const uint32_t NB[] = { 1, 2, 3, 5, 8, 12 };
@@ -223,6 +224,64 @@ TEST(kquants_dot_bit_identical) {
     }
     printf("  %d dot comparisons over %d kernel set(s)\n", compared, N_SETS);
     free(w); free(x);
+}
+
+/* The batched path (kq_rows: decode and prefill of K-quant weights) against
+ * the reference row dot, bit for bit, for every kernel set: token counts that
+ * take the decode kernels (1, 2) and the unpacked-row kernels, several rows,
+ * rows long enough to split the tokens into chunks, extreme blocks; and a
+ * scratch too small refuses without writing. */
+TEST(kquants_kernels_rows_bit_identical) {
+    static const uint32_t NB[] = { 1, 3, 8, 40 }, NT[] = { 1, 2, 3, 5, 9 };
+    enum { ROWS = 3, MAXT = 9 };
+    uint8_t *w = malloc(210 * 40 * ROWS), *x = malloc(292 * 40 * MAXT);
+    float *y = malloc(4 * ROWS * MAXT);
+    uint64_t scratch_bytes = 64 * 1024;
+    void *scratch = aligned_alloc(64, scratch_bytes);
+    int compared = 0, batched[GGML_TYPE_COUNT] = { 0 };
+    for (int ti = 0; ti < N_KTYPES; ti++) {
+        uint32_t t = KTYPES[ti];
+        if (!is_k(t)) continue;
+        const wlm_type_info *inf = wlm_type(t);
+        for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
+            uint32_t nb = NB[si], n = nb * 256, rb = nb * inf->block_bytes, xs = nb * 292;
+            for (unsigned ni = 0; ni < sizeof NT / sizeof NT[0]; ni++) {
+                uint32_t nt = NT[ni];
+                int extreme = (int)(ni % 3);
+                for (uint32_t r = 0; r < ROWS; r++)
+                    for (uint32_t b = 0; b < nb; b++) rand_wblock(t, w + r * rb + b * inf->block_bytes, r == 0 ? extreme : 0);
+                for (uint32_t k = 0; k < nt; k++)
+                    for (uint32_t b = 0; b < nb; b++) rand_ablock(t, x + k * xs, b, k == 0 ? (int)(tst_rand() % 4) : 0);
+                for (int k = 0; k < N_SETS; k++) {
+                    if (!SETS[k]->kq_rows) continue;
+                    for (uint32_t i = 0; i < ROWS * MAXT; i++) y[i] = -1.0f;
+                    if (!SETS[k]->kq_rows(t, n, w, rb, ROWS, x, xs, nt, y, ROWS, scratch, scratch_bytes)) continue;
+                    batched[t]++;
+                    for (uint32_t r = 0; r < ROWS; r++)
+                        for (uint32_t tk = 0; tk < nt; tk++) {
+                            float ref = ref_dot(t)(n, w + r * rb, x + tk * xs), got = y[tk * ROWS + r];
+                            CHECKF(same_float(got, ref), "%s %s rows: n=%u tokens=%u row %u token %u got %.9g ref %.9g",
+                                   SETS[k]->name, inf->name, n, nt, r, tk, got, ref);
+                            compared++;
+                        }
+                    for (uint32_t i = ROWS * nt; i < ROWS * MAXT; i++) CHECKF(y[i] == -1.0f, "%s %s wrote past the batch", SETS[k]->name, inf->name);
+                    /* too little scratch: refused (nothing written) or still exact */
+                    for (uint32_t i = 0; i < ROWS * MAXT; i++) y[i] = -1.0f;
+                    if (SETS[k]->kq_rows(t, n, w, rb, ROWS, x, xs, nt, y, ROWS, scratch, 16)) {
+                        for (uint32_t i = 0; i < ROWS * nt; i++)
+                            CHECKF(same_float(y[i], ref_dot(t)(n, w + (i % ROWS) * rb, x + (i / ROWS) * xs)), "%s %s small scratch", SETS[k]->name, inf->name);
+                    } else {
+                        for (uint32_t i = 0; i < ROWS * MAXT; i++) CHECKF(y[i] == -1.0f, "%s %s refused but wrote", SETS[k]->name, inf->name);
+                    }
+                }
+            }
+        }
+    }
+    /* every set has the batched path for the types of Q4_K_M files */
+    CHECK(batched[GGML_Q4_K] >= N_SETS * 20 && batched[GGML_Q6_K] >= N_SETS * 20);
+    CHECK(SETS[0]->kq_rows(GGML_Q8_0, 256, w, 34, 1, x, 292, 1, y, 1, scratch, scratch_bytes) == 0);
+    printf("  %d batched outputs compared over %d kernel set(s)\n", compared, N_SETS);
+    free(w); free(x); free(y); free(scratch);
 }
 
 /* ---- blocks written by hand ---------------------------------------------------- */
