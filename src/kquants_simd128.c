@@ -236,6 +236,7 @@ static inline int32_t q4k_min_term(v128_t mn, const int16_t *bsums) {
     return hsum(wasm_i32x4_add(wasm_i32x4_dot_i16x8(m01, wasm_v128_load(bsums)), wasm_i32x4_dot_i16x8(m23, wasm_v128_load(bsums + 8))));
 }
 
+#ifndef __wasm_relaxed_simd__
 /* 256 int8 -> int16 */
 static inline void widen_256(const int8_t *q, int16_t *out) {
     for (int i = 0; i < QK_K; i += 16) {
@@ -245,7 +246,6 @@ static inline void widen_256(const int8_t *q, int16_t *out) {
     }
 }
 
-#ifndef __wasm_relaxed_simd__
 /* one Q4_K block against its 256 activations widened to int16 */
 static inline float q4k_block(float r, const block_q4_k *B, const int16_t *xs, const block_q8_k *xb) {
     const v128_t m4 = wasm_i16x8_splat(15);
@@ -454,81 +454,109 @@ static void unpack_q6k(const block_q6_k *B, ublock *u) {
     u->d = h2f(B->d); u->dmin = 0;
 }
 
-/* exact sum of 256 int16 x int16 products (|w| <= 4096, |x| <= 128) */
-static inline int32_t dot_u256(const int16_t *w, const int16_t *x) {
+/* Exact sums of the 256 int16 values of an unpacked block (|w| <= 4096) with
+ * the int8 activations of 4 tokens (widened in registers; each weight vector
+ * is loaded once for the 4): pairs at most 2 * 4096 * 128, 32 pairs a lane. */
+static inline void dot4_u256(const int16_t *w, const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3, int32_t *s) {
+    v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    for (int i = 0; i < QK_K; i += 16) {
+        v128_t W0 = wasm_v128_load(w + i), W1 = wasm_v128_load(w + i + 8), X;
+        X = wasm_v128_load(x0 + i);
+        a0 = wasm_i32x4_add(a0, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
+        X = wasm_v128_load(x1 + i);
+        a1 = wasm_i32x4_add(a1, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
+        X = wasm_v128_load(x2 + i);
+        a2 = wasm_i32x4_add(a2, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
+        X = wasm_v128_load(x3 + i);
+        a3 = wasm_i32x4_add(a3, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
+    }
+    s[0] = hsum(a0); s[1] = hsum(a1); s[2] = hsum(a2); s[3] = hsum(a3);
+}
+
+static inline int32_t dot1_u256(const int16_t *w, const int8_t *x) {
     v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
-    for (int i = 0; i < QK_K; i += 32) {
-        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i), wasm_v128_load(x + i)));
-        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i + 8), wasm_v128_load(x + i + 8)));
-        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i + 16), wasm_v128_load(x + i + 16)));
-        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i + 24), wasm_v128_load(x + i + 24)));
+    for (int i = 0; i < QK_K; i += 16) {
+        v128_t X = wasm_v128_load(x + i);
+        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i), wasm_i16x8_extend_low_i8x16(X)));
+        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i + 8), wasm_i16x8_extend_high_i8x16(X)));
     }
     return hsum(wasm_i32x4_add(a0, a1));
 }
 
-/* activations of a chunk of tokens widened to int16 live on the stack */
-#define KQ_XBUF (32 * 1024)
+/* tokens whose running sums are kept at once (on the stack) */
+#define KQ_TILE 64
 
 int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
                      const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
                      void *scratch, uint64_t scratch_bytes) {
     if (type != GGML_Q4_K && type != GGML_Q6_K) return 0;
+    if (n % QK_K) return 0;
     uint32_t nb = n / QK_K;
-    if (n % QK_K || n > KQ_XBUF || (uint64_t)nb * sizeof(ublock) > scratch_bytes || ((uintptr_t)scratch & 15)) return 0;
-    int16_t xbuf[KQ_XBUF] __attribute__((aligned(16)));
-    uint32_t chunk = KQ_XBUF / n;
-    for (uint32_t t0 = 0; t0 < n_tok; t0 += chunk) {
-        uint32_t nt = n_tok - t0 < chunk ? n_tok - t0 : chunk;
-#ifdef __wasm_relaxed_simd__
-        if (nt <= 2) { /* too few tokens to pay for unpacking: decode kernels (int8 activations) */
-            for (uint32_t r = 0; r < n_rows; r++)
-                for (uint32_t t = 0; t < nt; t++)
-                    y[(uint64_t)(t0 + t) * ystride + r] = (type == GGML_Q4_K ? wlm_kq_dot_q4_k_simd : wlm_kq_dot_q6_k_simd)(
-                        n, w + r * row_bytes, x + (uint64_t)(t0 + t) * xstride);
-            continue;
-        }
-#endif
-        for (uint32_t t = 0; t < nt; t++) {
-            const block_q8_k *xb = (const block_q8_k *)(x + (uint64_t)(t0 + t) * xstride);
-            for (uint32_t b = 0; b < nb; b++) widen_256(xb[b].qs, xbuf + (uint64_t)t * n + (uint64_t)b * QK_K);
-        }
+    int q4 = type == GGML_Q4_K;
+#define XB(t) ((const block_q8_k *)(x + (uint64_t)(t) * xstride))
+    if (n_tok <= 2) { /* too few tokens to pay for unpacking the rows: decode kernels */
+        for (uint32_t t = 0; t < n_tok; t++) {
+            const block_q8_k *xb = XB(t);
 #ifndef __wasm_relaxed_simd__
-        if (nt <= 2) { /* too few tokens to pay for unpacking: decode kernels */
-            for (uint32_t r = 0; r < n_rows; r++) {
-                const uint8_t *wr = w + r * row_bytes;
-                for (uint32_t t = 0; t < nt; t++) {
-                    const block_q8_k *xb = (const block_q8_k *)(x + (uint64_t)(t0 + t) * xstride);
-                    const int16_t *xs = xbuf + (uint64_t)t * n;
+            /* the token's activations widened to int16 once for all rows */
+            if ((uint64_t)n * 2 <= scratch_bytes && !((uintptr_t)scratch & 15)) {
+                int16_t *xs = scratch;
+                for (uint32_t b = 0; b < nb; b++) widen_256(xb[b].qs, xs + b * QK_K);
+                for (uint32_t r = 0; r < n_rows; r++) {
+                    const uint8_t *wr = w + r * row_bytes;
                     float acc = 0;
-                    if (type == GGML_Q4_K)
-                        for (uint32_t b = 0; b < nb; b++) acc = q4k_block(acc, (const block_q4_k *)wr + b, xs + b * QK_K, &xb[b]);
-                    else
-                        for (uint32_t b = 0; b < nb; b++) acc = q6k_block(acc, (const block_q6_k *)wr + b, xs + b * QK_K, &xb[b]);
-                    y[(uint64_t)(t0 + t) * ystride + r] = acc;
+                    if (q4) for (uint32_t b = 0; b < nb; b++) acc = q4k_block(acc, (const block_q4_k *)wr + b, xs + b * QK_K, &xb[b]);
+                    else for (uint32_t b = 0; b < nb; b++) acc = q6k_block(acc, (const block_q6_k *)wr + b, xs + b * QK_K, &xb[b]);
+                    y[(uint64_t)t * ystride + r] = acc;
                 }
+                continue;
             }
-            continue;
-        }
 #endif
-        ublock *ub = scratch;
+            for (uint32_t r = 0; r < n_rows; r++)
+                y[(uint64_t)t * ystride + r] = (q4 ? wlm_kq_dot_q4_k_simd : wlm_kq_dot_q6_k_simd)(n, w + r * row_bytes, xb);
+        }
+        return 1;
+    }
+    /* prefill: each block of a row is unpacked once per tile of tokens; the
+     * tokens' running sums advance block by block, in the reference order */
+    ublock u;
+    float acc[KQ_TILE];
+    for (uint32_t t0 = 0; t0 < n_tok; t0 += KQ_TILE) {
+        uint32_t nt = n_tok - t0 < KQ_TILE ? n_tok - t0 : KQ_TILE;
         for (uint32_t r = 0; r < n_rows; r++) {
             const uint8_t *wr = w + r * row_bytes;
-            if (type == GGML_Q4_K) for (uint32_t b = 0; b < nb; b++) unpack_q4k((const block_q4_k *)wr + b, &ub[b]);
-            else for (uint32_t b = 0; b < nb; b++) unpack_q6k((const block_q6_k *)wr + b, &ub[b]);
-            for (uint32_t t = 0; t < nt; t++) {
-                const block_q8_k *xb = (const block_q8_k *)(x + (uint64_t)(t0 + t) * xstride);
-                const int16_t *xs = xbuf + (uint64_t)t * n;
-                float acc = 0;
-                if (type == GGML_Q4_K)
-                    for (uint32_t b = 0; b < nb; b++)
-                        acc = wlm_kq_acc_minus(acc, ub[b].d, ub[b].dmin, xb[b].d, dot_u256(ub[b].w, xs + b * QK_K),
-                                               q4k_min_term(wasm_v128_load(ub[b].mn), xb[b].bsums));
-                else
-                    for (uint32_t b = 0; b < nb; b++) acc = wlm_kq_acc(acc, ub[b].d, xb[b].d, dot_u256(ub[b].w, xs + b * QK_K));
-                y[(uint64_t)(t0 + t) * ystride + r] = acc;
+            for (uint32_t t = 0; t < nt; t++) acc[t] = 0;
+            for (uint32_t b = 0; b < nb; b++) {
+                if (q4) unpack_q4k((const block_q4_k *)wr + b, &u); else unpack_q6k((const block_q6_k *)wr + b, &u);
+                v128_t mn = wasm_v128_load(u.mn);
+                uint32_t t = 0;
+                for (; t + 4 <= nt; t += 4) {
+                    const block_q8_k *b0 = XB(t0 + t) + b, *b1 = XB(t0 + t + 1) + b, *b2 = XB(t0 + t + 2) + b, *b3 = XB(t0 + t + 3) + b;
+                    int32_t s[4];
+                    dot4_u256(u.w, b0->qs, b1->qs, b2->qs, b3->qs, s);
+                    if (q4) {
+                        acc[t] = wlm_kq_acc_minus(acc[t], u.d, u.dmin, b0->d, s[0], q4k_min_term(mn, b0->bsums));
+                        acc[t + 1] = wlm_kq_acc_minus(acc[t + 1], u.d, u.dmin, b1->d, s[1], q4k_min_term(mn, b1->bsums));
+                        acc[t + 2] = wlm_kq_acc_minus(acc[t + 2], u.d, u.dmin, b2->d, s[2], q4k_min_term(mn, b2->bsums));
+                        acc[t + 3] = wlm_kq_acc_minus(acc[t + 3], u.d, u.dmin, b3->d, s[3], q4k_min_term(mn, b3->bsums));
+                    } else {
+                        acc[t] = wlm_kq_acc(acc[t], u.d, b0->d, s[0]);
+                        acc[t + 1] = wlm_kq_acc(acc[t + 1], u.d, b1->d, s[1]);
+                        acc[t + 2] = wlm_kq_acc(acc[t + 2], u.d, b2->d, s[2]);
+                        acc[t + 3] = wlm_kq_acc(acc[t + 3], u.d, b3->d, s[3]);
+                    }
+                }
+                for (; t < nt; t++) {
+                    const block_q8_k *bt = XB(t0 + t) + b;
+                    int32_t s = dot1_u256(u.w, bt->qs);
+                    acc[t] = q4 ? wlm_kq_acc_minus(acc[t], u.d, u.dmin, bt->d, s, q4k_min_term(mn, bt->bsums))
+                                : wlm_kq_acc(acc[t], u.d, bt->d, s);
+                }
             }
+            for (uint32_t t = 0; t < nt; t++) y[(uint64_t)(t0 + t) * ystride + r] = acc[t];
         }
     }
+#undef XB
     return 1;
 }
 #endif
