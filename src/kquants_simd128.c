@@ -194,17 +194,20 @@ float wlm_kq_dot_q5_k_simd(uint32_t n, const void *w, const void *x) { return do
  * reference bit for bit.
  *
  * Decode (one pass over each weight): the activations are widened to int16
- * once per token (a row dot widens block by block), weights are unpacked in
- * 16-bit lanes, products q*x are formed with i16x8.mul (|q| <= 63, |x| <= 128:
- * |q*x| <= 8064, and a lane adds at most 4 Q4_K products or 2 Q6_K ones, so
- * no lane overflows), and i32x4.dot_i16x8 against the splatted sub-block
- * scale widens and scales in one step.
+ * once per token (a row dot widens block by block) and the weights are
+ * unpacked in 16-bit lanes. Q4_K: products q*x by i16x8.mul (|q| <= 15,
+ * |x| <= 128, 4 products per lane: |.| <= 7680), then one i32x4.dot_i16x8
+ * against the splatted sub-block scale widens and scales. Q6_K: the 6-bit
+ * values are assembled in byte lanes, used unsigned (u = q + 32, 0..63) with
+ * i32x4.dot_i16x8 against x, and the offset is taken off once per block:
+ * s = sum_j sc_j (sum u x) - 32 sum_j sc_j bsums_j.
  *
- * Prefill (rows x tokens): each weight row is unpacked once per chunk of
- * tokens into int16 values already multiplied by their sub-block scale
- * (Q4_K: q*sc <= 945; Q6_K: (q-32)*sc, |.| <= 4096), and every token of the
- * chunk (activations widened to int16 once per chunk) runs a loop of loads
- * and i32x4.dot_i16x8 only. */
+ * Prefill (rows x tokens): each block of a weight row is unpacked once per
+ * tile of up to 64 tokens into int16 values already multiplied by their
+ * sub-block scale (Q4_K: q*sc <= 945; Q6_K: (q-32)*sc, |.| <= 4096); then 4
+ * tokens at a time run loads, int8 -> int16 widening and i32x4.dot_i16x8
+ * against each weight vector loaded once. The relaxed build uses the same
+ * prefill path and relaxed dot products for decode (below). */
 
 static inline v128_t splat16(v128_t v, int j) { /* lane j of an i16x8 in every lane */
     switch (j) {
@@ -276,38 +279,32 @@ static inline float q4k_block(float r, const block_q4_k *B, const int16_t *xs, c
  * are used unsigned (u = q + 32, 0..63) and the offset is taken off once:
  * s = sum_j sc_j (sum u x) - 32 sum_j sc_j bsums_j. */
 static inline float q6k_block(float r, const block_q6_k *B, const int16_t *xs, const block_q8_k *xb) {
-    const v128_t m4 = wasm_i16x8_splat(15), m3 = wasm_i16x8_splat(3), m12 = wasm_i16x8_splat(12), m30 = wasm_i16x8_splat(0x30);
+    /* 16 positions at a time in byte lanes (16-bit shifts; the masks drop the
+     * bits that cross from the neighbouring byte), then widened per sub-block */
+    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
     v128_t S = wasm_v128_load(B->scales);
     v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
     v128_t acc = wasm_i32x4_splat(0);
     for (int h = 0; h < 2; h++) {
-        v128_t sch = h ? sc_hi : sc_lo;
         for (int v = 0; v < 2; v++) { /* l = 16v .. 16v+15: sub-blocks 8h + 2k + v */
-            v128_t p0, p1, p2, p3;
-            for (int e = 0; e < 2; e++) { /* l = 16v + 8e .. +7 */
-                int l = 16 * v + 8 * e;
-                v128_t L0 = wasm_u16x8_load8x8(B->ql + 64 * h + l), L1 = wasm_u16x8_load8x8(B->ql + 64 * h + 32 + l);
-                v128_t H = wasm_u16x8_load8x8(B->qh + 32 * h + l);
-                v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_i16x8_shl(wasm_v128_and(H, m3), 4));
-                v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_i16x8_shl(wasm_v128_and(H, m12), 2));
-                v128_t u2 = wasm_v128_or(wasm_u16x8_shr(L0, 4), wasm_v128_and(H, m30));
-                v128_t u3 = wasm_v128_or(wasm_u16x8_shr(L1, 4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
-                const int16_t *x = xs + 128 * h + l;
-                v128_t t0 = wasm_i16x8_mul(u0, wasm_v128_load(x)), t1 = wasm_i16x8_mul(u1, wasm_v128_load(x + 32));
-                v128_t t2 = wasm_i16x8_mul(u2, wasm_v128_load(x + 64)), t3 = wasm_i16x8_mul(u3, wasm_v128_load(x + 96));
-                if (e == 0) { p0 = t0; p1 = t1; p2 = t2; p3 = t3; }
-                else { p0 = wasm_i16x8_add(p0, t0); p1 = wasm_i16x8_add(p1, t1); p2 = wasm_i16x8_add(p2, t2); p3 = wasm_i16x8_add(p3, t3); }
+            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+            v128_t u[4];
+            u[0] = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
+            u[1] = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
+            u[2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
+            u[3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+            const int16_t *x = xs + 128 * h + 16 * v;
+            for (int k = 0; k < 4; k++) {
+                v128_t p = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(u[k]), wasm_v128_load(x + 32 * k)),
+                                          wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(u[k]), wasm_v128_load(x + 32 * k + 8)));
+                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(p, wasm_i32x4_splat(B->scales[8 * h + 2 * k + v])));
             }
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(p0, splat16(sch, v)));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(p1, splat16(sch, 2 + v)));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(p2, splat16(sch, 4 + v)));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(p3, splat16(sch, 6 + v)));
         }
     }
     v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
     return wlm_kq_acc(r, h2f(B->d), xb->d, hsum(acc) - 32 * hsum(corr));
 }
-
 #endif
 
 #ifdef __wasm_relaxed_simd__
