@@ -391,6 +391,101 @@ float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
 #endif
 
 /* ---- prefill: rows unpacked once per chunk of tokens ------------------------------ */
+#ifdef __wasm_relaxed_simd__
+/* Relaxed build: a block is unpacked once per tile of tokens into its values
+ * as bytes (Q4_K: q 0..15; Q6_K: u = q + 32, 0..63) and its integer scales;
+ * each token then needs one relaxed dot per 16 values and one
+ * i32x4.dot_i16x8 per sub-block (Q6_K: minus 32 sum_j sc_j bsums_j). */
+typedef struct {
+    uint8_t u[QK_K];
+    int16_t sc[16];
+    int16_t mn[8];
+    float d, dmin;
+    int32_t q6;
+    uint32_t pad;
+} ublock;
+_Static_assert(sizeof(ublock) % 16 == 0, "ublock keeps 16-byte alignment");
+
+static void unpack_q4k(const block_q4_k *B, ublock *u) {
+    const v128_t m4 = wasm_i8x16_splat(15);
+    v128_t sm = k4_scales_mins(B->scales);
+    wasm_v128_store(u->sc, wasm_u16x8_extend_low_u8x16(sm));
+    wasm_v128_store(u->sc + 8, wasm_i16x8_splat(0));
+    wasm_v128_store(u->mn, wasm_u16x8_extend_high_u8x16(sm));
+    for (int c = 0; c < 4; c++) {
+        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+        wasm_v128_store(u->u + 64 * c, wasm_v128_and(A, m4));
+        wasm_v128_store(u->u + 64 * c + 16, wasm_v128_and(C, m4));
+        wasm_v128_store(u->u + 64 * c + 32, wasm_v128_and(wasm_u16x8_shr(A, 4), m4));
+        wasm_v128_store(u->u + 64 * c + 48, wasm_v128_and(wasm_u16x8_shr(C, 4), m4));
+    }
+    u->d = h2f(B->d); u->dmin = h2f(B->dmin); u->q6 = 0;
+}
+
+static void unpack_q6k(const block_q6_k *B, ublock *u) {
+    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
+    v128_t S = wasm_v128_load(B->scales);
+    wasm_v128_store(u->sc, wasm_i16x8_extend_low_i8x16(S));
+    wasm_v128_store(u->sc + 8, wasm_i16x8_extend_high_i8x16(S));
+    wasm_v128_store(u->mn, wasm_i16x8_splat(0));
+    for (int h = 0; h < 2; h++)
+        for (int v = 0; v < 2; v++) {
+            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+            uint8_t *o = u->u + 128 * h + 16 * v;
+            wasm_v128_store(o, wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30)));
+            wasm_v128_store(o + 32, wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30)));
+            wasm_v128_store(o + 64, wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30)));
+            wasm_v128_store(o + 96, wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30)));
+        }
+    u->d = h2f(B->d); u->dmin = 0; u->q6 = 1;
+}
+
+/* Q6_K's offset term for one token: 32 * sum_j sc_j bsums_j */
+static inline int32_t q6_offset(const ublock *u, const block_q8_k *b) {
+    return 32 * hsum(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(u->sc), wasm_v128_load(b->bsums)),
+                                    wasm_i32x4_dot_i16x8(wasm_v128_load(u->sc + 8), wasm_v128_load(b->bsums + 8))));
+}
+
+static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_k *b1, const block_q8_k *b2, const block_q8_k *b3, int32_t *s) {
+    v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    v128_t s0 = wasm_v128_load(u->sc), s1 = wasm_v128_load(u->sc + 8);
+    if (!u->q6) {
+        for (int j = 0; j < 8; j++) { /* sub-blocks of 32 */
+            v128_t U0 = wasm_v128_load(u->u + 32 * j), U1 = wasm_v128_load(u->u + 32 * j + 16), sp = splat16(s0, j);
+            a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b0->qs + 32 * j), U0), rdot(wasm_v128_load(b0->qs + 32 * j + 16), U1)), sp));
+            a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b1->qs + 32 * j), U0), rdot(wasm_v128_load(b1->qs + 32 * j + 16), U1)), sp));
+            a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b2->qs + 32 * j), U0), rdot(wasm_v128_load(b2->qs + 32 * j + 16), U1)), sp));
+            a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b3->qs + 32 * j), U0), rdot(wasm_v128_load(b3->qs + 32 * j + 16), U1)), sp));
+        }
+        s[0] = hsum(a0); s[1] = hsum(a1); s[2] = hsum(a2); s[3] = hsum(a3);
+        return;
+    }
+    for (int j = 0; j < 16; j++) { /* sub-blocks of 16 */
+        v128_t U = wasm_v128_load(u->u + 16 * j), sp = splat16(j < 8 ? s0 : s1, j & 7);
+        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b0->qs + 16 * j), U), sp));
+        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b1->qs + 16 * j), U), sp));
+        a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b2->qs + 16 * j), U), sp));
+        a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b3->qs + 16 * j), U), sp));
+    }
+    s[0] = hsum(a0) - q6_offset(u, b0); s[1] = hsum(a1) - q6_offset(u, b1);
+    s[2] = hsum(a2) - q6_offset(u, b2); s[3] = hsum(a3) - q6_offset(u, b3);
+}
+
+static inline int32_t dot1_u(const ublock *u, const block_q8_k *b) {
+    v128_t a = wasm_i32x4_splat(0);
+    v128_t s0 = wasm_v128_load(u->sc), s1 = wasm_v128_load(u->sc + 8);
+    if (!u->q6) {
+        for (int j = 0; j < 8; j++)
+            a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b->qs + 32 * j), wasm_v128_load(u->u + 32 * j)),
+                                                                      rdot(wasm_v128_load(b->qs + 32 * j + 16), wasm_v128_load(u->u + 32 * j + 16))), splat16(s0, j)));
+        return hsum(a);
+    }
+    for (int j = 0; j < 16; j++)
+        a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b->qs + 16 * j), wasm_v128_load(u->u + 16 * j)), splat16(j < 8 ? s0 : s1, j & 7)));
+    return hsum(a) - q6_offset(u, b);
+}
+#else
 
 /* An unpacked block: 256 int16 products q*sc (Q4_K) or (q-32)*sc (Q6_K), then
  * the block's float scales and, for Q4_K, its 8 mins as int16. */
@@ -480,6 +575,14 @@ static inline int32_t dot1_u256(const int16_t *w, const int8_t *x) {
     return hsum(wasm_i32x4_add(a0, a1));
 }
 
+
+/* the block's exact integer dot with 4 tokens' activations, and with one */
+static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_k *b1, const block_q8_k *b2, const block_q8_k *b3, int32_t *s) {
+    dot4_u256(u->w, b0->qs, b1->qs, b2->qs, b3->qs, s);
+}
+static inline int32_t dot1_u(const ublock *u, const block_q8_k *bt) { return dot1_u256(u->w, bt->qs); }
+#endif
+
 /* tokens whose running sums are kept at once (on the stack) */
 #define KQ_TILE 64
 
@@ -530,7 +633,7 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
                 for (; t + 4 <= nt; t += 4) {
                     const block_q8_k *b0 = XB(t0 + t) + b, *b1 = XB(t0 + t + 1) + b, *b2 = XB(t0 + t + 2) + b, *b3 = XB(t0 + t + 3) + b;
                     int32_t s[4];
-                    dot4_u256(u.w, b0->qs, b1->qs, b2->qs, b3->qs, s);
+                    dot4_u(&u, b0, b1, b2, b3, s);
                     if (q4) {
                         acc[t] = wlm_kq_acc_minus(acc[t], u.d, u.dmin, b0->d, s[0], q4k_min_term(mn, b0->bsums));
                         acc[t + 1] = wlm_kq_acc_minus(acc[t + 1], u.d, u.dmin, b1->d, s[1], q4k_min_term(mn, b1->bsums));
@@ -545,7 +648,7 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
                 }
                 for (; t < nt; t++) {
                     const block_q8_k *bt = XB(t0 + t) + b;
-                    int32_t s = dot1_u256(u.w, bt->qs);
+                    int32_t s = dot1_u(&u, bt);
                     acc[t] = q4 ? wlm_kq_acc_minus(acc[t], u.d, u.dmin, bt->d, s, q4k_min_term(mn, bt->bsums))
                                 : wlm_kq_acc(acc[t], u.d, bt->d, s);
                 }
