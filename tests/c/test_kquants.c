@@ -6,6 +6,7 @@
  * double; re-quantized stories260K loads and agrees with the original. */
 #include <stdint.h>
 #include "tst.h"
+#include "gguf_build.h"
 #include "../../src/internal.h"
 
 /* every kernel set of this build (scalar, and SIMD128 in wasm) */
@@ -25,6 +26,8 @@ static wlm_dot_fn ref_dot(uint32_t t) {
     }
 }
 static int is_k(uint32_t t) { return wlm_type(t)->block == 256; }
+
+static int argmax(const float *v, uint32_t n);
 
 /* ---- an independent decoder, written from the format description ------------- */
 
@@ -282,6 +285,63 @@ TEST(kquants_kernels_rows_bit_identical) {
     CHECK(SETS[0]->kq_rows(GGML_Q8_0, 256, w, 34, 1, x, 292, 1, y, 1, scratch, scratch_bytes) == 0);
     printf("  %d batched outputs compared over %d kernel set(s)\n", compared, N_SETS);
     free(w); free(x); free(y); free(scratch);
+}
+
+/* A synthetic llama whose rows are multiples of 256, re-quantized to Q4_K_M
+ * (Q4_K and Q6_K tensors, so the forward pass takes kq_rows): a prompt
+ * evaluated in batches (prefill kernels) gives the logits of token-by-token
+ * evaluation (decode kernels) bit for bit, then the same greedy steps; and
+ * every kernel set of the build gives the same logits. */
+TEST(kquants_kernels_q4_k_m_model_prefill_equals_decode) {
+    gb_file *f = malloc(sizeof *f);
+    gb_llama p = { 256, 2, 4, 2, 512, 0, 0, 5 };
+    gb_tiny_llama(f, &p);
+    size_t size; unsigned char *bytes = gb_serialize(f, &size);
+    gb_free(f); free(f);
+    unsigned char *data = tst_sys_copy(bytes, size);
+    free(bytes);
+    wlm_model *m; wlm_err err;
+    REQUIRE(wlm_model_load(&m, data, size, &err) == WLM_OK);
+    uint64_t qsize;
+    REQUIRE(wlm_quantize_size(m, WLM_QUANT_Q4_K_M, &qsize, &err) == WLM_OK);
+    uint8_t *q = wlm_sys_alloc(qsize);
+    REQUIRE(q);
+    REQUIRE(wlm_quantize(m, WLM_QUANT_Q4_K_M, q, qsize, 0, 0, &err) == WLM_OK);
+    wlm_model *mq;
+    REQUIRE(wlm_model_load(&mq, q, qsize, &err) == WLM_OK);
+    int n_q4 = 0, n_q6 = 0;
+    for (uint64_t i = 0; i < mq->g.n_tensors; i++) { n_q4 += mq->g.tensors[i].type == GGML_Q4_K; n_q6 += mq->g.tensors[i].type == GGML_Q6_K; }
+    CHECKF(n_q4 >= 8 && n_q6 >= 2, "Q4_K_M model has %d Q4_K and %d Q6_K tensors", n_q4, n_q6);
+    enum { T = 13, STEPS = 4 };
+    static const int32_t prompt[T] = { 1, 6, 8, 11, 7, 9, 12, 10, 13, 6, 15, 8, 9 };
+    uint32_t nv = wlm_model_hparams(mq)->n_vocab;
+    float *ref = malloc(sizeof(float) * nv * (STEPS + 1));
+    int runs = 0;
+    for (int k = 0; k < N_SETS; k++)
+        for (int batched = 1; batched >= 0; batched--) {
+            wlm_ctx_params cp; wlm_ctx_default_params(&cp);
+            cp.n_ctx = 64; cp.n_batch = 8;
+            wlm_ctx *c;
+            REQUIRE(wlm_ctx_new(&c, mq, &cp, &err) == WLM_OK);
+            c->k = SETS[k];
+            if (batched) REQUIRE(wlm_eval(c, prompt, T, &err) == WLM_OK); /* batches of 8 and 5 */
+            else for (int i = 0; i < T; i++) REQUIRE(wlm_eval(c, &prompt[i], 1, &err) == WLM_OK);
+            for (int s = 0; s <= STEPS; s++) {
+                const float *l = wlm_ctx_logits(c);
+                if (runs == 0) memcpy(ref + (uint64_t)s * nv, l, nv * sizeof(float));
+                else CHECKF(memcmp(ref + (uint64_t)s * nv, l, nv * sizeof(float)) == 0, "%s, %s: step %d logits differ from %s batched",
+                            SETS[k]->name, batched ? "batched" : "token by token", s, SETS[0]->name);
+                if (s == STEPS) break;
+                int32_t tok = argmax(l, nv);
+                REQUIRE(wlm_eval(c, &tok, 1, &err) == WLM_OK);
+            }
+            wlm_ctx_free(c);
+            runs++;
+        }
+    printf("  %d runs (%d kernel set(s) x batched / token by token) agree bit for bit; %d Q4_K + %d Q6_K tensors\n", runs, N_SETS, n_q4, n_q6);
+    free(ref);
+    wlm_model_free(mq); wlm_sys_free(q);
+    wlm_model_free(m); wlm_sys_free(data);
 }
 
 /* ---- blocks written by hand ---------------------------------------------------- */
