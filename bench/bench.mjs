@@ -5,6 +5,9 @@
 // timed unit tests.
 //
 //   node bench/bench.mjs [--shapes s15m,s110m] [--types q8_0,q4_0,f16] [--threads 1,2] [--reps 3] [--out latest]
+//                        [--skip far,native]
+// --skip leaves columns out to shorten a run while iterating on kernels: `far`
+// (decode after a 1000-token prompt), `native` (build/wasmlm-native, scalar).
 // Models are generated on demand into bench/cache/ (never committed).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -18,6 +21,7 @@ const shapes = String(args.shapes || 's15m,s110m').split(',');
 const types = String(args.types || 'q8_0,q4_0,f16').split(',');
 const reps = +(args.reps || 3);
 const threadCounts = String(args.threads || '1,2').split(',').map(Number);
+const skip = new Set(String(args.skip || '').split(',').filter(Boolean));
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
@@ -32,11 +36,13 @@ async function benchOurs(file, threads) {
     if (a.stats.promptTokens !== 128) throw new Error(`prompt is ${a.stats.promptTokens} tokens, expected 128`);
     pre.push(a.stats.prefillTokensPerSec); dec.push(a.stats.decodeTokensPerSec);
   }
-  const b = await m.complete(promptOf(1000), { ...greedy, maxTokens: 32 });
-  far.push(b.stats.decodeTokensPerSec);
+  if (!skip.has('far')) {
+    const b = await m.complete(promptOf(1000), { ...greedy, maxTokens: 32 });
+    far.push(b.stats.decodeTokensPerSec);
+  }
   const mem = await m.memory();
   await m.dispose();
-  return { loadMs, prefill: median(pre), decode: median(dec), decode1000: median(far), peakWasmMB: +(mem.wasmBytes / 1e6).toFixed(1), engineMB: +(mem.engineBytes / 1e6).toFixed(1) };
+  return { loadMs, prefill: median(pre), decode: median(dec), decode1000: far.length ? median(far) : null, peakWasmMB: +(mem.wasmBytes / 1e6).toFixed(1), engineMB: +(mem.engineBytes / 1e6).toFixed(1) };
 }
 
 function benchNative(file, threads) {
@@ -93,7 +99,7 @@ for (const shape of shapes) {
     for (const threads of threadCounts) {
       // the engines run one after the other on the same file, in the same process
       const ours = await benchOurs(file, threads);
-      const nat = fs.existsSync(native) ? benchNative(file, threads) : null;
+      const nat = fs.existsSync(native) && !skip.has('native') ? benchNative(file, threads) : null;
       const lc = await benchLlamaCpp(file, threads);
       // decode moves (about) every weight byte once per token
       const weightsGBs = +(size / 1e9 * ours.decode).toFixed(2);

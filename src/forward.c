@@ -223,6 +223,12 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
     wlm_dot_fn dot = c->k->dot[W->type];
     wlm_dot_fn udot = W->type == GGML_Q4_0 ? c->k->dot[GGML_Q8_0] : c->k->dot[GGML_F32];
     uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
+    /* K-quants: the kernel set's batched path (kquants*.c) does the whole
+     * range for every token, equal to the row dot bit for bit; 0 = none */
+    if (c->k->kq_rows && wlm_act_type(W->type) == GGML_Q8_K && r1 > r0 &&
+        c->k->kq_rows(W->type, n, W->data + r0 * row_bytes, row_bytes, r1 - r0, j->xs, j->xstride, j->n_tok,
+                      j->y + r0, rows, wrow, c->wrow_bytes))
+        return;
     if (j->i16) {
         /* weights and activations both widened to int16 once: the inner
          * loop is loads and i32x4.dot_i16x8 only (same sums as dot_q8_0) */

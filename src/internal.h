@@ -177,6 +177,10 @@ typedef struct wlm_kernels {
     void (*axpy_f16)(uint32_t n, float a, const uint16_t *x, float *y);
     /* y *= a */
     void (*scale)(uint32_t n, float a, float *y);
+    /* K-quants (kquants.c, kquants_simd128.c): rows of a K-quant weight
+     * against a batch of Q8_K activations, equal to dot[type] bit for bit;
+     * returns 0 for a type without a batched path (see kquants.h) */
+    wlm_kq_rows_fn kq_rows;
 } wlm_kernels;
 
 extern const wlm_kernels wlm_kernels_scalar;

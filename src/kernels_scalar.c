@@ -135,6 +135,7 @@ const wlm_kernels wlm_kernels_scalar = {
              [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .dot_i16 = dot_i16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .kq_rows = wlm_kq_rows, /* K-quants */
 };
 
 const wlm_kernels *const wlm_kernel_sets[] = {

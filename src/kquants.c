@@ -270,6 +270,25 @@ float wlm_kq_dot_q6_k(uint32_t n, const void *wv, const void *xv) {
     return r;
 }
 
+/* the reference batched path: the row dot for every (row, token) */
+int wlm_kq_rows(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
+                const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
+                void *scratch, uint64_t scratch_bytes) {
+    wlm_dot_fn dot;
+    switch (type) {
+    case GGML_Q2_K: dot = wlm_kq_dot_q2_k; break;
+    case GGML_Q3_K: dot = wlm_kq_dot_q3_k; break;
+    case GGML_Q4_K: dot = wlm_kq_dot_q4_k; break;
+    case GGML_Q5_K: dot = wlm_kq_dot_q5_k; break;
+    case GGML_Q6_K: dot = wlm_kq_dot_q6_k; break;
+    default: return 0;
+    }
+    for (uint32_t r = 0; r < n_rows; r++)
+        for (uint32_t t = 0; t < n_tok; t++)
+            y[(uint64_t)t * ystride + r] = dot(n, w + r * row_bytes, x + (uint64_t)t * xstride);
+    return 1;
+}
+
 /* ---- activation quantization (Q8_K) ------------------------------------------- */
 
 void wlm_quantize_row_q8_k(const float *x, void *yv, uint32_t n) {

@@ -29,6 +29,28 @@ float wlm_kq_dot_q5_k_simd(uint32_t n, const void *w, const void *x);
 float wlm_kq_dot_q6_k_simd(uint32_t n, const void *w, const void *x);
 #endif
 
+/* Batched products of K-quant rows with Q8_K activation rows (matmul and
+ * prefill): for rows r < n_rows (row r at w + r * row_bytes) and tokens
+ * t < n_tok (activation row t at x + t * xstride),
+ *   y[t * ystride + r] = dot[type](n, row r, activation t)
+ * bit for bit, whatever n_tok. scratch: scratch_bytes of per-thread work
+ * space, 16-byte aligned (the SIMD version unpacks one weight row there;
+ * about 2.2 bytes per weight). Returns 0, writing nothing, when this type has
+ * no batched path in the set or the scratch is too small: the caller then
+ * uses the row dot. */
+typedef int (*wlm_kq_rows_fn)(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
+                              const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
+                              void *scratch, uint64_t scratch_bytes);
+int wlm_kq_rows(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
+                const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
+                void *scratch, uint64_t scratch_bytes);
+#ifdef __wasm_simd128__
+/* Q4_K and Q6_K (0 for the other types) */
+int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
+                     const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
+                     void *scratch, uint64_t scratch_bytes);
+#endif
+
 /* Dequantizes n elements of a row of one of the types above (or Q8_K);
  * returns 0 (and writes nothing) for other types. */
 int wlm_kq_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);

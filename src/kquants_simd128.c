@@ -142,7 +142,7 @@ float wlm_kq_dot_q3_k_simd(uint32_t n, const void *wv, const void *xv) {
     return r;
 }
 
-/* Q4_K (qh == NULL) and Q5_K */
+/* Q5_K (the old generic loop; Q4_K has its own kernels below) */
 static inline float dot_q45_k(uint32_t n, const uint8_t *base, uint32_t stride, int has_qh, const block_q8_k *x) {
     const v128_t m4 = wasm_i8x16_splat(15), sixteen = wasm_i8x16_splat(16), zero = wasm_i8x16_splat(0);
     float r = 0;
@@ -185,34 +185,478 @@ static inline float dot_q45_k(uint32_t n, const uint8_t *base, uint32_t stride, 
     return r;
 }
 
-float wlm_kq_dot_q4_k_simd(uint32_t n, const void *w, const void *x) { return dot_q45_k(n, w, sizeof(block_q4_k), 0, x); }
 float wlm_kq_dot_q5_k_simd(uint32_t n, const void *w, const void *x) { return dot_q45_k(n, w, sizeof(block_q5_k), 1, x); }
+
+/* ---- Q4_K and Q6_K: fast kernels --------------------------------------------------
+ *
+ * Integer sums are exact, so any order gives the reference's s (and sm); the
+ * float step per block is the reference's wlm_kq_acc*: results equal the
+ * reference bit for bit.
+ *
+ * Decode (one pass over each weight): the activations are widened to int16
+ * once per token (a row dot widens block by block) and the weights are
+ * unpacked in 16-bit lanes. Q4_K: products q*x by i16x8.mul (|q| <= 15,
+ * |x| <= 128, 4 products per lane: |.| <= 7680), then one i32x4.dot_i16x8
+ * against the splatted sub-block scale widens and scales. Q6_K: the 6-bit
+ * values are assembled in byte lanes, used unsigned (u = q + 32, 0..63) with
+ * i32x4.dot_i16x8 against x, and the offset is taken off once per block:
+ * s = sum_j sc_j (sum u x) - 32 sum_j sc_j bsums_j.
+ *
+ * Prefill (rows x tokens): each block of a weight row is unpacked once per
+ * tile of up to 64 tokens into int16 values already multiplied by their
+ * sub-block scale (Q4_K: q*sc <= 945; Q6_K: (q-32)*sc, |.| <= 4096); then 4
+ * tokens at a time run loads, int8 -> int16 widening and i32x4.dot_i16x8
+ * against each weight vector loaded once. The relaxed build uses the same
+ * prefill path and relaxed dot products for decode (below). */
+
+static inline v128_t splat16(v128_t v, int j) { /* lane j of an i16x8 in every lane */
+    switch (j) {
+    case 0: return wasm_i16x8_shuffle(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
+    case 1: return wasm_i16x8_shuffle(v, v, 1, 1, 1, 1, 1, 1, 1, 1);
+    case 2: return wasm_i16x8_shuffle(v, v, 2, 2, 2, 2, 2, 2, 2, 2);
+    case 3: return wasm_i16x8_shuffle(v, v, 3, 3, 3, 3, 3, 3, 3, 3);
+    case 4: return wasm_i16x8_shuffle(v, v, 4, 4, 4, 4, 4, 4, 4, 4);
+    case 5: return wasm_i16x8_shuffle(v, v, 5, 5, 5, 5, 5, 5, 5, 5);
+    case 6: return wasm_i16x8_shuffle(v, v, 6, 6, 6, 6, 6, 6, 6, 6);
+    default: return wasm_i16x8_shuffle(v, v, 7, 7, 7, 7, 7, 7, 7, 7);
+    }
+}
+
+/* The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K/Q5_K scales[12]
+ * field, four bytes at a time (the layout of wlm_kq_scale_min_k4). */
+static inline v128_t k4_scales_mins(const uint8_t *q) {
+    uint32_t a, b, c;
+    __builtin_memcpy(&a, q, 4); __builtin_memcpy(&b, q + 4, 4); __builtin_memcpy(&c, q + 8, 4);
+    uint32_t sc_lo = a & 0x3f3f3f3fu, sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+    uint32_t mn_lo = b & 0x3f3f3f3fu, mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+    return wasm_u32x4_make(sc_lo, sc_hi, mn_lo, mn_hi);
+}
+
+/* the min term of a Q4_K block: sum_j m_j * (bsums[2j] + bsums[2j+1]), from
+ * the mins as int16 lanes */
+static inline int32_t q4k_min_term(v128_t mn, const int16_t *bsums) {
+    v128_t m01 = wasm_i16x8_shuffle(mn, mn, 0, 0, 1, 1, 2, 2, 3, 3), m23 = wasm_i16x8_shuffle(mn, mn, 4, 4, 5, 5, 6, 6, 7, 7);
+    return hsum(wasm_i32x4_add(wasm_i32x4_dot_i16x8(m01, wasm_v128_load(bsums)), wasm_i32x4_dot_i16x8(m23, wasm_v128_load(bsums + 8))));
+}
+
+#ifndef __wasm_relaxed_simd__
+/* 256 int8 -> int16 */
+static inline void widen_256(const int8_t *q, int16_t *out) {
+    for (int i = 0; i < QK_K; i += 16) {
+        v128_t v = wasm_v128_load(q + i);
+        wasm_v128_store(out + i, wasm_i16x8_extend_low_i8x16(v));
+        wasm_v128_store(out + i + 8, wasm_i16x8_extend_high_i8x16(v));
+    }
+}
+
+/* one Q4_K block against its 256 activations widened to int16 */
+static inline float q4k_block(float r, const block_q4_k *B, const int16_t *xs, const block_q8_k *xb) {
+    const v128_t m4 = wasm_i16x8_splat(15);
+    v128_t sm = k4_scales_mins(B->scales);
+    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int c = 0; c < 4; c++) { /* weights 64c .. 64c+63: sub-blocks 2c (low nibbles), 2c+1 (high) */
+        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+        v128_t a0 = wasm_u16x8_extend_low_u8x16(A), a1 = wasm_u16x8_extend_high_u8x16(A);
+        v128_t c0 = wasm_u16x8_extend_low_u8x16(C), c1 = wasm_u16x8_extend_high_u8x16(C);
+        const int16_t *x = xs + 64 * c;
+        v128_t lo = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(a0, m4), wasm_v128_load(x)),
+                                                  wasm_i16x8_mul(wasm_v128_and(a1, m4), wasm_v128_load(x + 8))),
+                                   wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(c0, m4), wasm_v128_load(x + 16)),
+                                                  wasm_i16x8_mul(wasm_v128_and(c1, m4), wasm_v128_load(x + 24))));
+        v128_t hi = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_shr(a0, 4), wasm_v128_load(x + 32)),
+                                                  wasm_i16x8_mul(wasm_u16x8_shr(a1, 4), wasm_v128_load(x + 40))),
+                                   wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_shr(c0, 4), wasm_v128_load(x + 48)),
+                                                  wasm_i16x8_mul(wasm_u16x8_shr(c1, 4), wasm_v128_load(x + 56))));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(lo, splat16(sc, 2 * c)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(hi, splat16(sc, 2 * c + 1)));
+    }
+    int32_t smin = q4k_min_term(wasm_u16x8_extend_high_u8x16(sm), xb->bsums);
+    return wlm_kq_acc_minus(r, h2f(B->d), h2f(B->dmin), xb->d, hsum(acc), smin);
+}
+
+/* one Q6_K block against its 256 activations widened to int16. The values
+ * are used unsigned (u = q + 32, 0..63) and the offset is taken off once:
+ * s = sum_j sc_j (sum u x) - 32 sum_j sc_j bsums_j. */
+static inline float q6k_block(float r, const block_q6_k *B, const int16_t *xs, const block_q8_k *xb) {
+    /* 16 positions at a time in byte lanes (16-bit shifts; the masks drop the
+     * bits that cross from the neighbouring byte), then widened per sub-block */
+    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
+    v128_t S = wasm_v128_load(B->scales);
+    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int h = 0; h < 2; h++) {
+        for (int v = 0; v < 2; v++) { /* l = 16v .. 16v+15: sub-blocks 8h + 2k + v */
+            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+            v128_t u[4];
+            u[0] = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
+            u[1] = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
+            u[2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
+            u[3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+            const int16_t *x = xs + 128 * h + 16 * v;
+            for (int k = 0; k < 4; k++) {
+                v128_t p = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(u[k]), wasm_v128_load(x + 32 * k)),
+                                          wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(u[k]), wasm_v128_load(x + 32 * k + 8)));
+                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(p, wasm_i32x4_splat(B->scales[8 * h + 2 * k + v])));
+            }
+        }
+    }
+    v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
+    return wlm_kq_acc(r, h2f(B->d), xb->d, hsum(acc) - 32 * hsum(corr));
+}
+#endif
+
+#ifdef __wasm_relaxed_simd__
+/* Relaxed SIMD: i16x8.relaxed_dot_i8x16_i7x16_s takes the int8 activations
+ * directly (first operand) against weights in 0..63 (second operand: 7-bit,
+ * where every implementation gives the exact pairwise sum; at most
+ * 2 * 63 * 128 = 16128, no saturation). Byte lanes are split with 16-bit
+ * shifts and masks that drop the bits crossing from the neighbouring byte. */
+static inline v128_t rdot(v128_t x, v128_t q) { return wasm_i16x8_relaxed_dot_i8x16_i7x16(x, q); }
+
+static inline float q4k_block_r(float r, const block_q4_k *B, const int8_t *xq, const block_q8_k *xb) {
+    const v128_t m4 = wasm_i8x16_splat(15);
+    v128_t sm = k4_scales_mins(B->scales);
+    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int c = 0; c < 4; c++) {
+        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+        const int8_t *x = xq + 64 * c;
+        v128_t lo = wasm_i16x8_add(rdot(wasm_v128_load(x), wasm_v128_and(A, m4)), rdot(wasm_v128_load(x + 16), wasm_v128_and(C, m4)));
+        v128_t hi = wasm_i16x8_add(rdot(wasm_v128_load(x + 32), wasm_v128_and(wasm_u16x8_shr(A, 4), m4)),
+                                   rdot(wasm_v128_load(x + 48), wasm_v128_and(wasm_u16x8_shr(C, 4), m4)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(lo, splat16(sc, 2 * c)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(hi, splat16(sc, 2 * c + 1)));
+    }
+    int32_t smin = q4k_min_term(wasm_u16x8_extend_high_u8x16(sm), xb->bsums);
+    return wlm_kq_acc_minus(r, h2f(B->d), h2f(B->dmin), xb->d, hsum(acc), smin);
+}
+
+static inline float q6k_block_r(float r, const block_q6_k *B, const int8_t *xq, const block_q8_k *xb) {
+    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
+    v128_t S = wasm_v128_load(B->scales);
+    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    v128_t acc = wasm_i32x4_splat(0);
+    for (int h = 0; h < 2; h++) {
+        v128_t sch = h ? sc_hi : sc_lo;
+        for (int v = 0; v < 2; v++) {
+            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+            v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
+            v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
+            v128_t u2 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
+            v128_t u3 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+            const int8_t *x = xq + 128 * h + 16 * v;
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u0), splat16(sch, v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u1), splat16(sch, 2 + v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 64), u2), splat16(sch, 4 + v)));
+            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 96), u3), splat16(sch, 6 + v)));
+        }
+    }
+    v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
+    return wlm_kq_acc(r, h2f(B->d), xb->d, hsum(acc) - 32 * hsum(corr));
+}
+
+float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
+    const block_q4_k *w = wv; const block_q8_k *x = xv;
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK_K; b++) r = q4k_block_r(r, &w[b], x[b].qs, &x[b]);
+    return r;
+}
 
 float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
     const block_q6_k *w = wv; const block_q8_k *x = xv;
-    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30), off = wasm_i8x16_splat(32);
     float r = 0;
-    for (uint32_t b = 0; b < n / QK_K; b++) {
-        const int8_t *xq = x[b].qs, *sc = w[b].scales;
-        v128_t acc = wasm_i32x4_splat(0);
-        for (int h = 0; h < 2; h++) {
-            for (int v = 0; v < 2; v++) { /* l = 16v .. 16v+15 */
-                v128_t L0 = wasm_v128_load(w[b].ql + 64 * h + 16 * v), L1 = wasm_v128_load(w[b].ql + 64 * h + 32 + 16 * v);
-                v128_t H = wasm_v128_load(w[b].qh + 32 * h + 16 * v);
-                v128_t q0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i8x16_shl(H, 4), m30));
-                v128_t q1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i8x16_shl(H, 2), m30));
-                v128_t q2 = wasm_v128_or(wasm_u8x16_shr(L0, 4), wasm_v128_and(H, m30));
-                v128_t q3 = wasm_v128_or(wasm_u8x16_shr(L1, 4), wasm_v128_and(wasm_u8x16_shr(H, 2), m30));
-                const int8_t *xs = xq + 128 * h + 16 * v;
-                const int8_t *s = sc + 8 * h + v; /* element 128h + 32k + 16v + l: scale 8h + 2k + v */
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(wasm_i8x16_sub(q0, off), wasm_v128_load(xs)), wasm_i32x4_splat(s[0])));
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(wasm_i8x16_sub(q1, off), wasm_v128_load(xs + 32)), wasm_i32x4_splat(s[2])));
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(wasm_i8x16_sub(q2, off), wasm_v128_load(xs + 64)), wasm_i32x4_splat(s[4])));
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(wasm_i8x16_sub(q3, off), wasm_v128_load(xs + 96)), wasm_i32x4_splat(s[6])));
-            }
-        }
-        r = wlm_kq_acc(r, h2f(w[b].d), x[b].d, hsum(acc));
-    }
+    for (uint32_t b = 0; b < n / QK_K; b++) r = q6k_block_r(r, &w[b], x[b].qs, &x[b]);
     return r;
+}
+#else
+float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
+    const block_q4_k *w = wv; const block_q8_k *x = xv;
+    int16_t xs[QK_K] __attribute__((aligned(16)));
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK_K; b++) { widen_256(x[b].qs, xs); r = q4k_block(r, &w[b], xs, &x[b]); }
+    return r;
+}
+
+float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
+    const block_q6_k *w = wv; const block_q8_k *x = xv;
+    int16_t xs[QK_K] __attribute__((aligned(16)));
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK_K; b++) { widen_256(x[b].qs, xs); r = q6k_block(r, &w[b], xs, &x[b]); }
+    return r;
+}
+
+#endif
+
+/* ---- prefill: rows unpacked once per chunk of tokens ------------------------------ */
+#ifdef __wasm_relaxed_simd__
+/* Relaxed build: a block is unpacked once per tile of tokens into its values
+ * as bytes (Q4_K: q 0..15; Q6_K: u = q + 32, 0..63) and its integer scales;
+ * each token then needs one relaxed dot per 16 values and one
+ * i32x4.dot_i16x8 per sub-block (Q6_K: minus 32 sum_j sc_j bsums_j). */
+typedef struct {
+    uint8_t u[QK_K];
+    int16_t sc[16];
+    int16_t mn[8];
+    float d, dmin;
+    int32_t q6;
+    uint32_t pad;
+} ublock;
+_Static_assert(sizeof(ublock) % 16 == 0, "ublock keeps 16-byte alignment");
+
+static void unpack_q4k(const block_q4_k *B, ublock *u) {
+    const v128_t m4 = wasm_i8x16_splat(15);
+    v128_t sm = k4_scales_mins(B->scales);
+    wasm_v128_store(u->sc, wasm_u16x8_extend_low_u8x16(sm));
+    wasm_v128_store(u->sc + 8, wasm_i16x8_splat(0));
+    wasm_v128_store(u->mn, wasm_u16x8_extend_high_u8x16(sm));
+    for (int c = 0; c < 4; c++) {
+        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+        wasm_v128_store(u->u + 64 * c, wasm_v128_and(A, m4));
+        wasm_v128_store(u->u + 64 * c + 16, wasm_v128_and(C, m4));
+        wasm_v128_store(u->u + 64 * c + 32, wasm_v128_and(wasm_u16x8_shr(A, 4), m4));
+        wasm_v128_store(u->u + 64 * c + 48, wasm_v128_and(wasm_u16x8_shr(C, 4), m4));
+    }
+    u->d = h2f(B->d); u->dmin = h2f(B->dmin); u->q6 = 0;
+}
+
+static void unpack_q6k(const block_q6_k *B, ublock *u) {
+    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
+    v128_t S = wasm_v128_load(B->scales);
+    wasm_v128_store(u->sc, wasm_i16x8_extend_low_i8x16(S));
+    wasm_v128_store(u->sc + 8, wasm_i16x8_extend_high_i8x16(S));
+    wasm_v128_store(u->mn, wasm_i16x8_splat(0));
+    for (int h = 0; h < 2; h++)
+        for (int v = 0; v < 2; v++) {
+            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+            uint8_t *o = u->u + 128 * h + 16 * v;
+            wasm_v128_store(o, wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30)));
+            wasm_v128_store(o + 32, wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30)));
+            wasm_v128_store(o + 64, wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30)));
+            wasm_v128_store(o + 96, wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30)));
+        }
+    u->d = h2f(B->d); u->dmin = 0; u->q6 = 1;
+}
+
+/* Q6_K's offset term for one token: 32 * sum_j sc_j bsums_j */
+static inline int32_t q6_offset(const ublock *u, const block_q8_k *b) {
+    return 32 * hsum(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(u->sc), wasm_v128_load(b->bsums)),
+                                    wasm_i32x4_dot_i16x8(wasm_v128_load(u->sc + 8), wasm_v128_load(b->bsums + 8))));
+}
+
+static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_k *b1, const block_q8_k *b2, const block_q8_k *b3, int32_t *s) {
+    v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    v128_t s0 = wasm_v128_load(u->sc), s1 = wasm_v128_load(u->sc + 8);
+    if (!u->q6) {
+        for (int j = 0; j < 8; j++) { /* sub-blocks of 32 */
+            v128_t U0 = wasm_v128_load(u->u + 32 * j), U1 = wasm_v128_load(u->u + 32 * j + 16), sp = splat16(s0, j);
+            a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b0->qs + 32 * j), U0), rdot(wasm_v128_load(b0->qs + 32 * j + 16), U1)), sp));
+            a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b1->qs + 32 * j), U0), rdot(wasm_v128_load(b1->qs + 32 * j + 16), U1)), sp));
+            a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b2->qs + 32 * j), U0), rdot(wasm_v128_load(b2->qs + 32 * j + 16), U1)), sp));
+            a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b3->qs + 32 * j), U0), rdot(wasm_v128_load(b3->qs + 32 * j + 16), U1)), sp));
+        }
+        s[0] = hsum(a0); s[1] = hsum(a1); s[2] = hsum(a2); s[3] = hsum(a3);
+        return;
+    }
+    for (int j = 0; j < 16; j++) { /* sub-blocks of 16 */
+        v128_t U = wasm_v128_load(u->u + 16 * j), sp = splat16(j < 8 ? s0 : s1, j & 7);
+        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b0->qs + 16 * j), U), sp));
+        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b1->qs + 16 * j), U), sp));
+        a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b2->qs + 16 * j), U), sp));
+        a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b3->qs + 16 * j), U), sp));
+    }
+    s[0] = hsum(a0) - q6_offset(u, b0); s[1] = hsum(a1) - q6_offset(u, b1);
+    s[2] = hsum(a2) - q6_offset(u, b2); s[3] = hsum(a3) - q6_offset(u, b3);
+}
+
+static inline int32_t dot1_u(const ublock *u, const block_q8_k *b) {
+    v128_t a = wasm_i32x4_splat(0);
+    v128_t s0 = wasm_v128_load(u->sc), s1 = wasm_v128_load(u->sc + 8);
+    if (!u->q6) {
+        for (int j = 0; j < 8; j++)
+            a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b->qs + 32 * j), wasm_v128_load(u->u + 32 * j)),
+                                                                      rdot(wasm_v128_load(b->qs + 32 * j + 16), wasm_v128_load(u->u + 32 * j + 16))), splat16(s0, j)));
+        return hsum(a);
+    }
+    for (int j = 0; j < 16; j++)
+        a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b->qs + 16 * j), wasm_v128_load(u->u + 16 * j)), splat16(j < 8 ? s0 : s1, j & 7)));
+    return hsum(a) - q6_offset(u, b);
+}
+#else
+
+/* An unpacked block: 256 int16 products q*sc (Q4_K) or (q-32)*sc (Q6_K), then
+ * the block's float scales and, for Q4_K, its 8 mins as int16. */
+typedef struct {
+    int16_t w[QK_K];
+    int16_t mn[8];
+    float d, dmin;
+    uint32_t pad[2];
+} ublock;
+_Static_assert(sizeof(ublock) % 16 == 0, "ublock keeps 16-byte alignment");
+
+static void unpack_q4k(const block_q4_k *B, ublock *u) {
+    const v128_t m4 = wasm_i16x8_splat(15);
+    v128_t sm = k4_scales_mins(B->scales);
+    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
+    for (int c = 0; c < 4; c++) {
+        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+        v128_t a0 = wasm_u16x8_extend_low_u8x16(A), a1 = wasm_u16x8_extend_high_u8x16(A);
+        v128_t c0 = wasm_u16x8_extend_low_u8x16(C), c1 = wasm_u16x8_extend_high_u8x16(C);
+        v128_t sl = splat16(sc, 2 * c), sh = splat16(sc, 2 * c + 1);
+        int16_t *o = u->w + 64 * c;
+        wasm_v128_store(o, wasm_i16x8_mul(wasm_v128_and(a0, m4), sl));
+        wasm_v128_store(o + 8, wasm_i16x8_mul(wasm_v128_and(a1, m4), sl));
+        wasm_v128_store(o + 16, wasm_i16x8_mul(wasm_v128_and(c0, m4), sl));
+        wasm_v128_store(o + 24, wasm_i16x8_mul(wasm_v128_and(c1, m4), sl));
+        wasm_v128_store(o + 32, wasm_i16x8_mul(wasm_u16x8_shr(a0, 4), sh));
+        wasm_v128_store(o + 40, wasm_i16x8_mul(wasm_u16x8_shr(a1, 4), sh));
+        wasm_v128_store(o + 48, wasm_i16x8_mul(wasm_u16x8_shr(c0, 4), sh));
+        wasm_v128_store(o + 56, wasm_i16x8_mul(wasm_u16x8_shr(c1, 4), sh));
+    }
+    wasm_v128_store(u->mn, wasm_u16x8_extend_high_u8x16(sm));
+    u->d = h2f(B->d); u->dmin = h2f(B->dmin);
+}
+
+static void unpack_q6k(const block_q6_k *B, ublock *u) {
+    const v128_t m4 = wasm_i16x8_splat(15), m3 = wasm_i16x8_splat(3), m12 = wasm_i16x8_splat(12), m30 = wasm_i16x8_splat(0x30);
+    const v128_t off = wasm_i16x8_splat(32);
+    v128_t S = wasm_v128_load(B->scales);
+    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    for (int h = 0; h < 2; h++) {
+        v128_t sch = h ? sc_hi : sc_lo;
+        for (int l = 0; l < 32; l += 8) {
+            int v = l / 16;
+            v128_t L0 = wasm_u16x8_load8x8(B->ql + 64 * h + l), L1 = wasm_u16x8_load8x8(B->ql + 64 * h + 32 + l);
+            v128_t H = wasm_u16x8_load8x8(B->qh + 32 * h + l);
+            v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_i16x8_shl(wasm_v128_and(H, m3), 4));
+            v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_i16x8_shl(wasm_v128_and(H, m12), 2));
+            v128_t u2 = wasm_v128_or(wasm_u16x8_shr(L0, 4), wasm_v128_and(H, m30));
+            v128_t u3 = wasm_v128_or(wasm_u16x8_shr(L1, 4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+            int16_t *o = u->w + 128 * h + l;
+            wasm_v128_store(o, wasm_i16x8_mul(wasm_i16x8_sub(u0, off), splat16(sch, v)));
+            wasm_v128_store(o + 32, wasm_i16x8_mul(wasm_i16x8_sub(u1, off), splat16(sch, 2 + v)));
+            wasm_v128_store(o + 64, wasm_i16x8_mul(wasm_i16x8_sub(u2, off), splat16(sch, 4 + v)));
+            wasm_v128_store(o + 96, wasm_i16x8_mul(wasm_i16x8_sub(u3, off), splat16(sch, 6 + v)));
+        }
+    }
+    wasm_v128_store(u->mn, wasm_i16x8_splat(0));
+    u->d = h2f(B->d); u->dmin = 0;
+}
+
+/* Exact sums of the 256 int16 values of an unpacked block (|w| <= 4096) with
+ * the int8 activations of 4 tokens (widened in registers; each weight vector
+ * is loaded once for the 4): pairs at most 2 * 4096 * 128, 32 pairs a lane. */
+static inline void dot4_u256(const int16_t *w, const int8_t *x0, const int8_t *x1, const int8_t *x2, const int8_t *x3, int32_t *s) {
+    v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    for (int i = 0; i < QK_K; i += 16) {
+        v128_t W0 = wasm_v128_load(w + i), W1 = wasm_v128_load(w + i + 8), X;
+        X = wasm_v128_load(x0 + i);
+        a0 = wasm_i32x4_add(a0, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
+        X = wasm_v128_load(x1 + i);
+        a1 = wasm_i32x4_add(a1, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
+        X = wasm_v128_load(x2 + i);
+        a2 = wasm_i32x4_add(a2, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
+        X = wasm_v128_load(x3 + i);
+        a3 = wasm_i32x4_add(a3, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
+    }
+    s[0] = hsum(a0); s[1] = hsum(a1); s[2] = hsum(a2); s[3] = hsum(a3);
+}
+
+static inline int32_t dot1_u256(const int16_t *w, const int8_t *x) {
+    v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
+    for (int i = 0; i < QK_K; i += 16) {
+        v128_t X = wasm_v128_load(x + i);
+        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i), wasm_i16x8_extend_low_i8x16(X)));
+        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_v128_load(w + i + 8), wasm_i16x8_extend_high_i8x16(X)));
+    }
+    return hsum(wasm_i32x4_add(a0, a1));
+}
+
+
+/* the block's exact integer dot with 4 tokens' activations, and with one */
+static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_k *b1, const block_q8_k *b2, const block_q8_k *b3, int32_t *s) {
+    dot4_u256(u->w, b0->qs, b1->qs, b2->qs, b3->qs, s);
+}
+static inline int32_t dot1_u(const ublock *u, const block_q8_k *bt) { return dot1_u256(u->w, bt->qs); }
+#endif
+
+/* tokens whose running sums are kept at once (on the stack) */
+#define KQ_TILE 64
+
+int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
+                     const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
+                     void *scratch, uint64_t scratch_bytes) {
+    if (type != GGML_Q4_K && type != GGML_Q6_K) return 0;
+    if (n % QK_K) return 0;
+    uint32_t nb = n / QK_K;
+    int q4 = type == GGML_Q4_K;
+#define XB(t) ((const block_q8_k *)(x + (uint64_t)(t) * xstride))
+    if (n_tok <= 2) { /* too few tokens to pay for unpacking the rows: decode kernels */
+        for (uint32_t t = 0; t < n_tok; t++) {
+            const block_q8_k *xb = XB(t);
+#ifndef __wasm_relaxed_simd__
+            /* the token's activations widened to int16 once for all rows */
+            if ((uint64_t)n * 2 <= scratch_bytes && !((uintptr_t)scratch & 15)) {
+                int16_t *xs = scratch;
+                for (uint32_t b = 0; b < nb; b++) widen_256(xb[b].qs, xs + b * QK_K);
+                for (uint32_t r = 0; r < n_rows; r++) {
+                    const uint8_t *wr = w + r * row_bytes;
+                    float acc = 0;
+                    if (q4) for (uint32_t b = 0; b < nb; b++) acc = q4k_block(acc, (const block_q4_k *)wr + b, xs + b * QK_K, &xb[b]);
+                    else for (uint32_t b = 0; b < nb; b++) acc = q6k_block(acc, (const block_q6_k *)wr + b, xs + b * QK_K, &xb[b]);
+                    y[(uint64_t)t * ystride + r] = acc;
+                }
+                continue;
+            }
+#endif
+            for (uint32_t r = 0; r < n_rows; r++)
+                y[(uint64_t)t * ystride + r] = (q4 ? wlm_kq_dot_q4_k_simd : wlm_kq_dot_q6_k_simd)(n, w + r * row_bytes, xb);
+        }
+        return 1;
+    }
+    /* prefill: each block of a row is unpacked once per tile of tokens; the
+     * tokens' running sums advance block by block, in the reference order */
+    ublock u;
+    float acc[KQ_TILE];
+    for (uint32_t t0 = 0; t0 < n_tok; t0 += KQ_TILE) {
+        uint32_t nt = n_tok - t0 < KQ_TILE ? n_tok - t0 : KQ_TILE;
+        for (uint32_t r = 0; r < n_rows; r++) {
+            const uint8_t *wr = w + r * row_bytes;
+            for (uint32_t t = 0; t < nt; t++) acc[t] = 0;
+            for (uint32_t b = 0; b < nb; b++) {
+                if (q4) unpack_q4k((const block_q4_k *)wr + b, &u); else unpack_q6k((const block_q6_k *)wr + b, &u);
+                v128_t mn = wasm_v128_load(u.mn);
+                uint32_t t = 0;
+                for (; t + 4 <= nt; t += 4) {
+                    const block_q8_k *b0 = XB(t0 + t) + b, *b1 = XB(t0 + t + 1) + b, *b2 = XB(t0 + t + 2) + b, *b3 = XB(t0 + t + 3) + b;
+                    int32_t s[4];
+                    dot4_u(&u, b0, b1, b2, b3, s);
+                    if (q4) {
+                        acc[t] = wlm_kq_acc_minus(acc[t], u.d, u.dmin, b0->d, s[0], q4k_min_term(mn, b0->bsums));
+                        acc[t + 1] = wlm_kq_acc_minus(acc[t + 1], u.d, u.dmin, b1->d, s[1], q4k_min_term(mn, b1->bsums));
+                        acc[t + 2] = wlm_kq_acc_minus(acc[t + 2], u.d, u.dmin, b2->d, s[2], q4k_min_term(mn, b2->bsums));
+                        acc[t + 3] = wlm_kq_acc_minus(acc[t + 3], u.d, u.dmin, b3->d, s[3], q4k_min_term(mn, b3->bsums));
+                    } else {
+                        acc[t] = wlm_kq_acc(acc[t], u.d, b0->d, s[0]);
+                        acc[t + 1] = wlm_kq_acc(acc[t + 1], u.d, b1->d, s[1]);
+                        acc[t + 2] = wlm_kq_acc(acc[t + 2], u.d, b2->d, s[2]);
+                        acc[t + 3] = wlm_kq_acc(acc[t + 3], u.d, b3->d, s[3]);
+                    }
+                }
+                for (; t < nt; t++) {
+                    const block_q8_k *bt = XB(t0 + t) + b;
+                    int32_t s = dot1_u(&u, bt);
+                    acc[t] = q4 ? wlm_kq_acc_minus(acc[t], u.d, u.dmin, bt->d, s, q4k_min_term(mn, bt->bsums))
+                                : wlm_kq_acc(acc[t], u.d, bt->d, s);
+                }
+            }
+            for (uint32_t t = 0; t < nt; t++) y[(uint64_t)(t0 + t) * ystride + r] = acc[t];
+        }
+    }
+#undef XB
+    return 1;
 }
 #endif

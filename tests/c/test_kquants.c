@@ -6,6 +6,7 @@
  * double; re-quantized stories260K loads and agrees with the original. */
 #include <stdint.h>
 #include "tst.h"
+#include "gguf_build.h"
 #include "../../src/internal.h"
 
 /* every kernel set of this build (scalar, and SIMD128 in wasm) */
@@ -25,6 +26,8 @@ static wlm_dot_fn ref_dot(uint32_t t) {
     }
 }
 static int is_k(uint32_t t) { return wlm_type(t)->block == 256; }
+
+static int argmax(const float *v, uint32_t n);
 
 /* ---- an independent decoder, written from the format description ------------- */
 
@@ -191,7 +194,8 @@ static void rand_ablock(uint32_t t, uint8_t *x, uint32_t b, int extreme) {
     if (is_k(t)) { block_q8_k *B = (block_q8_k *)x + b; for (int j = 0; j < 16; j++) { int s = 0; for (int i = 0; i < 16; i++) s += q[16 * j + i]; B->bsums[j] = (int16_t)s; } }
 }
 
-TEST(kquants_dot_bit_identical) {
+/* ("kernels" in the name: the relaxed-SIMD run of the suite selects it) */
+TEST(kquants_kernels_dot_bit_identical) {
     enum { MAXB = 12 };
     uint8_t *w = malloc(210 * MAXB * 8), *x = malloc(292 * MAXB * 8);
     static const uint32_t NB[] = { 1, 2, 3, 5, 8, 12 };
@@ -223,6 +227,121 @@ TEST(kquants_dot_bit_identical) {
     }
     printf("  %d dot comparisons over %d kernel set(s)\n", compared, N_SETS);
     free(w); free(x);
+}
+
+/* The batched path (kq_rows: decode and prefill of K-quant weights) against
+ * the reference row dot, bit for bit, for every kernel set: token counts that
+ * take the decode kernels (1, 2) and the unpacked-block kernels (4-token
+ * passes, tails, more than one 64-token tile), several rows, extreme blocks; and a
+ * scratch too small refuses without writing. */
+TEST(kquants_kernels_rows_bit_identical) {
+    static const uint32_t NB[] = { 1, 3, 8, 40 }, NT[] = { 1, 2, 3, 5, 9, 70 }; /* 70: past a 64-token tile */
+    enum { ROWS = 3, MAXT = 70 };
+    uint8_t *w = malloc(210 * 40 * ROWS), *x = malloc(292 * 40 * MAXT);
+    float *y = malloc(4 * ROWS * MAXT);
+    uint64_t scratch_bytes = 64 * 1024;
+    void *scratch = aligned_alloc(64, scratch_bytes);
+    int compared = 0, batched[GGML_TYPE_COUNT] = { 0 };
+    for (int ti = 0; ti < N_KTYPES; ti++) {
+        uint32_t t = KTYPES[ti];
+        if (!is_k(t)) continue;
+        const wlm_type_info *inf = wlm_type(t);
+        for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
+            uint32_t nb = NB[si], n = nb * 256, rb = nb * inf->block_bytes, xs = nb * 292;
+            for (unsigned ni = 0; ni < sizeof NT / sizeof NT[0]; ni++) {
+                uint32_t nt = NT[ni];
+                int extreme = (int)(ni % 3);
+                for (uint32_t r = 0; r < ROWS; r++)
+                    for (uint32_t b = 0; b < nb; b++) rand_wblock(t, w + r * rb + b * inf->block_bytes, r == 0 ? extreme : 0);
+                for (uint32_t k = 0; k < nt; k++)
+                    for (uint32_t b = 0; b < nb; b++) rand_ablock(t, x + k * xs, b, k == 0 ? (int)(tst_rand() % 4) : 0);
+                for (int k = 0; k < N_SETS; k++) {
+                    if (!SETS[k]->kq_rows) continue;
+                    for (uint32_t i = 0; i < ROWS * MAXT; i++) y[i] = -1.0f;
+                    if (!SETS[k]->kq_rows(t, n, w, rb, ROWS, x, xs, nt, y, ROWS, scratch, scratch_bytes)) continue;
+                    batched[t]++;
+                    for (uint32_t r = 0; r < ROWS; r++)
+                        for (uint32_t tk = 0; tk < nt; tk++) {
+                            float ref = ref_dot(t)(n, w + r * rb, x + tk * xs), got = y[tk * ROWS + r];
+                            CHECKF(same_float(got, ref), "%s %s rows: n=%u tokens=%u row %u token %u got %.9g ref %.9g",
+                                   SETS[k]->name, inf->name, n, nt, r, tk, got, ref);
+                            compared++;
+                        }
+                    for (uint32_t i = ROWS * nt; i < ROWS * MAXT; i++) CHECKF(y[i] == -1.0f, "%s %s wrote past the batch", SETS[k]->name, inf->name);
+                    /* too little scratch: refused (nothing written) or still exact */
+                    for (uint32_t i = 0; i < ROWS * MAXT; i++) y[i] = -1.0f;
+                    if (SETS[k]->kq_rows(t, n, w, rb, ROWS, x, xs, nt, y, ROWS, scratch, 16)) {
+                        for (uint32_t i = 0; i < ROWS * nt; i++)
+                            CHECKF(same_float(y[i], ref_dot(t)(n, w + (i % ROWS) * rb, x + (i / ROWS) * xs)), "%s %s small scratch", SETS[k]->name, inf->name);
+                    } else {
+                        for (uint32_t i = 0; i < ROWS * MAXT; i++) CHECKF(y[i] == -1.0f, "%s %s refused but wrote", SETS[k]->name, inf->name);
+                    }
+                }
+            }
+        }
+    }
+    /* every set has the batched path for the types of Q4_K_M files */
+    CHECK(batched[GGML_Q4_K] >= N_SETS * 24 && batched[GGML_Q6_K] >= N_SETS * 24);
+    CHECK(SETS[0]->kq_rows(GGML_Q8_0, 256, w, 34, 1, x, 292, 1, y, 1, scratch, scratch_bytes) == 0);
+    printf("  %d batched outputs compared over %d kernel set(s)\n", compared, N_SETS);
+    free(w); free(x); free(y); free(scratch);
+}
+
+/* A synthetic llama whose rows are multiples of 256, re-quantized to Q4_K_M
+ * (Q4_K and Q6_K tensors, so the forward pass takes kq_rows): a prompt
+ * evaluated in batches (prefill kernels) gives the logits of token-by-token
+ * evaluation (decode kernels) bit for bit, then the same greedy steps; and
+ * every kernel set of the build gives the same logits. */
+TEST(kquants_kernels_q4_k_m_model_prefill_equals_decode) {
+    gb_file *f = malloc(sizeof *f);
+    gb_llama p = { 256, 2, 4, 2, 512, 0, 0, 5 };
+    gb_tiny_llama(f, &p);
+    size_t size; unsigned char *bytes = gb_serialize(f, &size);
+    gb_free(f); free(f);
+    unsigned char *data = tst_sys_copy(bytes, size);
+    free(bytes);
+    wlm_model *m; wlm_err err;
+    REQUIRE(wlm_model_load(&m, data, size, &err) == WLM_OK);
+    uint64_t qsize;
+    REQUIRE(wlm_quantize_size(m, WLM_QUANT_Q4_K_M, &qsize, &err) == WLM_OK);
+    uint8_t *q = wlm_sys_alloc(qsize);
+    REQUIRE(q);
+    REQUIRE(wlm_quantize(m, WLM_QUANT_Q4_K_M, q, qsize, 0, 0, &err) == WLM_OK);
+    wlm_model *mq;
+    REQUIRE(wlm_model_load(&mq, q, qsize, &err) == WLM_OK);
+    int n_q4 = 0, n_q6 = 0;
+    for (uint64_t i = 0; i < mq->g.n_tensors; i++) { n_q4 += mq->g.tensors[i].type == GGML_Q4_K; n_q6 += mq->g.tensors[i].type == GGML_Q6_K; }
+    CHECKF(n_q4 >= 8 && n_q6 >= 2, "Q4_K_M model has %d Q4_K and %d Q6_K tensors", n_q4, n_q6);
+    enum { T = 13, STEPS = 4 };
+    static const int32_t prompt[T] = { 1, 6, 8, 11, 7, 9, 12, 10, 13, 6, 15, 8, 9 };
+    uint32_t nv = wlm_model_hparams(mq)->n_vocab;
+    float *ref = malloc(sizeof(float) * nv * (STEPS + 1));
+    int runs = 0;
+    for (int k = 0; k < N_SETS; k++)
+        for (int batched = 1; batched >= 0; batched--) {
+            wlm_ctx_params cp; wlm_ctx_default_params(&cp);
+            cp.n_ctx = 64; cp.n_batch = 8;
+            wlm_ctx *c;
+            REQUIRE(wlm_ctx_new(&c, mq, &cp, &err) == WLM_OK);
+            c->k = SETS[k];
+            if (batched) REQUIRE(wlm_eval(c, prompt, T, &err) == WLM_OK); /* batches of 8 and 5 */
+            else for (int i = 0; i < T; i++) REQUIRE(wlm_eval(c, &prompt[i], 1, &err) == WLM_OK);
+            for (int s = 0; s <= STEPS; s++) {
+                const float *l = wlm_ctx_logits(c);
+                if (runs == 0) memcpy(ref + (uint64_t)s * nv, l, nv * sizeof(float));
+                else CHECKF(memcmp(ref + (uint64_t)s * nv, l, nv * sizeof(float)) == 0, "%s, %s: step %d logits differ from %s batched",
+                            SETS[k]->name, batched ? "batched" : "token by token", s, SETS[0]->name);
+                if (s == STEPS) break;
+                int32_t tok = argmax(l, nv);
+                REQUIRE(wlm_eval(c, &tok, 1, &err) == WLM_OK);
+            }
+            wlm_ctx_free(c);
+            runs++;
+        }
+    printf("  %d runs (%d kernel set(s) x batched / token by token) agree bit for bit; %d Q4_K + %d Q6_K tensors\n", runs, N_SETS, n_q4, n_q6);
+    free(ref);
+    wlm_model_free(mq); wlm_sys_free(q);
+    wlm_model_free(m); wlm_sys_free(data);
 }
 
 /* ---- blocks written by hand ---------------------------------------------------- */
