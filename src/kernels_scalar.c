@@ -108,6 +108,36 @@ static float dot_i16(uint32_t nb, const int16_t *w, const float *dw, const int16
     return r;
 }
 
+/* one pair of i16x4 rows: the order of dot_i16 (lane = block mod 4) */
+static float dot_i16x4(uint32_t n, const uint8_t *wr, const uint8_t *xr) {
+    uint32_t nb = n / 32, b = 0;
+    const int16_t *w = (const int16_t *)wr, *x = (const int16_t *)xr;
+    const float *dw = (const float *)(wr + (uint64_t)n * 2), *dx = (const float *)(xr + (uint64_t)n * 2);
+    float a[4] = {0, 0, 0, 0}, r;
+    for (; b + 4 <= nb; b += 4)
+        for (int i = 0; i < 4; i++) {
+            int32_t s = 0;
+            for (int k = 0; k < 32; k++) {
+                uint32_t at = b * 32 + (k / 2) * 8 + i * 2 + (k & 1);
+                s += (int32_t)w[at] * x[at];
+            }
+            a[i] += (dw[b + i] * dx[b + i]) * (float)s;
+        }
+    r = (a[0] + a[1]) + (a[2] + a[3]);
+    for (; b < nb; b++) {
+        int32_t s = 0;
+        for (int k = 0; k < 32; k++) s += (int32_t)w[b * 32 + k] * x[b * 32 + k];
+        r += (dw[b] * dx[b]) * (float)s;
+    }
+    return r;
+}
+
+static void gemm_i16x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                       const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = dot_i16x4(n, w + r * ws, x + t * xs);
+}
+
 static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
     for (uint32_t i = 0; i < n; i++) y[i] += a * x[i];
 }
@@ -134,7 +164,7 @@ const wlm_kernels wlm_kernels_scalar = {
              [GGML_Q2_K] = wlm_kq_dot_q2_k, [GGML_Q3_K] = wlm_kq_dot_q3_k, [GGML_Q4_K] = wlm_kq_dot_q4_k,
              [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .dot_i16 = dot_i16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 };
 
 const wlm_kernels *const wlm_kernel_sets[] = {

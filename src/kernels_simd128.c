@@ -195,6 +195,74 @@ static float dot_i16(uint32_t nb, const int16_t *w, const float *dw, const int16
     return r;
 }
 
+/* ---- prefill: register-tiled i16x4 rows ----------------------------------------------
+ * In the i16x4 form one i32x4.dot_i16x8 lane sums a pair of values of one
+ * block (lane i: block 4g+i), so 16 dots of a group leave the four exact
+ * block sums in the four lanes: no horizontal adds. A tile of R weight rows x
+ * T tokens shares every weight load among T tokens and every activation load
+ * among R rows. Per pair the float steps are dot_i16's: lane i accumulates
+ * (dw * dx) * isum of blocks i mod 4, folded (l0 + l1) + (l2 + l3), then the
+ * remaining blocks in order. */
+static inline __attribute__((always_inline)) void tile_i16x4(int R, int T, uint32_t n, const uint8_t *w, uint64_t ws,
+                                                            const uint8_t *x, uint64_t xs, float *y, uint64_t ys) {
+    uint32_t nb = n / 32, ng = nb / 4;
+    v128_t acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t] = wasm_f32x4_splat(0);
+    for (uint32_t g = 0; g < ng; g++) {
+        v128_t s[4][4];
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) s[r][t] = wasm_i32x4_splat(0);
+        for (uint32_t v = 0; v < 16; v++) {
+            v128_t wv[4], xv[4];
+            for (int r = 0; r < R; r++) wv[r] = wasm_v128_load(w + r * ws + (g * 128 + v * 8) * 2);
+            for (int t = 0; t < T; t++) xv[t] = wasm_v128_load(x + t * xs + (g * 128 + v * 8) * 2);
+            for (int r = 0; r < R; r++)
+                for (int t = 0; t < T; t++) s[r][t] = wasm_i32x4_add(s[r][t], wasm_i32x4_dot_i16x8(wv[r], xv[t]));
+        }
+        for (int r = 0; r < R; r++) {
+            v128_t dw = wasm_v128_load(w + r * ws + (uint64_t)n * 2 + g * 16);
+            for (int t = 0; t < T; t++) {
+                v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(x + t * xs + (uint64_t)n * 2 + g * 16));
+                acc[r][t] = wasm_f32x4_add(acc[r][t], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s[r][t])));
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            const int16_t *wq = (const int16_t *)(w + r * ws), *xq = (const int16_t *)(x + t * xs);
+            const float *dw = (const float *)(w + r * ws + (uint64_t)n * 2), *dx = (const float *)(x + t * xs + (uint64_t)n * 2);
+            float res = fold_lanes(acc[r][t]);
+            for (uint32_t b = ng * 4; b < nb; b++)
+                res += (dw[b] * dx[b]) * (float)lanes_sum_i32(isum_i16(wq + b * 32, xq + b * 32));
+            y[t * ys + r] = res;
+        }
+}
+
+#ifndef WLM_TILE_R
+#define WLM_TILE_R 4
+#endif
+#ifndef WLM_TILE_T
+#define WLM_TILE_T 2
+#endif
+
+static void gemm_i16x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                       const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    uint32_t r = 0;
+    for (; r + WLM_TILE_R <= nr; r += WLM_TILE_R) {
+        uint32_t t = 0;
+        for (; t + WLM_TILE_T <= nt; t += WLM_TILE_T)
+            tile_i16x4(WLM_TILE_R, WLM_TILE_T, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+        for (; t < nt; t++) tile_i16x4(WLM_TILE_R, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+    }
+    for (; r < nr; r++) {
+        uint32_t t = 0;
+        for (; t + WLM_TILE_T <= nt; t += WLM_TILE_T)
+            tile_i16x4(1, WLM_TILE_T, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+        for (; t < nt; t++) tile_i16x4(1, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+    }
+}
+
 static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
     v128_t va = wasm_f32x4_splat(a);
     uint32_t i = 0;
@@ -240,6 +308,6 @@ const wlm_kernels wlm_kernels_simd128 = {
              [GGML_Q2_K] = wlm_kq_dot_q2_k_simd, [GGML_Q3_K] = wlm_kq_dot_q3_k_simd, [GGML_Q4_K] = wlm_kq_dot_q4_k_simd,
              [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .dot_i16 = dot_i16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 };
 #endif
