@@ -70,7 +70,8 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_act = reserve(&pl, B * pl.act_row_bytes);
     /* [kernels] per thread: one F32 row, or a panel of i16x4 rows (prefill) */
     pl.wrow_bytes = WLM_ALIGN_UP(WLM_MAX(widest * 4, WLM_MM_PANEL * wlm_i16x4_row_bytes((uint32_t)widest)), 64);
-    pl.act16_row_bytes = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 4, 64);
+    /* [kernels] int16 activations: i16x4 (prefill) or i16eo (decode) rows */
+    pl.act16_row_bytes = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
     pl.off_act16 = reserve(&pl, B * pl.act16_row_bytes);
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
     pl.off_logits = reserve(&pl, (p->logits_all ? B : 1) * (uint64_t)hp->n_vocab * 4);
@@ -197,7 +198,7 @@ typedef struct mm_job {
     wlm_ctx *c; const wlm_tensor *W;
     const uint8_t *xs; uint64_t xstride; uint32_t n_tok;
     float *y;
-    int i16;               /* prefill of Q8_0/Q4_0: int16 rows against c->act16 */
+    int i16;               /* Q8_0/Q4_0: c->act16 holds the int16 form (i16x4 for a batch, i16eo for one token) */
 } mm_job;
 
 static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
@@ -213,6 +214,12 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
     wlm_dot_fn dot = c->k->dot[W->type];
     wlm_dot_fn udot = W->type == GGML_Q4_0 ? c->k->dot[GGML_Q8_0] : c->k->dot[GGML_F32];
     uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
+    if (j->i16 && j->n_tok == 1) {
+        /* decode: the rows of this thread, several per pass */
+        wlm_gemv_fn gemv = W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
+        if (r1 > r0) gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, (const block_q8_0 *)j->xs, c->act16, j->y + r0);
+        return;
+    }
     if (j->i16) {
         /* a panel of rows widened to int16 (i16x4 form) once, then the
          * register-tiled kernel against every token of the batch (same sums
@@ -252,10 +259,12 @@ static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
             a->ready_type = at;
         }
         j.xs = c->act;
-        if (a->n_tok > 1 && (W->type == GGML_Q8_0 || W->type == GGML_Q4_0) && c->k->gemm_i16x4) {
+        if ((W->type == GGML_Q8_0 || W->type == GGML_Q4_0) && (a->n_tok > 1 ? c->k->gemm_i16x4 != 0 : c->k->gemv_q8_0 && c->k->gemv_q4_0)) {
             if (!a->i16_ready) {
-                for (uint32_t t = 0; t < a->n_tok; t++)
-                    wlm_unpack_i16x4(GGML_Q8_0, c->act + t * j.xstride, c->act16 + t * c->act16_row_bytes, a->n);
+                for (uint32_t t = 0; t < a->n_tok; t++) {
+                    if (a->n_tok == 1) wlm_act_i16eo((const block_q8_0 *)c->act, c->act16, a->n);
+                    else wlm_unpack_i16x4(GGML_Q8_0, c->act + t * j.xstride, c->act16 + t * c->act16_row_bytes, a->n);
+                }
                 a->i16_ready = 1;
             }
             j.i16 = 1;

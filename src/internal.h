@@ -158,6 +158,8 @@ double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta);
 /* dot of one weight row (n elements, stored in the weight type) with an
  * activation in the form wlm_act_type() names for that type */
 typedef float (*wlm_dot_fn)(uint32_t n, const void *w, const void *x);
+typedef void (*wlm_gemv_fn)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                            const block_q8_0 *x8, const uint8_t *x16, float *y);
 
 typedef struct wlm_kernels {
     const char *name;
@@ -180,6 +182,11 @@ typedef struct wlm_kernels {
      * for bit, however rows and tokens are grouped. */
     void (*gemm_i16x4)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
                        const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
+    /* Decode of Q8_0 / Q4_0 weights, several rows per pass: y[r] = row r of
+     * w (rows ws bytes apart) . x for r < nr, where the activation comes as
+     * Q8_0 blocks x8 and in the "i16eo" form x16 of wlm_act_i16eo. Equal bit
+     * for bit to dot_q8_0 / dot_q4_0 on (w row, x8). */
+    wlm_gemv_fn gemv_q8_0, gemv_q4_0;
     /* y += a * x (attention value accumulation), f32 and f16 sources */
     void (*axpy_f32)(uint32_t n, float a, const float *x, float *y);
     void (*axpy_f16)(uint32_t n, float a, const uint16_t *x, float *y);
@@ -211,6 +218,15 @@ void wlm_unpack_i16(uint32_t type, const void *row, int16_t *q, float *d, uint32
  * the nb block scales as floats at byte offset 2n. */
 void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n);
 static inline uint64_t wlm_i16x4_row_bytes(uint32_t n) { return (uint64_t)n * 2 + (uint64_t)n / 32 * 4; }
+/* Q8_0 activation row -> the i16eo form of gemv_q8_0/gemv_q4_0 (exact): per
+ * block the 32 values widened to int16 in the order even 0-14, odd 1-15,
+ * even 16-30, odd 17-31 (the order a weight block's bytes fall into when
+ * read as int16 lanes); then the nb scales as floats at byte offset 2n; then
+ * the nb exact block sums as int32 at 2n + 4 nb. */
+void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n);
+static inline uint64_t wlm_i16eo_row_bytes(uint32_t n) { return (uint64_t)n * 2 + (uint64_t)n / 32 * 8; }
+/* position of value k (0..31) of a block in the i16eo order */
+static inline uint32_t wlm_i16eo_pos(uint32_t k) { return (k & 16) + ((k & 1) << 3) + ((k & 15) >> 1); }
 /* Q4_0 row -> Q8_0 row with the same scales and values (exact) */
 void wlm_q4_0_to_q8_0(const block_q4_0 *x, block_q8_0 *y, uint32_t n);
 /* Dequantizes one row of any supported type into floats. */

@@ -945,3 +945,57 @@ TEST(kernels_forward_prefill_equals_stepwise) {
     wlm_model_free(base);
     wlm_sys_free(bytes);
 }
+
+/* the multi-row decode kernels (i16eo activations) equal dot_q8_0 / dot_q4_0
+ * bit for bit in every kernel set, for any row count, extreme values, and
+ * weight scales that are subnormal, infinite or NaN */
+TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
+    enum { MAXB = 41, MAXR = 9 };
+    static block_q8_0 w8[MAXR][MAXB], x8[MAXB];
+    static block_q4_0 w4[MAXR][MAXB];
+    uint8_t *x16 = malloc(wlm_i16eo_row_bytes(MAXB * 32));
+    static const uint32_t NB[] = { 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 24, 41 };
+    int checked = 0;
+    /* the i16eo order is a permutation of 0..31 */
+    int seen[32] = {0};
+    for (uint32_t k = 0; k < 32; k++) seen[wlm_i16eo_pos(k)]++;
+    for (int k = 0; k < 32; k++) CHECK(seen[k] == 1);
+    for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
+        uint32_t nb = NB[si], n = nb * 32;
+        for (int rep = 0; rep < 6; rep++) {
+            float v[32];
+            for (uint32_t b = 0; b < nb; b++) {
+                if (rep % 3 == 2) rand_q8_block(&x8[b], (int)(tst_rand() % 4));
+                else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x8[b], 32); }
+            }
+            for (int r = 0; r < MAXR; r++)
+                for (uint32_t b = 0; b < nb; b++) {
+                    int ex = rep % 3 == 1 ? (int)(tst_rand() % 4) : 0;
+                    rand_q8_block(&w8[r][b], ex);
+                    rand_q4_block(&w4[r][b], ex);
+                    if (rep >= 3 && tst_rand() % 7 == 0) { /* non-finite or subnormal weight scales */
+                        static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0x0001, 0x83ff, 0x8000 };
+                        w8[r][b].d = w4[r][b].d = odd[tst_rand() % 7];
+                    }
+                }
+            wlm_act_i16eo(x8, x16, n);
+            for (int k = 0; k < N_SETS; k++)
+                for (uint32_t nr = 1; nr <= MAXR; nr++) {
+                    float y8[MAXR + 1], y4[MAXR + 1];
+                    y8[nr] = y4[nr] = -1.0f;
+                    SETS[k]->gemv_q8_0(n, (const uint8_t *)w8, sizeof w8[0], nr, x8, x16, y8);
+                    SETS[k]->gemv_q4_0(n, (const uint8_t *)w4, sizeof w4[0], nr, x8, x16, y4);
+                    for (uint32_t r = 0; r < nr; r++) {
+                        float r8 = wlm_kernels_scalar.dot_q8_0(n, w8[r], x8), r4 = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8);
+                        CHECKF(same_float(y8[r], r8), "%s gemv_q8_0 nb=%u nr=%u row %u: %.9g vs %.9g", SETS[k]->name, nb, nr, r, y8[r], r8);
+                        CHECKF(same_float(y4[r], r4), "%s gemv_q4_0 nb=%u nr=%u row %u: %.9g vs %.9g", SETS[k]->name, nb, nr, r, y4[r], r4);
+                        checked += 2;
+                    }
+                    CHECK(y8[nr] == -1.0f && y4[nr] == -1.0f);
+                }
+        }
+    }
+    printf("  %d rows checked\n", checked);
+    CHECK(checked > 5000);
+    free(x16);
+}
