@@ -46,7 +46,9 @@ static inline void load_half8(const uint16_t *p, v128_t *lo, v128_t *hi) {
     *hi = half4_to_f32(wasm_u32x4_extend_high_u16x8(h));
 }
 
-static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
+/* exact reference order, exact conversion: used when a row holds an
+ * infinite or NaN half */
+static float dot_f16_exact(uint32_t n, const uint16_t *w, const float *x) {
     v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
     uint32_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -58,6 +60,38 @@ static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
         a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(w2, wasm_v128_load(x + i + 8)));
         a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(w3, wasm_v128_load(x + i + 12)));
     }
+    float r = fold4(a0, a1, a2, a3);
+    for (; i < n; i++) r += wlm_f16_to_f32(w[i]) * x[i];
+    return r;
+}
+
+/* Four finite halves -> floats in 4 ops: each half moved to the top of a
+ * 32-bit lane (a shuffle with zeros), shifted right arithmetically by 3 so
+ * exponent and mantissa sit where a float's do (13 bits up), the copies of
+ * the sign below bit 31 masked off, and the product with 2^112 rebiases the
+ * exponent (subnormal halves become normal floats exactly). Infinities and
+ * NaNs would come out finite: the caller checks for them separately. */
+static inline v128_t half4_fast(v128_t h8, int high) {
+    v128_t z = wasm_i32x4_splat(0);
+    v128_t v = high ? wasm_i16x8_shuffle(z, h8, 0, 12, 1, 13, 2, 14, 3, 15) : wasm_i16x8_shuffle(z, h8, 0, 8, 1, 9, 2, 10, 3, 11);
+    v = wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_i32x4_splat((int32_t)0x8fffffffu));
+    return wasm_f32x4_mul(v, wasm_f32x4_splat(0x1p112f));
+}
+
+static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0, mx = a0;
+    v128_t m = wasm_i16x8_splat(0x7fff);
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v128_t h0 = wasm_v128_load(w + i), h1 = wasm_v128_load(w + i + 8);
+        mx = wasm_u16x8_max(mx, wasm_u16x8_max(wasm_v128_and(h0, m), wasm_v128_and(h1, m)));
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(half4_fast(h0, 0), wasm_v128_load(x + i)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(half4_fast(h0, 1), wasm_v128_load(x + i + 4)));
+        a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(half4_fast(h1, 0), wasm_v128_load(x + i + 8)));
+        a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(half4_fast(h1, 1), wasm_v128_load(x + i + 12)));
+    }
+    /* any |half| >= 0x7c00 (infinity or NaN): redo the row exactly */
+    if (!wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00)))) return dot_f16_exact(n, w, x);
     float r = fold4(a0, a1, a2, a3);
     for (; i < n; i++) r += wlm_f16_to_f32(w[i]) * x[i];
     return r;

@@ -999,3 +999,26 @@ TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
     CHECK(checked > 5000);
     free(x16);
 }
+
+/* dot_f16's fast half conversion hands rows holding an infinity or a NaN to
+ * the exact path: the result matches the reference (NaN where it is NaN) */
+TEST(kernels_dot_f16_nonfinite_rows) {
+    enum { N = 200 };
+    uint16_t h[N]; float x[N];
+    static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x0001, 0x8001, 0x7bff };
+    int nan_seen = 0;
+    for (int rep = 0; rep < 400; rep++) {
+        uint32_t n = 1 + tst_rand() % N;
+        for (uint32_t i = 0; i < n; i++) { h[i] = rand_half_moderate(); x[i] = tst_randf(); }
+        uint32_t at = tst_rand() % n;
+        h[at] = odd[rep % 8];
+        if (rep % 5 == 0) x[at] = 0.0f; /* inf * 0 */
+        float ref = wlm_kernels_scalar.dot_f16(n, h, x);
+        nan_seen += ref != ref;
+        for (int k = 0; k < N_SETS; k++) {
+            float got = SETS[k]->dot_f16(n, h, x);
+            CHECKF(same_float(got, ref), "%s n=%u half %04x at %u: %.9g vs %.9g", SETS[k]->name, n, h[at], at, got, ref);
+        }
+    }
+    CHECK(nan_seen > 50);
+}
