@@ -227,7 +227,7 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
         uint64_t rb = wlm_i16x4_row_bytes(n);
         for (uint32_t r = r0; r < r1; r += WLM_MM_PANEL) {
             uint32_t nr = WLM_MIN(WLM_MM_PANEL, r1 - r);
-            for (uint32_t i = 0; i < nr; i++) wlm_unpack_i16x4(W->type, W->data + (uint64_t)(r + i) * row_bytes, wrow + i * rb, n);
+            for (uint32_t i = 0; i < nr; i++) c->k->unpack_i16x4(W->type, W->data + (uint64_t)(r + i) * row_bytes, wrow + i * rb, n);
             c->k->gemm_i16x4(n, wrow, rb, nr, c->act16, c->act16_row_bytes, j->n_tok, j->y + r, rows);
         }
         return;
@@ -263,7 +263,7 @@ static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
             if (!a->i16_ready) {
                 for (uint32_t t = 0; t < a->n_tok; t++) {
                     if (a->n_tok == 1) wlm_act_i16eo((const block_q8_0 *)c->act, c->act16, a->n);
-                    else wlm_unpack_i16x4(GGML_Q8_0, c->act + t * j.xstride, c->act16 + t * c->act16_row_bytes, a->n);
+                    else c->k->unpack_i16x4(GGML_Q8_0, c->act + t * j.xstride, c->act16 + t * c->act16_row_bytes, a->n);
                 }
                 a->i16_ready = 1;
             }

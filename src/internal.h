@@ -182,6 +182,8 @@ typedef struct wlm_kernels {
      * for bit, however rows and tokens are grouped. */
     void (*gemm_i16x4)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
                        const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
+    /* wlm_unpack_i16x4 (Q8_0 / Q4_0 row -> i16x4 form), the same bytes */
+    void (*unpack_i16x4)(uint32_t type, const void *row, uint8_t *out, uint32_t n);
     /* Decode of Q8_0 / Q4_0 weights, several rows per pass: y[r] = row r of
      * w (rows ws bytes apart) . x for r < nr, where the activation comes as
      * Q8_0 blocks x8 and in the "i16eo" form x16 of wlm_act_i16eo. Equal bit

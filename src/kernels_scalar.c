@@ -201,7 +201,7 @@ const wlm_kernels wlm_kernels_scalar = {
              [GGML_Q2_K] = wlm_kq_dot_q2_k, [GGML_Q3_K] = wlm_kq_dot_q3_k, [GGML_Q4_K] = wlm_kq_dot_q4_k,
              [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4,
+    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 };
 

@@ -273,6 +273,52 @@ static inline __attribute__((always_inline)) void tile_i16x4(int R, int T, uint3
         }
 }
 
+/* wlm_unpack_i16x4 in SIMD: each block widened to four i16x8 vectors (32-bit
+ * lanes = value pairs 4c..4c+3), then four blocks' vectors transposed by
+ * 32-bit lanes so that lane i of output vector v is pair v of block i */
+static inline void widen_block(uint32_t type, const void *row, uint32_t b, v128_t o[4]) {
+    v128_t lo, hi;
+    if (type == GGML_Q4_0) {
+        v128_t q = wasm_v128_load(((const block_q4_0 *)row)[b].qs), e = wasm_i8x16_splat(8);
+        lo = wasm_i8x16_sub(wasm_v128_and(q, wasm_i8x16_splat(15)), e);
+        hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), e);
+    } else {
+        lo = wasm_v128_load(((const block_q8_0 *)row)[b].qs);
+        hi = wasm_v128_load(((const block_q8_0 *)row)[b].qs + 16);
+    }
+    o[0] = wasm_i16x8_extend_low_i8x16(lo); o[1] = wasm_i16x8_extend_high_i8x16(lo);
+    o[2] = wasm_i16x8_extend_low_i8x16(hi); o[3] = wasm_i16x8_extend_high_i8x16(hi);
+}
+
+static void unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32, b = 0;
+    int16_t *q = (int16_t *)out;
+    float *d = (float *)(out + (uint64_t)n * 2);
+    uint32_t bsz = type == GGML_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    for (; b + 4 <= nb; b += 4) {
+        v128_t B[4][4];
+        for (int i = 0; i < 4; i++) widen_block(type, row, b + i, B[i]);
+        for (int c = 0; c < 4; c++) {
+            v128_t t0 = wasm_i32x4_shuffle(B[0][c], B[1][c], 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(B[0][c], B[1][c], 2, 6, 3, 7);
+            v128_t t2 = wasm_i32x4_shuffle(B[2][c], B[3][c], 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(B[2][c], B[3][c], 2, 6, 3, 7);
+            int16_t *g = q + b * 32 + c * 32;
+            wasm_v128_store(g, wasm_i64x2_shuffle(t0, t2, 0, 2));
+            wasm_v128_store(g + 8, wasm_i64x2_shuffle(t0, t2, 1, 3));
+            wasm_v128_store(g + 16, wasm_i64x2_shuffle(t1, t3, 0, 2));
+            wasm_v128_store(g + 24, wasm_i64x2_shuffle(t1, t3, 1, 3));
+        }
+    }
+    for (; b < nb; b++) {
+        v128_t o[4];
+        widen_block(type, row, b, o);
+        for (int c = 0; c < 4; c++) wasm_v128_store(q + b * 32 + c * 8, o[c]);
+    }
+    for (b = 0; b < nb; b++) {
+        uint16_t h; __builtin_memcpy(&h, (const uint8_t *)row + (uint64_t)b * bsz, 2);
+        d[b] = wlm_f16_to_f32(h);
+    }
+}
+
 #ifndef WLM_TILE_R
 #define WLM_TILE_R 4
 #endif
@@ -475,7 +521,7 @@ const wlm_kernels wlm_kernels_simd128 = {
              [GGML_Q2_K] = wlm_kq_dot_q2_k_simd, [GGML_Q3_K] = wlm_kq_dot_q3_k_simd, [GGML_Q4_K] = wlm_kq_dot_q4_k_simd,
              [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4,
+    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 };
 #endif

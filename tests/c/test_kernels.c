@@ -1022,3 +1022,38 @@ TEST(kernels_dot_f16_nonfinite_rows) {
     }
     CHECK(nan_seen > 50);
 }
+
+/* every set's unpack_i16x4 writes the bytes of the reference unpacker, and
+ * the layout is the documented one */
+TEST(kernels_unpack_i16x4_layout) {
+    enum { MAXB = 23 };
+    static block_q8_0 w8[MAXB]; static block_q4_0 w4[MAXB];
+    uint64_t rb = wlm_i16x4_row_bytes(MAXB * 32);
+    uint8_t *ref = malloc(rb), *got = malloc(rb);
+    int checked = 0;
+    for (uint32_t nb = 1; nb <= MAXB; nb++) {
+        for (uint32_t b = 0; b < nb; b++) { rand_q8_block(&w8[b], (int)(tst_rand() % 4)); rand_q4_block(&w4[b], (int)(tst_rand() % 4)); }
+        for (int q4 = 0; q4 < 2; q4++) {
+            uint32_t type = q4 ? GGML_Q4_0 : GGML_Q8_0, n = nb * 32;
+            const void *row = q4 ? (const void *)w4 : (const void *)w8;
+            wlm_unpack_i16x4(type, row, ref, n);
+            const int16_t *q = (const int16_t *)ref;
+            for (uint32_t b = 0; b < nb; b++)
+                for (uint32_t k = 0; k < 32; k++) {
+                    int v = q4 ? q4_val(&w4[b], (int)k) : w8[b].qs[k];
+                    uint32_t at = b < nb / 4 * 4 ? (b / 4) * 128 + (k / 2) * 8 + (b % 4) * 2 + (k & 1) : b * 32 + k;
+                    CHECKF(q[at] == v, "%s nb=%u block %u value %u", q4 ? "q4_0" : "q8_0", nb, b, k);
+                }
+            for (uint32_t b = 0; b < nb; b++)
+                CHECK(((const float *)(ref + n * 2))[b] == wlm_f16_to_f32(q4 ? w4[b].d : w8[b].d));
+            for (int k = 0; k < N_SETS; k++) {
+                memset(got, 0xa5, rb);
+                SETS[k]->unpack_i16x4(type, row, got, n);
+                CHECKF(memcmp(got, ref, wlm_i16x4_row_bytes(n)) == 0, "%s %s nb=%u", SETS[k]->name, q4 ? "q4_0" : "q8_0", nb);
+                checked++;
+            }
+        }
+    }
+    CHECK(checked >= 2 * MAXB);
+    free(ref); free(got);
+}
