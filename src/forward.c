@@ -215,7 +215,7 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
     wlm_dot_fn udot = W->type == GGML_Q4_0 ? c->k->dot[GGML_Q8_0] : c->k->dot[GGML_F32];
     uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
     if (j->i16 && j->n_tok == 1) {
-        /* decode: the rows of this thread, several per pass */
+        /* decode: the rows of this thread in one call, in memory order */
         wlm_gemv_fn gemv = W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
         if (r1 > r0) gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, (const block_q8_0 *)j->xs, c->act16, j->y + r0);
         return;
