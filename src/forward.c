@@ -17,6 +17,9 @@
 
 /* ---- context creation: the memory plan ----------------------------------------- */
 
+/* prefill: weight rows widened to int16 per pass of the tiled kernel */
+#define WLM_MM_PANEL 4
+
 typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
@@ -71,8 +74,10 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_hb = reserve(&pl, B * hp->n_ff * 4);
     pl.off_hb2 = reserve(&pl, B * hp->n_ff * 4);
     pl.off_act = reserve(&pl, B * pl.act_row_bytes);
-    pl.wrow_bytes = WLM_ALIGN_UP(widest * 4, 64);
-    pl.act16_row_bytes = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 4, 64);
+    /* [kernels] per thread: one F32 row, or a panel of i16x4 rows (prefill) */
+    pl.wrow_bytes = WLM_ALIGN_UP(WLM_MAX(widest * 4, WLM_MM_PANEL * wlm_i16x4_row_bytes((uint32_t)widest)), 64);
+    /* [kernels] int16 activations: i16x4 (prefill) or i16eo (decode) rows */
+    pl.act16_row_bytes = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
     pl.off_act16 = reserve(&pl, B * pl.act16_row_bytes);
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
     pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
@@ -207,7 +212,7 @@ typedef struct mm_job {
     wlm_ctx *c; const wlm_tensor *W;
     const uint8_t *xs; uint64_t xstride; uint32_t n_tok;
     float *y;
-    int i16;               /* prefill of Q8_0/Q4_0: int16 rows against c->act16 */
+    int i16;               /* Q8_0/Q4_0: c->act16 holds the int16 form (i16x4 for a batch, i16eo for one token) */
 } mm_job;
 
 static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
@@ -229,17 +234,21 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
         c->k->kq_rows(W->type, n, W->data + r0 * row_bytes, row_bytes, r1 - r0, j->xs, j->xstride, j->n_tok,
                       j->y + r0, rows, wrow, c->wrow_bytes))
         return;
+    if (j->i16 && j->n_tok == 1) {
+        /* decode: the rows of this thread in one call, in memory order */
+        wlm_gemv_fn gemv = W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
+        if (r1 > r0) gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, (const block_q8_0 *)j->xs, c->act16, j->y + r0);
+        return;
+    }
     if (j->i16) {
-        /* weights and activations both widened to int16 once: the inner
-         * loop is loads and i32x4.dot_i16x8 only (same sums as dot_q8_0) */
-        uint32_t nb = n / 32;
-        int16_t *wq = (int16_t *)wrow; float *wd = (float *)(wrow + (uint64_t)n * 2);
-        for (uint32_t r = r0; r < r1; r++) {
-            wlm_unpack_i16(W->type, W->data + r * row_bytes, wq, wd, n);
-            for (uint32_t t = 0; t < j->n_tok; t++) {
-                const uint8_t *xa = c->act16 + t * c->act16_row_bytes;
-                j->y[(uint64_t)t * rows + r] = c->k->dot_i16(nb, wq, wd, (const int16_t *)xa, (const float *)(xa + (uint64_t)n * 2));
-            }
+        /* a panel of rows widened to int16 (i16x4 form) once, then the
+         * register-tiled kernel against every token of the batch (same sums
+         * as dot_q8_0 / dot_q4_0, bit for bit) */
+        uint64_t rb = wlm_i16x4_row_bytes(n);
+        for (uint32_t r = r0; r < r1; r += WLM_MM_PANEL) {
+            uint32_t nr = WLM_MIN(WLM_MM_PANEL, r1 - r);
+            for (uint32_t i = 0; i < nr; i++) c->k->unpack_i16x4(W->type, W->data + (uint64_t)(r + i) * row_bytes, wrow + i * rb, n);
+            c->k->gemm_i16x4(n, wrow, rb, nr, c->act16, c->act16_row_bytes, j->n_tok, j->y + r, rows);
         }
         return;
     }
@@ -270,11 +279,12 @@ static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
             a->ready_type = at;
         }
         j.xs = c->act;
-        if (a->n_tok > 1 && (W->type == GGML_Q8_0 || W->type == GGML_Q4_0) && c->k->dot_i16) {
+        if ((W->type == GGML_Q8_0 || W->type == GGML_Q4_0) && (a->n_tok > 1 ? c->k->gemm_i16x4 != 0 : c->k->gemv_q8_0 && c->k->gemv_q4_0)) {
             if (!a->i16_ready) {
-                for (uint32_t t = 0; t < a->n_tok; t++)
-                    wlm_unpack_i16(GGML_Q8_0, c->act + t * j.xstride, (int16_t *)(c->act16 + t * c->act16_row_bytes),
-                                   (float *)(c->act16 + t * c->act16_row_bytes + (uint64_t)a->n * 2), a->n);
+                for (uint32_t t = 0; t < a->n_tok; t++) {
+                    if (a->n_tok == 1) wlm_act_i16eo((const block_q8_0 *)c->act, c->act16, a->n);
+                    else c->k->unpack_i16x4(GGML_Q8_0, c->act + t * j.xstride, c->act16 + t * c->act16_row_bytes, a->n);
+                }
                 a->i16_ready = 1;
             }
             j.i16 = 1;

@@ -158,6 +158,8 @@ double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta);
 /* dot of one weight row (n elements, stored in the weight type) with an
  * activation in the form wlm_act_type() names for that type */
 typedef float (*wlm_dot_fn)(uint32_t n, const void *w, const void *x);
+typedef void (*wlm_gemv_fn)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                            const block_q8_0 *x8, const uint8_t *x16, float *y);
 
 typedef struct wlm_kernels {
     const char *name;
@@ -172,6 +174,21 @@ typedef struct wlm_kernels {
     /* 32-blocks unpacked to int16 with float scales (prefill of Q8_0/Q4_0
      * weights): equal bit for bit to dot_q8_0 on the same values */
     float (*dot_i16)(uint32_t nb, const int16_t *w, const float *dw, const int16_t *x, const float *dx);
+    /* Prefill of Q8_0/Q4_0 weights, register-tiled: y[t * ys + r] = row r of
+     * w . row t of x for r < nr, t < nt. Rows of n values (n % 32 == 0) in the
+     * "i16x4" form wlm_unpack_i16x4 writes (int16 values, groups of four
+     * blocks interleaved, then float block scales), w rows ws bytes apart, x
+     * rows xs. Each result equals dot_q8_0 / dot_q4_0 of the same values bit
+     * for bit, however rows and tokens are grouped. */
+    void (*gemm_i16x4)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                       const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
+    /* wlm_unpack_i16x4 (Q8_0 / Q4_0 row -> i16x4 form), the same bytes */
+    void (*unpack_i16x4)(uint32_t type, const void *row, uint8_t *out, uint32_t n);
+    /* Decode of Q8_0 / Q4_0 weights, several rows per pass: y[r] = row r of
+     * w (rows ws bytes apart) . x for r < nr, where the activation comes as
+     * Q8_0 blocks x8 and in the "i16eo" form x16 of wlm_act_i16eo. Equal bit
+     * for bit to dot_q8_0 / dot_q4_0 on (w row, x8). */
+    wlm_gemv_fn gemv_q8_0, gemv_q4_0;
     /* y += a * x (attention value accumulation), f32 and f16 sources */
     void (*axpy_f32)(uint32_t n, float a, const float *x, float *y);
     void (*axpy_f16)(uint32_t n, float a, const uint16_t *x, float *y);
@@ -200,6 +217,22 @@ void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n);
 void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n);
 /* Q8_0 / Q4_0 row -> int16 values + float block scales (exact) */
 void wlm_unpack_i16(uint32_t type, const void *row, int16_t *q, float *d, uint32_t n);
+/* Q8_0 / Q4_0 row -> the i16x4 form of gemm_i16x4 (exact): blocks in
+ * groups of four, 128 int16 per group where element k of block 4g+i sits at
+ * g*128 + (k/2)*8 + i*2 + k%2 (so one i32x4.dot_i16x8 lane sums pairs of one
+ * block); blocks past the last group of four stay in order (b*32 + k); then
+ * the nb block scales as floats at byte offset 2n. */
+void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n);
+static inline uint64_t wlm_i16x4_row_bytes(uint32_t n) { return (uint64_t)n * 2 + (uint64_t)n / 32 * 4; }
+/* Q8_0 activation row -> the i16eo form of gemv_q8_0/gemv_q4_0 (exact): per
+ * block the 32 values widened to int16 in the order even 0-14, odd 1-15,
+ * even 16-30, odd 17-31 (the order a weight block's bytes fall into when
+ * read as int16 lanes); then the nb scales as floats at byte offset 2n; then
+ * the nb exact block sums as int32 at 2n + 4 nb. */
+void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n);
+static inline uint64_t wlm_i16eo_row_bytes(uint32_t n) { return (uint64_t)n * 2 + (uint64_t)n / 32 * 8; }
+/* position of value k (0..31) of a block in the i16eo order */
+static inline uint32_t wlm_i16eo_pos(uint32_t k) { return (k & 16) + ((k & 1) << 3) + ((k & 15) >> 1); }
 /* Q4_0 row -> Q8_0 row with the same scales and values (exact) */
 void wlm_q4_0_to_q8_0(const block_q4_0 *x, block_q8_0 *y, uint32_t n);
 /* Dequantizes one row of any supported type into floats. */

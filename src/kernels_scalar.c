@@ -108,6 +108,73 @@ static float dot_i16(uint32_t nb, const int16_t *w, const float *dw, const int16
     return r;
 }
 
+/* one pair of i16x4 rows: the order of dot_i16 (lane = block mod 4) */
+static float dot_i16x4(uint32_t n, const uint8_t *wr, const uint8_t *xr) {
+    uint32_t nb = n / 32, b = 0;
+    const int16_t *w = (const int16_t *)wr, *x = (const int16_t *)xr;
+    const float *dw = (const float *)(wr + (uint64_t)n * 2), *dx = (const float *)(xr + (uint64_t)n * 2);
+    float a[4] = {0, 0, 0, 0}, r;
+    for (; b + 4 <= nb; b += 4)
+        for (int i = 0; i < 4; i++) {
+            int32_t s = 0;
+            for (int k = 0; k < 32; k++) {
+                uint32_t at = b * 32 + (k / 2) * 8 + i * 2 + (k & 1);
+                s += (int32_t)w[at] * x[at];
+            }
+            a[i] += (dw[b + i] * dx[b + i]) * (float)s;
+        }
+    r = (a[0] + a[1]) + (a[2] + a[3]);
+    for (; b < nb; b++) {
+        int32_t s = 0;
+        for (int k = 0; k < 32; k++) s += (int32_t)w[b * 32 + k] * x[b * 32 + k];
+        r += (dw[b] * dx[b]) * (float)s;
+    }
+    return r;
+}
+
+static void gemm_i16x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                       const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = dot_i16x4(n, w + r * ws, x + t * xs);
+}
+
+/* decode rows against the i16eo activation: dot_q8_0 / dot_q4_0's order */
+static void gemv_q(int q4, uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x16, float *y) {
+    uint32_t nb = n / 32;
+    const int16_t *xq = (const int16_t *)x16;
+    const float *dx = (const float *)(x16 + (uint64_t)n * 2);
+    for (uint32_t r = 0; r < nr; r++) {
+        float a[4] = {0, 0, 0, 0}, res = 0;
+        for (uint32_t b = 0; b < nb; b++) {
+            int32_t s = 0;
+            float dw;
+            if (q4) {
+                const block_q4_0 *blk = (const block_q4_0 *)(w + r * ws) + b;
+                for (uint32_t k = 0; k < 32; k++)
+                    s += ((k < 16 ? blk->qs[k] & 15 : blk->qs[k - 16] >> 4) - 8) * xq[b * 32 + wlm_i16eo_pos(k)];
+                dw = wlm_f16_to_f32(blk->d);
+            } else {
+                const block_q8_0 *blk = (const block_q8_0 *)(w + r * ws) + b;
+                for (uint32_t k = 0; k < 32; k++) s += (int32_t)blk->qs[k] * xq[b * 32 + wlm_i16eo_pos(k)];
+                dw = wlm_f16_to_f32(blk->d);
+            }
+            float t = (dw * dx[b]) * (float)s;
+            if (b < nb / 4 * 4) {
+                a[b % 4] += t;
+                if (b % 4 == 3 && b + 1 == nb / 4 * 4) res = (a[0] + a[1]) + (a[2] + a[3]);
+            } else res += t;
+        }
+        y[r] = res;
+    }
+}
+
+static void gemv_q8_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const block_q8_0 *x8, const uint8_t *x16, float *y) {
+    (void)x8; gemv_q(0, n, w, ws, nr, x16, y);
+}
+static void gemv_q4_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const block_q8_0 *x8, const uint8_t *x16, float *y) {
+    (void)x8; gemv_q(1, n, w, ws, nr, x16, y);
+}
+
 static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
     for (uint32_t i = 0; i < n; i++) y[i] += a * x[i];
 }
@@ -134,7 +201,8 @@ const wlm_kernels wlm_kernels_scalar = {
              [GGML_Q2_K] = wlm_kq_dot_q2_k, [GGML_Q3_K] = wlm_kq_dot_q3_k, [GGML_Q4_K] = wlm_kq_dot_q4_k,
              [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .dot_i16 = dot_i16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
+    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
 };
 

@@ -102,6 +102,43 @@ void wlm_unpack_i16(uint32_t type, const void *row, int16_t *q, float *d, uint32
     }
 }
 
+void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32, full = nb / 4 * 4;
+    int16_t *q = (int16_t *)out;
+    float *d = (float *)(out + (uint64_t)n * 2);
+    for (uint32_t b = 0; b < nb; b++) {
+        int16_t v[32];
+        if (type == GGML_Q4_0) {
+            const block_q4_0 *x = (const block_q4_0 *)row + b;
+            d[b] = wlm_f16_to_f32(x->d);
+            for (int j = 0; j < 16; j++) { v[j] = (int16_t)((x->qs[j] & 15) - 8); v[j + 16] = (int16_t)((x->qs[j] >> 4) - 8); }
+        } else {
+            const block_q8_0 *x = (const block_q8_0 *)row + b;
+            d[b] = wlm_f16_to_f32(x->d);
+            for (int j = 0; j < 32; j++) v[j] = x->qs[j];
+        }
+        if (b < full) {
+            int16_t *g = q + (b / 4) * 128 + (b % 4) * 2;
+            for (int k = 0; k < 32; k++) g[(k / 2) * 8 + (k & 1)] = v[k];
+        } else {
+            for (int k = 0; k < 32; k++) q[b * 32 + k] = v[k];
+        }
+    }
+}
+
+void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32;
+    int16_t *q = (int16_t *)out;
+    float *d = (float *)(out + (uint64_t)n * 2);
+    int32_t *sum = (int32_t *)(out + (uint64_t)n * 2 + (uint64_t)nb * 4);
+    for (uint32_t b = 0; b < nb; b++) {
+        int32_t s = 0;
+        for (uint32_t k = 0; k < 32; k++) { q[b * 32 + wlm_i16eo_pos(k)] = x[b].qs[k]; s += x[b].qs[k]; }
+        d[b] = wlm_f16_to_f32(x[b].d);
+        sum[b] = s;
+    }
+}
+
 void wlm_q4_0_to_q8_0(const block_q4_0 *x, block_q8_0 *y, uint32_t n) {
     for (uint32_t b = 0; b < n / QK4_0; b++) {
         y[b].d = x[b].d;

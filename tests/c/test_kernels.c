@@ -7,6 +7,10 @@
 #include "tst.h"
 #include "../../src/internal.h"
 #include "../../src/wmath.h"
+#include "gguf_build.h"
+#if !defined(__wasm__)
+#include <pthread.h>
+#endif
 
 #define T_PI 3.14159265358979323846
 #define T_E 2.71828182845904523536
@@ -785,4 +789,271 @@ TEST(kernels_dot_i16_equals_q8_0) {
         }
     }
     CHECK(checked > 100);
+}
+
+/* the register-tiled prefill kernel (i16x4 rows): every result equals the
+ * scalar dot_q8_0 / dot_q4_0 of the same row and token bit for bit, in every
+ * kernel set, for tiles cut at any row and token count */
+TEST(kernels_gemm_i16x4_equals_row_dots) {
+    enum { MAXB = 37, MAXR = 7, MAXT = 11 };
+    static block_q8_0 w8[MAXR][MAXB], x8[MAXT][MAXB];
+    static block_q4_0 w4[MAXR][MAXB];
+    uint64_t rb = wlm_i16x4_row_bytes(MAXB * 32);
+    uint8_t *wp = malloc(MAXR * rb), *xp = malloc(MAXT * rb);
+    float y[MAXT * 9], ref[MAXT * 9];
+    static const uint32_t NB[] = { 1, 3, 4, 5, 8, 9, 12, 15, 16, 24, 37 };
+    int checked = 0;
+    for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
+        uint32_t nb = NB[si], n = nb * 32;
+        for (int rep = 0; rep < 3; rep++) {
+            float v[32];
+            for (int t = 0; t < MAXT; t++)
+                for (uint32_t b = 0; b < nb; b++) {
+                    for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + (b + t) % 7);
+                    wlm_quantize_row_q8_0(v, &x8[t][b], 32);
+                    if (rep == 2 && b % 3 == 0) rand_q8_block(&x8[t][b], 1 + (int)(tst_rand() % 3)); /* extremes */
+                }
+            for (int r = 0; r < MAXR; r++)
+                for (uint32_t b = 0; b < nb; b++) {
+                    for (int j = 0; j < 32; j++) v[j] = tst_randf();
+                    wlm_quantize_row_q8_0(v, &w8[r][b], 32);
+                    wlm_quantize_row_q4_0(v, &w4[r][b], 32);
+                    if (rep == 2 && b % 2 == 0) { rand_q8_block(&w8[r][b], 1 + (int)(tst_rand() % 3)); rand_q4_block(&w4[r][b], 1 + (int)(tst_rand() % 3)); }
+                }
+            for (int t = 0; t < MAXT; t++) wlm_unpack_i16x4(GGML_Q8_0, x8[t], xp + t * rb, n);
+            for (int q4 = 0; q4 < 2; q4++) {
+                for (int r = 0; r < MAXR; r++) wlm_unpack_i16x4(q4 ? GGML_Q4_0 : GGML_Q8_0, q4 ? (const void *)w4[r] : (const void *)w8[r], wp + r * rb, n);
+                for (uint32_t nr = 1; nr <= MAXR; nr += 2)
+                    for (uint32_t nt = 1; nt <= MAXT; nt += (nt < 6 ? 1 : 5)) {
+                        for (uint32_t t = 0; t < nt; t++)
+                            for (uint32_t r = 0; r < nr; r++)
+                                ref[t * 9 + r] = q4 ? wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t]) : wlm_kernels_scalar.dot_q8_0(n, w8[r], x8[t]);
+                        for (int k = 0; k < N_SETS; k++) {
+                            for (uint32_t i = 0; i < MAXT * 9; i++) y[i] = -1.0f;
+                            SETS[k]->gemm_i16x4(n, wp, rb, nr, xp, rb, nt, y, 9);
+                            for (uint32_t t = 0; t < nt; t++)
+                                for (uint32_t r = 0; r < nr; r++) {
+                                    CHECKF(same_float(y[t * 9 + r], ref[t * 9 + r]), "%s %s nb=%u nr=%u nt=%u (r %u, t %u): %.9g vs %.9g",
+                                           SETS[k]->name, q4 ? "q4_0" : "q8_0", nb, nr, nt, r, t, y[t * 9 + r], ref[t * 9 + r]);
+                                    checked++;
+                                }
+                            /* nothing written outside the nr x nt results */
+                            for (uint32_t t = 0; t < nt; t++) for (uint32_t r = nr; r < 9; r++) CHECK(y[t * 9 + r] == -1.0f);
+                        }
+                    }
+            }
+        }
+    }
+    printf("  %d tiled results checked\n", checked);
+    CHECK(checked > 10000);
+    free(wp); free(xp);
+}
+
+/* Forward pass through the tiled prefill path: a tiny llama (rows of 9 and 17
+ * blocks: groups of four plus a tail) in F32, F16, Q8_0 and Q4_0 gives the
+ * same logits, bit for bit, whether the prompt is evaluated one token at a
+ * time (row dots), in one batch of 19 (tiles plus token tails) or in chunks of
+ * 6; natively also with 2 and 3 threads. */
+#if !defined(__wasm__)
+typedef struct { wlm_pool *p; uint32_t tid; } fw_arg;
+static void *fw_main(void *a) { fw_arg *w = a; wlm_worker_loop(w->p, w->tid); return NULL; }
+#endif
+
+static wlm_ctx *fw_ctx(wlm_model *m, uint32_t n_batch, uint32_t all, uint32_t threads) {
+    wlm_ctx_params p; wlm_ctx_default_params(&p);
+    p.n_ctx = 64; p.n_batch = n_batch; p.logits_all = all; p.n_threads = threads;
+    wlm_ctx *c = NULL; wlm_err err = { 0 };
+    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) fprintf(stderr, "  ctx_new: %s\n", err.msg);
+    return c;
+}
+
+TEST(kernels_forward_prefill_equals_stepwise) {
+    gb_file *f = malloc(sizeof *f);
+    gb_llama lp = { 288, 2, 4, 2, 544, 0, 0, 4242 };
+    gb_tiny_llama(f, &lp);
+    size_t size = 0;
+    unsigned char *raw = gb_serialize(f, &size);
+    gb_free(f); free(f);
+    REQUIRE(raw);
+    unsigned char *bytes = tst_sys_copy(raw, size);
+    free(raw);
+    wlm_model *base; wlm_err err = { 0 };
+    REQUIRE(wlm_model_load(&base, bytes, size, &err) == WLM_OK);
+    enum { NT = 19 };
+    int32_t toks[NT];
+    for (int i = 0; i < NT; i++) toks[i] = 3 + (int32_t)(tst_rand() % (GB_TINY_NV - 3));
+    static const uint32_t TYPES[] = { GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0 };
+    for (unsigned ti = 0; ti < 4; ti++) {
+        wlm_model *m = base; unsigned char *qb = NULL;
+        if (TYPES[ti] != GGML_F32) {
+            uint64_t qs = 0;
+            REQUIRE(wlm_quantize_size(base, TYPES[ti], &qs, &err) == WLM_OK);
+            qb = wlm_sys_alloc(qs);
+            REQUIRE(qb);
+            char report[4096];
+            REQUIRE(wlm_quantize(base, TYPES[ti], qb, qs, report, sizeof report, &err) == WLM_OK);
+            REQUIRE(wlm_model_load(&m, qb, qs, &err) == WLM_OK);
+            CHECK(wlm_gguf_tensor(&m->g, "blk.0.ffn_down.weight")->type == TYPES[ti]);
+            CHECK(wlm_gguf_tensor(&m->g, "blk.1.attn_q.weight")->type == TYPES[ti]);
+        }
+        uint32_t V = m->hp.n_vocab;
+        float *step = malloc(sizeof(float) * NT * V);
+        wlm_ctx *a = fw_ctx(m, 1, 0, 1);
+        REQUIRE(a);
+        for (int i = 0; i < NT; i++) {
+            REQUIRE(wlm_eval(a, &toks[i], 1, &err) == WLM_OK);
+            memcpy(step + (size_t)i * V, wlm_ctx_logits(a), sizeof(float) * V);
+        }
+        wlm_ctx_free(a);
+        uint32_t max_thr = 1;
+#if !defined(__wasm__)
+        max_thr = 3;
+#endif
+        for (uint32_t nth = 1; nth <= max_thr; nth++) {
+            wlm_pool *p = NULL;
+#if !defined(__wasm__)
+            pthread_t th[4]; fw_arg fa[4];
+            if (nth > 1) {
+                p = wlm_pool_new(nth);
+                REQUIRE(p);
+                for (uint32_t t = 1; t < nth; t++) { fa[t].p = p; fa[t].tid = t; pthread_create(&th[t], NULL, fw_main, &fa[t]); }
+            }
+#endif
+            wlm_ctx *b = fw_ctx(m, NT, 1, nth);
+            REQUIRE(b);
+            wlm_ctx_set_pool(b, p, nth);
+            REQUIRE(wlm_eval(b, toks, NT, &err) == WLM_OK);
+            REQUIRE(wlm_ctx_n_logits(b) == NT);
+            for (int i = 0; i < NT; i++)
+                CHECKF(memcmp(wlm_ctx_logits(b) + (size_t)i * V, step + (size_t)i * V, sizeof(float) * V) == 0,
+                       "%s, %u threads: batch logits at position %d differ from stepwise", wlm_type_name(TYPES[ti]), nth, i);
+            wlm_ctx_free(b);
+            wlm_ctx *c = fw_ctx(m, 6, 0, nth);
+            REQUIRE(c);
+            wlm_ctx_set_pool(c, p, nth);
+            REQUIRE(wlm_eval(c, toks, NT, &err) == WLM_OK);
+            CHECKF(memcmp(wlm_ctx_logits(c), step + (size_t)(NT - 1) * V, sizeof(float) * V) == 0,
+                   "%s, %u threads: chunked logits differ from stepwise", wlm_type_name(TYPES[ti]), nth);
+            wlm_ctx_free(c);
+#if !defined(__wasm__)
+            if (p) { wlm_pool_free(p); for (uint32_t t = 1; t < nth; t++) pthread_join(th[t], NULL); }
+#endif
+        }
+        free(step);
+        if (m != base) { wlm_model_free(m); wlm_sys_free(qb); }
+    }
+    wlm_model_free(base);
+    wlm_sys_free(bytes);
+}
+
+/* the multi-row decode kernels (i16eo activations) equal dot_q8_0 / dot_q4_0
+ * bit for bit in every kernel set, for any row count, extreme values, and
+ * weight scales that are subnormal, infinite or NaN */
+TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
+    enum { MAXB = 41, MAXR = 9 };
+    static block_q8_0 w8[MAXR][MAXB], x8[MAXB];
+    static block_q4_0 w4[MAXR][MAXB];
+    uint8_t *x16 = malloc(wlm_i16eo_row_bytes(MAXB * 32));
+    static const uint32_t NB[] = { 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 24, 41 };
+    int checked = 0;
+    /* the i16eo order is a permutation of 0..31 */
+    int seen[32] = {0};
+    for (uint32_t k = 0; k < 32; k++) seen[wlm_i16eo_pos(k)]++;
+    for (int k = 0; k < 32; k++) CHECK(seen[k] == 1);
+    for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
+        uint32_t nb = NB[si], n = nb * 32;
+        for (int rep = 0; rep < 6; rep++) {
+            float v[32];
+            for (uint32_t b = 0; b < nb; b++) {
+                if (rep % 3 == 2) rand_q8_block(&x8[b], (int)(tst_rand() % 4));
+                else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x8[b], 32); }
+            }
+            for (int r = 0; r < MAXR; r++)
+                for (uint32_t b = 0; b < nb; b++) {
+                    int ex = rep % 3 == 1 ? (int)(tst_rand() % 4) : 0;
+                    rand_q8_block(&w8[r][b], ex);
+                    rand_q4_block(&w4[r][b], ex);
+                    if (rep >= 3 && tst_rand() % 7 == 0) { /* non-finite or subnormal weight scales */
+                        static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0x0001, 0x83ff, 0x8000 };
+                        w8[r][b].d = w4[r][b].d = odd[tst_rand() % 7];
+                    }
+                }
+            wlm_act_i16eo(x8, x16, n);
+            for (int k = 0; k < N_SETS; k++)
+                for (uint32_t nr = 1; nr <= MAXR; nr++) {
+                    float y8[MAXR + 1], y4[MAXR + 1];
+                    y8[nr] = y4[nr] = -1.0f;
+                    SETS[k]->gemv_q8_0(n, (const uint8_t *)w8, sizeof w8[0], nr, x8, x16, y8);
+                    SETS[k]->gemv_q4_0(n, (const uint8_t *)w4, sizeof w4[0], nr, x8, x16, y4);
+                    for (uint32_t r = 0; r < nr; r++) {
+                        float r8 = wlm_kernels_scalar.dot_q8_0(n, w8[r], x8), r4 = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8);
+                        CHECKF(same_float(y8[r], r8), "%s gemv_q8_0 nb=%u nr=%u row %u: %.9g vs %.9g", SETS[k]->name, nb, nr, r, y8[r], r8);
+                        CHECKF(same_float(y4[r], r4), "%s gemv_q4_0 nb=%u nr=%u row %u: %.9g vs %.9g", SETS[k]->name, nb, nr, r, y4[r], r4);
+                        checked += 2;
+                    }
+                    CHECK(y8[nr] == -1.0f && y4[nr] == -1.0f);
+                }
+        }
+    }
+    printf("  %d rows checked\n", checked);
+    CHECK(checked > 5000);
+    free(x16);
+}
+
+/* dot_f16's fast half conversion hands rows holding an infinity or a NaN to
+ * the exact path: the result matches the reference (NaN where it is NaN) */
+TEST(kernels_dot_f16_nonfinite_rows) {
+    enum { N = 200 };
+    uint16_t h[N]; float x[N];
+    static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x0001, 0x8001, 0x7bff };
+    int nan_seen = 0;
+    for (int rep = 0; rep < 400; rep++) {
+        uint32_t n = 1 + tst_rand() % N;
+        for (uint32_t i = 0; i < n; i++) { h[i] = rand_half_moderate(); x[i] = tst_randf(); }
+        uint32_t at = tst_rand() % n;
+        h[at] = odd[rep % 8];
+        if (rep % 5 == 0) x[at] = 0.0f; /* inf * 0 */
+        float ref = wlm_kernels_scalar.dot_f16(n, h, x);
+        nan_seen += ref != ref;
+        for (int k = 0; k < N_SETS; k++) {
+            float got = SETS[k]->dot_f16(n, h, x);
+            CHECKF(same_float(got, ref), "%s n=%u half %04x at %u: %.9g vs %.9g", SETS[k]->name, n, h[at], at, got, ref);
+        }
+    }
+    CHECK(nan_seen > 50);
+}
+
+/* every set's unpack_i16x4 writes the bytes of the reference unpacker, and
+ * the layout is the documented one */
+TEST(kernels_unpack_i16x4_layout) {
+    enum { MAXB = 23 };
+    static block_q8_0 w8[MAXB]; static block_q4_0 w4[MAXB];
+    uint64_t rb = wlm_i16x4_row_bytes(MAXB * 32);
+    uint8_t *ref = malloc(rb), *got = malloc(rb);
+    int checked = 0;
+    for (uint32_t nb = 1; nb <= MAXB; nb++) {
+        for (uint32_t b = 0; b < nb; b++) { rand_q8_block(&w8[b], (int)(tst_rand() % 4)); rand_q4_block(&w4[b], (int)(tst_rand() % 4)); }
+        for (int q4 = 0; q4 < 2; q4++) {
+            uint32_t type = q4 ? GGML_Q4_0 : GGML_Q8_0, n = nb * 32;
+            const void *row = q4 ? (const void *)w4 : (const void *)w8;
+            wlm_unpack_i16x4(type, row, ref, n);
+            const int16_t *q = (const int16_t *)ref;
+            for (uint32_t b = 0; b < nb; b++)
+                for (uint32_t k = 0; k < 32; k++) {
+                    int v = q4 ? q4_val(&w4[b], (int)k) : w8[b].qs[k];
+                    uint32_t at = b < nb / 4 * 4 ? (b / 4) * 128 + (k / 2) * 8 + (b % 4) * 2 + (k & 1) : b * 32 + k;
+                    CHECKF(q[at] == v, "%s nb=%u block %u value %u", q4 ? "q4_0" : "q8_0", nb, b, k);
+                }
+            for (uint32_t b = 0; b < nb; b++)
+                CHECK(((const float *)(ref + n * 2))[b] == wlm_f16_to_f32(q4 ? w4[b].d : w8[b].d));
+            for (int k = 0; k < N_SETS; k++) {
+                memset(got, 0xa5, rb);
+                SETS[k]->unpack_i16x4(type, row, got, n);
+                CHECKF(memcmp(got, ref, wlm_i16x4_row_bytes(n)) == 0, "%s %s nb=%u", SETS[k]->name, q4 ? "q4_0" : "q8_0", nb);
+                checked++;
+            }
+        }
+    }
+    CHECK(checked >= 2 * MAXB);
+    free(ref); free(got);
 }
