@@ -4,7 +4,8 @@
  *   repetition penalty -> temperature -> top-k -> top-p -> min-p -> draw
  * Temperature 0 is greedy: argmax of the penalized logits, lowest id on ties.
  * The draw uses a PCG32 stream, so one seed gives the same tokens on every
- * platform. Non-finite logits never win: NaN and -inf are excluded. */
+ * platform. NaN and -inf logits are excluded; +inf always wins; finite
+ * logits keep their values (the argmax is the true argmax). */
 #include "internal.h"
 #include "wmath.h"
 
@@ -30,7 +31,9 @@ uint32_t wlm_rng_u32(wlm_rng *r) {
 
 float wlm_rng_float(wlm_rng *r) { return (float)(wlm_rng_u32(r) >> 8) * (1.0f / 16777216.0f); }
 
-#define NEG_BIG (-3.0e38f)
+#define FLT_BIG 3.40282347e38f
+/* a logit the sampler can not use: NaN or -inf (+inf is usable: it wins) */
+static int excluded(float x) { return x != x || x == -__builtin_inff(); }
 
 /* candidate a ranks before b: larger value, then smaller id */
 static int before(const float *v, const int32_t *id, uint32_t a, uint32_t b) {
@@ -86,8 +89,7 @@ static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_par
     float *v = c->cand_val; int32_t *id = c->cand_id;
     for (uint32_t i = 0; i < n; i++) {
         float x = logits[i];
-        if (x != x || x == -__builtin_inff()) x = NEG_BIG;
-        else { if (x > 3.0e38f) x = 3.0e38f; usable++; }
+        if (!excluded(x)) usable++;
         v[i] = x; id[i] = (int32_t)i;
     }
     if (sp->repeat_penalty != 1.0f && sp->repeat_last_n && hist && n_hist) {
@@ -96,14 +98,14 @@ static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_par
             int32_t t = hist[i];
             if (t < 0 || (uint32_t)t >= n || c->seen[t]) continue;
             c->seen[t] = 1;
-            if (v[t] == NEG_BIG) continue;
+            if (excluded(v[t])) continue;
             v[t] = v[t] > 0 ? v[t] / sp->repeat_penalty : v[t] * sp->repeat_penalty;
         }
         for (uint32_t i = from; i < n_hist; i++) if (hist[i] >= 0 && (uint32_t)hist[i] < n) c->seen[hist[i]] = 0;
     }
     if (usable < n) { /* drop the excluded tokens so later stages skip them */
         uint32_t k = 0;
-        for (uint32_t i = 0; i < n; i++) if (v[i] != NEG_BIG) { v[k] = v[i]; id[k] = id[i]; k++; }
+        for (uint32_t i = 0; i < n; i++) if (!excluded(logits[i])) { v[k] = v[i]; id[k] = id[i]; k++; }
     }
     return usable;
 }
@@ -121,16 +123,15 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
     float *v = c->cand_val; int32_t *id = c->cand_id;
     float inv_t = 1.0f / sp->temperature;
     uint32_t k = top_k_sorted(v, id, n, sp->top_k);
-    while (k > 1 && v[k - 1] == NEG_BIG) k--;     /* drop excluded */
     /* scale the difference to the best, never the logit itself: v * inv_t
-     * overflows to inf for huge logits (or +inf clamped to 3e38) when T < 1,
+     * overflows to inf for huge logits when T < 1,
      * and inf - inf would make every probability NaN. Candidates equal to the
      * best get 1 without arithmetic: with a denormal temperature inv_t is
      * inf and 0 * inf is NaN; after a huge penalty the best may be -inf. */
     float top = v[0];
     double sum = 0;
     for (uint32_t i = 0; i < k; i++) {
-        float p = v[i] == top ? 1.0f : v[i] == NEG_BIG ? 0.0f : wlm_expf((v[i] - top) * inv_t);
+        float p = v[i] == top ? 1.0f : wlm_expf((v[i] - top) * inv_t);
         v[i] = p; sum += p;
     }
     for (uint32_t i = 0; i < k; i++) v[i] = (float)(v[i] / sum);
@@ -151,24 +152,24 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
 }
 
 /* log P(tok) under softmax(logits), with the sampler's view of the logits:
- * NaN and -inf are excluded, values above 3e38 (and +inf) count as 3e38, so
- * the result is always <= 0 (a huge logit can not give a positive logprob). */
+ * NaN and -inf are excluded, +inf counts as the largest float, so the
+ * result is always <= 0 (a huge logit can not give a positive logprob). */
 static float model_logprob(const float *logits, uint32_t n, int32_t tok) {
     float m = -__builtin_inff();
     for (uint32_t i = 0; i < n; i++) {
         float x = logits[i];
         if (x != x || x == -__builtin_inff()) continue;
-        if (x > 3.0e38f) x = 3.0e38f;
+        if (x > FLT_BIG) x = FLT_BIG;
         if (x > m) m = x;
     }
     float x = logits[tok];
     if (x != x || x == -__builtin_inff()) return -__builtin_inff();
-    if (x > 3.0e38f) x = 3.0e38f;
+    if (x > FLT_BIG) x = FLT_BIG;
     double s = 0;
     for (uint32_t i = 0; i < n; i++) {
         float y = logits[i];
         if (y != y || y == -__builtin_inff()) continue;
-        if (y > 3.0e38f) y = 3.0e38f;
+        if (y > FLT_BIG) y = FLT_BIG;
         s += wlm_expf(y - m);
     }
     return (x - m) - (float)wlm_log(s);

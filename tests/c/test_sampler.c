@@ -686,7 +686,8 @@ TEST(sampler_dist) {
 
 /* Found by fuzz/fuzz_sampler.c (inputs in fuzz/regressions/sampler): a
  * denormal temperature made 1/T infinite and 0 * inf NaN, so tied best
- * logits got NaN probabilities; a logit above 3e38 gave a positive logprob. */
+ * logits got NaN probabilities; a logit above 3e38 gave a positive logprob;
+ * greedy did not pick the largest of two logits above 3e38. */
 TEST(sampler_fuzz_regressions) {
     sctx s; REQUIRE(sctx_open(&s));
     float l[NV];
@@ -711,7 +712,13 @@ TEST(sampler_fuzz_regressions) {
     for (int k = 0; k < 3; k++) {
         wlm_sampler_params q = plain(k == 0 ? 0.0f : k == 1 ? 1.0f : 1e-45f);
         CHECK(wlm_sample(s.c, l, &q, NULL, 0, &r, &t, &lp, &err) == WLM_OK);
-        CHECKF((t == 3 || t == 4 || t == 9) && lp <= 0.0f && lp == lp, "T case %d: token %d logprob %g", k, t, lp);
+        CHECKF(t == 9 && lp <= 0.0f && lp == lp, "T case %d: token %d logprob %g (+inf must win)", k, t, lp);
     }
+    /* greedy is the true argmax also above 3e38 (values were once clamped
+     * there, so 3.39e38 at a lower id tied with and beat FLT_MAX) */
+    l[9] = 1.0f; l[3] = 3.39e38f; l[76] = 3.4028235e38f;
+    wlm_sampler_params g = plain(0.0f);
+    CHECK(wlm_sample(s.c, l, &g, NULL, 0, &r, &t, &lp, &err) == WLM_OK);
+    CHECKF(t == 76 && lp <= 0.0f, "greedy picked %d (logprob %g)", t, lp);
     sctx_close(&s);
 }
