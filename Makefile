@@ -190,6 +190,7 @@ FUZZ_SEEDS := $(BUILD)/fuzz/models/tiny-bpe.gguf
 # the engine is compiled once (coverage instrumented, no fuzzer main) and
 # linked into each target
 FUZZ_OBJS := $(CORE_SRC:src/%.c=$(BUILD)/fuzz/obj/%.o)
+.SECONDARY: $(FUZZ_OBJS)
 $(BUILD)/fuzz/obj/%.o: src/%.c $(CORE_HDR)
 	@mkdir -p $(BUILD)/fuzz/obj
 	@test -n "$$(ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.fuzzer-*.a 2>/dev/null)" || { echo "libFuzzer missing: run 'make toolchain' (libclang-rt-19-dev)"; exit 1; }
