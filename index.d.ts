@@ -101,6 +101,9 @@ export interface GenerateOptions extends SamplingOptions {
   addBos?: boolean;
   /** Text of control tokens (e.g. "<|im_start|>") in the prompt becomes their id (default false: plain text). */
   parseSpecial?: boolean;
+  /** Reuse the cache entries of a shared prompt prefix from the previous call (default true);
+   * false evaluates the whole prompt again (e.g. to time a prefill). */
+  reusePrefix?: boolean;
 }
 
 export interface CompleteOptions extends GenerateOptions {

@@ -29,7 +29,9 @@ async function benchOurs(file, threads) {
   const t0 = performance.now();
   const m = await loadModel(file, { contextLength: 1152, batchSize: 64, threads });
   const loadMs = performance.now() - t0;
-  const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true };
+  // reusePrefix false: every rep prefills its whole prompt (the same prompt
+  // would otherwise be served from the cache of the previous rep)
+  const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true, reusePrefix: false };
   const pre = [], dec = [], far = [];
   for (let r = 0; r < reps; r++) {
     const a = await m.complete(promptOf(128), { ...greedy, maxTokens: 64 });

@@ -204,6 +204,7 @@ export function samplingOptions(opts = {}) {
   o.ignoreEos = !!opts.ignoreEos;
   o.addBos = opts.addBos;
   o.parseSpecial = !!opts.parseSpecial;
+  o.reusePrefix = opts.reusePrefix !== false;
   return o;
 }
 
@@ -796,10 +797,10 @@ export class Engine {
    * continuation): only the rest is evaluated. Other sequences are dropped.
    * @returns {{status: number, reused: number}} status -1 = stopped
    */
-  _prefill(ids, shouldStop) {
+  _prefill(ids, shouldStop, reuse = true) {
     for (let s = 1; s < this.nSeqMax; s++) this.x.wlm_seq_remove(this.ctx, s, 0);
     const have = this.seqTokens;
-    const max = Math.min(have.length, ids.length - 1);
+    const max = reuse ? Math.min(have.length, ids.length - 1) : 0;
     let L = 0;
     while (L < max && have[L] === ids[L]) L++;
     if (L === 0) this._reset();
@@ -838,7 +839,7 @@ export class Engine {
         if (!state.started) {
           state.started = true;
           const t0 = now();
-          const { status: st, reused } = eng._prefill(promptIds, shouldStop);
+          const { status: st, reused } = eng._prefill(promptIds, shouldStop, o.reusePrefix);
           state.reusedTokens = reused;
           state.prefillMs = now() - t0;
           if (st === -1) return self._end('abort');

@@ -95,7 +95,7 @@ export function startBatch(eng, prompt, opts = {}) {
         if (!started) {
           started = true;
           const t = now();
-          const { status, reused } = eng._prefill(promptIds, shouldStop);
+          const { status, reused } = eng._prefill(promptIds, shouldStop, o.reusePrefix);
           stats.prefillMs = now() - t; stats.reusedPromptTokens = reused;
           if (status === -1) return end('abort');
           eng._check(status, 'prefill');
@@ -332,7 +332,7 @@ export function startSpeculative(eng, prompt, opts = {}) {
         if (!started) {
           started = true;
           const t = now();
-          const { status, reused } = eng._prefill(promptIds, shouldStop);
+          const { status, reused } = eng._prefill(promptIds, shouldStop, o.reusePrefix);
           stats.prefillMs = now() - t; stats.reusedPromptTokens = reused;
           if (status === -1) return end('abort');
           eng._check(status, 'prefill');

@@ -30,7 +30,7 @@ async function oursLoad(url, { threads, contextLength }) {
 
 async function oursRun(prompt, { maxTokens }) {
   const t0 = performance.now();
-  const r = await ours.complete(prompt, { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens });
+  const r = await ours.complete(prompt, { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens, reusePrefix: false });
   const wallMs = performance.now() - t0;
   return {
     wallMs,

@@ -253,3 +253,15 @@ test('aborting speculative decoding mid-stream (draft model and lookup) leaves b
   await assert.rejects(model.bestOfN(PROMPT, { ...SAMPLE, n: 2, signal: ac.signal }), (e) => e.name === 'AbortError');
   await assert.rejects(model.beamSearch(PROMPT, { beams: 2, signal: ac.signal }), (e) => e.name === 'AbortError');
 });
+
+test('reusePrefix: false evaluates the whole prompt again, with the same output', async () => {
+  const p = 'Once upon a time, there was a little girl named Lily.';
+  const a = await model.complete(p, { ...GREEDY, maxTokens: 10 });
+  const b = await model.complete(p, { ...GREEDY, maxTokens: 10 });
+  const c = await model.complete(p, { ...GREEDY, maxTokens: 10, reusePrefix: false });
+  const n = (await model.tokenize(p)).length;
+  assert.equal(b.stats.reusedPromptTokens, n - 1);
+  assert.equal(c.stats.reusedPromptTokens, 0);
+  assert.deepEqual(c.tokens, a.tokens);
+  assert.deepEqual(b.tokens, a.tokens);
+});
