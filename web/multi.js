@@ -37,6 +37,17 @@ function logitsRow(eng, row) {
   return (eng.x.wlm_ctx_logits(eng.ctx) >>> 0) + row * eng.hparams.nVocab * 4;
 }
 
+/** Prefills the prompt into sequence 0 (reusing a cached prefix), timing it
+ * into stats; false when stopped. */
+function prefill(eng, promptIds, shouldStop, o, stats) {
+  const t = now();
+  const { status, reused } = eng._prefill(promptIds, shouldStop, o.reusePrefix);
+  stats.prefillMs = now() - t; stats.reusedPromptTokens = reused;
+  if (status === -1) return false;
+  eng._check(status, 'prefill');
+  return true;
+}
+
 function removeOthers(eng) {
   for (let s = 1; s < eng.nSeqMax; s++) eng.x.wlm_seq_remove(eng.ctx, s, 0);
 }
@@ -94,11 +105,7 @@ export function startBatch(eng, prompt, opts = {}) {
       try {
         if (!started) {
           started = true;
-          const t = now();
-          const { status, reused } = eng._prefill(promptIds, shouldStop, o.reusePrefix);
-          stats.prefillMs = now() - t; stats.reusedPromptTokens = reused;
-          if (status === -1) return end('abort');
-          eng._check(status, 'prefill');
+          if (!prefill(eng, promptIds, shouldStop, o, stats)) return end('abort');
           for (let i = 1; i < n; i++) eng._check(eng.x.wlm_seq_fork(eng.ctx, 0, i, eng.scratch), 'fork');
           if (o.maxTokens === 0) return end('length');
         }
@@ -331,11 +338,7 @@ export function startSpeculative(eng, prompt, opts = {}) {
       try {
         if (!started) {
           started = true;
-          const t = now();
-          const { status, reused } = eng._prefill(promptIds, shouldStop, o.reusePrefix);
-          stats.prefillMs = now() - t; stats.reusedPromptTokens = reused;
-          if (status === -1) return end('abort');
-          eng._check(status, 'prefill');
+          if (!prefill(eng, promptIds, shouldStop, o, stats)) return end('abort');
           if (o.maxTokens === 0) return end('length');
         }
         if (shouldStop && shouldStop()) return end('abort');

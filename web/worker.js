@@ -155,17 +155,7 @@ const ops = {
     let lastYield = Date.now();
     for (;;) {
       const r = g.next(stop);
-      if (r.done) {
-        const { tail, done, ...result } = r;
-        if (tail && m.stream) post({ id: m.id, event: 'chunk', text: tail, token: -1, logprob: 0 });
-        if (result.finishReason === 'abort') {
-          const err = new Error('generation aborted');
-          err.name = 'AbortError';
-          err.partial = result;
-          throw err;
-        }
-        return result;
-      }
+      if (r.done) return finishGeneration(m, r);
       if (m.stream) post({ id: m.id, event: 'chunk', text: r.text, token: r.token, logprob: r.logprob });
       // Yield every token when only messages can deliver an abort; with the
       // shared flag, yield every ~20 ms so other traffic still flows.
@@ -272,6 +262,20 @@ const ops = {
 const sessions = new Map();   // speculative generations (target side) by session id
 const drafts = new Map();     // draft sides
 
+// The final record of a generation: its held-back text as a last chunk, an
+// AbortError (with the partial result) when it was stopped, else the result.
+function finishGeneration(m, r) {
+  const { tail, done, chunks, ...result } = r;
+  if (tail && m.stream) post({ id: m.id, event: 'chunk', text: tail, token: -1, logprob: 0 });
+  if (result.finishReason === 'abort') {
+    const err = new Error('generation aborted');
+    err.name = 'AbortError';
+    err.partial = result;
+    throw err;
+  }
+  return result;
+}
+
 // Speculative decoding with drafts looked up in the context itself (no draft model).
 async function generateLookup(m) {
   const g = startSpeculative(engine, m.prompt, m.options);
@@ -279,17 +283,7 @@ async function generateLookup(m) {
   for (;;) {
     const r = g.round('lookup', null, stop);
     if (m.stream) for (const c of r.chunks || []) post({ id: m.id, event: 'chunk', ...c });
-    if (r.done) {
-      const { tail, done, chunks, ...result } = r;
-      if (tail && m.stream) post({ id: m.id, event: 'chunk', text: tail, token: -1, logprob: 0 });
-      if (result.finishReason === 'abort') {
-        const err = new Error('generation aborted');
-        err.name = 'AbortError';
-        err.partial = result;
-        throw err;
-      }
-      return result;
-    }
+    if (r.done) return finishGeneration(m, r);
     await yieldNow();
   }
 }
