@@ -4,7 +4,9 @@
 # growing corpus (build/fuzz/corpus/T) seeded from build/fuzz/seed/T and
 # fuzz/regressions/T, and prints executions and findings per target. A
 # finding is saved as build/fuzz/crashes/T-<kind>-<hash>: copy it to
-# fuzz/regressions/T/ once the bug is fixed (make test replays those).
+# fuzz/regressions/T/ once the bug is fixed (make test replays those); a
+# GGUF finding becomes a case in tools/make-hostile.mjs instead (no model
+# files in git).
 #   sh tools/fuzz.sh [SECONDS] [TARGET...]
 set -u
 secs=${1:-60}; shift 2>/dev/null || true
