@@ -221,12 +221,10 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
     uint32_t n = (uint32_t)W->ne[0], rows = (uint32_t)W->ne[1], r0, r1;
     uint64_t row_bytes = W->nbytes / W->ne[1];
     wlm_split(rows, tid, nth, &r0, &r1);
-    /* With several tokens, a row that needs unpacking is unpacked once into
-     * an equivalent cheaper form (F16/BF16 -> F32, Q4_0 -> Q8_0 with the
-     * same scales): the kernels then compute bit-identical results. */
-    int unpack = j->n_tok > 1 && (W->type == GGML_F16 || W->type == GGML_BF16 || W->type == GGML_Q4_0);
-    wlm_dot_fn dot = c->k->dot[W->type];
-    wlm_dot_fn udot = W->type == GGML_Q4_0 ? c->k->dot[GGML_Q8_0] : c->k->dot[GGML_F32];
+    /* With several tokens, an F16/BF16 row is converted once to floats: the
+     * F32 kernel then computes bit-identical results. */
+    int unpack = j->n_tok > 1 && (W->type == GGML_F16 || W->type == GGML_BF16);
+    wlm_dot_fn dot = c->k->dot[W->type], udot = c->k->dot[GGML_F32];
     uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
     /* K-quants: the kernel set's batched path (kquants*.c) does the whole
      * range for every token, equal to the row dot bit for bit; 0 = none */
@@ -255,8 +253,7 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
     for (uint32_t r = r0; r < r1; r++) {
         const uint8_t *w = W->data + r * row_bytes;
         if (unpack) {
-            if (W->type == GGML_Q4_0) wlm_q4_0_to_q8_0((const block_q4_0 *)w, (block_q8_0 *)wrow, n);
-            else wlm_dequantize_row(W->type, w, (float *)wrow, n);
+            wlm_dequantize_row(W->type, w, (float *)wrow, n);
             for (uint32_t t = 0; t < j->n_tok; t++)
                 j->y[(uint64_t)t * rows + r] = udot(n, wrow, j->xs + t * j->xstride);
             continue;
@@ -279,7 +276,7 @@ static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
             a->ready_type = at;
         }
         j.xs = c->act;
-        if ((W->type == GGML_Q8_0 || W->type == GGML_Q4_0) && (a->n_tok > 1 ? c->k->gemm_i16x4 != 0 : c->k->gemv_q8_0 && c->k->gemv_q4_0)) {
+        if (W->type == GGML_Q8_0 || W->type == GGML_Q4_0) {   /* every kernel set has gemv/gemm_i16x4 */
             if (!a->i16_ready) {
                 for (uint32_t t = 0; t < a->n_tok; t++) {
                     if (a->n_tok == 1) wlm_act_i16eo((const block_q8_0 *)c->act, c->act16, a->n);

@@ -171,9 +171,6 @@ typedef struct wlm_kernels {
     float (*dot_bf16)(uint32_t n, const uint16_t *w, const float *x);
     float (*dot_q8_0)(uint32_t n, const block_q8_0 *w, const block_q8_0 *x);
     float (*dot_q4_0)(uint32_t n, const block_q4_0 *w, const block_q8_0 *x);
-    /* 32-blocks unpacked to int16 with float scales (prefill of Q8_0/Q4_0
-     * weights): equal bit for bit to dot_q8_0 on the same values */
-    float (*dot_i16)(uint32_t nb, const int16_t *w, const float *dw, const int16_t *x, const float *dx);
     /* Prefill of Q8_0/Q4_0 weights, register-tiled: y[t * ys + r] = row r of
      * w . row t of x for r < nr, t < nt. Rows of n values (n % 32 == 0) in the
      * "i16x4" form wlm_unpack_i16x4 writes (int16 values, groups of four
@@ -215,8 +212,6 @@ float wlm_fold16(const float s[16]); /* the reference lane fold */
 void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n);
 void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n);
 void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n);
-/* Q8_0 / Q4_0 row -> int16 values + float block scales (exact) */
-void wlm_unpack_i16(uint32_t type, const void *row, int16_t *q, float *d, uint32_t n);
 /* Q8_0 / Q4_0 row -> the i16x4 form of gemm_i16x4 (exact): blocks in
  * groups of four, 128 int16 per group where element k of block 4g+i sits at
  * g*128 + (k/2)*8 + i*2 + k%2 (so one i32x4.dot_i16x8 lane sums pairs of one
@@ -233,8 +228,6 @@ void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n);
 static inline uint64_t wlm_i16eo_row_bytes(uint32_t n) { return (uint64_t)n * 2 + (uint64_t)n / 32 * 8; }
 /* position of value k (0..31) of a block in the i16eo order */
 static inline uint32_t wlm_i16eo_pos(uint32_t k) { return (k & 16) + ((k & 1) << 3) + ((k & 15) >> 1); }
-/* Q4_0 row -> Q8_0 row with the same scales and values (exact) */
-void wlm_q4_0_to_q8_0(const block_q4_0 *x, block_q8_0 *y, uint32_t n);
 /* Dequantizes one row of any supported type into floats. */
 void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);
 /* The activation form a weight type's dot product takes: GGML_F32 (floats),

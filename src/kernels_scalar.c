@@ -90,25 +90,8 @@ static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
     return r;
 }
 
-static float dot_i16(uint32_t nb, const int16_t *w, const float *dw, const int16_t *x, const float *dx) {
-    float a[4] = {0, 0, 0, 0}, r;
-    uint32_t b = 0;
-    for (; b + 4 <= nb; b += 4)
-        for (int j = 0; j < 4; j++) {
-            int32_t s = 0;
-            for (int k = 0; k < 32; k++) s += (int32_t)w[(b + j) * 32 + k] * x[(b + j) * 32 + k];
-            a[j] += (dw[b + j] * dx[b + j]) * (float)s;
-        }
-    r = (a[0] + a[1]) + (a[2] + a[3]);
-    for (; b < nb; b++) {
-        int32_t s = 0;
-        for (int k = 0; k < 32; k++) s += (int32_t)w[b * 32 + k] * x[b * 32 + k];
-        r += (dw[b] * dx[b]) * (float)s;
-    }
-    return r;
-}
 
-/* one pair of i16x4 rows: the order of dot_i16 (lane = block mod 4) */
+/* one pair of i16x4 rows: dot_q8_0's order (lane = block mod 4) */
 static float dot_i16x4(uint32_t n, const uint8_t *wr, const uint8_t *xr) {
     uint32_t nb = n / 32, b = 0;
     const int16_t *w = (const int16_t *)wr, *x = (const int16_t *)xr;
@@ -201,7 +184,7 @@ const wlm_kernels wlm_kernels_scalar = {
              [GGML_Q2_K] = wlm_kq_dot_q2_k, [GGML_Q3_K] = wlm_kq_dot_q3_k, [GGML_Q4_K] = wlm_kq_dot_q4_k,
              [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
+    .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
 };

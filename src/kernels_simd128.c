@@ -213,28 +213,13 @@ static inline v128_t isum_i16(const int16_t *w, const int16_t *x) {
     return wasm_i32x4_add(wasm_i32x4_add(s0, s1), wasm_i32x4_add(s2, s3));
 }
 
-static float dot_i16(uint32_t nb, const int16_t *w, const float *dw, const int16_t *x, const float *dx) {
-    uint32_t b = 0;
-    v128_t acc = wasm_f32x4_splat(0);
-    for (; b + 4 <= nb; b += 4) {
-        v128_t s = hsum4_i32(isum_i16(w + b * 32, x + b * 32), isum_i16(w + (b + 1) * 32, x + (b + 1) * 32),
-                             isum_i16(w + (b + 2) * 32, x + (b + 2) * 32), isum_i16(w + (b + 3) * 32, x + (b + 3) * 32));
-        v128_t d = wasm_f32x4_mul(wasm_v128_load(dw + b), wasm_v128_load(dx + b));
-        acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
-    }
-    float r = fold_lanes(acc);
-    for (; b < nb; b++) {
-        r += (dw[b] * dx[b]) * (float)lanes_sum_i32(isum_i16(w + b * 32, x + b * 32));
-    }
-    return r;
-}
 
 /* ---- prefill: register-tiled i16x4 rows ----------------------------------------------
  * In the i16x4 form one i32x4.dot_i16x8 lane sums a pair of values of one
  * block (lane i: block 4g+i), so 16 dots of a group leave the four exact
  * block sums in the four lanes: no horizontal adds. A tile of R weight rows x
  * T tokens shares every weight load among T tokens and every activation load
- * among R rows. Per pair the float steps are dot_i16's: lane i accumulates
+ * among R rows. Per pair the float steps are dot_q8_0's: lane i accumulates
  * (dw * dx) * isum of blocks i mod 4, folded (l0 + l1) + (l2 + l3), then the
  * remaining blocks in order. */
 static inline __attribute__((always_inline)) void tile_i16x4(int R, int T, uint32_t n, const uint8_t *w, uint64_t ws,
@@ -521,7 +506,7 @@ const wlm_kernels wlm_kernels_simd128 = {
              [GGML_Q2_K] = wlm_kq_dot_q2_k_simd, [GGML_Q3_K] = wlm_kq_dot_q3_k_simd, [GGML_Q4_K] = wlm_kq_dot_q4_k_simd,
              [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .dot_i16 = dot_i16, .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
+    .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
 };

@@ -88,19 +88,6 @@ void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n) {
     }
 }
 
-void wlm_unpack_i16(uint32_t type, const void *row, int16_t *q, float *d, uint32_t n) {
-    for (uint32_t b = 0; b < n / 32; b++) {
-        if (type == GGML_Q4_0) {
-            const block_q4_0 *x = (const block_q4_0 *)row + b;
-            d[b] = wlm_f16_to_f32(x->d);
-            for (int j = 0; j < 16; j++) { q[b * 32 + j] = (int16_t)((x->qs[j] & 15) - 8); q[b * 32 + j + 16] = (int16_t)((x->qs[j] >> 4) - 8); }
-        } else {
-            const block_q8_0 *x = (const block_q8_0 *)row + b;
-            d[b] = wlm_f16_to_f32(x->d);
-            for (int j = 0; j < 32; j++) q[b * 32 + j] = x->qs[j];
-        }
-    }
-}
 
 void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) {
     uint32_t nb = n / 32, full = nb / 4 * 4;
@@ -139,15 +126,6 @@ void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n) {
     }
 }
 
-void wlm_q4_0_to_q8_0(const block_q4_0 *x, block_q8_0 *y, uint32_t n) {
-    for (uint32_t b = 0; b < n / QK4_0; b++) {
-        y[b].d = x[b].d;
-        for (int j = 0; j < QK4_0 / 2; j++) {
-            y[b].qs[j] = (int8_t)((x[b].qs[j] & 15) - 8);
-            y[b].qs[j + 16] = (int8_t)((x[b].qs[j] >> 4) - 8);
-        }
-    }
-}
 
 void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) y[i] = wlm_f32_to_f16(x[i]);

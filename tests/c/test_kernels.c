@@ -759,38 +759,6 @@ TEST(kernels_wmath_sin_cos_exp_log_double) {
     CHECK(dbits(wlm_cos(0.5)) == dbits(cos(0.5)) || fabs(wlm_cos(0.5) - cos(0.5)) <= 0x1p-53);
 }
 
-/* the int16 prefill kernel equals dot_q8_0 (and dot_q4_0) bit for bit on
- * the same values, in every kernel set */
-TEST(kernels_dot_i16_equals_q8_0) {
-    enum { MAXB = 70 };
-    block_q8_0 w8[MAXB], x8[MAXB]; block_q4_0 w4[MAXB];
-    static int16_t wq[MAXB * 32], xq[MAXB * 32]; float wd[MAXB], xd[MAXB];
-    int checked = 0;
-    for (uint32_t nb = 1; nb < MAXB; nb += 3) {
-        for (int rep = 0; rep < 4; rep++) {
-            float v[32];
-            for (uint32_t b = 0; b < nb; b++) {
-                for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5);
-                wlm_quantize_row_q8_0(v, &x8[b], 32);
-                for (int j = 0; j < 32; j++) v[j] = tst_randf();
-                wlm_quantize_row_q8_0(v, &w8[b], 32);
-                wlm_quantize_row_q4_0(v, &w4[b], 32);
-            }
-            wlm_unpack_i16(GGML_Q8_0, x8, xq, xd, nb * 32);
-            for (int k = 0; k < N_SETS; k++) {
-                wlm_unpack_i16(GGML_Q8_0, w8, wq, wd, nb * 32);
-                float a = SETS[k]->dot_i16(nb, wq, wd, xq, xd), b = wlm_kernels_scalar.dot_q8_0(nb * 32, w8, x8);
-                CHECKF(fbits(a) == fbits(b), "%s q8_0 nb=%u: %.9g vs %.9g", SETS[k]->name, nb, a, b);
-                wlm_unpack_i16(GGML_Q4_0, w4, wq, wd, nb * 32);
-                a = SETS[k]->dot_i16(nb, wq, wd, xq, xd); b = wlm_kernels_scalar.dot_q4_0(nb * 32, w4, x8);
-                CHECKF(fbits(a) == fbits(b), "%s q4_0 nb=%u: %.9g vs %.9g", SETS[k]->name, nb, a, b);
-                checked += 2;
-            }
-        }
-    }
-    CHECK(checked > 100);
-}
-
 /* the register-tiled prefill kernel (i16x4 rows): every result equals the
  * scalar dot_q8_0 / dot_q4_0 of the same row and token bit for bit, in every
  * kernel set, for tiles cut at any row and token count */
