@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-const MIME = {
+export const MIME = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
   '.mjs': 'text/javascript; charset=utf-8',
@@ -48,6 +48,30 @@ const PUBLIC = [
   ['/models/registry.json', 'models/registry.json'],
   ['/models/registry.js', 'models/registry.js'],
 ];
+
+/** Sends `file` (its stat `st`) with `headers`, its MIME type and one byte
+ * range when asked (206, or 416 through `send`); HEAD sends headers only.
+ * Shared with the browser benchmark's server. */
+export function sendFile(req, res, file, st, headers, send) {
+  headers = {
+    ...headers,
+    'Content-Type': MIME[path.extname(file).toLowerCase()] || 'application/octet-stream',
+    'Accept-Ranges': 'bytes',
+  };
+  let start = 0, end = st.size - 1, status = 200;
+  const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range || '');
+  if (range && (range[1] || range[2])) {
+    if (range[1]) { start = +range[1]; end = range[2] ? Math.min(+range[2], st.size - 1) : st.size - 1; }
+    else { start = Math.max(0, st.size - +range[2]); }
+    if (start > end || start >= st.size) return send(416, 'range not satisfiable', { 'Content-Range': `bytes */${st.size}` });
+    status = 206;
+    headers['Content-Range'] = `bytes ${start}-${end}/${st.size}`;
+  }
+  headers['Content-Length'] = String(end - start + 1);
+  res.writeHead(status, headers);
+  if (req.method === 'HEAD' || st.size === 0) return res.end();
+  fs.createReadStream(file, { start, end }).pipe(res);
+}
 
 function inside(dir, file) { return file === dir || file.startsWith(dir + path.sep); }
 
@@ -95,27 +119,10 @@ export function startDemoServer({ port = 0, host = '127.0.0.1', modelsDir = proc
     let st;
     try { st = fs.statSync(file); } catch { if (log) log(`404 ${rel}`); return send(404, 'not found: ' + rel); }
     if (st.isDirectory()) return send(302, 'directory', { Location: rel + '/' });
-    const headers = {
-      ...HEADERS,
-      'Content-Type': MIME[path.extname(file).toLowerCase()] || 'application/octet-stream',
-      'Accept-Ranges': 'bytes',
-      'Last-Modified': st.mtime.toUTCString(),
-    };
+    const extra = { ...HEADERS, 'Last-Modified': st.mtime.toUTCString() };
     // the service worker must control the whole demo directory
-    if (rel === '/web/demo/sw.js') headers['Service-Worker-Allowed'] = '/';
-    let start = 0, end = st.size - 1, status = 200;
-    const range = /^bytes=(\d*)-(\d*)$/.exec(req.headers.range || '');
-    if (range && (range[1] || range[2])) {
-      if (range[1]) { start = +range[1]; end = range[2] ? Math.min(+range[2], st.size - 1) : st.size - 1; }
-      else { start = Math.max(0, st.size - +range[2]); }
-      if (start > end || start >= st.size) return send(416, 'range not satisfiable', { 'Content-Range': `bytes */${st.size}` });
-      status = 206;
-      headers['Content-Range'] = `bytes ${start}-${end}/${st.size}`;
-    }
-    headers['Content-Length'] = String(end - start + 1);
-    res.writeHead(status, headers);
-    if (req.method === 'HEAD' || st.size === 0) return res.end();
-    fs.createReadStream(file, { start, end }).pipe(res);
+    if (rel === '/web/demo/sw.js') extra['Service-Worker-Allowed'] = '/';
+    sendFile(req, res, file, st, extra, send);
   });
   return new Promise((resolve, reject) => {
     server.once('error', reject);
