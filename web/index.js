@@ -7,6 +7,7 @@ import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
 import { Sha256 } from './sha256.js';
 import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
+import { abortError, withSignal } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 
@@ -22,13 +23,6 @@ export const DEFAULT_CONTEXT = Object.freeze({ contextLength: 0, batchSize: 0, k
 
 const STAGE_BYTES = 4 << 20; // chunk size for streaming bytes to the worker
 
-function abortError(signal) {
-  const r = signal && signal.reason;
-  if (r instanceof Error) return r;
-  const e = new Error(typeof r === 'string' ? r : 'The operation was aborted');
-  e.name = 'AbortError';
-  return e;
-}
 
 function reviveError(plain) {
   const e = new Error(plain.message);
@@ -497,18 +491,7 @@ export class Model {
     }
     if (rest.draft === 'lookup') { delete rest.draft; rest.lookup = true; }
     else if (rest.draft != null) throw new TypeError("options.draft must be a Model (a draft model) or 'lookup' (prompt lookup)");
-    const { id, promise } = this._client.request('generate', { prompt, options: rest, stream: false });
-    if (!signal) return promise;
-    const onAbort = () => this._client.abort(id);
-    signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      return await promise;
-    } catch (e) {
-      if (signal.aborted) throw abortError(signal);
-      throw e;
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-    }
+    return withSignal(this._client, 'generate', { prompt, options: rest, stream: false }, signal);
   }
 
   /**

@@ -10,14 +10,7 @@
 // attention heads. Scoring functions (verifiers) run here, on the caller's
 // thread, concurrently (Promise.all) once the candidates are complete.
 
-const ABORT = (signal) => {
-  const r = signal && signal.reason;
-  if (r instanceof Error && r.name === 'AbortError') return r;
-  const e = new Error('aborted');
-  e.name = 'AbortError';
-  if (r !== undefined) e.cause = r;
-  return e;
-};
+import { abortError, withSignal } from './abort.js';
 
 function scorerOf(scorer) {
   if (scorer == null || scorer === 'mean-logprob') {
@@ -28,22 +21,6 @@ function scorerOf(scorer) {
   throw new TypeError(`scorer must be 'mean-logprob', 'total-logprob' or a function, got ${scorer}`);
 }
 
-/** Runs a worker request, aborting it when `signal` fires. */
-async function withSignal(client, op, payload, signal, onEvent) {
-  if (signal && signal.aborted) throw ABORT(signal);
-  const { id, promise } = client.request(op, payload, { onEvent });
-  if (!signal) return promise;
-  const onAbort = () => client.abort(id);
-  signal.addEventListener('abort', onAbort, { once: true });
-  try {
-    return await promise;
-  } catch (e) {
-    if (signal.aborted) throw ABORT(signal);
-    throw e;
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
-}
 
 /**
  * n candidates (seeds seed, seed+1, ...) decoded as one batch, scored, sorted.
@@ -63,7 +40,7 @@ export async function bestOfN(model, prompt, opts = {}) {
   const r = await withSignal(model._client, 'bestOfN', { prompt, options: rest, stream: !!onCandidate }, signal, onEvent);
   const t0 = Date.now();
   const scores = await Promise.all(r.candidates.map((c) => Promise.resolve().then(() => score(c))));
-  if (signal && signal.aborted) throw ABORT(signal);
+  if (signal && signal.aborted) throw abortError(signal);
   const candidates = r.candidates.map((c, i) => {
     const s = Number(scores[i]);
     return { ...c, score: Number.isNaN(s) ? -Infinity : s };
@@ -177,7 +154,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
     await draft._client.call('draftStart', { session, options: rest });
     let k = kMax, draftMs = 0, rounds = 0;
     for (;;) {
-      if (signal && signal.aborted) throw ABORT(signal);
+      if (signal && signal.aborted) throw abortError(signal);
       const td = Date.now();
       const p = await draft._client.call('draftPropose', { session, ids: committed, k });
       draftMs += Date.now() - td;
@@ -185,14 +162,14 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       const r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
       rounds++;
       for (const c of r.chunks || []) {
-        if (signal && signal.aborted) throw ABORT(signal);
+        if (signal && signal.aborted) throw abortError(signal);
         if (c.token >= 0) committed.push(c.token);
         yield { text: c.text, token: c.token, logprob: c.logprob };
       }
       if (r.done) {
         ended = true;
         if (r.tail) yield { text: r.tail, token: -1, logprob: 0 };
-        if (r.finishReason === 'abort') throw ABORT(signal);
+        if (r.finishReason === 'abort') throw abortError(signal);
         const { done, tail, chunks, ...result } = r;
         result.stats.speculative = { ...result.stats.speculative, draftMs, rounds, wallMs: Date.now() - t0, adaptive };
         return result;
