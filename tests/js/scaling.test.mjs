@@ -204,9 +204,6 @@ test('beamSearch: 1 beam is greedy; beam scores are the real log-probabilities',
     assert.equal(b.text, await model.detokenize(b.tokens));
   }
   assert.equal(new Set(r.beams.map((b) => b.tokens.join())).size, 4);
-  // the best beam is at least as likely as greedy over the same length
-  const greedyLp = one.beams[0].logprob;
-  assert.ok(Number.isFinite(greedyLp));
   const again = await model.beamSearch(PROMPT, { beams: 4, maxTokens: 20 });
   assert.deepEqual(again.beams.map((b) => b.tokens), r.beams.map((b) => b.tokens));
 });
@@ -216,8 +213,7 @@ test('a prompt sharing a prefix with the previous one skips re-prefilling it', a
   try {
     const p1 = 'Once upon a time, there was a little girl named Lily.';
     const p2 = p1 + ' She loved to play outside.';
-    const a = await model.complete(p1, { ...GREEDY, maxTokens: 8 });
-    assert.ok(a.stats.reusedPromptTokens >= 0);
+    await model.complete(p1, { ...GREEDY, maxTokens: 8 });
     const b = await model.complete(p2, { ...GREEDY, maxTokens: 20 });
     const n1 = (await model.tokenize(p1)).length;
     assert.ok(b.stats.reusedPromptTokens >= n1 - 1, `reused ${b.stats.reusedPromptTokens} of ${n1}`);
