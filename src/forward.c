@@ -19,6 +19,12 @@
 
 /* prefill: weight rows widened to int16 per pass of the tiled kernel */
 #define WLM_MM_PANEL 4
+/* Q8_0/Q4_0 batches up to this many tokens go through gemv (each weight
+ * block widened in registers for every token); larger ones unpack rows once
+ * into the i16x4 form for the register-tiled gemm_i16x4 */
+#ifndef WLM_GEMV_MAX_TOK
+#define WLM_GEMV_MAX_TOK 8
+#endif
 
 typedef struct plan {
     uint64_t total;
@@ -212,7 +218,7 @@ typedef struct mm_job {
     wlm_ctx *c; const wlm_tensor *W;
     const uint8_t *xs; uint64_t xstride; uint32_t n_tok;
     float *y;
-    int i16;               /* Q8_0/Q4_0: c->act16 holds the int16 form (i16x4 for a batch, i16eo for one token) */
+    int i16;               /* Q8_0/Q4_0: c->act16 holds the int16 form (i16eo up to WLM_GEMV_MAX_TOK tokens, else i16x4) */
 } mm_job;
 
 static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
@@ -224,6 +230,13 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
     /* With several tokens, an F16/BF16 row is converted once to floats: the
      * F32 kernel then computes bit-identical results. */
     int unpack = j->n_tok > 1 && (W->type == GGML_F16 || W->type == GGML_BF16);
+    if (W->type == GGML_F16 && j->n_tok > 1 && j->n_tok <= WLM_GEMV_MAX_TOK) {
+        /* small batches (speculative verification, a few candidates): each
+         * 16 halves converted once in registers for every token */
+        if (r1 > r0) c->k->gemv_f16(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0,
+                                    (const float *)j->xs, j->xstride / 4, j->n_tok, j->y + r0, rows);
+        return;
+    }
     wlm_dot_fn dot = c->k->dot[W->type], udot = c->k->dot[GGML_F32];
     uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
     /* K-quants: the kernel set's batched path (kquants*.c) does the whole
@@ -232,10 +245,12 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
         c->k->kq_rows(W->type, n, W->data + r0 * row_bytes, row_bytes, r1 - r0, j->xs, j->xstride, j->n_tok,
                       j->y + r0, rows, wrow, c->wrow_bytes))
         return;
-    if (j->i16 && j->n_tok == 1) {
-        /* decode: the rows of this thread in one call, in memory order */
+    if (j->i16 && j->n_tok <= WLM_GEMV_MAX_TOK) {
+        /* decode and small batches: the rows of this thread in one call, in
+         * memory order, each weight block widened once for every token */
         wlm_gemv_fn gemv = W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
-        if (r1 > r0) gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, (const block_q8_0 *)j->xs, c->act16, j->y + r0);
+        if (r1 > r0) gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, j->xs, j->xstride,
+                          c->act16, c->act16_row_bytes, j->n_tok, j->y + r0, rows);
         return;
     }
     if (j->i16) {
@@ -253,7 +268,8 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
     for (uint32_t r = r0; r < r1; r++) {
         const uint8_t *w = W->data + r * row_bytes;
         if (unpack) {
-            wlm_dequantize_row(W->type, w, (float *)wrow, n);
+            if (W->type == GGML_F16) c->k->cvt_f16(n, (const uint16_t *)w, (float *)wrow);
+            else wlm_dequantize_row(W->type, w, (float *)wrow, n);
             for (uint32_t t = 0; t < j->n_tok; t++)
                 j->y[(uint64_t)t * rows + r] = udot(n, wrow, j->xs + t * j->xstride);
             continue;
@@ -279,8 +295,10 @@ static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
         if (W->type == GGML_Q8_0 || W->type == GGML_Q4_0) {   /* every kernel set has gemv/gemm_i16x4 */
             if (!a->i16_ready) {
                 for (uint32_t t = 0; t < a->n_tok; t++) {
-                    if (a->n_tok == 1) wlm_act_i16eo((const block_q8_0 *)c->act, c->act16, a->n);
-                    else c->k->unpack_i16x4(GGML_Q8_0, c->act + t * j.xstride, c->act16 + t * c->act16_row_bytes, a->n);
+                    const uint8_t *x8 = c->act + t * j.xstride;
+                    uint8_t *x16 = c->act16 + t * c->act16_row_bytes;
+                    if (a->n_tok <= WLM_GEMV_MAX_TOK) wlm_act_i16eo((const block_q8_0 *)x8, x16, a->n);
+                    else c->k->unpack_i16x4(GGML_Q8_0, x8, x16, a->n);
                 }
                 a->i16_ready = 1;
             }

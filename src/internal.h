@@ -159,7 +159,8 @@ double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta);
  * activation in the form wlm_act_type() names for that type */
 typedef float (*wlm_dot_fn)(uint32_t n, const void *w, const void *x);
 typedef void (*wlm_gemv_fn)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                            const block_q8_0 *x8, const uint8_t *x16, float *y);
+                            const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
+                            uint32_t nt, float *y, uint64_t ys);
 
 typedef struct wlm_kernels {
     const char *name;
@@ -181,11 +182,22 @@ typedef struct wlm_kernels {
                        const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
     /* wlm_unpack_i16x4 (Q8_0 / Q4_0 row -> i16x4 form), the same bytes */
     void (*unpack_i16x4)(uint32_t type, const void *row, uint8_t *out, uint32_t n);
-    /* Decode of Q8_0 / Q4_0 weights, several rows per pass: y[r] = row r of
-     * w (rows ws bytes apart) . x for r < nr, where the activation comes as
-     * Q8_0 blocks x8 and in the "i16eo" form x16 of wlm_act_i16eo. Equal bit
-     * for bit to dot_q8_0 / dot_q4_0 on (w row, x8). */
+    /* Decode and small batches of Q8_0 / Q4_0 weights: y[t * ys + r] = row r
+     * of w (rows ws bytes apart) . token t for r < nr, t < nt, where token t
+     * comes as Q8_0 blocks at x8 + t * x8s and in the "i16eo" form of
+     * wlm_act_i16eo at x16 + t * x16s. Each weight block is loaded and
+     * widened once for every token (no unpacked copy in memory, unlike
+     * gemm_i16x4). Equal bit for bit to dot_q8_0 / dot_q4_0 on (w row, x8). */
     wlm_gemv_fn gemv_q8_0, gemv_q4_0;
+    /* Small batches of F16 weights: y[t * ys + r] = row r of w (rows ws
+     * bytes apart) . float row x + t * xs (xs in floats) for r < nr,
+     * t < nt; each 16 halves converted once for every token. Equal bit for
+     * bit to dot_f16. */
+    void (*gemv_f16)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
+    /* n halves -> floats exactly as wlm_f16_to_f32 (batched F16 rows are
+     * converted once, then dot_f32 gives dot_f16's bits) */
+    void (*cvt_f16)(uint32_t n, const uint16_t *h, float *y);
     /* y += a * x (attention value accumulation), f32 and f16 sources */
     void (*axpy_f32)(uint32_t n, float a, const float *x, float *y);
     void (*axpy_f16)(uint32_t n, float a, const uint16_t *x, float *y);

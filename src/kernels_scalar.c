@@ -151,11 +151,25 @@ static void gemv_q(int q4, uint32_t n, const uint8_t *w, uint64_t ws, uint32_t n
     }
 }
 
-static void gemv_q8_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const block_q8_0 *x8, const uint8_t *x16, float *y) {
-    (void)x8; gemv_q(0, n, w, ws, nr, x16, y);
+static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = dot_f16(n, (const uint16_t *)(w + r * ws), x + t * xs);
 }
-static void gemv_q4_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const block_q8_0 *x8, const uint8_t *x16, float *y) {
-    (void)x8; gemv_q(1, n, w, ws, nr, x16, y);
+
+static void cvt_f16(uint32_t n, const uint16_t *h, float *y) {
+    for (uint32_t i = 0; i < n; i++) y[i] = wlm_f16_to_f32(h[i]);
+}
+
+static void gemv_q8_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
+                      const uint8_t *x16, uint64_t x16s, uint32_t nt, float *y, uint64_t ys) {
+    (void)x8; (void)x8s;
+    for (uint32_t t = 0; t < nt; t++) gemv_q(0, n, w, ws, nr, x16 + t * x16s, y + t * ys);
+}
+static void gemv_q4_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
+                      const uint8_t *x16, uint64_t x16s, uint32_t nt, float *y, uint64_t ys) {
+    (void)x8; (void)x8s;
+    for (uint32_t t = 0; t < nt; t++) gemv_q(1, n, w, ws, nr, x16 + t * x16s, y + t * ys);
 }
 
 static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
@@ -185,7 +199,7 @@ const wlm_kernels wlm_kernels_scalar = {
              [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
 };
 

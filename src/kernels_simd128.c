@@ -97,6 +97,63 @@ static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
     return r;
 }
 
+/* one F16 row against T float rows (T <= 2): 16 halves converted once per
+ * step for every token, per token dot_f16's lanes and fold */
+static inline __attribute__((always_inline)) void gemv_f16_row(int T, uint32_t n, const uint16_t *w,
+                                                              const float *x, uint64_t xs, float *y, uint64_t ys) {
+    v128_t a[2][4], mx = wasm_i32x4_splat(0), m = wasm_i16x8_splat(0x7fff);
+    for (int t = 0; t < T; t++) a[t][0] = a[t][1] = a[t][2] = a[t][3] = wasm_f32x4_splat(0);
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        v128_t h0 = wasm_v128_load(w + i), h1 = wasm_v128_load(w + i + 8);
+        mx = wasm_u16x8_max(mx, wasm_u16x8_max(wasm_v128_and(h0, m), wasm_v128_and(h1, m)));
+        v128_t w0 = half4_fast(h0, 0), w1 = half4_fast(h0, 1), w2 = half4_fast(h1, 0), w3 = half4_fast(h1, 1);
+        for (int t = 0; t < T; t++) {
+            const float *xt = x + t * xs + i;
+            a[t][0] = wasm_f32x4_add(a[t][0], wasm_f32x4_mul(w0, wasm_v128_load(xt)));
+            a[t][1] = wasm_f32x4_add(a[t][1], wasm_f32x4_mul(w1, wasm_v128_load(xt + 4)));
+            a[t][2] = wasm_f32x4_add(a[t][2], wasm_f32x4_mul(w2, wasm_v128_load(xt + 8)));
+            a[t][3] = wasm_f32x4_add(a[t][3], wasm_f32x4_mul(w3, wasm_v128_load(xt + 12)));
+        }
+    }
+    int exact = !wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00)));
+    for (int t = 0; t < T; t++) {
+        const float *xt = x + t * xs;
+        if (exact) { y[t * ys] = dot_f16_exact(n, w, xt); continue; } /* an infinite or NaN half */
+        float r = fold4(a[t][0], a[t][1], a[t][2], a[t][3]);
+        for (uint32_t k = i; k < n; k++) r += wlm_f16_to_f32(w[k]) * xt[k];
+        y[t * ys] = r;
+    }
+}
+
+static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    for (uint32_t r = 0; r < nr; r++) {
+        const uint16_t *wr = (const uint16_t *)(w + r * ws);
+        uint32_t t = 0;
+        for (; t + 2 <= nt; t += 2) gemv_f16_row(2, n, wr, x + t * xs, xs, y + t * ys + r, ys);
+        if (t < nt) gemv_f16_row(1, n, wr, x + t * xs, xs, y + t * ys + r, ys);
+    }
+}
+
+/* halves -> floats: the 4-op conversion, infinities and NaNs redone exactly */
+static void cvt_f16(uint32_t n, const uint16_t *h, float *y) {
+    v128_t m = wasm_i16x8_splat(0x7fff);
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v128_t h8 = wasm_v128_load(h + i);
+        if (!wasm_i16x8_all_true(wasm_i16x8_lt(wasm_v128_and(h8, m), wasm_i16x8_splat(0x7c00)))) {
+            v128_t lo, hi;
+            load_half8(h + i, &lo, &hi);
+            wasm_v128_store(y + i, lo); wasm_v128_store(y + i + 4, hi);
+            continue;
+        }
+        wasm_v128_store(y + i, half4_fast(h8, 0));
+        wasm_v128_store(y + i + 4, half4_fast(h8, 1));
+    }
+    for (; i < n; i++) y[i] = wlm_f16_to_f32(h[i]);
+}
+
 static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
     v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
     uint32_t i = 0;
@@ -360,105 +417,132 @@ static inline v128_t wscales4(const uint8_t *blk, uint32_t bsz, v128_t *bad) {
     return half4_hi_to_f32(v, bad);
 }
 
-/* exact i32x4 partial sums of one weight block against its i16eo values xq */
-static inline __attribute__((always_inline)) v128_t isum_eo(int q4, const uint8_t *blk, v128_t xe0, v128_t xo0, v128_t xe1, v128_t xo1) {
-    v128_t e0, o0, e1, o1;
+/* one weight block widened to int16 vectors u[0..3], in the i16eo order of
+ * the activation: even 0-14, odd 1-15, even 16-30, odd 17-31 */
+static inline __attribute__((always_inline)) void widen_blk(int q4, const uint8_t *blk, v128_t u[4]) {
     if (q4) {
         v128_t v = wasm_v128_load(blk + 2), m = wasm_i16x8_splat(15);
-        e0 = wasm_v128_and(v, m);
-        e1 = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
-        o0 = wasm_v128_and(wasm_u16x8_shr(v, 8), m);
-        o1 = wasm_u16x8_shr(v, 12);
+        u[0] = wasm_v128_and(v, m);
+        u[2] = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
+        u[1] = wasm_v128_and(wasm_u16x8_shr(v, 8), m);
+        u[3] = wasm_u16x8_shr(v, 12);
     } else {
         v128_t v0 = wasm_v128_load(blk + 2), v1 = wasm_v128_load(blk + 18);
-        e0 = wasm_i16x8_shr(wasm_i16x8_shl(v0, 8), 8);
-        o0 = wasm_i16x8_shr(v0, 8);
-        e1 = wasm_i16x8_shr(wasm_i16x8_shl(v1, 8), 8);
-        o1 = wasm_i16x8_shr(v1, 8);
+        u[0] = wasm_i16x8_shr(wasm_i16x8_shl(v0, 8), 8);
+        u[1] = wasm_i16x8_shr(v0, 8);
+        u[2] = wasm_i16x8_shr(wasm_i16x8_shl(v1, 8), 8);
+        u[3] = wasm_i16x8_shr(v1, 8);
     }
-    return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(e0, xe0), wasm_i32x4_dot_i16x8(o0, xo0)),
-                          wasm_i32x4_add(wasm_i32x4_dot_i16x8(e1, xe1), wasm_i32x4_dot_i16x8(o1, xo1)));
+}
+
+/* exact i32x4 partial sums of a widened block against its i16eo values xb */
+static inline __attribute__((always_inline)) v128_t isum_eo(const v128_t u[4], const int16_t *xb) {
+    return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(u[0], wasm_v128_load(xb)), wasm_i32x4_dot_i16x8(u[1], wasm_v128_load(xb + 8))),
+                          wasm_i32x4_add(wasm_i32x4_dot_i16x8(u[2], wasm_v128_load(xb + 16)), wasm_i32x4_dot_i16x8(u[3], wasm_v128_load(xb + 24))));
 }
 
 #ifdef __wasm_relaxed_simd__
-/* relaxed build, Q4_0: the unbiased nibbles (7-bit lanes) times the int8
- * activations by i16x8.relaxed_dot_i8x16_i7x16_s (|pair sums| <= 3840) */
-static inline v128_t isum_q4_relaxed(const uint8_t *blk, const int8_t *x) {
-    v128_t q = wasm_v128_load(blk + 2);
-    v128_t lo = wasm_v128_and(q, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(q, 4);
+/* relaxed build, Q4_0: the unbiased nibbles (7-bit lanes: lo, hi) times the
+ * int8 activations by i16x8.relaxed_dot_i8x16_i7x16_s (|pair sums| <= 3840) */
+static inline v128_t isum_q4_relaxed(v128_t lo, v128_t hi, const int8_t *x) {
     v128_t s = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(x), lo),
                               wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(x + 16), hi));
     return wasm_i32x4_extadd_pairwise_i16x8(s);
 }
 #endif
 
-static inline __attribute__((always_inline)) void gemv_rows(int R, int q4, uint32_t n, const uint8_t *w, uint64_t ws,
-                                                           const block_q8_0 *x8, const uint8_t *x16, float *y) {
+/* One weight row against T tokens (T <= 4): each block is loaded and widened
+ * once and dotted with every token; per token the reference's order (four
+ * blocks per lane step, then the tail in order). */
+static inline __attribute__((always_inline)) void gemv_row(int T, int q4, uint32_t n, const uint8_t *w,
+                                                          const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
+                                                          float *y, uint64_t ys) {
     uint32_t nb = n / 32, bsz = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), b = 0;
-    const int16_t *xq = (const int16_t *)x16;
-    const float *dx = (const float *)(x16 + (uint64_t)n * 2);
-    const int32_t *sx = (const int32_t *)(x16 + (uint64_t)n * 2 + (uint64_t)nb * 4);
-    v128_t acc[8], bad = wasm_i32x4_splat(0);
-    for (int r = 0; r < R; r++) acc[r] = wasm_f32x4_splat(0);
+    v128_t acc[4], bad = wasm_i32x4_splat(0);
+    for (int t = 0; t < T; t++) acc[t] = wasm_f32x4_splat(0);
     for (; b + 4 <= nb; b += 4) {
-        v128_t part[8][4];
+        v128_t part[4][4];
         for (int i = 0; i < 4; i++) {
+            const uint8_t *blk = w + (b + i) * bsz;
 #ifdef __wasm_relaxed_simd__
             if (q4) {
-                for (int r = 0; r < R; r++) part[r][i] = isum_q4_relaxed(w + r * ws + (b + i) * bsz, x8[b + i].qs);
+                v128_t q = wasm_v128_load(blk + 2);
+                v128_t lo = wasm_v128_and(q, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(q, 4);
+                for (int t = 0; t < T; t++)
+                    part[t][i] = isum_q4_relaxed(lo, hi, ((const block_q8_0 *)(x8 + t * x8s))[b + i].qs);
                 continue;
             }
 #endif
-            const int16_t *xb = xq + (b + i) * 32;
-            v128_t xe0 = wasm_v128_load(xb), xo0 = wasm_v128_load(xb + 8), xe1 = wasm_v128_load(xb + 16), xo1 = wasm_v128_load(xb + 24);
-            for (int r = 0; r < R; r++) part[r][i] = isum_eo(q4, w + r * ws + (b + i) * bsz, xe0, xo0, xe1, xo1);
+            v128_t u[4];
+            widen_blk(q4, blk, u);
+            for (int t = 0; t < T; t++) part[t][i] = isum_eo(u, (const int16_t *)(x16 + t * x16s) + (b + i) * 32);
         }
-        v128_t d8 = wasm_i32x4_shl(wasm_v128_load(sx + b), 3), dxv = wasm_v128_load(dx + b);
-        for (int r = 0; r < R; r++) {
-            v128_t s = hsum4_i32(part[r][0], part[r][1], part[r][2], part[r][3]);
-            if (q4) s = wasm_i32x4_sub(s, d8);
-            v128_t d = wasm_f32x4_mul(wscales4(w + r * ws + b * bsz, bsz, &bad), dxv);
-            acc[r] = wasm_f32x4_add(acc[r], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
+        v128_t dw = wscales4(w + b * bsz, bsz, &bad);
+        for (int t = 0; t < T; t++) {
+            const uint8_t *xt = x16 + t * x16s;
+            v128_t s = hsum4_i32(part[t][0], part[t][1], part[t][2], part[t][3]);
+            if (q4) s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load((const int32_t *)(xt + (uint64_t)n * 2 + (uint64_t)nb * 4) + b), 3));
+            v128_t d = wasm_f32x4_mul(dw, wasm_v128_load((const float *)(xt + (uint64_t)n * 2) + b));
+            acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
         }
     }
-    for (int r = 0; r < R; r++) {
-        float res = fold_lanes(acc[r]);
-        for (uint32_t t = b; t < nb; t++) {
-            const uint8_t *blk = w + r * ws + t * bsz;
-            const int16_t *xb = xq + t * 32;
-            int32_t s = lanes_sum_i32(isum_eo(q4, blk, wasm_v128_load(xb), wasm_v128_load(xb + 8), wasm_v128_load(xb + 16), wasm_v128_load(xb + 24)));
-            if (q4) s -= 8 * sx[t];
+    for (int t = 0; t < T; t++) {
+        const uint8_t *xt = x16 + t * x16s;
+        const float *dx = (const float *)(xt + (uint64_t)n * 2);
+        const int32_t *sx = (const int32_t *)(xt + (uint64_t)n * 2 + (uint64_t)nb * 4);
+        float res = fold_lanes(acc[t]);
+        for (uint32_t k = b; k < nb; k++) {
+            const uint8_t *blk = w + k * bsz;
+            v128_t u[4];
+            widen_blk(q4, blk, u);
+            int32_t s = lanes_sum_i32(isum_eo(u, (const int16_t *)xt + k * 32));
+            if (q4) s -= 8 * sx[k];
             uint16_t h; __builtin_memcpy(&h, blk, 2);
-            res += (wlm_f16_to_f32(h) * dx[t]) * (float)s;
+            res += (wlm_f16_to_f32(h) * dx[k]) * (float)s;
         }
-        y[r] = res;
+        y[t * ys] = res;
     }
     if (wasm_v128_any_true(bad)) /* an infinite or NaN weight scale: the exact conversion */
-        for (int r = 0; r < R; r++)
-            y[r] = q4 ? dot_q4_0(n, (const block_q4_0 *)(w + r * ws), x8) : dot_q8_0(n, (const block_q8_0 *)(w + r * ws), x8);
+        for (int t = 0; t < T; t++) {
+            const block_q8_0 *xt = (const block_q8_0 *)(x8 + t * x8s);
+            y[t * ys] = q4 ? dot_q4_0(n, (const block_q4_0 *)w, xt) : dot_q8_0(n, (const block_q8_0 *)w, xt);
+        }
 }
 
-/* Rows per pass. Sharing the activation loads among rows pays only while
- * the weights come from cache (1024 x 1024 Q8_0 in Node: 1 row 8.2 GMAC/s,
- * 6 rows 11.5); decode streams them from memory, and there several rows in
- * step (several short streams, each one row long) defeat the hardware
- * prefetcher: 768 x 24000 Q8_0, 1 row 6.8 GMAC/s, 2 rows 3.9, 4 rows 2.6
- * (the former one-row dot_q8_0: 4.2). So one row at a time, rows in memory
- * order: one long sequential stream. */
-#ifndef WLM_GEMV_R
-#define WLM_GEMV_R 1
+/* Rows one at a time in memory order. Several rows in step share the
+ * activation loads, which pays only while the weights come from cache
+ * (1024 x 1024 Q8_0 in Node: 1 row 8.2 GMAC/s, 6 rows 11.5); decode streams
+ * them from memory, and there several rows in step (several short streams,
+ * each one row long) defeat the hardware prefetcher: 768 x 24000 Q8_0,
+ * 1 row 6.8 GMAC/s, 2 rows 3.9, 4 rows 2.6. So one long sequential stream;
+ * a small batch takes the tokens four at a time, the row's later passes
+ * coming from cache. */
+#ifndef WLM_GEMV_T
+#define WLM_GEMV_T 3
 #endif
-
-static void gemv_q8_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const block_q8_0 *x8, const uint8_t *x16, float *y) {
-    uint32_t r = 0;
-    for (; r + WLM_GEMV_R <= nr; r += WLM_GEMV_R) gemv_rows(WLM_GEMV_R, 0, n, w + r * ws, ws, x8, x16, y + r);
-    for (; r < nr; r++) gemv_rows(1, 0, n, w + r * ws, ws, x8, x16, y + r);
+static inline __attribute__((always_inline)) void gemv(int q4, uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                                                      const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
+                                                      uint32_t nt, float *y, uint64_t ys) {
+    for (uint32_t r = 0; r < nr; r++) {
+        const uint8_t *wr = w + r * ws;
+        uint32_t t = 0;
+        for (; t + WLM_GEMV_T <= nt; t += WLM_GEMV_T) gemv_row(WLM_GEMV_T, q4, n, wr, x8 + t * x8s, x8s, x16 + t * x16s, x16s, y + t * ys + r, ys);
+        switch (nt - t) {
+        case 3: gemv_row(3, q4, n, wr, x8 + t * x8s, x8s, x16 + t * x16s, x16s, y + t * ys + r, ys); break;
+        case 2: gemv_row(2, q4, n, wr, x8 + t * x8s, x8s, x16 + t * x16s, x16s, y + t * ys + r, ys); break;
+        case 1: gemv_row(1, q4, n, wr, x8 + t * x8s, x8s, x16 + t * x16s, x16s, y + t * ys + r, ys); break;
+        }
+    }
 }
 
-static void gemv_q4_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const block_q8_0 *x8, const uint8_t *x16, float *y) {
-    uint32_t r = 0;
-    for (; r + WLM_GEMV_R <= nr; r += WLM_GEMV_R) gemv_rows(WLM_GEMV_R, 1, n, w + r * ws, ws, x8, x16, y + r);
-    for (; r < nr; r++) gemv_rows(1, 1, n, w + r * ws, ws, x8, x16, y + r);
+static void gemv_q8_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
+                      const uint8_t *x16, uint64_t x16s, uint32_t nt, float *y, uint64_t ys) {
+    gemv(0, n, w, ws, nr, x8, x8s, x16, x16s, nt, y, ys);
+}
+
+static void gemv_q4_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
+                      const uint8_t *x16, uint64_t x16s, uint32_t nt, float *y, uint64_t ys) {
+    gemv(1, n, w, ws, nr, x8, x8s, x16, x16s, nt, y, ys);
 }
 
 static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
@@ -507,7 +591,7 @@ const wlm_kernels wlm_kernels_simd128 = {
              [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
 };
 #endif

@@ -914,15 +914,17 @@ TEST(kernels_forward_prefill_equals_stepwise) {
     wlm_sys_free(bytes);
 }
 
-/* the multi-row decode kernels (i16eo activations) equal dot_q8_0 / dot_q4_0
- * bit for bit in every kernel set, for any row count, extreme values, and
- * weight scales that are subnormal, infinite or NaN */
+/* the decode / small-batch kernels (i16eo activations) equal dot_q8_0 /
+ * dot_q4_0 bit for bit in every kernel set, for any row and token count,
+ * extreme values, and weight scales that are subnormal, infinite or NaN */
 TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
-    enum { MAXB = 41, MAXR = 9 };
-    static block_q8_0 w8[MAXR][MAXB], x8[MAXB];
+    enum { MAXB = 41, MAXR = 9, MAXT = 9 };
+    static block_q8_0 w8[MAXR][MAXB], x8[MAXT][MAXB];
     static block_q4_0 w4[MAXR][MAXB];
-    uint8_t *x16 = malloc(wlm_i16eo_row_bytes(MAXB * 32));
+    uint64_t x16s = wlm_i16eo_row_bytes(MAXB * 32) + 8; /* rows apart by more than they need */
+    uint8_t *x16 = malloc(x16s * MAXT);
     static const uint32_t NB[] = { 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 24, 41 };
+    static const uint32_t NT[] = { 1, 2, 3, 4, 5, 8, 9 };
     int checked = 0;
     /* the i16eo order is a permutation of 0..31 */
     int seen[32] = {0};
@@ -932,10 +934,11 @@ TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
         uint32_t nb = NB[si], n = nb * 32;
         for (int rep = 0; rep < 6; rep++) {
             float v[32];
-            for (uint32_t b = 0; b < nb; b++) {
-                if (rep % 3 == 2) rand_q8_block(&x8[b], (int)(tst_rand() % 4));
-                else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x8[b], 32); }
-            }
+            for (int t = 0; t < MAXT; t++)
+                for (uint32_t b = 0; b < nb; b++) {
+                    if (rep % 3 == 2) rand_q8_block(&x8[t][b], (int)(tst_rand() % 4));
+                    else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x8[t][b], 32); }
+                }
             for (int r = 0; r < MAXR; r++)
                 for (uint32_t b = 0; b < nb; b++) {
                     int ex = rep % 3 == 1 ? (int)(tst_rand() % 4) : 0;
@@ -946,25 +949,33 @@ TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
                         w8[r][b].d = w4[r][b].d = odd[tst_rand() % 7];
                     }
                 }
-            wlm_act_i16eo(x8, x16, n);
+            for (int t = 0; t < MAXT; t++) wlm_act_i16eo(x8[t], x16 + t * x16s, n);
             for (int k = 0; k < N_SETS; k++)
-                for (uint32_t nr = 1; nr <= MAXR; nr++) {
-                    float y8[MAXR + 1], y4[MAXR + 1];
-                    y8[nr] = y4[nr] = -1.0f;
-                    SETS[k]->gemv_q8_0(n, (const uint8_t *)w8, sizeof w8[0], nr, x8, x16, y8);
-                    SETS[k]->gemv_q4_0(n, (const uint8_t *)w4, sizeof w4[0], nr, x8, x16, y4);
-                    for (uint32_t r = 0; r < nr; r++) {
-                        float r8 = wlm_kernels_scalar.dot_q8_0(n, w8[r], x8), r4 = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8);
-                        CHECKF(same_float(y8[r], r8), "%s gemv_q8_0 nb=%u nr=%u row %u: %.9g vs %.9g", SETS[k]->name, nb, nr, r, y8[r], r8);
-                        CHECKF(same_float(y4[r], r4), "%s gemv_q4_0 nb=%u nr=%u row %u: %.9g vs %.9g", SETS[k]->name, nb, nr, r, y4[r], r4);
-                        checked += 2;
+                for (uint32_t nr = 1; nr <= MAXR; nr++)
+                    for (unsigned ti = 0; ti < sizeof NT / sizeof NT[0]; ti++) {
+                        uint32_t nt = NT[ti];
+                        if (nr != MAXR && nt != 1 && nt != 5) continue; /* the full grid at one row count */
+                        enum { YS = MAXR + 3 };
+                        float y8[MAXT * YS], y4[MAXT * YS];
+                        for (int i = 0; i < MAXT * YS; i++) y8[i] = y4[i] = -1.0f;
+                        SETS[k]->gemv_q8_0(n, (const uint8_t *)w8, sizeof w8[0], nr, (const uint8_t *)x8, sizeof x8[0], x16, x16s, nt, y8, YS);
+                        SETS[k]->gemv_q4_0(n, (const uint8_t *)w4, sizeof w4[0], nr, (const uint8_t *)x8, sizeof x8[0], x16, x16s, nt, y4, YS);
+                        for (uint32_t t = 0; t < MAXT; t++)
+                            for (uint32_t r = 0; r < YS; r++) {
+                                if (t >= nt || r >= nr) { /* nothing written outside the nt x nr block */
+                                    CHECK(y8[t * YS + r] == -1.0f && y4[t * YS + r] == -1.0f);
+                                    continue;
+                                }
+                                float r8 = wlm_kernels_scalar.dot_q8_0(n, w8[r], x8[t]), r4 = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t]);
+                                CHECKF(same_float(y8[t * YS + r], r8), "%s gemv_q8_0 nb=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g", SETS[k]->name, nb, nr, nt, r, t, y8[t * YS + r], r8);
+                                CHECKF(same_float(y4[t * YS + r], r4), "%s gemv_q4_0 nb=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g", SETS[k]->name, nb, nr, nt, r, t, y4[t * YS + r], r4);
+                                checked += 2;
+                            }
                     }
-                    CHECK(y8[nr] == -1.0f && y4[nr] == -1.0f);
-                }
         }
     }
-    printf("  %d rows checked\n", checked);
-    CHECK(checked > 5000);
+    printf("  %d row-token dots checked\n", checked);
+    CHECK(checked > 20000);
     free(x16);
 }
 
@@ -1024,4 +1035,45 @@ TEST(kernels_unpack_i16x4_layout) {
     }
     CHECK(checked >= 2 * MAXB);
     free(ref); free(got);
+}
+
+/* the small-batch F16 kernel equals dot_f16 per (row, token) and the row
+ * conversion equals wlm_f16_to_f32 per half, in every kernel set, for any
+ * length, row and token count, with subnormal, infinite and NaN halves */
+TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
+    enum { N = 83, R = 5, T = 5, YS = R + 2 };
+    static uint16_t w[R][N + 5];
+    static float x[T][N + 3];
+    static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x0001, 0x8001, 0x7bff, 0x8000 };
+    int checked = 0, nonfinite = 0;
+    for (int rep = 0; rep < 120; rep++) {
+        uint32_t n = 1 + tst_rand() % N;
+        for (int r = 0; r < R; r++)
+            for (uint32_t i = 0; i < n; i++) w[r][i] = rep % 3 == 0 ? rand_half_finite() : rand_half_moderate();
+        if (rep % 4 == 1) w[tst_rand() % R][tst_rand() % n] = odd[tst_rand() % 8];
+        for (int t = 0; t < T; t++) for (uint32_t i = 0; i < n; i++) x[t][i] = tst_randf();
+        for (int k = 0; k < N_SETS; k++) {
+            uint32_t nr = 1 + tst_rand() % R, nt = 1 + tst_rand() % T;
+            float y[T * YS];
+            for (int i = 0; i < T * YS; i++) y[i] = -1.0f;
+            SETS[k]->gemv_f16(n, (const uint8_t *)w, sizeof w[0], nr, &x[0][0], sizeof x[0] / 4, nt, y, YS);
+            for (uint32_t t = 0; t < T; t++)
+                for (uint32_t r = 0; r < YS; r++) {
+                    if (t >= nt || r >= nr) { CHECK(y[t * YS + r] == -1.0f); continue; }
+                    float ref = wlm_kernels_scalar.dot_f16(n, w[r], x[t]);
+                    nonfinite += !(ref - ref == 0);
+                    CHECKF(same_float(y[t * YS + r], ref), "%s gemv_f16 n=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
+                           SETS[k]->name, n, nr, nt, r, t, y[t * YS + r], ref);
+                    checked++;
+                }
+            float c[N + 5];
+            c[n] = -1.0f;
+            SETS[k]->cvt_f16(n, w[rep % R], c);
+            for (uint32_t i = 0; i < n; i++)
+                CHECKF(same_float(c[i], wlm_f16_to_f32(w[rep % R][i])), "%s cvt_f16 half %04x", SETS[k]->name, w[rep % R][i]);
+            CHECK(c[n] == -1.0f);
+        }
+    }
+    printf("  %d row-token dots checked, %d non-finite\n", checked, nonfinite);
+    CHECK(checked > 500 && nonfinite > 5);
 }
