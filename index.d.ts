@@ -88,8 +88,12 @@ export interface GenerateOptions extends SamplingOptions {
    * model checks in one batched pass (the output follows this model's distribution; greedy
    * output is identical), or 'lookup' to draft from n-gram matches in the context. */
   draft?: Model | 'lookup';
-  /** Most draft tokens per target pass (default 4; adapts within [1, draftTokens] unless adaptive is false). */
+  /** Most draft tokens per target pass (default 4). */
   draftTokens?: number;
+  /** Draft model only (default true): each round drafts the k in [0, draftTokens] with the most
+   * expected tokens per millisecond, from the measured acceptance rate, draft time per token and
+   * target time per pass; k = 0 is a plain target step (a draft that is rarely right no longer
+   * slows generation down), with a one-token probe every 8 plain rounds. false: always draftTokens. */
   adaptive?: boolean;
   /** Stop strings: generation ends before the first occurrence (not included in the text). */
   stop?: string[] | string;

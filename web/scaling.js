@@ -136,10 +136,31 @@ async function checkVocab(target, draft) {
 /**
  * Speculative decoding: the draft proposes k tokens, the target checks them
  * in one batched pass (wlm_spec_accept: the output follows the target's
- * distribution; greedy output equals the target's own). k adapts: +1 after
- * a round that accepted every draft token, -1 after one that rejected the
- * first, within [1, draftTokens].
+ * distribution; greedy output equals the target's own).
+ *
+ * With `adaptive` (default) k is chosen each round from the acceptance rate
+ * a seen so far (over proposed tokens) and a fixed cost model: a draft token
+ * costs c target steps, c = draft file size / target file size (decode
+ * streams the weights), and a target pass over k drafts costs 1 + k/4 steps
+ * (the small-batch kernels). A round with k drafts emits on average
+ * (1 - a^(k+1)) / (1 - a) tokens; the k in [0, draftTokens] with the most
+ * tokens per step wins. k = 0 is a plain target step, so a draft that is
+ * rarely right no longer makes generation slower; every `PROBE` plain rounds
+ * one round drafts a token again so a draft that starts agreeing is
+ * noticed. The choice depends only on the models and the tokens, never on
+ * timings: a seed gives the same tokens on every run and machine.
  */
+export function chooseDraftTokens(kMax, acceptance, draftCost) {
+  const a = Math.min(Math.max(acceptance, 0), 0.999);
+  let best = 0, bestRate = 1;
+  for (let k = 1; k <= kMax; k++) {
+    const rate = ((1 - a ** (k + 1)) / (1 - a)) / (k * draftCost + 1 + k / 4);
+    if (rate > bestRate * 1.02) { best = k; bestRate = rate; }
+  }
+  return best;
+}
+const PROBE = 8;
+
 export async function* speculative(target, draft, prompt, opts = {}) {
   const { signal, draft: _d, draftTokens = 4, adaptive = true, ...rest } = opts;
   if (draft._disposed) throw new Error('draft model disposed');
@@ -152,15 +173,21 @@ export async function* speculative(target, draft, prompt, opts = {}) {
   const { committed } = await withSignal(target._client, 'specStart', { session, prompt, options }, signal);
   try {
     await draft._client.call('draftStart', { session, options: rest });
-    let k = kMax, draftMs = 0, rounds = 0;
+    let k = kMax, draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0;
+    let proposed = 0, accepted = 0;
+    const draftCost = (draft.info?.fileSize || 1) / (target.info?.fileSize || 1);
     for (;;) {
       if (signal && signal.aborted) throw abortError(signal);
-      const td = Date.now();
-      const p = await draft._client.call('draftPropose', { session, ids: committed, k });
-      draftMs += Date.now() - td;
+      let p = { tokens: [], qs: [] };
+      if (k > 0) {
+        const td = performance.now();
+        p = await draft._client.call('draftPropose', { session, ids: committed, k });
+        draftMs += performance.now() - td;
+      }
       const transfer = p.qs.flatMap((q) => [q.ids.buffer, q.probs.buffer]);
       const r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
       rounds++;
+      if (!p.tokens.length) plainRounds++;
       for (const c of r.chunks || []) {
         if (signal && signal.aborted) throw abortError(signal);
         if (c.token >= 0) committed.push(c.token);
@@ -171,12 +198,13 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         if (r.tail) yield { text: r.tail, token: -1, logprob: 0 };
         if (r.finishReason === 'abort') throw abortError(signal);
         const { done, tail, chunks, ...result } = r;
-        result.stats.speculative = { ...result.stats.speculative, draftMs, rounds, wallMs: Date.now() - t0, adaptive };
+        result.stats.speculative = { ...result.stats.speculative, draftMs, rounds, plainRounds, wallMs: Date.now() - t0, adaptive };
         return result;
       }
-      if (adaptive && p.tokens.length) {
-        if (r.accepted >= p.tokens.length) k = Math.min(k + 1, kMax);
-        else if (r.accepted === 0) k = Math.max(1, k - 1);
+      proposed += p.tokens.length; accepted += r.accepted || 0;
+      if (adaptive && proposed > 0) {
+        k = chooseDraftTokens(kMax, accepted / proposed, draftCost);
+        if (k === 0 && ++sincePlain >= PROBE) { k = 1; sincePlain = 0; }
       }
     }
   } finally {

@@ -261,3 +261,21 @@ test('reusePrefix: false evaluates the whole prompt again, with the same output'
   assert.deepEqual(c.tokens, a.tokens);
   assert.deepEqual(b.tokens, a.tokens);
 });
+
+test('adaptive draft length: the cost model drafts more for a good, cheap draft and stops drafting for a poor one', async () => {
+  const { chooseDraftTokens } = await import('../../web/scaling.js');
+  assert.equal(chooseDraftTokens(4, 0.95, 0.1), 4);          // nearly always right and cheap: the most
+  assert.equal(chooseDraftTokens(4, 0.18, 0.28), 0);         // the s110m F16 / Q4_0 pair on random weights
+  assert.equal(chooseDraftTokens(4, 0.6, 1.0), 0);           // as slow as the target: never worth it
+  const mid = chooseDraftTokens(8, 0.7, 0.25);
+  assert.ok(mid >= 1 && mid < 8, `k ${mid}`);
+  // adaptive and fixed draft lengths give the target's greedy output; only the fixed one never
+  // takes a plain step
+  const r = REF.results[0];
+  const res = await model.complete(r.prompt, { ...GREEDY, maxTokens: 60, draft: q4, draftTokens: 4 });
+  assert.deepEqual(res.tokens, r.generated_token_ids.slice(0, 60));
+  assert.equal(typeof res.stats.speculative.plainRounds, 'number');
+  const fixed = await model.complete(r.prompt, { ...GREEDY, maxTokens: 60, draft: q4, draftTokens: 3, adaptive: false });
+  assert.deepEqual(fixed.tokens, res.tokens);
+  assert.equal(fixed.stats.speculative.plainRounds, 0);
+});
