@@ -175,9 +175,9 @@ static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
 
 /* [sum(v0), sum(v1), sum(v2), sum(v3)] of four i32x4 vectors (exact) */
 static inline v128_t hsum4_i32(v128_t v0, v128_t v1, v128_t v2, v128_t v3) {
-    v128_t t0 = wasm_i32x4_add(wasm_i32x4_shuffle(v0, v1, 0, 4, 1, 5), wasm_i32x4_shuffle(v0, v1, 2, 6, 3, 7));
-    v128_t t1 = wasm_i32x4_add(wasm_i32x4_shuffle(v2, v3, 0, 4, 1, 5), wasm_i32x4_shuffle(v2, v3, 2, 6, 3, 7));
-    return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 1, 4, 5), wasm_i32x4_shuffle(t0, t1, 2, 3, 6, 7));
+    v128_t t0 = wasm_i32x4_add(wasm_i64x2_shuffle(v0, v1, 0, 2), wasm_i64x2_shuffle(v0, v1, 1, 3));
+    v128_t t1 = wasm_i32x4_add(wasm_i64x2_shuffle(v2, v3, 0, 2), wasm_i64x2_shuffle(v2, v3, 1, 3));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 2, 4, 6), wasm_i32x4_shuffle(t0, t1, 1, 3, 5, 7));
 }
 
 /* exact partial sums (4 lanes) of the 32 int8 x int8 products of a block */
@@ -398,13 +398,19 @@ static void gemm_i16x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
  * dot_q8_0 does. Rows of a pass share every activation load. */
 
 /* four halves in the high 16 bits of each u32 lane -> floats as
- * wlm_f16_to_f32 gives them, except infinities/NaNs: lanes holding one are
- * flagged in *bad (the caller then takes the exact path) */
+ * wlm_f16_to_f32 gives them, except infinities/NaNs. *bad keeps the running
+ * maximum of the magnitude bits (one max per call, cheaper than a compare
+ * and an or); scales_nonfinite(*bad) then says whether any was an infinity
+ * or NaN, and the caller takes the exact path */
 static inline v128_t half4_hi_to_f32(v128_t v, v128_t *bad) {
     v128_t em = wasm_v128_and(v, wasm_i32x4_splat(0x7fff0000));
-    *bad = wasm_v128_or(*bad, wasm_i32x4_ge(em, wasm_i32x4_splat(0x7c000000)));
+    *bad = wasm_u32x4_max(*bad, em);
     v128_t f = wasm_f32x4_mul(wasm_u32x4_shr(em, 3), wasm_f32x4_splat(0x1p112f));
     return wasm_v128_or(f, wasm_v128_and(v, wasm_i32x4_splat((int32_t)0x80000000u)));
+}
+
+static inline int scales_nonfinite(v128_t bad) {
+    return wasm_v128_any_true(wasm_u32x4_ge(bad, wasm_i32x4_splat(0x7c000000)));
 }
 
 /* the f16 scales of four consecutive weight blocks (bsz bytes apart) */
@@ -451,47 +457,91 @@ static inline v128_t isum_q4_relaxed(v128_t lo, v128_t hi, const int8_t *x) {
 }
 #endif
 
-/* One weight row against T tokens (T <= 4): each block is loaded and widened
- * once and dotted with every token; per token the reference's order (four
- * blocks per lane step, then the tail in order). */
+/* exact i32x4 sums of two blocks against one token, one pair of lanes each:
+ * lanes 0-1 hold two partial sums of the first block, lanes 2-3 of the
+ * second. Q4_0 in the relaxed build takes the nibbles (lo, hi) of both
+ * blocks and the int8 activations; otherwise the widened blocks u0, u1 and
+ * the i16eo activations. */
+static inline __attribute__((always_inline)) v128_t pair_sums(int q4, const v128_t u0[4], const v128_t u1[4],
+                                                             const block_q8_0 *x8, const int16_t *xq) {
+    v128_t p0, p1;
+#ifdef __wasm_relaxed_simd__
+    if (q4) {
+        p0 = isum_q4_relaxed(u0[0], u0[1], x8[0].qs);
+        p1 = isum_q4_relaxed(u1[0], u1[1], x8[1].qs);
+    } else
+#endif
+    {
+        p0 = isum_eo(u0, xq);
+        p1 = isum_eo(u1, xq + 32);
+    }
+    return wasm_i32x4_add(wasm_i64x2_shuffle(p0, p1, 0, 2), wasm_i64x2_shuffle(p0, p1, 1, 3));
+}
+
+static inline __attribute__((always_inline)) void load_blk(int q4, const uint8_t *blk, v128_t u[4]) {
+#ifdef __wasm_relaxed_simd__
+    if (q4) {
+        v128_t q = wasm_v128_load(blk + 2);
+        u[0] = wasm_v128_and(q, wasm_i8x16_splat(15));
+        u[1] = wasm_u8x16_shr(q, 4);
+        return;
+    }
+#endif
+    widen_blk(q4, blk, u);
+}
+
+/* One weight row against T tokens (T <= 3): each block is loaded and
+ * widened once for every token; per token the reference's order (four
+ * blocks per lane step, then the tail in order). Two blocks per loop
+ * iteration, the pair sums of the first half of a group of four carried to
+ * the second: V8 keeps a loop body's loads ahead of its arithmetic, and
+ * with four blocks per iteration (20 loads for one token) most of them went
+ * to the stack (51 spill moves per 16 dot products in the Q4_0 decode
+ * loop); with two they fit in registers. */
 static inline __attribute__((always_inline)) void gemv_row(int T, int q4, uint32_t n, const uint8_t *w,
                                                           const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
                                                           float *y, uint64_t ys) {
-    uint32_t nb = n / 32, bsz = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), b = 0;
-    v128_t acc[4], bad = wasm_i32x4_splat(0);
-    for (int t = 0; t < T; t++) acc[t] = wasm_f32x4_splat(0);
-    for (; b + 4 <= nb; b += 4) {
-        v128_t part[4][4];
-        for (int i = 0; i < 4; i++) {
-            const uint8_t *blk = w + (b + i) * bsz;
-#ifdef __wasm_relaxed_simd__
-            if (q4) {
-                v128_t q = wasm_v128_load(blk + 2);
-                v128_t lo = wasm_v128_and(q, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(q, 4);
-                for (int t = 0; t < T; t++)
-                    part[t][i] = isum_q4_relaxed(lo, hi, ((const block_q8_0 *)(x8 + t * x8s))[b + i].qs);
-                continue;
-            }
-#endif
-            v128_t u[4];
-            widen_blk(q4, blk, u);
-            for (int t = 0; t < T; t++) part[t][i] = isum_eo(u, (const int16_t *)(x16 + t * x16s) + (b + i) * 32);
-        }
-        v128_t dw = wscales4(w + b * bsz, bsz, &bad);
+    uint32_t nb = n / 32, bsz = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), nb4 = nb / 4 * 4;
+    const uint64_t sxo = (uint64_t)n * 2 + (uint64_t)nb * 4, dxo = (uint64_t)n * 2;
+    v128_t acc[3], lo[3], bad = wasm_i32x4_splat(0);
+    for (int t = 0; t < T; t++) acc[t] = lo[t] = wasm_f32x4_splat(0);
+    /* pointers advanced through the loop, so that clang folds the constant
+     * offsets into the loads (with index arithmetic in uint32_t it adds them
+     * itself, and V8 then spends an extra lea per load) */
+    const uint8_t *wp = w;
+    const int16_t *xp[3];
+    const block_q8_0 *x8p[3];
+    const int32_t *sxp[3];
+    const float *dxp[3];
+    for (int t = 0; t < T; t++) {
+        xp[t] = (const int16_t *)(x16 + t * x16s);
+        x8p[t] = (const block_q8_0 *)(x8 + t * x8s);
+        sxp[t] = (const int32_t *)(x16 + t * x16s + sxo);
+        dxp[t] = (const float *)(x16 + t * x16s + dxo);
+    }
+#pragma clang loop unroll(disable)
+    for (uint32_t b = 0; b < nb4; b += 2) {
+        v128_t u0[4], u1[4], pt[3];
+        load_blk(q4, wp, u0);
+        load_blk(q4, wp + bsz, u1);
+        for (int t = 0; t < T; t++) { pt[t] = pair_sums(q4, u0, u1, x8p[t], xp[t]); xp[t] += 64; x8p[t] += 2; }
+        wp += 2 * bsz;
+        if (!(b & 2)) { for (int t = 0; t < T; t++) lo[t] = pt[t]; continue; }
+        v128_t dw = wscales4(wp - 4 * bsz, bsz, &bad);
         for (int t = 0; t < T; t++) {
-            const uint8_t *xt = x16 + t * x16s;
-            v128_t s = hsum4_i32(part[t][0], part[t][1], part[t][2], part[t][3]);
-            if (q4) s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load((const int32_t *)(xt + (uint64_t)n * 2 + (uint64_t)nb * 4) + b), 3));
-            v128_t d = wasm_f32x4_mul(dw, wasm_v128_load((const float *)(xt + (uint64_t)n * 2) + b));
+            v128_t s = wasm_i32x4_add(wasm_i32x4_shuffle(lo[t], pt[t], 0, 2, 4, 6), wasm_i32x4_shuffle(lo[t], pt[t], 1, 3, 5, 7));
+            if (q4) s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load(sxp[t]), 3));
+            v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(dxp[t]));
             acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
+            sxp[t] += 4; dxp[t] += 4;
         }
     }
     for (int t = 0; t < T; t++) {
         const uint8_t *xt = x16 + t * x16s;
-        const float *dx = (const float *)(xt + (uint64_t)n * 2);
-        const int32_t *sx = (const int32_t *)(xt + (uint64_t)n * 2 + (uint64_t)nb * 4);
+        const float *dx = (const float *)(xt + dxo);
+        const int32_t *sx = (const int32_t *)(xt + sxo);
         float res = fold_lanes(acc[t]);
-        for (uint32_t k = b; k < nb; k++) {
+        for (uint32_t k = nb4; k < nb; k++) {
             const uint8_t *blk = w + k * bsz;
             v128_t u[4];
             widen_blk(q4, blk, u);
@@ -502,7 +552,7 @@ static inline __attribute__((always_inline)) void gemv_row(int T, int q4, uint32
         }
         y[t * ys] = res;
     }
-    if (wasm_v128_any_true(bad)) /* an infinite or NaN weight scale: the exact conversion */
+    if (scales_nonfinite(bad)) /* an infinite or NaN weight scale: the exact conversion */
         for (int t = 0; t < T; t++) {
             const block_q8_0 *xt = (const block_q8_0 *)(x8 + t * x8s);
             y[t * ys] = q4 ? dot_q4_0(n, (const block_q4_0 *)w, xt) : dot_q8_0(n, (const block_q8_0 *)w, xt);
