@@ -195,6 +195,12 @@ typedef struct wlm_kernels {
      * against a batch of Q8_K activations, equal to dot[type] bit for bit;
      * returns 0 for a type without a batched path (see kquants.h) */
     wlm_kq_rows_fn kq_rows;
+    /* The sampler's log-sum-exp: sum over i of wlm_expf_fast(y[i] - m),
+     * skipping NaN and -inf, with y[i] above FLT_MAX (+inf) taken as FLT_MAX.
+     * Term i goes to double running sum i % 8; the eight are folded as
+     * ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)). Every set gives the
+     * scalar reference's bits. */
+    double (*sum_exp)(uint32_t n, const float *y, float m);
 } wlm_kernels;
 
 extern const wlm_kernels wlm_kernels_scalar;
@@ -206,6 +212,10 @@ const wlm_kernels *wlm_kernels_best(void);
 extern const wlm_kernels *const wlm_kernel_sets[];
 extern const uint32_t wlm_kernel_set_count;
 float wlm_fold16(const float s[16]); /* the reference lane fold */
+/* sum_exp's reference from element i on: adds terms i..n-1 to the running
+ * sums s[8] (term j to s[j % 8]) and returns their fold (SIMD kernels finish
+ * their tail with it) */
+double wlm_sum_exp_from(uint32_t i, uint32_t n, const float *y, float m, double s[8]);
 
 /* Quantizes n floats (n % 32 == 0) to Q8_0 blocks; scalar, shared by every
  * build so activations quantize identically everywhere. */

@@ -802,6 +802,123 @@ TEST(kernels_expf_fast_accuracy) {
     CHECK(fabs(wlm_expf_fast(-1.0f) - 1 / T_E) < 1e-7 / T_E && fabs(wlm_expf_fast(1.0f) - T_E) < 1e-7 * T_E);
 }
 
+/* sum_exp's documented order written out independently: term i (NaN and
+ * -inf skipped, above FLT_MAX taken as FLT_MAX) to double sum i % 8, fold
+ * ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)) */
+static double order_sum_exp(uint32_t n, const float *y, float m) {
+    double s[8] = { 0 };
+    for (uint32_t i = 0; i < n; i++) {
+        if (isnan(y[i]) || y[i] == -INFINITY) continue;
+        float x = y[i] > FLT_MAX ? FLT_MAX : y[i];
+        s[i % 8] = s[i % 8] + (double)wlm_expf_fast(x - m);
+    }
+    double a = s[0] + s[4], b = s[2] + s[6], c = s[1] + s[5], d = s[3] + s[7];
+    return (a + b) + (c + d);
+}
+
+/* one random logit: mostly spread values, sometimes one of the entries the
+ * sampler must exclude or clamp, a denormal, or one far below the max */
+static float rand_logit(int spread) {
+    switch (tst_rand() % 32) {
+    case 0: return NAN;
+    case 1: return -INFINITY;
+    case 2: return INFINITY;
+    case 3: return FLT_MAX;
+    case 4: return 3.39e38f;
+    case 5: return -3.0e38f;
+    case 6: return ldexpf(tst_randf(), -130);       /* denormal (or zero) */
+    case 7: return -100.0f + tst_randf();
+    case 8: return -87.34f + 0.01f * tst_randf();   /* around the underflow edge */
+    default: return tst_randf() * (float)spread;
+    }
+}
+
+static double dbl_sum_exp(uint32_t n, const float *y, float m) {
+    double z = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (isnan(y[i]) || y[i] == -INFINITY) continue;
+        z += exp((double)(y[i] > FLT_MAX ? FLT_MAX : y[i]) - m);
+    }
+    return z;
+}
+
+/* every kernel set's sum_exp equals the scalar reference bit for bit (and
+ * the documented order), at lengths that are not multiples of the lane
+ * count, with NaN / -inf / +inf / huge / denormal / -100 entries, at the max
+ * of the usable logits and at other offsets; and it is within float rounding
+ * of the double-precision sum */
+TEST(kernels_sum_exp_bit_identical) {
+    enum { MAXN = 32000 + 8 };
+    float *y = malloc(MAXN * 4);
+    static const uint32_t big[] = { 255, 256, 1000, 4097, 32000 };
+    int checked = 0; double worst = 0;
+    for (int si = 0; si < 70 + 5; si++) {
+        uint32_t n = si < 70 ? (uint32_t)si + 1 : big[si - 70];
+        for (int rep = 0; rep < 6; rep++) {
+            int off = rep & 1, plain = rep < 2; /* plain: finite moderate values only */
+            for (uint32_t i = 0; i < n + 1; i++) y[i] = plain ? tst_randf() * 40.0f : rand_logit(rep < 4 ? 30 : 1000);
+            const float *v = y + off;
+            /* m: the sampler's max (clamped, exclusions skipped), then other offsets */
+            float mx = -INFINITY;
+            for (uint32_t i = 0; i < n; i++) {
+                float x = v[i];
+                if (isnan(x) || x == -INFINITY) continue;
+                if (x > FLT_MAX) x = FLT_MAX;
+                if (x > mx) mx = x;
+            }
+            float ms[5] = { mx, mx + 3.0f, mx - 5.0f, 0.0f, -INFINITY };
+            for (int mi = 0; mi < 5; mi++) {
+                float m = ms[mi];
+                double ref = wlm_kernels_scalar.sum_exp(n, v, m);
+                double ord = order_sum_exp(n, v, m);
+                CHECKF(dbits(ref) == dbits(ord) || (ref != ref && ord != ord), "n=%u m=%g: scalar %.17g documented order %.17g", n, m, ref, ord);
+                for (int k = 0; k < N_SETS; k++) {
+                    double got = SETS[k]->sum_exp(n, v, m);
+                    CHECKF(dbits(got) == dbits(ref) || (got != got && ref != ref), "%s n=%u rep %d m=%g: got %.17g ref %.17g",
+                           SETS[k]->name, n, rep, m, got, ref);
+                    checked++;
+                }
+                if (mi == 0 && mx != -INFINITY) {
+                    CHECKF(ref >= 1.0 && ref <= n, "n=%u: sum %.17g at the max", n, ref); /* the max's term is exactly 1 */
+                    double want = dbl_sum_exp(n, v, mx);
+                    double rel = fabs(ref - want) / want;
+                    if (rel > worst) worst = rel;
+                    CHECKF(rel < 1.0e-7, "n=%u: sum %.17g, double %.17g", n, ref, want);
+                }
+            }
+        }
+    }
+    /* all excluded: 0; an empty vector: 0 */
+    for (int i = 0; i < 20; i++) y[i] = (i & 1) ? NAN : -INFINITY;
+    for (int k = 0; k < N_SETS; k++) CHECK(dbits(SETS[k]->sum_exp(20, y, 1.0f)) == dbits(0.0) && dbits(SETS[k]->sum_exp(0, y, 1.0f)) == dbits(0.0));
+    printf("  sum_exp: %d comparisons over %d kernel sets, worst rel err vs double at the max = %.3g\n", checked, N_SETS, worst);
+    free(y);
+}
+
+/* The SIMD lanes compute wlm_expf_fast itself: one usable value in lane j
+ * of an 8-vector (the rest -inf) sums to exactly that value, for dense and
+ * edge arguments */
+TEST(kernels_sum_exp_lanes_are_expf_fast) {
+    float y[8];
+    static const float edges[] = { 0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f, -0x1p-149f, WLM_EXPF_LO, -87.33655f,
+                                   WLM_EXPF_HI, 88.3751f, 88.72f, 89.0f, -104.0f, -1e30f, INFINITY, -0.3465736f, 0.3465736f };
+    int bad = 0, n = 0;
+    for (int i = 0; i < 200000 + (int)(sizeof edges / sizeof edges[0]); i++) {
+        float x = i < 200000 ? (float)((tst_rand() & 0xffffff) / 16777216.0 * 195.0 - 105.0) : edges[i - 200000];
+        int j = i & 7;
+        for (int l = 0; l < 8; l++) y[l] = l == j ? x : -INFINITY;
+        double want = (double)wlm_expf_fast(x > FLT_MAX ? FLT_MAX : x);
+        for (int k = 0; k < N_SETS; k++) {
+            double got = SETS[k]->sum_exp(8, y, 0.0f);
+            if (dbits(got) != dbits(want)) {
+                if (bad++ < 5) fprintf(stderr, "  %s: x=%a lane %d: %a, want %a\n", SETS[k]->name, x, j, got, want);
+            }
+            n++;
+        }
+    }
+    CHECKF(bad == 0, "%d of %d lanes differ", bad, n);
+}
+
 /* the register-tiled prefill kernel (i16x4 rows): every result equals the
  * scalar dot_q8_0 / dot_q4_0 of the same row and token bit for bit, in every
  * kernel set, for tiles cut at any row and token count */
