@@ -115,26 +115,3 @@ double wlm_cos(double x) {
 
 float wlm_expf(float x) { return (float)wlm_exp((double)x); }
 float wlm_logf(float x) { return (float)wlm_log((double)x); }
-
-float wlm_expf_fast(float x) {
-    if (x < WLM_EXPF_LO) return 0.0f;
-    if (x > WLM_EXPF_HI) return __builtin_inff();
-    float t = x * WLM_EXPF_LOG2E + WLM_EXPF_SHIFT;
-    float k = t - WLM_EXPF_SHIFT;
-    float r = (x - k * WLM_EXPF_LN2_HI) - k * WLM_EXPF_LN2_LO;
-    float p = WLM_EXPF_C6;
-    p = p * r + WLM_EXPF_C5;
-    p = p * r + WLM_EXPF_C4;
-    p = p * r + WLM_EXPF_C3;
-    p = p * r + WLM_EXPF_C2;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    /* t = 1.5 * 2^23 + k exactly, so its bits are 0x4b400000 + k and
-     * bits << 23 is k << 23: the exponent field of 2^k after adding 127 */
-    uint32_t tb, sb;
-    __builtin_memcpy(&tb, &t, 4);
-    sb = (tb << 23) + (127u << 23);
-    float scale;
-    __builtin_memcpy(&scale, &sb, 4);
-    return p * scale;
-}

@@ -4,6 +4,8 @@
 #ifndef WLM_WMATH_H
 #define WLM_WMATH_H
 
+#include <stdint.h>
+
 float wlm_expf(float x);
 float wlm_logf(float x);
 double wlm_exp(double x);
@@ -37,7 +39,28 @@ static inline int wlm_isfinite(float x) { return x - x == 0.0f; }
 #define WLM_EXPF_C4 0x1.555858p-5f
 #define WLM_EXPF_C5 0x1.123de0p-7f
 #define WLM_EXPF_C6 0x1.6ac74cp-10f
-float wlm_expf_fast(float x);
+static inline float wlm_expf_fast(float x) {
+    if (x < WLM_EXPF_LO) return 0.0f;
+    if (x > WLM_EXPF_HI) return __builtin_inff();
+    float t = x * WLM_EXPF_LOG2E + WLM_EXPF_SHIFT;
+    float k = t - WLM_EXPF_SHIFT;
+    float r = (x - k * WLM_EXPF_LN2_HI) - k * WLM_EXPF_LN2_LO;
+    float p = WLM_EXPF_C6;
+    p = p * r + WLM_EXPF_C5;
+    p = p * r + WLM_EXPF_C4;
+    p = p * r + WLM_EXPF_C3;
+    p = p * r + WLM_EXPF_C2;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    /* t = 1.5 * 2^23 + k exactly, so its bits are 0x4b400000 + k and
+     * bits << 23 is k << 23: the exponent field of 2^k after adding 127 */
+    uint32_t tb, sb;
+    __builtin_memcpy(&tb, &t, 4);
+    sb = (tb << 23) + (127u << 23);
+    float scale;
+    __builtin_memcpy(&scale, &sb, 4);
+    return p * scale;
+}
 
 /* SiLU(x) = x * sigmoid(x) */
 static inline float wlm_silu(float x) { return x / (1.0f + wlm_expf(-x)); }
