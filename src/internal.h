@@ -201,6 +201,10 @@ typedef struct wlm_kernels {
      * ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)). Every set gives the
      * scalar reference's bits. */
     double (*sum_exp)(uint32_t n, const float *y, float m);
+    /* Its m: the largest y[i] with the same exclusions and clamp, -inf when
+     * every entry is excluded; a zero maximum is returned as +0 (the sign of
+     * a zero maximum would depend on the order of the scan) */
+    float (*logit_max)(uint32_t n, const float *y);
 } wlm_kernels;
 
 extern const wlm_kernels wlm_kernels_scalar;
@@ -216,6 +220,8 @@ float wlm_fold16(const float s[16]); /* the reference lane fold */
  * sums s[8] (term j to s[j % 8]) and returns their fold (SIMD kernels finish
  * their tail with it) */
 double wlm_sum_exp_from(uint32_t i, uint32_t n, const float *y, float m, double s[8]);
+/* logit_max's reference from element i on, starting from the running max m */
+float wlm_logit_max_from(uint32_t i, uint32_t n, const float *y, float m);
 
 /* Quantizes n floats (n % 32 == 0) to Q8_0 blocks; scalar, shared by every
  * build so activations quantize identically everywhere. */

@@ -541,6 +541,27 @@ static double sum_exp(uint32_t n, const float *y, float m) {
     return wlm_sum_exp_from(i, n, y, m, s);
 }
 
+/* Lane-wise pmax(m, pmin(y, FLT_MAX)): pmin(a, b) = b < a ? b : a takes
+ * +inf to FLT_MAX and keeps NaN, pmax(m, z) = m < z ? z : m ignores a NaN or
+ * -inf z. The maximum is exact, so folding the lanes in any order gives the
+ * reference's value; only the sign of a zero maximum could differ, and both
+ * return it as +0. */
+static float logit_max(uint32_t n, const float *y) {
+    v128_t big = wasm_f32x4_splat(3.40282347e38f);
+    v128_t m0 = wasm_f32x4_splat(-__builtin_inff()), m1 = m0;
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        m0 = wasm_f32x4_pmax(m0, wasm_f32x4_pmin(wasm_v128_load(y + i), big));
+        m1 = wasm_f32x4_pmax(m1, wasm_f32x4_pmin(wasm_v128_load(y + i + 4), big));
+    }
+    v128_t mm = wasm_f32x4_pmax(m0, m1);
+    float m = wasm_f32x4_extract_lane(mm, 0), v;
+    if ((v = wasm_f32x4_extract_lane(mm, 1)) > m) m = v;
+    if ((v = wasm_f32x4_extract_lane(mm, 2)) > m) m = v;
+    if ((v = wasm_f32x4_extract_lane(mm, 3)) > m) m = v;
+    return wlm_logit_max_from(i, n, y, m);
+}
+
 static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -562,6 +583,6 @@ const wlm_kernels wlm_kernels_simd128 = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
-    .sum_exp = sum_exp,
+    .sum_exp = sum_exp, .logit_max = logit_max,
 };
 #endif

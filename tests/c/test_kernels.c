@@ -895,6 +895,52 @@ TEST(kernels_sum_exp_bit_identical) {
     free(y);
 }
 
+/* logit_max: every set equals the reference bit for bit and the definition
+ * (largest usable value, +inf as FLT_MAX, a zero maximum as +0, -inf when
+ * nothing is usable), with zeros of both signs mixed in */
+TEST(kernels_logit_max_bit_identical) {
+    enum { MAXN = 32000 + 8 };
+    float *y = malloc(MAXN * 4);
+    static const uint32_t big[] = { 255, 256, 1000, 4097, 32000 };
+    int checked = 0;
+    for (int si = 0; si < 70 + 5; si++) {
+        uint32_t n = si < 70 ? (uint32_t)si + 1 : big[si - 70];
+        for (int rep = 0; rep < 8; rep++) {
+            int off = rep & 1;
+            for (uint32_t i = 0; i < n + 1; i++) {
+                float v = rand_logit(rep < 4 ? 30 : 1000);
+                if (rep >= 6) v = (tst_rand() & 1) ? -0.0f : (tst_rand() & 1) ? 0.0f : -fabsf(v); /* max is a zero */
+                if (rep == 5 && (tst_rand() & 1)) v = -INFINITY;
+                y[i] = v;
+            }
+            const float *v = y + off;
+            float want = -INFINITY;
+            for (uint32_t i = 0; i < n; i++) {
+                if (isnan(v[i]) || v[i] == -INFINITY) continue;
+                float x = v[i] > FLT_MAX ? FLT_MAX : v[i];
+                if (x > want) want = x;
+            }
+            if (want == 0.0f) want = 0.0f; /* +0 */
+            float ref = wlm_kernels_scalar.logit_max(n, v);
+            CHECKF(fbits(ref) == fbits(want), "n=%u rep %d: scalar %a, definition %a", n, rep, ref, want);
+            for (int k = 0; k < N_SETS; k++) {
+                float got = SETS[k]->logit_max(n, v);
+                CHECKF(fbits(got) == fbits(ref), "%s n=%u rep %d: %a, ref %a", SETS[k]->name, n, rep, got, ref);
+                checked++;
+            }
+        }
+    }
+    for (int i = 0; i < 20; i++) y[i] = (i & 1) ? NAN : -INFINITY;
+    for (int i = 20; i < 40; i++) y[i] = (i & 1) ? -0.0f : 0.0f;
+    for (int k = 0; k < N_SETS; k++) {
+        CHECK(SETS[k]->logit_max(20, y) == -INFINITY && SETS[k]->logit_max(0, y) == -INFINITY);
+        CHECK(fbits(SETS[k]->logit_max(20, y + 20)) == 0 && fbits(SETS[k]->logit_max(20, y + 21)) == 0);
+        CHECK(fbits(SETS[k]->logit_max(1, y + 21)) == 0);   /* a lone -0 */
+    }
+    printf("  logit_max: %d comparisons over %d kernel sets\n", checked, N_SETS);
+    free(y);
+}
+
 /* The SIMD lanes compute wlm_expf_fast itself: one usable value in lane j
  * of an 8-vector (the rest -inf) sums to exactly that value, for dense and
  * edge arguments */
