@@ -965,6 +965,27 @@ TEST(kernels_sum_exp_lanes_are_expf_fast) {
     CHECKF(bad == 0, "%d of %d lanes differ", bad, n);
 }
 
+/* the logprob the sampler reports, computed with each kernel set: the same
+ * bits, and <= 0 even with logits above 3e38 (fuzz finding 2) */
+TEST(kernels_token_logprob_every_set) {
+    enum { N = 1003 };
+    float *l = malloc(N * 4);
+    for (int trial = 0; trial < 60; trial++) {
+        for (int i = 0; i < N; i++) l[i] = trial < 20 ? tst_randf() * 20.0f : rand_logit(trial < 40 ? 50 : 1000);
+        if (trial % 3 == 0) { l[3] = 3.4e38f; l[4] = 3.0e38f; l[9] = INFINITY; }
+        for (int t = 0; t < N; t += 37) {
+            float ref = wlm_token_logprob(&wlm_kernels_scalar, l, N, t);
+            CHECKF(!(ref > 0.0f), "trial %d token %d: logprob %g", trial, t, ref);
+            CHECKF(ref == ref || isnan(l[t]), "trial %d token %d: NaN logprob", trial, t);
+            for (int k = 0; k < N_SETS; k++) {
+                float got = wlm_token_logprob(SETS[k], l, N, t);
+                CHECKF(fbits(got) == fbits(ref), "%s trial %d token %d: %.9g vs %.9g", SETS[k]->name, trial, t, got, ref);
+            }
+        }
+    }
+    free(l);
+}
+
 /* the register-tiled prefill kernel (i16x4 rows): every result equals the
  * scalar dot_q8_0 / dot_q4_0 of the same row and token bit for bit, in every
  * kernel set, for tiles cut at any row and token count */
