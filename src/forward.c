@@ -379,13 +379,14 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
             if (s > tmax) tmax = s;
         }
         if (tmax > m) {
-            float corr = wlm_expf(m - tmax);
+            float corr = wlm_expf_fast(m - tmax);
             sum *= corr;
             k->scale(hd, corr, out);
             m = tmax;
         }
+        k->exp_shift(tn, tile, m);  /* the tile's weights exp(s - m) */
         for (uint32_t i = 0; i < tn; i++) {
-            float e = wlm_expf(tile[i] - m);
+            float e = tile[i];
             sum += e;
             if (kv_f16) k->axpy_f16(hd, e, (const uint16_t *)vc + (uint64_t)idx[i] * hd, out);
             else k->axpy_f32(hd, e, (const float *)vc + (uint64_t)idx[i] * hd, out);

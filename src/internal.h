@@ -205,6 +205,9 @@ typedef struct wlm_kernels {
      * every entry is excluded; a zero maximum is returned as +0 (the sign of
      * a zero maximum would depend on the order of the scan) */
     float (*logit_max)(uint32_t n, const float *y);
+    /* y[i] = wlm_expf_fast(y[i] - m), in place (attention's softmax weights
+     * of one tile): the same bits in every set */
+    void (*exp_shift)(uint32_t n, float *y, float m);
 } wlm_kernels;
 
 extern const wlm_kernels wlm_kernels_scalar;

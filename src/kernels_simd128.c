@@ -562,6 +562,13 @@ static float logit_max(uint32_t n, const float *y) {
     return wlm_logit_max_from(i, n, y, m);
 }
 
+static void exp_shift(uint32_t n, float *y, float m) {
+    v128_t vm = wasm_f32x4_splat(m);
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, expf4(wasm_f32x4_sub(wasm_v128_load(y + i), vm)));
+    for (; i < n; i++) y[i] = wlm_expf_fast(y[i] - m);
+}
+
 static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -583,6 +590,6 @@ const wlm_kernels wlm_kernels_simd128 = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
-    .sum_exp = sum_exp, .logit_max = logit_max,
+    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift,
 };
 #endif

@@ -941,6 +941,31 @@ TEST(kernels_logit_max_bit_identical) {
     free(y);
 }
 
+/* exp_shift (attention's softmax weights): every set writes
+ * wlm_expf_fast(y[i] - m) bit for bit, at every length of a tile and beyond */
+TEST(kernels_exp_shift_bit_identical) {
+    enum { MAXN = 300 };
+    float y[MAXN + 1], want[MAXN + 1], got[MAXN + 1];
+    int checked = 0;
+    for (uint32_t n = 1; n <= MAXN; n += (n < 70 ? 1 : 37)) {
+        for (int rep = 0; rep < 4; rep++) {
+            int off = rep & 1;
+            for (uint32_t i = 0; i < n + 1; i++) y[i] = rep < 2 ? tst_randf() * 30.0f : rand_logit(100);
+            float m = rep == 3 ? 0.0f : 30.0f;
+            for (uint32_t i = 0; i < n; i++) want[i] = wlm_expf_fast(y[off + i] - m);
+            for (int k = 0; k < N_SETS; k++) {
+                memcpy(got, y + off, n * 4);
+                SETS[k]->exp_shift(n, got, m);
+                int bad = 0;
+                for (uint32_t i = 0; i < n; i++) bad += !same_float(got[i], want[i]);
+                CHECKF(bad == 0, "%s n=%u rep %d: %d values differ", SETS[k]->name, n, rep, bad);
+                checked++;
+            }
+        }
+    }
+    printf("  exp_shift: %d vectors over %d kernel sets\n", checked, N_SETS);
+}
+
 /* The SIMD lanes compute wlm_expf_fast itself: one usable value in lane j
  * of an 8-vector (the rest -inf) sums to exactly that value, for dense and
  * edge arguments */
