@@ -500,7 +500,8 @@ static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_
         act f = act_of(c->xb, n, d);
         matmul(c, L->w_gate, &f, c->hb);
         matmul(c, L->w_up, &f, c->hb2);
-        for (uint64_t i = 0; i < (uint64_t)n * hp->n_ff; i++) c->hb[i] = wlm_silu(c->hb[i]) * c->hb2[i];
+        for (uint32_t t = 0; t < n; t++)
+            c->k->silu_mul(hp->n_ff, c->hb + (uint64_t)t * hp->n_ff, c->hb2 + (uint64_t)t * hp->n_ff);
         act g = act_of(c->hb, n, hp->n_ff);
         matmul(c, L->w_down, &g, c->xb);
         for (uint64_t i = 0; i < (uint64_t)n * d; i++) c->x[i] += c->xb[i];

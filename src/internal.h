@@ -208,6 +208,8 @@ typedef struct wlm_kernels {
     /* y[i] = wlm_expf_fast(y[i] - m), in place (attention's softmax weights
      * of one tile): the same bits in every set */
     void (*exp_shift)(uint32_t n, float *y, float m);
+    /* a[i] = wlm_silu(a[i]) * b[i] (the SwiGLU gate): the same bits in every set */
+    void (*silu_mul)(uint32_t n, float *a, const float *b);
 } wlm_kernels;
 
 extern const wlm_kernels wlm_kernels_scalar;

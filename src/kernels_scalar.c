@@ -202,6 +202,10 @@ static void exp_shift(uint32_t n, float *y, float m) {
     for (uint32_t i = 0; i < n; i++) y[i] = wlm_expf_fast(y[i] - m);
 }
 
+static void silu_mul(uint32_t n, float *a, const float *b) {
+    for (uint32_t i = 0; i < n; i++) a[i] = wlm_silu(a[i]) * b[i];
+}
+
 static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -219,7 +223,7 @@ const wlm_kernels wlm_kernels_scalar = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
-    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift,
+    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul,
 };
 
 const wlm_kernels *const wlm_kernel_sets[] = {

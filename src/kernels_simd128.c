@@ -569,6 +569,18 @@ static void exp_shift(uint32_t n, float *y, float m) {
     for (; i < n; i++) y[i] = wlm_expf_fast(y[i] - m);
 }
 
+/* wlm_silu(a) * b: a / (1 + exp(-a)), then the product, as the scalar loop */
+static void silu_mul(uint32_t n, float *a, const float *b) {
+    v128_t one = wasm_f32x4_splat(1.0f);
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v128_t x = wasm_v128_load(a + i);
+        v128_t s = wasm_f32x4_div(x, wasm_f32x4_add(one, expf4(wasm_f32x4_neg(x))));
+        wasm_v128_store(a + i, wasm_f32x4_mul(s, wasm_v128_load(b + i)));
+    }
+    for (; i < n; i++) a[i] = wlm_silu(a[i]) * b[i];
+}
+
 static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -590,6 +602,6 @@ const wlm_kernels wlm_kernels_simd128 = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
-    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift,
+    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul,
 };
 #endif

@@ -62,7 +62,10 @@ static inline float wlm_expf_fast(float x) {
     return p * scale;
 }
 
-/* SiLU(x) = x * sigmoid(x) */
-static inline float wlm_silu(float x) { return x / (1.0f + wlm_expf(-x)); }
+/* SiLU(x) = x * sigmoid(x) = x / (1 + exp(-x)), exp by wlm_expf_fast (the
+ * kernel silu_mul computes it lane by lane with the same bits) */
+static inline float wlm_silu(float x) { return x / (1.0f + wlm_expf_fast(-x)); }
+
+
 
 #endif

@@ -966,6 +966,42 @@ TEST(kernels_exp_shift_bit_identical) {
     printf("  exp_shift: %d vectors over %d kernel sets\n", checked, N_SETS);
 }
 
+/* silu_mul (the SwiGLU gate): every set equals the scalar wlm_silu(a) * b bit
+ * for bit; wlm_silu within a few float roundings of x / (1 + exp(-x)) */
+TEST(kernels_silu_mul_bit_identical) {
+    enum { MAXN = 300 };
+    float a[MAXN + 1], b[MAXN + 1], want[MAXN + 1], got[MAXN + 1];
+    int checked = 0;
+    for (uint32_t n = 1; n <= MAXN; n += (n < 70 ? 1 : 37)) {
+        for (int rep = 0; rep < 4; rep++) {
+            int off = rep & 1;
+            for (uint32_t i = 0; i < n + 1; i++) {
+                a[i] = rep < 2 ? tst_randf() * 12.0f : rand_logit(120);
+                b[i] = rand_wide();
+            }
+            for (uint32_t i = 0; i < n; i++) want[i] = wlm_silu(a[off + i]) * b[off + i];
+            for (int k = 0; k < N_SETS; k++) {
+                memcpy(got, a + off, n * 4);
+                SETS[k]->silu_mul(n, got, b + off);
+                int bad = 0;
+                for (uint32_t i = 0; i < n; i++) bad += !same_float(got[i], want[i]);
+                CHECKF(bad == 0, "%s n=%u rep %d: %d values differ", SETS[k]->name, n, rep, bad);
+                checked++;
+            }
+        }
+    }
+    double worst = 0; float at = 0;
+    for (int i = 0; i < 400000; i++) {
+        float x = (float)((tst_rand() & 0xffffff) / 16777216.0 * 176.0 - 88.0);
+        double want = (double)x / (1.0 + wlm_exp(-(double)x));
+        double rel = fabs(wlm_silu(x) - want) / fabs(want);
+        if (want != 0 && rel > worst) { worst = rel; at = x; }
+    }
+    printf("  silu_mul: %d vectors over %d kernel sets; wlm_silu on [-88, 88] max rel err %.3g (at %.9g)\n", checked, N_SETS, worst, at);
+    CHECKF(worst < 3e-7, "silu relative error %.3g at %a", worst, at);
+    CHECK(fabs(wlm_silu(-88.5f)) < 1e-36 && wlm_silu(-INFINITY) != wlm_silu(-INFINITY) && wlm_silu(INFINITY) == INFINITY);
+}
+
 /* The SIMD lanes compute wlm_expf_fast itself: one usable value in lane j
  * of an 8-vector (the rest -inf) sums to exactly that value, for dense and
  * edge arguments */
