@@ -762,12 +762,15 @@ TEST(kernels_wmath_sin_cos_exp_log_double) {
 
 /* ---- 5. the float exp of the sampler's log-sum-exp (sum_exp) ----------------------------- */
 
+#define EXPF_FAST_DIGEST 0xfc656a8b2d563719ull
+
 /* wlm_expf_fast against wlm_exp (double) on every 61st float of its range
  * (an exhaustive native check of all 2.24e9 floats gave 9.80e-8, 1.18 ulp),
  * and its edges: 0 below ln(FLT_MIN), +inf above 88.375, exactly 1 at 0. */
 TEST(kernels_expf_fast_accuracy) {
     double worst = 0; float at = 0;
     int64_t worst_ulp = 0; long n = 0, above_one = 0;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of every result's bits */
     const uint32_t lo_bits = fbits(WLM_EXPF_LO) & 0x7fffffffu, hi_bits = fbits(WLM_EXPF_HI);
     for (int sg = 0; sg < 2; sg++) {
         uint32_t end = sg ? lo_bits : hi_bits;
@@ -780,6 +783,7 @@ TEST(kernels_expf_fast_accuracy) {
             int64_t u = ulp_diff(got, (float)want);
             if (u > worst_ulp) worst_ulp = u;
             if (x <= 0 && got > 1.0f) above_one++;
+            h = (h ^ fbits(got)) * 0x100000001b3ull;
             n++;
         }
     }
@@ -788,6 +792,10 @@ TEST(kernels_expf_fast_accuracy) {
     CHECKF(worst < 1.0e-7, "relative error %.4g at %a", worst, at);
     CHECKF(worst_ulp <= 1, "%lld ulp", (long long)worst_ulp);
     CHECKF(above_one == 0, "%ld values above 1 for x <= 0 (a term of the sum must not exceed the max's)", above_one);
+    /* the same bits in every build (gcc and clang natively, wasm scalar,
+     * SIMD128 and relaxed): a digest of all the results above */
+    CHECKF(h == EXPF_FAST_DIGEST, "digest %016llx, expected %016llx: this build's wlm_expf_fast differs", (unsigned long long)h,
+           (unsigned long long)EXPF_FAST_DIGEST);
     /* the ends of the range and beyond */
     float lo = WLM_EXPF_LO, below = nextafterf(lo, -INFINITY), hi = WLM_EXPF_HI, above = nextafterf(hi, INFINITY);
     CHECK((double)lo > -126 * T_LN2 && (double)below <= -126 * T_LN2); /* LO: the first float above ln(FLT_MIN) */
@@ -1024,6 +1032,38 @@ TEST(kernels_sum_exp_lanes_are_expf_fast) {
         }
     }
     CHECKF(bad == 0, "%d of %d lanes differ", bad, n);
+}
+
+/* sum_exp and the logprob on fixed vectors (a local generator, so the
+ * inputs do not depend on which tests ran before): a digest of the results'
+ * bits, the same in every build and kernel set */
+#define SUM_EXP_DIGEST 0x8039ac11e2301906ull
+TEST(kernels_sum_exp_same_bits_in_every_build) {
+    enum { N = 32000 };
+    float *y = malloc(N * 4);
+    uint32_t g = 777;
+    for (int k = 0; k < N_SETS; k++) {
+        uint64_t h = 0xcbf29ce484222325ull;
+        g = 777;
+        for (int v = 0; v < 12; v++) {
+            uint32_t n = v < 6 ? N - (uint32_t)v : 1 + 97 * (uint32_t)v;
+            for (uint32_t i = 0; i < n; i++) {
+                g = g * 1664525u + 1013904223u;
+                float u = (float)(g >> 8) * (1.0f / 16777216.0f);
+                uint32_t sel = (g >> 4) & 63;
+                y[i] = sel == 0 ? NAN : sel == 1 ? -INFINITY : sel == 2 ? INFINITY : sel == 3 ? 3.3e38f
+                     : sel == 4 ? -0.0f : sel == 5 ? 0x1p-140f : (u * 2 - 1) * (v & 1 ? 30.0f : 200.0f);
+            }
+            float m = SETS[k]->logit_max(n, y);
+            uint64_t s = dbits(SETS[k]->sum_exp(n, y, m));
+            h = (h ^ s) * 0x100000001b3ull;
+            h = (h ^ fbits(m)) * 0x100000001b3ull;
+            for (uint32_t t = 0; t < n; t += n / 7 + 1) h = (h ^ fbits(wlm_token_logprob(SETS[k], y, n, (int32_t)t))) * 0x100000001b3ull;
+        }
+        CHECKF(h == SUM_EXP_DIGEST, "%s: digest %016llx, expected %016llx", SETS[k]->name, (unsigned long long)h,
+               (unsigned long long)SUM_EXP_DIGEST);
+    }
+    free(y);
 }
 
 /* the logprob the sampler reports, computed with each kernel set: the same
