@@ -39,7 +39,7 @@ WASM_MT_LDFLAGS := -Wl,--no-entry,--import-memory,--shared-memory,--export-dynam
 # wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
 WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
 
-.PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench
+.PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench bench-logprob
 
 all: toolchain native wasm
 
@@ -118,6 +118,16 @@ bench: wasm $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node bench/bench.mjs $(BENCH_ARGS)
 	node bench/scaling.mjs $(SCALING_ARGS)
+
+# Per-token logprob over a 32000-entry vocabulary: the former wlm_expf loop
+# against the sum_exp/logit_max kernels, interleaved in one wasm process
+# (bench/logprob.c; LOGPROB_REPS reps)
+LOGPROB_REPS ?= 300
+$(BUILD)/bench-logprob.wasm: $(CORE_SRC) $(CORE_HDR) bench/logprob.c
+	@mkdir -p $(BUILD)
+	$(WASM_CC) $(WASI_CFLAGS) -O3 -o $@ $(CORE_SRC) bench/logprob.c
+bench-logprob: $(BUILD)/bench-logprob.wasm
+	node tests/c/run_wasi.mjs $< $(LOGPROB_REPS)
 
 clean:
 	rm -rf $(BUILD) wasm/*.wasm

@@ -397,13 +397,14 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
             if (s > tmax) tmax = s;
         }
         if (tmax > m) {
-            float corr = wlm_expf(m - tmax);
+            float corr = wlm_expf_fast(m - tmax);
             sum *= corr;
             k->scale(hd, corr, out);
             m = tmax;
         }
+        k->exp_shift(tn, tile, m);  /* the tile's weights exp(s - m) */
         for (uint32_t i = 0; i < tn; i++) {
-            float e = wlm_expf(tile[i] - m);
+            float e = tile[i];
             sum += e;
             if (kv_f16) k->axpy_f16(hd, e, (const uint16_t *)vc + (uint64_t)idx[i] * hd, out);
             else k->axpy_f32(hd, e, (const float *)vc + (uint64_t)idx[i] * hd, out);
@@ -517,7 +518,8 @@ static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_
         act f = act_of(c->xb, n, d);
         matmul(c, L->w_gate, &f, c->hb);
         matmul(c, L->w_up, &f, c->hb2);
-        for (uint64_t i = 0; i < (uint64_t)n * hp->n_ff; i++) c->hb[i] = wlm_silu(c->hb[i]) * c->hb2[i];
+        for (uint32_t t = 0; t < n; t++)
+            c->k->silu_mul(hp->n_ff, c->hb + (uint64_t)t * hp->n_ff, c->hb2 + (uint64_t)t * hp->n_ff);
         act g = act_of(c->hb, n, hp->n_ff);
         matmul(c, L->w_down, &g, c->xb);
         for (uint64_t i = 0; i < (uint64_t)n * d; i++) c->x[i] += c->xb[i];

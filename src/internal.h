@@ -207,6 +207,21 @@ typedef struct wlm_kernels {
      * against a batch of Q8_K activations, equal to dot[type] bit for bit;
      * returns 0 for a type without a batched path (see kquants.h) */
     wlm_kq_rows_fn kq_rows;
+    /* The sampler's log-sum-exp: sum over i of wlm_expf_fast(y[i] - m),
+     * skipping NaN and -inf, with y[i] above FLT_MAX (+inf) taken as FLT_MAX.
+     * Term i goes to double running sum i % 8; the eight are folded as
+     * ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)). Every set gives the
+     * scalar reference's bits. */
+    double (*sum_exp)(uint32_t n, const float *y, float m);
+    /* Its m: the largest y[i] with the same exclusions and clamp, -inf when
+     * every entry is excluded; a zero maximum is returned as +0 (the sign of
+     * a zero maximum would depend on the order of the scan) */
+    float (*logit_max)(uint32_t n, const float *y);
+    /* y[i] = wlm_expf_fast(y[i] - m), in place (attention's softmax weights
+     * of one tile): the same bits in every set */
+    void (*exp_shift)(uint32_t n, float *y, float m);
+    /* a[i] = wlm_silu(a[i]) * b[i] (the SwiGLU gate): the same bits in every set */
+    void (*silu_mul)(uint32_t n, float *a, const float *b);
 } wlm_kernels;
 
 extern const wlm_kernels wlm_kernels_scalar;
@@ -218,6 +233,12 @@ const wlm_kernels *wlm_kernels_best(void);
 extern const wlm_kernels *const wlm_kernel_sets[];
 extern const uint32_t wlm_kernel_set_count;
 float wlm_fold16(const float s[16]); /* the reference lane fold */
+/* sum_exp's reference from element i on: adds terms i..n-1 to the running
+ * sums s[8] (term j to s[j % 8]) and returns their fold (SIMD kernels finish
+ * their tail with it) */
+double wlm_sum_exp_from(uint32_t i, uint32_t n, const float *y, float m, double s[8]);
+/* logit_max's reference from element i on, starting from the running max m */
+float wlm_logit_max_from(uint32_t i, uint32_t n, const float *y, float m);
 
 /* Quantizes n floats (n % 32 == 0) to Q8_0 blocks; scalar, shared by every
  * build so activations quantize identically everywhere. */
@@ -335,8 +356,8 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
                             int kv_f16, const wlm_att_mask *mask, uint32_t hd_k, uint32_t hd_v,
                             float scale, float *out, float *tile, uint32_t *idx);
 
-/* log P(tok) under softmax(logits) at T = 1 (sampler.c) */
-float wlm_token_logprob(const float *logits, uint32_t n, int32_t tok);
+/* log P(tok) under softmax(logits) at T = 1 (sampler.c), the sum by k->sum_exp */
+float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, int32_t tok);
 
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */
 void wlm_kv_reset(wlm_ctx *c);

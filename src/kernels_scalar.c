@@ -8,6 +8,7 @@
  * Quantized dot products sum int8 products exactly per 32-block, then
  * accumulate (d_w * d_x) * sum in four running sums by block index mod 4. */
 #include "internal.h"
+#include "wmath.h"
 
 float wlm_fold16(const float s[16]) {
     float l[4];
@@ -184,6 +185,41 @@ static void scale(uint32_t n, float a, float *y) {
     for (uint32_t i = 0; i < n; i++) y[i] *= a;
 }
 
+double wlm_sum_exp_from(uint32_t i, uint32_t n, const float *y, float m, double s[8]) {
+    for (; i < n; i++) {
+        float x = y[i];
+        if (x != x || x == -__builtin_inff()) continue;
+        if (x > 3.40282347e38f) x = 3.40282347e38f;
+        s[i & 7] += (double)wlm_expf_fast(x - m);
+    }
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+static double sum_exp(uint32_t n, const float *y, float m) {
+    double s[8] = { 0, 0, 0, 0, 0, 0, 0, 0 };
+    return wlm_sum_exp_from(0, n, y, m, s);
+}
+
+float wlm_logit_max_from(uint32_t i, uint32_t n, const float *y, float m) {
+    for (; i < n; i++) {
+        float x = y[i];
+        if (x != x || x == -__builtin_inff()) continue;
+        if (x > 3.40282347e38f) x = 3.40282347e38f;
+        if (x > m) m = x;
+    }
+    return m + 0.0f; /* -0 -> +0 */
+}
+
+static float logit_max(uint32_t n, const float *y) { return wlm_logit_max_from(0, n, y, -__builtin_inff()); }
+
+static void exp_shift(uint32_t n, float *y, float m) {
+    for (uint32_t i = 0; i < n; i++) y[i] = wlm_expf_fast(y[i] - m);
+}
+
+static void silu_mul(uint32_t n, float *a, const float *b) {
+    for (uint32_t i = 0; i < n; i++) a[i] = wlm_silu(a[i]) * b[i];
+}
+
 static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -201,6 +237,7 @@ const wlm_kernels wlm_kernels_scalar = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
+    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul,
 };
 
 const wlm_kernels *const wlm_kernel_sets[] = {

@@ -7,6 +7,7 @@
 #ifdef __wasm_simd128__
 #include <wasm_simd128.h>
 #include "internal.h"
+#include "wmath.h"
 
 /* (acc0 + acc1) + (acc2 + acc3) lane-wise, then (l0 + l1) + (l2 + l3) */
 static inline float fold4(v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
@@ -622,6 +623,98 @@ static void scale(uint32_t n, float a, float *y) {
     for (; i < n; i++) y[i] *= a;
 }
 
+/* wlm_expf_fast on four lanes: the same float operations in the same order;
+ * lanes outside [WLM_EXPF_LO, WLM_EXPF_HI] are replaced by 0 or +inf after
+ * the fact (what the scalar version returns early) */
+static inline v128_t expf4(v128_t x) {
+    v128_t shift = wasm_f32x4_splat(WLM_EXPF_SHIFT);
+    v128_t t = wasm_f32x4_add(wasm_f32x4_mul(x, wasm_f32x4_splat(WLM_EXPF_LOG2E)), shift);
+    v128_t k = wasm_f32x4_sub(t, shift);
+    v128_t r = wasm_f32x4_sub(wasm_f32x4_sub(x, wasm_f32x4_mul(k, wasm_f32x4_splat(WLM_EXPF_LN2_HI))),
+                              wasm_f32x4_mul(k, wasm_f32x4_splat(WLM_EXPF_LN2_LO)));
+    v128_t one = wasm_f32x4_splat(1.0f);
+    v128_t p = wasm_f32x4_splat(WLM_EXPF_C6);
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(WLM_EXPF_C5));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(WLM_EXPF_C4));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(WLM_EXPF_C3));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(WLM_EXPF_C2));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), one);
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), one);
+    v128_t scale = wasm_i32x4_add(wasm_i32x4_shl(t, 23), wasm_i32x4_splat(127 << 23));
+    v128_t e = wasm_f32x4_mul(p, scale);
+    e = wasm_v128_andnot(e, wasm_f32x4_lt(x, wasm_f32x4_splat(WLM_EXPF_LO)));
+    return wasm_v128_bitselect(wasm_f32x4_splat(__builtin_inff()), e, wasm_f32x4_gt(x, wasm_f32x4_splat(WLM_EXPF_HI)));
+}
+
+/* exp(y - m) of four logits, 0 for the excluded ones (NaN, -inf), +inf
+ * taken as FLT_MAX (pmin(y, big) = big < y ? big : y) */
+static inline v128_t exp_term4(v128_t y, v128_t m) {
+    v128_t use = wasm_v128_and(wasm_f32x4_eq(y, y), wasm_f32x4_ne(y, wasm_f32x4_splat(-__builtin_inff())));
+    v128_t x = wasm_f32x4_sub(wasm_f32x4_pmin(y, wasm_f32x4_splat(3.40282347e38f)), m);
+    return wasm_v128_and(expf4(x), use);
+}
+
+/* The reference's eight running sums: a0 = (s0, s1), a1 = (s2, s3),
+ * a2 = (s4, s5), a3 = (s6, s7). An excluded term adds +0, which leaves a
+ * sum (never -0) unchanged, as skipping it does. */
+static double sum_exp(uint32_t n, const float *y, float m) {
+    v128_t a0 = wasm_f64x2_splat(0.0), a1 = a0, a2 = a0, a3 = a0;
+    v128_t vm = wasm_f32x4_splat(m);
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v128_t e0 = exp_term4(wasm_v128_load(y + i), vm);
+        v128_t e1 = exp_term4(wasm_v128_load(y + i + 4), vm);
+        a0 = wasm_f64x2_add(a0, wasm_f64x2_promote_low_f32x4(e0));
+        a1 = wasm_f64x2_add(a1, wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(e0, e0, 2, 3, 2, 3)));
+        a2 = wasm_f64x2_add(a2, wasm_f64x2_promote_low_f32x4(e1));
+        a3 = wasm_f64x2_add(a3, wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(e1, e1, 2, 3, 2, 3)));
+    }
+    double s[8];
+    wasm_v128_store(s, a0); wasm_v128_store(s + 2, a1);
+    wasm_v128_store(s + 4, a2); wasm_v128_store(s + 6, a3);
+    return wlm_sum_exp_from(i, n, y, m, s);
+}
+
+/* Lane-wise pmax(m, pmin(y, FLT_MAX)): pmin(a, b) = b < a ? b : a takes
+ * +inf to FLT_MAX and keeps NaN, pmax(m, z) = m < z ? z : m ignores a NaN or
+ * -inf z. The maximum is exact, so folding the lanes in any order gives the
+ * reference's value; only the sign of a zero maximum could differ, and both
+ * return it as +0. */
+static float logit_max(uint32_t n, const float *y) {
+    v128_t big = wasm_f32x4_splat(3.40282347e38f);
+    v128_t m0 = wasm_f32x4_splat(-__builtin_inff()), m1 = m0;
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        m0 = wasm_f32x4_pmax(m0, wasm_f32x4_pmin(wasm_v128_load(y + i), big));
+        m1 = wasm_f32x4_pmax(m1, wasm_f32x4_pmin(wasm_v128_load(y + i + 4), big));
+    }
+    v128_t mm = wasm_f32x4_pmax(m0, m1);
+    float m = wasm_f32x4_extract_lane(mm, 0), v;
+    if ((v = wasm_f32x4_extract_lane(mm, 1)) > m) m = v;
+    if ((v = wasm_f32x4_extract_lane(mm, 2)) > m) m = v;
+    if ((v = wasm_f32x4_extract_lane(mm, 3)) > m) m = v;
+    return wlm_logit_max_from(i, n, y, m);
+}
+
+static void exp_shift(uint32_t n, float *y, float m) {
+    v128_t vm = wasm_f32x4_splat(m);
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) wasm_v128_store(y + i, expf4(wasm_f32x4_sub(wasm_v128_load(y + i), vm)));
+    for (; i < n; i++) y[i] = wlm_expf_fast(y[i] - m);
+}
+
+/* wlm_silu(a) * b: a / (1 + exp(-a)), then the product, as the scalar loop */
+static void silu_mul(uint32_t n, float *a, const float *b) {
+    v128_t one = wasm_f32x4_splat(1.0f);
+    uint32_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v128_t x = wasm_v128_load(a + i);
+        v128_t s = wasm_f32x4_div(x, wasm_f32x4_add(one, expf4(wasm_f32x4_neg(x))));
+        wasm_v128_store(a + i, wasm_f32x4_mul(s, wasm_v128_load(b + i)));
+    }
+    for (; i < n; i++) a[i] = wlm_silu(a[i]) * b[i];
+}
+
 static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -643,5 +736,6 @@ const wlm_kernels wlm_kernels_simd128 = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
+    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul,
 };
 #endif

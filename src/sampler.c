@@ -153,25 +153,16 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
 
 /* log P(tok) under softmax(logits), with the sampler's view of the logits:
  * NaN and -inf are excluded, +inf counts as the largest float, so the
- * result is always <= 0 (a huge logit can not give a positive logprob). */
-static float model_logprob(const float *logits, uint32_t n, int32_t tok) {
-    float m = -__builtin_inff();
-    for (uint32_t i = 0; i < n; i++) {
-        float x = logits[i];
-        if (x != x || x == -__builtin_inff()) continue;
-        if (x > FLT_BIG) x = FLT_BIG;
-        if (x > m) m = x;
-    }
+ * result is always <= 0 (a huge logit can not give a positive logprob: the
+ * max's own term exp(0) is exactly 1, so the sum is >= 1 and its log >= 0).
+ * The max and the sum over the vocabulary are the kernel set's logit_max and
+ * sum_exp (float exp, fixed order: the same bits in every build). */
+static float model_logprob(const wlm_kernels *k, const float *logits, uint32_t n, int32_t tok) {
+    float m = k->logit_max(n, logits);
     float x = logits[tok];
     if (x != x || x == -__builtin_inff()) return -__builtin_inff();
     if (x > FLT_BIG) x = FLT_BIG;
-    double s = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        float y = logits[i];
-        if (y != y || y == -__builtin_inff()) continue;
-        if (y > FLT_BIG) y = FLT_BIG;
-        s += wlm_expf(y - m);
-    }
+    double s = k->sum_exp(n, logits, m);
     return (x - m) - (float)wlm_log(s);
 }
 
@@ -196,7 +187,7 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
         for (uint32_t i = 0; i < k; i++) { cum += c->cand_val[i]; if (u < cum) { tok = c->cand_id[i]; break; } }
     }
     *token = tok;
-    if (logprob) *logprob = model_logprob(logits, n, tok);
+    if (logprob) *logprob = model_logprob(c->k, logits, n, tok);
     return WLM_OK;
 }
 
@@ -213,4 +204,6 @@ uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_para
 }
 
 /* log P(tok) under softmax(logits) at T = 1 (speculative.c reports it too) */
-float wlm_token_logprob(const float *logits, uint32_t n, int32_t tok) { return model_logprob(logits, n, tok); }
+float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, int32_t tok) {
+    return model_logprob(k, logits, n, tok);
+}

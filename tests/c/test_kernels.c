@@ -4,6 +4,7 @@
  * blocks; quantization error bounds; and the deterministic math (wmath)
  * against libm. */
 #include <stdint.h>
+#include <float.h>
 #include "tst.h"
 #include "../../src/internal.h"
 #include "../../src/wmath.h"
@@ -757,6 +758,333 @@ TEST(kernels_wmath_sin_cos_exp_log_double) {
     /* identities the engine relies on for RoPE: exact quadrants */
     CHECK(fabs(wlm_sin(T_PI / 2) - 1.0) <= 0x1p-53 && fabs(wlm_cos(T_PI) + 1.0) <= 0x1p-53);
     CHECK(dbits(wlm_cos(0.5)) == dbits(cos(0.5)) || fabs(wlm_cos(0.5) - cos(0.5)) <= 0x1p-53);
+}
+
+/* ---- 5. the float exp of the sampler's log-sum-exp (sum_exp) ----------------------------- */
+
+#define EXPF_FAST_DIGEST 0xfc656a8b2d563719ull
+
+/* wlm_expf_fast against wlm_exp (double) on every 61st float of its range
+ * (an exhaustive native check of all 2.24e9 floats gave 9.80e-8, 1.18 ulp),
+ * and its edges: 0 below ln(FLT_MIN), +inf above 88.375, exactly 1 at 0. */
+TEST(kernels_expf_fast_accuracy) {
+    double worst = 0; float at = 0;
+    int64_t worst_ulp = 0; long n = 0, above_one = 0;
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of every result's bits */
+    const uint32_t lo_bits = fbits(WLM_EXPF_LO) & 0x7fffffffu, hi_bits = fbits(WLM_EXPF_HI);
+    for (int sg = 0; sg < 2; sg++) {
+        uint32_t end = sg ? lo_bits : hi_bits;
+        for (uint32_t b = 0; b <= end; b += 61) {
+            float x = bitsf(b | (sg ? 0x80000000u : 0));
+            float got = wlm_expf_fast(x);
+            double want = wlm_exp((double)x);
+            double rel = fabs((double)got - want) / want;
+            if (rel > worst) { worst = rel; at = x; }
+            int64_t u = ulp_diff(got, (float)want);
+            if (u > worst_ulp) worst_ulp = u;
+            if (x <= 0 && got > 1.0f) above_one++;
+            h = (h ^ fbits(got)) * 0x100000001b3ull;
+            n++;
+        }
+    }
+    printf("  expf_fast: %ld points in [%.9g, %.9g], max rel err %.4g (at %.9g), max %lld ulp from the rounded exp\n",
+           n, WLM_EXPF_LO, WLM_EXPF_HI, worst, at, (long long)worst_ulp);
+    CHECKF(worst < 1.0e-7, "relative error %.4g at %a", worst, at);
+    CHECKF(worst_ulp <= 1, "%lld ulp", (long long)worst_ulp);
+    CHECKF(above_one == 0, "%ld values above 1 for x <= 0 (a term of the sum must not exceed the max's)", above_one);
+    /* the same bits in every build (gcc and clang natively, wasm scalar,
+     * SIMD128 and relaxed): a digest of all the results above */
+    CHECKF(h == EXPF_FAST_DIGEST, "digest %016llx, expected %016llx: this build's wlm_expf_fast differs", (unsigned long long)h,
+           (unsigned long long)EXPF_FAST_DIGEST);
+    /* the ends of the range and beyond */
+    float lo = WLM_EXPF_LO, below = nextafterf(lo, -INFINITY), hi = WLM_EXPF_HI, above = nextafterf(hi, INFINITY);
+    CHECK((double)lo > -126 * T_LN2 && (double)below <= -126 * T_LN2); /* LO: the first float above ln(FLT_MIN) */
+    CHECKF(wlm_expf_fast(lo) >= 0x1p-126f && fabs(wlm_expf_fast(lo) / wlm_exp(lo) - 1) < 1e-7, "at LO: %a", wlm_expf_fast(lo));
+    CHECK(wlm_expf_fast(below) == 0.0f && !signbit(wlm_expf_fast(below)));
+    CHECK(wlm_expf_fast(-100.0f) == 0.0f && wlm_expf_fast(-3.4e38f) == 0.0f && wlm_expf_fast(-INFINITY) == 0.0f);
+    CHECK(isfinite(wlm_expf_fast(hi)) && fabs(wlm_expf_fast(hi) / wlm_exp(hi) - 1) < 1e-7);
+    CHECK(isinf(wlm_expf_fast(above)) && isinf(wlm_expf_fast(INFINITY)) && wlm_expf_fast(INFINITY) > 0);
+    CHECK(isnan(wlm_expf_fast(NAN)));
+    CHECK(wlm_expf_fast(0.0f) == 1.0f && wlm_expf_fast(-0.0f) == 1.0f);
+    CHECK(wlm_expf_fast(0x1p-149f) == 1.0f && wlm_expf_fast(-0x1p-149f) == 1.0f); /* denormal arguments */
+    CHECK(fabs(wlm_expf_fast(-1.0f) - 1 / T_E) < 1e-7 / T_E && fabs(wlm_expf_fast(1.0f) - T_E) < 1e-7 * T_E);
+}
+
+/* sum_exp's documented order written out independently: term i (NaN and
+ * -inf skipped, above FLT_MAX taken as FLT_MAX) to double sum i % 8, fold
+ * ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)) */
+static double order_sum_exp(uint32_t n, const float *y, float m) {
+    double s[8] = { 0 };
+    for (uint32_t i = 0; i < n; i++) {
+        if (isnan(y[i]) || y[i] == -INFINITY) continue;
+        float x = y[i] > FLT_MAX ? FLT_MAX : y[i];
+        s[i % 8] = s[i % 8] + (double)wlm_expf_fast(x - m);
+    }
+    double a = s[0] + s[4], b = s[2] + s[6], c = s[1] + s[5], d = s[3] + s[7];
+    return (a + b) + (c + d);
+}
+
+/* one random logit: mostly spread values, sometimes one of the entries the
+ * sampler must exclude or clamp, a denormal, or one far below the max */
+static float rand_logit(int spread) {
+    switch (tst_rand() % 32) {
+    case 0: return NAN;
+    case 1: return -INFINITY;
+    case 2: return INFINITY;
+    case 3: return FLT_MAX;
+    case 4: return 3.39e38f;
+    case 5: return -3.0e38f;
+    case 6: return ldexpf(tst_randf(), -130);       /* denormal (or zero) */
+    case 7: return -100.0f + tst_randf();
+    case 8: return -87.34f + 0.01f * tst_randf();   /* around the underflow edge */
+    default: return tst_randf() * (float)spread;
+    }
+}
+
+static double dbl_sum_exp(uint32_t n, const float *y, float m) {
+    double z = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (isnan(y[i]) || y[i] == -INFINITY) continue;
+        z += exp((double)(y[i] > FLT_MAX ? FLT_MAX : y[i]) - m);
+    }
+    return z;
+}
+
+/* every kernel set's sum_exp equals the scalar reference bit for bit (and
+ * the documented order), at lengths that are not multiples of the lane
+ * count, with NaN / -inf / +inf / huge / denormal / -100 entries, at the max
+ * of the usable logits and at other offsets; and it is within float rounding
+ * of the double-precision sum */
+TEST(kernels_sum_exp_bit_identical) {
+    enum { MAXN = 32000 + 8 };
+    float *y = malloc(MAXN * 4);
+    static const uint32_t big[] = { 255, 256, 1000, 4097, 32000 };
+    int checked = 0; double worst = 0;
+    for (int si = 0; si < 70 + 5; si++) {
+        uint32_t n = si < 70 ? (uint32_t)si + 1 : big[si - 70];
+        for (int rep = 0; rep < 6; rep++) {
+            int off = rep & 1, plain = rep < 2; /* plain: finite moderate values only */
+            for (uint32_t i = 0; i < n + 1; i++) y[i] = plain ? tst_randf() * 40.0f : rand_logit(rep < 4 ? 30 : 1000);
+            const float *v = y + off;
+            /* m: the sampler's max (clamped, exclusions skipped), then other offsets */
+            float mx = -INFINITY;
+            for (uint32_t i = 0; i < n; i++) {
+                float x = v[i];
+                if (isnan(x) || x == -INFINITY) continue;
+                if (x > FLT_MAX) x = FLT_MAX;
+                if (x > mx) mx = x;
+            }
+            float ms[5] = { mx, mx + 3.0f, mx - 5.0f, 0.0f, -INFINITY };
+            for (int mi = 0; mi < 5; mi++) {
+                float m = ms[mi];
+                double ref = wlm_kernels_scalar.sum_exp(n, v, m);
+                double ord = order_sum_exp(n, v, m);
+                CHECKF(dbits(ref) == dbits(ord) || (ref != ref && ord != ord), "n=%u m=%g: scalar %.17g documented order %.17g", n, m, ref, ord);
+                for (int k = 0; k < N_SETS; k++) {
+                    double got = SETS[k]->sum_exp(n, v, m);
+                    CHECKF(dbits(got) == dbits(ref) || (got != got && ref != ref), "%s n=%u rep %d m=%g: got %.17g ref %.17g",
+                           SETS[k]->name, n, rep, m, got, ref);
+                    checked++;
+                }
+                if (mi == 0 && mx != -INFINITY) {
+                    CHECKF(ref >= 1.0 && ref <= n, "n=%u: sum %.17g at the max", n, ref); /* the max's term is exactly 1 */
+                    double want = dbl_sum_exp(n, v, mx);
+                    double rel = fabs(ref - want) / want;
+                    if (rel > worst) worst = rel;
+                    CHECKF(rel < 1.0e-7, "n=%u: sum %.17g, double %.17g", n, ref, want);
+                }
+            }
+        }
+    }
+    /* all excluded: 0; an empty vector: 0 */
+    for (int i = 0; i < 20; i++) y[i] = (i & 1) ? NAN : -INFINITY;
+    for (int k = 0; k < N_SETS; k++) CHECK(dbits(SETS[k]->sum_exp(20, y, 1.0f)) == dbits(0.0) && dbits(SETS[k]->sum_exp(0, y, 1.0f)) == dbits(0.0));
+    printf("  sum_exp: %d comparisons over %d kernel sets, worst rel err vs double at the max = %.3g\n", checked, N_SETS, worst);
+    free(y);
+}
+
+/* logit_max: every set equals the reference bit for bit and the definition
+ * (largest usable value, +inf as FLT_MAX, a zero maximum as +0, -inf when
+ * nothing is usable), with zeros of both signs mixed in */
+TEST(kernels_logit_max_bit_identical) {
+    enum { MAXN = 32000 + 8 };
+    float *y = malloc(MAXN * 4);
+    static const uint32_t big[] = { 255, 256, 1000, 4097, 32000 };
+    int checked = 0;
+    for (int si = 0; si < 70 + 5; si++) {
+        uint32_t n = si < 70 ? (uint32_t)si + 1 : big[si - 70];
+        for (int rep = 0; rep < 8; rep++) {
+            int off = rep & 1;
+            for (uint32_t i = 0; i < n + 1; i++) {
+                float v = rand_logit(rep < 4 ? 30 : 1000);
+                if (rep >= 6) v = (tst_rand() & 1) ? -0.0f : (tst_rand() & 1) ? 0.0f : -fabsf(v); /* max is a zero */
+                if (rep == 5 && (tst_rand() & 1)) v = -INFINITY;
+                y[i] = v;
+            }
+            const float *v = y + off;
+            float want = -INFINITY;
+            for (uint32_t i = 0; i < n; i++) {
+                if (isnan(v[i]) || v[i] == -INFINITY) continue;
+                float x = v[i] > FLT_MAX ? FLT_MAX : v[i];
+                if (x > want) want = x;
+            }
+            if (want == 0.0f) want = 0.0f; /* +0 */
+            float ref = wlm_kernels_scalar.logit_max(n, v);
+            CHECKF(fbits(ref) == fbits(want), "n=%u rep %d: scalar %a, definition %a", n, rep, ref, want);
+            for (int k = 0; k < N_SETS; k++) {
+                float got = SETS[k]->logit_max(n, v);
+                CHECKF(fbits(got) == fbits(ref), "%s n=%u rep %d: %a, ref %a", SETS[k]->name, n, rep, got, ref);
+                checked++;
+            }
+        }
+    }
+    for (int i = 0; i < 20; i++) y[i] = (i & 1) ? NAN : -INFINITY;
+    for (int i = 20; i < 40; i++) y[i] = (i & 1) ? -0.0f : 0.0f;
+    for (int k = 0; k < N_SETS; k++) {
+        CHECK(SETS[k]->logit_max(20, y) == -INFINITY && SETS[k]->logit_max(0, y) == -INFINITY);
+        CHECK(fbits(SETS[k]->logit_max(20, y + 20)) == 0 && fbits(SETS[k]->logit_max(20, y + 21)) == 0);
+        CHECK(fbits(SETS[k]->logit_max(1, y + 21)) == 0);   /* a lone -0 */
+    }
+    printf("  logit_max: %d comparisons over %d kernel sets\n", checked, N_SETS);
+    free(y);
+}
+
+/* exp_shift (attention's softmax weights): every set writes
+ * wlm_expf_fast(y[i] - m) bit for bit, at every length of a tile and beyond */
+TEST(kernels_exp_shift_bit_identical) {
+    enum { MAXN = 300 };
+    float y[MAXN + 1], want[MAXN + 1], got[MAXN + 1];
+    int checked = 0;
+    for (uint32_t n = 1; n <= MAXN; n += (n < 70 ? 1 : 37)) {
+        for (int rep = 0; rep < 4; rep++) {
+            int off = rep & 1;
+            for (uint32_t i = 0; i < n + 1; i++) y[i] = rep < 2 ? tst_randf() * 30.0f : rand_logit(100);
+            float m = rep == 3 ? 0.0f : 30.0f;
+            for (uint32_t i = 0; i < n; i++) want[i] = wlm_expf_fast(y[off + i] - m);
+            for (int k = 0; k < N_SETS; k++) {
+                memcpy(got, y + off, n * 4);
+                SETS[k]->exp_shift(n, got, m);
+                int bad = 0;
+                for (uint32_t i = 0; i < n; i++) bad += !same_float(got[i], want[i]);
+                CHECKF(bad == 0, "%s n=%u rep %d: %d values differ", SETS[k]->name, n, rep, bad);
+                checked++;
+            }
+        }
+    }
+    printf("  exp_shift: %d vectors over %d kernel sets\n", checked, N_SETS);
+}
+
+/* silu_mul (the SwiGLU gate): every set equals the scalar wlm_silu(a) * b bit
+ * for bit; wlm_silu within a few float roundings of x / (1 + exp(-x)) */
+TEST(kernels_silu_mul_bit_identical) {
+    enum { MAXN = 300 };
+    float a[MAXN + 1], b[MAXN + 1], want[MAXN + 1], got[MAXN + 1];
+    int checked = 0;
+    for (uint32_t n = 1; n <= MAXN; n += (n < 70 ? 1 : 37)) {
+        for (int rep = 0; rep < 4; rep++) {
+            int off = rep & 1;
+            for (uint32_t i = 0; i < n + 1; i++) {
+                a[i] = rep < 2 ? tst_randf() * 12.0f : rand_logit(120);
+                b[i] = rand_wide();
+            }
+            for (uint32_t i = 0; i < n; i++) want[i] = wlm_silu(a[off + i]) * b[off + i];
+            for (int k = 0; k < N_SETS; k++) {
+                memcpy(got, a + off, n * 4);
+                SETS[k]->silu_mul(n, got, b + off);
+                int bad = 0;
+                for (uint32_t i = 0; i < n; i++) bad += !same_float(got[i], want[i]);
+                CHECKF(bad == 0, "%s n=%u rep %d: %d values differ", SETS[k]->name, n, rep, bad);
+                checked++;
+            }
+        }
+    }
+    double worst = 0; float at = 0;
+    for (int i = 0; i < 400000; i++) {
+        float x = (float)((tst_rand() & 0xffffff) / 16777216.0 * 176.0 - 88.0);
+        double want = (double)x / (1.0 + wlm_exp(-(double)x));
+        double rel = fabs(wlm_silu(x) - want) / fabs(want);
+        if (want != 0 && rel > worst) { worst = rel; at = x; }
+    }
+    printf("  silu_mul: %d vectors over %d kernel sets; wlm_silu on [-88, 88] max rel err %.3g (at %.9g)\n", checked, N_SETS, worst, at);
+    CHECKF(worst < 3e-7, "silu relative error %.3g at %a", worst, at);
+    CHECK(fabs(wlm_silu(-88.5f)) < 1e-36 && wlm_silu(-INFINITY) != wlm_silu(-INFINITY) && wlm_silu(INFINITY) == INFINITY);
+}
+
+/* The SIMD lanes compute wlm_expf_fast itself: one usable value in lane j
+ * of an 8-vector (the rest -inf) sums to exactly that value, for dense and
+ * edge arguments */
+TEST(kernels_sum_exp_lanes_are_expf_fast) {
+    float y[8];
+    static const float edges[] = { 0.0f, -0.0f, 1.0f, -1.0f, 0x1p-149f, -0x1p-149f, WLM_EXPF_LO, -87.33655f,
+                                   WLM_EXPF_HI, 88.3751f, 88.72f, 89.0f, -104.0f, -1e30f, INFINITY, -0.3465736f, 0.3465736f };
+    int bad = 0, n = 0;
+    for (int i = 0; i < 200000 + (int)(sizeof edges / sizeof edges[0]); i++) {
+        float x = i < 200000 ? (float)((tst_rand() & 0xffffff) / 16777216.0 * 195.0 - 105.0) : edges[i - 200000];
+        int j = i & 7;
+        for (int l = 0; l < 8; l++) y[l] = l == j ? x : -INFINITY;
+        double want = (double)wlm_expf_fast(x > FLT_MAX ? FLT_MAX : x);
+        for (int k = 0; k < N_SETS; k++) {
+            double got = SETS[k]->sum_exp(8, y, 0.0f);
+            if (dbits(got) != dbits(want)) {
+                if (bad++ < 5) fprintf(stderr, "  %s: x=%a lane %d: %a, want %a\n", SETS[k]->name, x, j, got, want);
+            }
+            n++;
+        }
+    }
+    CHECKF(bad == 0, "%d of %d lanes differ", bad, n);
+}
+
+/* sum_exp and the logprob on fixed vectors (a local generator, so the
+ * inputs do not depend on which tests ran before): a digest of the results'
+ * bits, the same in every build and kernel set */
+#define SUM_EXP_DIGEST 0x8039ac11e2301906ull
+TEST(kernels_sum_exp_same_bits_in_every_build) {
+    enum { N = 32000 };
+    float *y = malloc(N * 4);
+    uint32_t g = 777;
+    for (int k = 0; k < N_SETS; k++) {
+        uint64_t h = 0xcbf29ce484222325ull;
+        g = 777;
+        for (int v = 0; v < 12; v++) {
+            uint32_t n = v < 6 ? N - (uint32_t)v : 1 + 97 * (uint32_t)v;
+            for (uint32_t i = 0; i < n; i++) {
+                g = g * 1664525u + 1013904223u;
+                float u = (float)(g >> 8) * (1.0f / 16777216.0f);
+                uint32_t sel = (g >> 4) & 63;
+                y[i] = sel == 0 ? NAN : sel == 1 ? -INFINITY : sel == 2 ? INFINITY : sel == 3 ? 3.3e38f
+                     : sel == 4 ? -0.0f : sel == 5 ? 0x1p-140f : (u * 2 - 1) * (v & 1 ? 30.0f : 200.0f);
+            }
+            float m = SETS[k]->logit_max(n, y);
+            uint64_t s = dbits(SETS[k]->sum_exp(n, y, m));
+            h = (h ^ s) * 0x100000001b3ull;
+            h = (h ^ fbits(m)) * 0x100000001b3ull;
+            for (uint32_t t = 0; t < n; t += n / 7 + 1) h = (h ^ fbits(wlm_token_logprob(SETS[k], y, n, (int32_t)t))) * 0x100000001b3ull;
+        }
+        CHECKF(h == SUM_EXP_DIGEST, "%s: digest %016llx, expected %016llx", SETS[k]->name, (unsigned long long)h,
+               (unsigned long long)SUM_EXP_DIGEST);
+    }
+    free(y);
+}
+
+/* the logprob the sampler reports, computed with each kernel set: the same
+ * bits, and <= 0 even with logits above 3e38 (fuzz finding 2) */
+TEST(kernels_token_logprob_every_set) {
+    enum { N = 1003 };
+    float *l = malloc(N * 4);
+    for (int trial = 0; trial < 60; trial++) {
+        for (int i = 0; i < N; i++) l[i] = trial < 20 ? tst_randf() * 20.0f : rand_logit(trial < 40 ? 50 : 1000);
+        if (trial % 3 == 0) { l[3] = 3.4e38f; l[4] = 3.0e38f; l[9] = INFINITY; }
+        for (int t = 0; t < N; t += 37) {
+            float ref = wlm_token_logprob(&wlm_kernels_scalar, l, N, t);
+            CHECKF(!(ref > 0.0f), "trial %d token %d: logprob %g", trial, t, ref);
+            CHECKF(ref == ref || isnan(l[t]), "trial %d token %d: NaN logprob", trial, t);
+            for (int k = 0; k < N_SETS; k++) {
+                float got = wlm_token_logprob(SETS[k], l, N, t);
+                CHECKF(fbits(got) == fbits(ref), "%s trial %d token %d: %.9g vs %.9g", SETS[k]->name, trial, t, got, ref);
+            }
+        }
+    }
+    free(l);
 }
 
 /* the register-tiled prefill kernel (i16x4 rows): every result equals the
