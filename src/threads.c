@@ -104,6 +104,26 @@ void wlm_pool_run(wlm_pool *p, wlm_job_fn fn, void *arg, uint32_t nth) {
     fn(arg, 0, 1);
 }
 
+/* Inside a job: returns when all nth threads of the job have arrived
+ * (everything written before the barrier is then visible to every thread).
+ * A generation counter: the last to arrive resets the count and bumps the
+ * generation; the others wait for the bump (spinning, then sleeping). */
+void wlm_pool_barrier(wlm_pool *p, uint32_t nth) {
+#ifndef WLM_NO_THREADS
+    if (!p || nth < 2) return;
+    int32_t g = load32(&p->bar_gen);
+    if (__atomic_add_fetch(&p->bar_count, 1, __ATOMIC_ACQ_REL) == (int32_t)nth) {
+        __atomic_store_n(&p->bar_count, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&p->bar_gen, (g + 1) & 0x3fffffff, __ATOMIC_RELEASE);
+        notify_all(&p->bar_gen);
+        return;
+    }
+    while (load32(&p->bar_gen) == g) wait32(&p->bar_gen, g);
+#else
+    (void)p; (void)nth;
+#endif
+}
+
 /* [lo, hi) of n items for thread tid of nth: contiguous, in order */
 void wlm_split(uint32_t n, uint32_t tid, uint32_t nth, uint32_t *lo, uint32_t *hi) {
     uint64_t a = (uint64_t)n * tid / nth, b = (uint64_t)n * (tid + 1) / nth;
