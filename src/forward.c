@@ -418,10 +418,47 @@ static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t slot, cons
     }
 }
 
-/* Attention for every (token, query head) pair of a chunk; the pairs are
- * split across threads, each with its own tile of scores. Token t sees the
- * slots of its own sequence up to its own position (causal mask). */
-static void attention_heads(wlm_ctx *c, uint32_t layer, uint32_t n, float scale, uint32_t tid, uint32_t nth) {
+/* ---- the forward pass for one chunk of tokens --------------------------------------- */
+
+/* The whole chunk is one job: every thread runs the steps below in order,
+ * with a barrier wherever a step reads what other threads wrote in the one
+ * before. Nothing runs on one thread while the others wait. The matrix
+ * products, attention and everything fused with them hand out their items
+ * (rows, heads) in chunks from a shared counter (wlm_pool_take): a thread
+ * that runs late does less of the step. Which thread computes an item never
+ * changes what is computed, so results are the same at any thread count.
+ * Two counters alternate: while one step takes from one, thread 0 clears the
+ * other for the next such step (a barrier always lies between two steps). */
+typedef struct fwd {
+    wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row;
+    volatile int32_t next[2];
+} fwd;
+
+typedef struct step { volatile int32_t *next; uint32_t nth; } step;
+
+static step step_begin(fwd *f, uint32_t *k, uint32_t tid, uint32_t nth) {
+    step s = { &f->next[*k & 1], nth };
+    if (tid == 0) __atomic_store_n(&f->next[(*k & 1) ^ 1], 0, __ATOMIC_RELAXED);
+    ++*k;
+    return s;
+}
+
+static int take(const step *s, uint32_t n, uint32_t min, uint32_t *lo, uint32_t *hi) {
+    return wlm_pool_take(s->next, n, s->nth, min, lo, hi);
+}
+
+/* rows per chunk of a matrix product: enough weight bytes that taking a
+ * chunk costs little next to computing it */
+static uint32_t min_rows(const wlm_tensor *W) {
+    uint64_t row_bytes = W->nbytes / W->ne[1];
+    return (uint32_t)WLM_MAX(4u, WLM_MIN(64u, (16384 + row_bytes - 1) / row_bytes));
+}
+
+/* Attention for every (token, query head) pair of a chunk, each thread with
+ * its own tile of scores. Token t sees the slots of its own sequence up to
+ * its own position (causal mask). */
+static void attention_step(const fwd *f, uint32_t layer, float scale, const step *s, uint32_t tid) {
+    wlm_ctx *c = f->c;
     const wlm_hparams *hp = &c->m->hp;
     uint32_t hd = hp->head_dim, hdv = hp->head_dim_v, qd = hp->n_head * hd, od = hp->n_head * hdv;
     uint32_t group = hp->n_head / hp->n_head_kv, lo, hi;
@@ -429,50 +466,18 @@ static void attention_heads(wlm_ctx *c, uint32_t layer, uint32_t n, float scale,
     uint64_t esz = f16 ? 2 : 4;
     float *tile = c->att_tile + (uint64_t)tid * WLM_ATT_TILE;
     uint32_t *idx = c->att_idx + (uint64_t)tid * WLM_ATT_TILE;
-    wlm_split(n * hp->n_head, tid, nth, &lo, &hi);
-    for (uint32_t i = lo; i < hi; i++) {
-        uint32_t t = i / hp->n_head, hq = i % hp->n_head, hk = hq / group;
-        uint64_t off = layer * c->kv_layer_stride + hk * c->kv_head_stride;
-        uint64_t off_v = layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
-        wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t],
-                              c->n_slots, c->tok_pos[t], 0 };
-        wlm_attention_tiled_kv(c->k, c->q + (uint64_t)t * qd + hq * hd,
-                               (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off_v * esz,
-                               f16, &mask, hd, hdv, scale, c->att + (uint64_t)t * od + hq * hdv, tile, idx);
-    }
-}
-
-/* Units (heads, rows) laid end to end in segments, the units of a segment
- * of equal cost (weight bytes): thread tid's share [lo, hi) of them, in
- * order, each unit going to the thread whose equal share of the total cost
- * holds the unit's middle. Which thread computes a unit never changes what
- * is computed. */
-typedef struct seg { uint32_t units; uint64_t cost; } seg;
-
-static void split_cost(const seg *s, uint32_t ns, uint32_t tid, uint32_t nth, uint32_t *lo, uint32_t *hi) {
-    uint64_t total = 0, before = 0;
-    uint32_t u = 0, units = 0;
-    for (uint32_t i = 0; i < ns; i++) { total += s[i].units * s[i].cost; units += s[i].units; }
-    *lo = *hi = 0;
-    for (uint32_t i = 0; i < ns; i++)
-        for (uint32_t k = 0; k < s[i].units; k++, u++) {
-            uint64_t owner = total ? (2 * before + s[i].cost) * nth / (2 * total) : (uint64_t)u * nth / units;
-            if (owner < tid) *lo = u + 1;
-            if (owner <= tid) *hi = u + 1;
-            before += s[i].cost;
+    while (take(s, f->n * hp->n_head, 1, &lo, &hi))
+        for (uint32_t i = lo; i < hi; i++) {
+            uint32_t t = i / hp->n_head, hq = i % hp->n_head, hk = hq / group;
+            uint64_t off = layer * c->kv_layer_stride + hk * c->kv_head_stride;
+            uint64_t off_v = layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
+            wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t],
+                                  c->n_slots, c->tok_pos[t], 0 };
+            wlm_attention_tiled_kv(c->k, c->q + (uint64_t)t * qd + hq * hd,
+                                   (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off_v * esz,
+                                   f16, &mask, hd, hdv, scale, c->att + (uint64_t)t * od + hq * hdv, tile, idx);
         }
-    if (*hi < *lo) *hi = *lo;
 }
-
-/* ---- the forward pass for one chunk of tokens --------------------------------------- */
-
-/* The whole chunk is one job: every thread runs the steps below in order,
- * each step split across the threads, with a barrier wherever a step reads
- * what another thread wrote in the one before. Nothing runs on one thread
- * while the others wait. */
-typedef struct fwd {
-    wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row;
-} fwd;
 
 /* x = embed(token), and the RoPE angles of each token's position */
 static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
@@ -488,69 +493,70 @@ static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
 }
 
 /* q, k, v = Wq h, Wk h, Wv h (+ biases); q and k rotated by RoPE; k and v
- * into the cache. The heads of Q, K and V form one range, split by weight
- * bytes (with GQA the K and V heads are few; V may be of a wider type): a
- * thread finishes whole heads, so it rotates and stores what it computed. */
-static void qkv_step(const fwd *f, uint32_t l, uint32_t tid, uint32_t nth) {
+ * into the cache. The heads of Q, K and V form one range of items (with GQA
+ * the K and V heads are few, and V may be of a wider type): a thread
+ * finishes whole heads, so it rotates and stores what it computed. */
+static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     const wlm_hparams *hp = &c->m->hp;
     const wlm_layer *L = &c->m->layers[l];
     const wlm_tensor *W[3] = { L->wq, L->wk, L->wv }, *B[3] = { L->bq, L->bk, L->bv };
     float *Y[3] = { c->q, c->kk, c->vv };
     uint32_t heads[3] = { hp->n_head, hp->n_head_kv, hp->n_head_kv }, hs[3] = { hp->head_dim, hp->head_dim, hp->head_dim_v };
-    seg s[3];
-    for (int i = 0; i < 3; i++) { s[i].units = heads[i]; s[i].cost = W[i]->nbytes / W[i]->ne[1] * hs[i]; }
-    uint32_t lo, hi, base = 0;
-    split_cost(s, 3, tid, nth, &lo, &hi);
-    for (int i = 0; i < 3; base += heads[i], i++) {
-        uint32_t h0 = WLM_MAX(lo, base), h1 = WLM_MIN(hi, base + heads[i]);
-        if (h0 >= h1) continue;
-        h0 -= base; h1 -= base;
-        uint32_t rows = heads[i] * hs[i];
-        mm(c, W[i], c->xb, f->n, Y[i], h0 * hs[i], h1 * hs[i], tid);
-        add_bias(Y[i], B[i], f->n, rows, h0 * hs[i], h1 * hs[i]);
-        for (uint32_t t = 0; t < f->n; t++) {
-            float *y = Y[i] + (uint64_t)t * rows;
-            if (i < 2) rope_apply(c, c->rope_cs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
-            if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
+    uint32_t lo, hi;
+    while (take(s, heads[0] + heads[1] + heads[2], 1, &lo, &hi))
+        for (uint32_t i = 0, base = 0; i < 3; base += heads[i], i++) {
+            uint32_t h0 = WLM_MAX(lo, base), h1 = WLM_MIN(hi, base + heads[i]);
+            if (h0 >= h1) continue;
+            h0 -= base; h1 -= base;
+            uint32_t rows = heads[i] * hs[i];
+            mm(c, W[i], c->xb, f->n, Y[i], h0 * hs[i], h1 * hs[i], tid);
+            add_bias(Y[i], B[i], f->n, rows, h0 * hs[i], h1 * hs[i]);
+            for (uint32_t t = 0; t < f->n; t++) {
+                float *y = Y[i] + (uint64_t)t * rows;
+                if (i < 2) rope_apply(c, c->rope_cs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
+                if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
+            }
         }
-    }
 }
 
 /* x += W y (+ bias): a projection back into the residual stream (attention
  * output, FFN down), each thread adding the rows it computed */
-static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, uint32_t tid, uint32_t nth) {
+static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     uint32_t d = c->m->hp.n_embd, r0, r1;
-    wlm_split(d, tid, nth, &r0, &r1);
-    mm(c, W, y, f->n, c->xb, r0, r1, tid);
-    add_bias(c->xb, b, f->n, d, r0, r1);
-    for (uint32_t t = 0; t < f->n; t++)
-        for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
+    while (take(s, d, min_rows(W), &r0, &r1)) {
+        mm(c, W, y, f->n, c->xb, r0, r1, tid);
+        add_bias(c->xb, b, f->n, d, r0, r1);
+        for (uint32_t t = 0; t < f->n; t++)
+            for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
+    }
 }
 
 /* hb = silu(W_gate h) * (W_up h): a thread computes the same rows of both */
-static void gate_up_step(const fwd *f, const wlm_layer *L, uint32_t tid, uint32_t nth) {
+static void gate_up_step(const fwd *f, const wlm_layer *L, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     uint32_t nff = c->m->hp.n_ff, r0, r1;
-    wlm_split(nff, tid, nth, &r0, &r1);
-    mm(c, L->w_gate, c->xb, f->n, c->hb, r0, r1, tid);
-    mm(c, L->w_up, c->xb, f->n, c->hb2, r0, r1, tid);
-    for (uint32_t t = 0; t < f->n; t++)
-        for (uint32_t r = r0; r < r1; r++) {
-            uint64_t i = (uint64_t)t * nff + r;
-            c->hb[i] = wlm_silu(c->hb[i]) * c->hb2[i];
-        }
+    while (take(s, nff, min_rows(L->w_gate), &r0, &r1)) {
+        mm(c, L->w_gate, c->xb, f->n, c->hb, r0, r1, tid);
+        mm(c, L->w_up, c->xb, f->n, c->hb2, r0, r1, tid);
+        for (uint32_t t = 0; t < f->n; t++)
+            for (uint32_t r = r0; r < r1; r++) {
+                uint64_t i = (uint64_t)t * nff + r;
+                c->hb[i] = wlm_silu(c->hb[i]) * c->hb2[i];
+            }
+    }
 }
 
 static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
-    const fwd *f = arg;
+    fwd *f = arg;
     wlm_ctx *c = f->c;
     const wlm_model *m = c->m;
     const wlm_hparams *hp = &m->hp;
     wlm_pool *p = c->pool;
-    uint32_t n = f->n, d = hp->n_embd, od = hp->n_head * hp->head_dim_v;
+    uint32_t n = f->n, d = hp->n_embd, od = hp->n_head * hp->head_dim_v, k = 0;
     float scale = 1.0f / wlm_sqrtf((float)hp->head_dim);
+    step s;
 
     embed_step(f, tid, nth);
     wlm_pool_barrier(p, nth);
@@ -559,22 +565,27 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         /* attention block: h = rmsnorm(x) * w_attn_norm; q, k, v; attention; x += Wo att */
         act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, needs_of(L->wq) | needs_of(L->wk) | needs_of(L->wv), tid, nth);
         wlm_pool_barrier(p, nth);
-        qkv_step(f, l, tid, nth);
+        s = step_begin(f, &k, tid, nth);
+        qkv_step(f, l, &s, tid);
         wlm_pool_barrier(p, nth);
-        attention_heads(c, l, n, scale, tid, nth);
+        s = step_begin(f, &k, tid, nth);
+        attention_step(f, l, scale, &s, tid);
         wlm_pool_barrier(p, nth);
         act_step(c, c->att, 0, 0, 0, n, od, needs_of(L->wo), tid, nth);
         wlm_pool_barrier(p, nth);
-        residual_step(f, L->wo, L->bo, c->att, tid, nth);
+        s = step_begin(f, &k, tid, nth);
+        residual_step(f, L->wo, L->bo, c->att, &s, tid);
         wlm_pool_barrier(p, nth);
         /* feed-forward block (SwiGLU): h = rmsnorm(x) * w_ffn_norm; x += W_down (silu(W_gate h) * (W_up h)) */
         act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, needs_of(L->w_gate) | needs_of(L->w_up), tid, nth);
         wlm_pool_barrier(p, nth);
-        gate_up_step(f, L, tid, nth);
+        s = step_begin(f, &k, tid, nth);
+        gate_up_step(f, L, &s, tid);
         wlm_pool_barrier(p, nth);
         act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, needs_of(L->w_down), tid, nth);
         wlm_pool_barrier(p, nth);
-        residual_step(f, L->w_down, 0, c->hb, tid, nth);
+        s = step_begin(f, &k, tid, nth);
+        residual_step(f, L->w_down, 0, c->hb, &s, tid);
         wlm_pool_barrier(p, nth);
     }
 
@@ -582,16 +593,17 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     if (!f->n_out) return;
     act_step(c, c->x, c->out_tok, m->out_norm, c->xb, f->n_out, d, needs_of(m->output), tid, nth);
     wlm_pool_barrier(p, nth);
+    s = step_begin(f, &k, tid, nth);
     uint32_t r0, r1;
-    wlm_split(hp->n_vocab, tid, nth, &r0, &r1);
-    mm(c, m->output, c->xb, f->n_out, c->logits + (uint64_t)f->out_row * hp->n_vocab, r0, r1, tid);
+    while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1))
+        mm(c, m->output, c->xb, f->n_out, c->logits + (uint64_t)f->out_row * hp->n_vocab, r0, r1, tid);
 }
 
 /* Runs n tokens whose sequence, position and cache slot are in
  * c->tok_seq/tok_pos/tok_slot; writes the logits of the n_out tokens listed
  * in c->out_tok into rows out_row.. of c->logits. */
 static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_t n_out, uint32_t out_row) {
-    fwd f = { c, tokens, n, n_out, out_row };
+    fwd f = { c, tokens, n, n_out, out_row, { 0, 0 } };
     /* waking the other threads and the barriers cost microseconds: a model
      * whose largest layer matrix times the tokens is small stays on one */
     const wlm_layer *L = &c->m->layers[0];

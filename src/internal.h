@@ -261,6 +261,9 @@ void wlm_pool_run(wlm_pool *p, wlm_job_fn fn, void *arg, uint32_t nth);
 /* called by every one of a job's nth threads: waits until all have called
  * it (no-op for p == NULL or nth <= 1) */
 void wlm_pool_barrier(wlm_pool *p, uint32_t nth);
+/* inside a job: the next chunk [lo, hi) of n items from a counter shared
+ * by the job's nth threads (0 at the start); returns 0 when none are left */
+int wlm_pool_take(volatile int32_t *next, uint32_t n, uint32_t nth, uint32_t min, uint32_t *lo, uint32_t *hi);
 void wlm_split(uint32_t n, uint32_t tid, uint32_t nth, uint32_t *lo, uint32_t *hi);
 #ifndef __wasm__
 void wlm_sys_wait32(volatile int32_t *addr, int32_t expected);
