@@ -18,10 +18,12 @@
 #endif
 
 #define SPIN 20000 /* a short poll before sleeping: jobs come back to back while generating */
-/* Inside a job the other threads are at most one step behind: poll longer
- * before sleeping, since a sleeper wakes tens of microseconds after the
- * notify, and that delay falls on every later step. */
-#define SPIN_BARRIER (1 << 20)
+/* At a barrier inside a job the others are usually a few microseconds
+ * behind: poll longer before sleeping, since a sleeper wakes tens of
+ * microseconds after the notify and that delay falls on every later step;
+ * but not much longer, or threads that outnumber the cores (or share them
+ * with other programs) spin while the one they wait for cannot run. */
+#define SPIN_BARRIER (1 << 17)
 
 #ifndef WLM_NO_THREADS
 static int32_t load32(volatile int32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
