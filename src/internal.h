@@ -332,8 +332,8 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
                             int kv_f16, const wlm_att_mask *mask, uint32_t hd_k, uint32_t hd_v,
                             float scale, float *out, float *tile, uint32_t *idx);
 
-/* log P(tok) under softmax(logits) at T = 1 (sampler.c) */
-float wlm_token_logprob(const float *logits, uint32_t n, int32_t tok);
+/* log P(tok) under softmax(logits) at T = 1 (sampler.c), on the threads of c (c may be NULL) */
+float wlm_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok);
 
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */
 void wlm_kv_reset(wlm_ctx *c);
