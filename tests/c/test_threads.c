@@ -164,4 +164,50 @@ TEST(threads_same_logits_every_weight_type) {
         wlm_sys_free(f32data);
     }
 }
+/* The sampler's log-probability over a large vocabulary (above the size
+ * where its blocks go to the threads): the same value at 1 to 4 threads,
+ * with excluded (NaN, -inf) and +inf logits in the mix, and close to a
+ * plain softmax in double. */
+TEST(threads_same_logprob_any_thread_count) {
+    enum { NV = 50000 };
+    unsigned long long size;
+    unsigned char *raw = tst_read_file(tst_path("models/stories260K.gguf"), &size);
+    REQUIRE(raw);
+    unsigned char *data = tst_sys_copy(raw, size);
+    free(raw);
+    wlm_model *m; wlm_err err;
+    REQUIRE(wlm_model_load(&m, data, size, &err) == WLM_OK);
+    float *lg = malloc(NV * sizeof(float));
+    for (int i = 0; i < NV; i++) lg[i] = tst_randf() * 12.0f;
+    lg[77] = NAN; lg[4000] = -INFINITY; lg[49999] = 30.0f;
+    int32_t toks[] = { 0, 1, 1234, 4000, 25000, 49999 };
+    float ref[6];
+    for (int k = 0; k < 6; k++) ref[k] = wlm_token_logprob(NULL, lg, NV, toks[k]);
+    double mx = 30.0, sum = 0;
+    for (int i = 0; i < NV; i++) if (i != 77 && i != 4000) sum += exp((double)lg[i] - mx);
+    for (int k = 0; k < 6; k++) {
+        if (toks[k] == 4000) { CHECK(ref[k] == -INFINITY); continue; }
+        double want = (double)lg[toks[k]] - mx - log(sum);
+        CHECKF(fabs(ref[k] - want) < 1e-4, "token %d: logprob %g, want %g", toks[k], ref[k], want);
+    }
+    for (uint32_t n = 1; n <= 4; n++) {
+        wlm_ctx_params cp; wlm_ctx_default_params(&cp);
+        cp.n_threads = n; cp.n_ctx = 16;
+        wlm_ctx *c;
+        REQUIRE(wlm_ctx_new(&c, m, &cp, &err) == WLM_OK);
+        wlm_pool *p = n > 1 ? wlm_pool_new(n) : NULL;
+        pthread_t th[4]; warg a[4];
+        for (uint32_t t = 1; t < n; t++) { a[t].p = p; a[t].tid = t; pthread_create(&th[t], NULL, wmain, &a[t]); }
+        wlm_ctx_set_pool(c, p, n);
+        for (int k = 0; k < 6; k++) {
+            float lp = wlm_token_logprob(c, lg, NV, toks[k]);
+            CHECKF(memcmp(&lp, &ref[k], sizeof lp) == 0, "token %d: %u threads give %.9g, 1 gives %.9g", toks[k], n, lp, ref[k]);
+        }
+        wlm_ctx_free(c);
+        if (p) { wlm_pool_free(p); for (uint32_t t = 1; t < n; t++) pthread_join(th[t], NULL); }
+    }
+    free(lg);
+    wlm_model_free(m);
+    wlm_sys_free(data);
+}
 #endif
