@@ -187,8 +187,9 @@ wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err) {
 
 /* ---- building blocks ------------------------------------------------------------ */
 
-/* rmsnorm(x) = x / sqrt(mean(x^2) + eps) * w: the scale of a whole row, then
- * elements [lo, hi) of the output (a thread may do part of a row) */
+/* rmsnorm(x) = x / sqrt(mean(x^2) + eps) * w in two parts: the scale of a
+ * whole row here, then (act_step) the elements a thread writes, so that
+ * threads can share a row */
 static float rms_scale(const float *x, uint32_t n, float eps) {
     double ss = 0;
     for (uint32_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
