@@ -14,6 +14,7 @@
  * was planned at context creation: nothing is allocated here. */
 #include "internal.h"
 #include "wmath.h"
+#include "kquants.h"
 
 /* ---- context creation: the memory plan ----------------------------------------- */
 
@@ -23,13 +24,13 @@
  * block widened in registers for every token); larger ones unpack rows once
  * into the i16x4 form for the register-tiled gemm_i16x4 */
 #ifndef WLM_GEMV_MAX_TOK
-#define WLM_GEMV_MAX_TOK 8
+#define WLM_GEMV_MAX_TOK 3
 #endif
 
 typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
-             off_act, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen,
+             off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen,
              off_sseq, off_tok, off_aidx, off_spec;
     uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16;
 } plan;
@@ -80,6 +81,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_hb = reserve(&pl, B * hp->n_ff * 4);
     pl.off_hb2 = reserve(&pl, B * hp->n_ff * 4);
     pl.off_act = reserve(&pl, B * pl.act_row_bytes);
+    pl.off_actk = reserve(&pl, B * pl.act_row_bytes);
     /* [kernels] per thread: one F32 row, or a panel of i16x4 rows (prefill) */
     pl.wrow_bytes = WLM_ALIGN_UP(WLM_MAX(widest * 4, WLM_MM_PANEL * wlm_i16x4_row_bytes((uint32_t)widest)), 64);
     /* [kernels] int16 activations: i16x4 (prefill) or i16eo (decode) rows */
@@ -90,7 +92,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     pl.off_aidx = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     pl.off_rope = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
-    pl.off_rcs = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
+    pl.off_rcs = reserve(&pl, B * (hp->n_rot / 2 + 1) * 8);
     pl.off_cid = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_cval = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_seen = reserve(&pl, hp->n_vocab);
@@ -148,7 +150,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->x = (float *)(mem + pl.off_x); c->xb = (float *)(mem + pl.off_xb);
     c->q = (float *)(mem + pl.off_q); c->kk = (float *)(mem + pl.off_kk); c->vv = (float *)(mem + pl.off_vv);
     c->att = (float *)(mem + pl.off_att); c->hb = (float *)(mem + pl.off_hb); c->hb2 = (float *)(mem + pl.off_hb2);
-    c->act = mem + pl.off_act; c->act_row_bytes = pl.act_row_bytes;
+    c->act = mem + pl.off_act; c->act_k = mem + pl.off_actk; c->act_row_bytes = pl.act_row_bytes;
     c->wrow = mem + pl.off_wrow;
     c->wrow_bytes = pl.wrow_bytes;
     c->act16 = mem + pl.off_act16; c->act16_row_bytes = pl.act16_row_bytes;
@@ -191,69 +193,98 @@ wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err) {
 
 /* ---- building blocks ------------------------------------------------------------ */
 
-static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps) {
+/* rmsnorm(x) = x / sqrt(mean(x^2) + eps) * w in two parts: the scale of a
+ * whole row here, then (act_step) the elements a thread writes, so that
+ * threads can share a row */
+static float rms_scale(const float *x, uint32_t n, float eps) {
     double ss = 0;
     for (uint32_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
-    float scale = 1.0f / wlm_sqrtf((float)(ss / n) + eps);
-    for (uint32_t i = 0; i < n; i++) out[i] = (x[i] * scale) * w[i];
+    return 1.0f / wlm_sqrtf((float)(ss / n) + eps);
 }
 
-/* An input batch for matmul: n_tok rows of n floats, converted on first use
- * into the activation form a weight type's dot product takes (int8 blocks
- * for the quantized types); the conversion is shared by every weight that
- * reads the same input (Q, K and V; gate and up). */
-typedef struct act {
-    const float *x; uint32_t n_tok, n;
-    uint32_t ready_type;   /* activation form held in the ctx buffer, 0 = none */
-    int i16_ready;         /* c->act16 holds the Q8_0 form widened to int16 */
-} act;
+/* Activation forms. A matrix product y = W x reads x in the form
+ * wlm_act_type(W) names: the floats themselves, Q8_0 blocks (c->act; for
+ * Q8_0/Q4_0 weights also widened to int16 in c->act16: the i16eo form for
+ * one token, i16x4 rows for a batch) or Q8_K blocks (c->act_k). Each input
+ * is converted once into every form its weights read (Q, K and V share one
+ * input, gate and up another). */
+enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4 };
 
-static act act_of(const float *x, uint32_t n_tok, uint32_t n) { act a = { x, n_tok, n, GGML_F32, 0 }; return a; }
+static uint32_t needs_of(const wlm_tensor *w) {
+    switch (wlm_act_type(w->type)) {
+    case GGML_Q8_0: return NEED_Q8 | (w->type == GGML_Q8_0 || w->type == GGML_Q4_0 ? NEED_I16 : 0);
+    case GGML_Q8_K: return NEED_QK;
+    default: return 0;
+    }
+}
 
-/* y[t][r] = W[r] . x[t] for every row r of W and token t; each weight row is
- * read once for the whole batch. Rows are split across the threads in
- * contiguous ranges; every y element is computed the same way whatever the
- * thread count. */
-typedef struct mm_job {
-    wlm_ctx *c; const wlm_tensor *W;
-    const uint8_t *xs; uint64_t xstride; uint32_t n_tok;
-    float *y;
-    int i16;               /* Q8_0/Q4_0: c->act16 holds the int16 form (i16eo up to WLM_GEMV_MAX_TOK tokens, else i16x4) */
-} mm_job;
+/* Rows t < n_tok of dst (n floats each) = rmsnorm(row rows[t] of src) * w
+ * when `norm` is given (rows NULL: row t; without norm dst is src), and
+ * their forms in `need`. One token is split across threads by activation
+ * blocks (every block is converted on its own), a batch by tokens. */
+static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const wlm_tensor *norm, float *dst,
+                     uint32_t n_tok, uint32_t n, uint32_t need, uint32_t tid, uint32_t nth) {
+    uint32_t unit = need & NEED_QK ? QK_K : QK8_0, t0 = 0, t1 = n_tok, u0, u1;
+    if (n % unit) unit = n;   /* unquantized input of a width that is not whole blocks: one piece */
+    if (n_tok == 1) wlm_split(n / unit, tid, nth, &u0, &u1);
+    else { wlm_split(n_tok, tid, nth, &t0, &t1); u0 = 0; u1 = n / unit; }
+    uint32_t lo = u0 * unit, hi = u1 * unit;
+    if (lo == hi) return;
+    for (uint32_t t = t0; t < t1; t++) {
+        float *y = norm ? dst + (uint64_t)t * n : (float *)src + (uint64_t)t * n;
+        if (norm) {
+            const float *x = src + (uint64_t)(rows ? rows[t] : t) * n, *w = (const float *)norm->data;
+            float s = rms_scale(x, n, c->m->hp.rms_eps);
+            for (uint32_t i = lo; i < hi; i++) y[i] = (x[i] * s) * w[i];
+        }
+        uint8_t *q8 = c->act + t * c->act_row_bytes;
+        if (need & NEED_Q8) wlm_quantize_row_q8_0(y + lo, (block_q8_0 *)q8 + lo / QK8_0, hi - lo);
+        if (need & NEED_QK) wlm_quantize_row_q8_k(y + lo, (block_q8_k *)(c->act_k + t * c->act_row_bytes) + lo / QK_K, hi - lo);
+        if (need & NEED_I16) {
+            uint8_t *x16 = c->act16 + t * c->act16_row_bytes;
+            if (n_tok <= WLM_GEMV_MAX_TOK) wlm_act_i16eo_blocks((const block_q8_0 *)q8, x16, n, lo / QK8_0, hi / QK8_0);
+            else c->k->unpack_i16x4(GGML_Q8_0, q8, x16, n);
+        }
+    }
+}
 
-static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
-    const mm_job *j = arg;
-    wlm_ctx *c = j->c; const wlm_tensor *W = j->W;
-    uint32_t n = (uint32_t)W->ne[0], rows = (uint32_t)W->ne[1], r0, r1;
+/* Rows [r0, r1) of y[t][r] = W[r] . x[t] for the n_tok tokens of input x
+ * (n floats a row, already converted by act_step): each weight row is read
+ * once for the whole batch, and every y element is computed the same way
+ * whichever thread computes it and however the rows are split. */
+static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, float *y,
+               uint32_t r0, uint32_t r1, uint32_t tid) {
+    uint32_t n = (uint32_t)W->ne[0], rows = (uint32_t)W->ne[1], at = wlm_act_type(W->type);
     uint64_t row_bytes = W->nbytes / W->ne[1];
-    wlm_split(rows, tid, nth, &r0, &r1);
+    if (r1 <= r0) return;
+    const uint8_t *xs = (const uint8_t *)x; uint64_t xstride = (uint64_t)n * 4;
+    if (at != GGML_F32) { xs = at == GGML_Q8_K ? c->act_k : c->act; xstride = c->act_row_bytes; }
+    int i16 = W->type == GGML_Q8_0 || W->type == GGML_Q4_0;   /* every kernel set has gemv/gemm_i16x4 */
     /* With several tokens, an F16/BF16 row is converted once to floats: the
      * F32 kernel then computes bit-identical results. */
-    int unpack = j->n_tok > 1 && (W->type == GGML_F16 || W->type == GGML_BF16);
-    if (W->type == GGML_F16 && j->n_tok > 1 && j->n_tok <= WLM_GEMV_MAX_TOK) {
+    int unpack = n_tok > 1 && (W->type == GGML_F16 || W->type == GGML_BF16);
+    if (W->type == GGML_F16 && n_tok > 1 && n_tok <= WLM_GEMV_MAX_TOK) {
         /* small batches (speculative verification, a few candidates): each
          * 16 halves converted once in registers for every token */
-        if (r1 > r0) c->k->gemv_f16(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0,
-                                    (const float *)j->xs, j->xstride / 4, j->n_tok, j->y + r0, rows);
+        c->k->gemv_f16(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, (const float *)xs, xstride / 4, n_tok, y + r0, rows);
         return;
     }
     wlm_dot_fn dot = c->k->dot[W->type], udot = c->k->dot[GGML_F32];
     uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
     /* K-quants: the kernel set's batched path (kquants*.c) does the whole
      * range for every token, equal to the row dot bit for bit; 0 = none */
-    if (c->k->kq_rows && wlm_act_type(W->type) == GGML_Q8_K && r1 > r0 &&
-        c->k->kq_rows(W->type, n, W->data + r0 * row_bytes, row_bytes, r1 - r0, j->xs, j->xstride, j->n_tok,
-                      j->y + r0, rows, wrow, c->wrow_bytes))
+    if (c->k->kq_rows && at == GGML_Q8_K &&
+        c->k->kq_rows(W->type, n, W->data + r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, n_tok,
+                      y + r0, rows, wrow, c->wrow_bytes))
         return;
-    if (j->i16 && j->n_tok <= WLM_GEMV_MAX_TOK) {
-        /* decode and small batches: the rows of this thread in one call, in
-         * memory order, each weight block widened once for every token */
+    if (i16 && n_tok <= WLM_GEMV_MAX_TOK) {
+        /* decode and small batches: the rows in one call, in memory order,
+         * each weight block widened once for every token */
         wlm_gemv_fn gemv = W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
-        if (r1 > r0) gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, j->xs, j->xstride,
-                          c->act16, c->act16_row_bytes, j->n_tok, j->y + r0, rows);
+        gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, c->act16, c->act16_row_bytes, n_tok, y + r0, rows);
         return;
     }
-    if (j->i16) {
+    if (i16) {
         /* a panel of rows widened to int16 (i16x4 form) once, then the
          * register-tiled kernel against every token of the batch (same sums
          * as dot_q8_0 / dot_q4_0, bit for bit) */
@@ -261,7 +292,7 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
         for (uint32_t r = r0; r < r1; r += WLM_MM_PANEL) {
             uint32_t nr = WLM_MIN(WLM_MM_PANEL, r1 - r);
             for (uint32_t i = 0; i < nr; i++) c->k->unpack_i16x4(W->type, W->data + (uint64_t)(r + i) * row_bytes, wrow + i * rb, n);
-            c->k->gemm_i16x4(n, wrow, rb, nr, c->act16, c->act16_row_bytes, j->n_tok, j->y + r, rows);
+            c->k->gemm_i16x4(n, wrow, rb, nr, c->act16, c->act16_row_bytes, n_tok, y + r, rows);
         }
         return;
     }
@@ -270,44 +301,21 @@ static void mm_rows(void *arg, uint32_t tid, uint32_t nth) {
         if (unpack) {
             if (W->type == GGML_F16) c->k->cvt_f16(n, (const uint16_t *)w, (float *)wrow);
             else wlm_dequantize_row(W->type, w, (float *)wrow, n);
-            for (uint32_t t = 0; t < j->n_tok; t++)
-                j->y[(uint64_t)t * rows + r] = udot(n, wrow, j->xs + t * j->xstride);
+            for (uint32_t t = 0; t < n_tok; t++)
+                y[(uint64_t)t * rows + r] = udot(n, wrow, xs + t * xstride);
             continue;
         }
-        for (uint32_t t = 0; t < j->n_tok; t++)
-            j->y[(uint64_t)t * rows + r] = dot(n, w, j->xs + t * j->xstride);
+        for (uint32_t t = 0; t < n_tok; t++)
+            y[(uint64_t)t * rows + r] = dot(n, w, xs + t * xstride);
     }
 }
 
-static void matmul(wlm_ctx *c, const wlm_tensor *W, act *a, float *y) {
-    uint32_t at = wlm_act_type(W->type);
-    mm_job j = { c, W, 0, 0, a->n_tok, y, 0 };
-    if (at == GGML_F32) {
-        j.xs = (const uint8_t *)a->x; j.xstride = (uint64_t)a->n * 4;
-    } else {
-        j.xstride = c->act_row_bytes;
-        if (a->ready_type != at) {
-            for (uint32_t t = 0; t < a->n_tok; t++)
-                wlm_quantize_act(at, a->x + (uint64_t)t * a->n, c->act + t * j.xstride, a->n);
-            a->ready_type = at;
-        }
-        j.xs = c->act;
-        if (W->type == GGML_Q8_0 || W->type == GGML_Q4_0) {   /* every kernel set has gemv/gemm_i16x4 */
-            if (!a->i16_ready) {
-                for (uint32_t t = 0; t < a->n_tok; t++) {
-                    const uint8_t *x8 = c->act + t * j.xstride;
-                    uint8_t *x16 = c->act16 + t * c->act16_row_bytes;
-                    if (a->n_tok <= WLM_GEMV_MAX_TOK) wlm_act_i16eo((const block_q8_0 *)x8, x16, a->n);
-                    else c->k->unpack_i16x4(GGML_Q8_0, x8, x16, a->n);
-                }
-                a->i16_ready = 1;
-            }
-            j.i16 = 1;
-        }
-    }
-    /* waking the other threads costs microseconds: small products stay on one */
-    uint64_t work = (uint64_t)W->ne[0] * W->ne[1] * a->n_tok;
-    wlm_pool_run(c->pool, mm_rows, &j, work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
+/* y[t][r] += b[r] for rows [r0, r1) of n_tok rows of `rows` values (projection biases) */
+static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t rows, uint32_t r0, uint32_t r1) {
+    if (!b) return;
+    const float *bv = (const float *)b->data;
+    for (uint32_t t = 0; t < n_tok; t++)
+        for (uint32_t r = r0; r < r1; r++) y[(uint64_t)t * rows + r] += bv[r];
 }
 
 void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n) {
@@ -322,37 +330,30 @@ void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n) {
 /* RoPE: pairs of the first n_rot dims of each head rotate by pos * theta_i.
  * Which dims pair up depends on the architecture's convention:
  *   NORM (llama GGUF files): consecutive pairs (x[2i], x[2i+1]);
- *   NEOX (qwen2):            halves, (x[i], x[i + n_rot/2]). */
-static void rope_prepare(wlm_ctx *c, uint32_t pos) {
+ *   NEOX (qwen2):            halves, (x[i], x[i + n_rot/2]).
+ * cs holds (cos, sin) of each pos * theta_i, once per token of a chunk. */
+static void rope_prepare(const wlm_ctx *c, float *cs, uint32_t pos) {
     uint32_t half = c->m->hp.n_rot / 2;
     for (uint32_t i = 0; i < half; i++) {
         double ang = (double)pos * c->rope_freq[i];
-        c->rope_cs[2 * i] = (float)wlm_cos(ang);
-        c->rope_cs[2 * i + 1] = (float)wlm_sin(ang);
+        cs[2 * i] = (float)wlm_cos(ang);
+        cs[2 * i + 1] = (float)wlm_sin(ang);
     }
 }
 
-static void rope_apply(const wlm_ctx *c, float *v, uint32_t n_heads) {
+static void rope_apply(const wlm_ctx *c, const float *cs, float *v, uint32_t n_heads) {
     uint32_t hd = c->m->hp.head_dim, half = c->m->hp.n_rot / 2;
     int neox = c->m->hp.rope_type == WLM_ROPE_NEOX;
     for (uint32_t h = 0; h < n_heads; h++) {
         float *x = v + h * hd;
         for (uint32_t i = 0; i < half; i++) {
-            float co = c->rope_cs[2 * i], si = c->rope_cs[2 * i + 1];
+            float co = cs[2 * i], si = cs[2 * i + 1];
             uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
             float x0 = x[i0], x1 = x[i1];
             x[i0] = x0 * co - x1 * si;
             x[i1] = x0 * si + x1 * co;
         }
     }
-}
-
-/* y[t][r] += b[r] for n_tok rows of `rows` values (projection biases) */
-static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t rows) {
-    if (!b) return;
-    const float *bv = (const float *)b->data;
-    for (uint32_t t = 0; t < n_tok; t++)
-        for (uint32_t r = 0; r < rows; r++) y[(uint64_t)t * rows + r] += bv[r];
 }
 
 /* Attention of one query head over the cached keys/values, tile by tile with
@@ -420,35 +421,61 @@ static uint32_t slot_for(const wlm_ctx *c, uint32_t pos) {
     return keep + (pos - keep) % ring;
 }
 
-/* Stores one token's k (n_head_kv x head_dim floats) and v (n_head_kv x
- * head_dim_v floats), heads consecutive. */
-static void kv_store(wlm_ctx *c, uint32_t layer, uint32_t slot, const float *k, const float *v) {
+/* Stores heads [h0, h1) of one token's keys (heads of head_dim floats) or,
+ * with `values`, its values (heads of head_dim_v) in cache slot `slot`. */
+static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t slot, const float *src, uint32_t h0, uint32_t h1) {
     const wlm_hparams *hp = &c->m->hp;
-    uint32_t hk = hp->head_dim, hv = hp->head_dim_v;
-    for (uint32_t h = 0; h < hp->n_head_kv; h++) {
-        uint64_t off = layer * c->kv_layer_stride + h * c->kv_head_stride + (uint64_t)slot * hk;
-        uint64_t off_v = layer * c->kv_layer_stride_v + h * c->kv_head_stride_v + (uint64_t)slot * hv;
-        const float *ks = k + h * hk, *vs = v + h * hv;
-        if (c->p.kv_type == WLM_KV_F16) {
-            wlm_quantize_row_f16(ks, (uint16_t *)c->k_cache + off, hk);
-            wlm_quantize_row_f16(vs, (uint16_t *)c->v_cache + off_v, hv);
-        } else {
-            wlm_memcpy((float *)c->k_cache + off, ks, hk * 4);
-            wlm_memcpy((float *)c->v_cache + off_v, vs, hv * 4);
-        }
+    uint32_t hs = values ? hp->head_dim_v : hp->head_dim;
+    uint64_t ls = values ? c->kv_layer_stride_v : c->kv_layer_stride, hstr = values ? c->kv_head_stride_v : c->kv_head_stride;
+    void *cache = values ? c->v_cache : c->k_cache;
+    for (uint32_t h = h0; h < h1; h++) {
+        uint64_t off = layer * ls + h * hstr + (uint64_t)slot * hs;
+        if (c->p.kv_type == WLM_KV_F16) wlm_quantize_row_f16(src + h * hs, (uint16_t *)cache + off, hs);
+        else wlm_memcpy((float *)cache + off, src + h * hs, hs * 4);
     }
 }
 
-/* Attention for every (token, query head) pair of a chunk; the pairs are
- * split across threads, each with its own tile of scores. Token t sees the
- * slots of its own sequence up to its own position (causal mask). */
-typedef struct att_job {
-    wlm_ctx *c; uint32_t layer, n; float scale;
-} att_job;
+/* ---- the forward pass for one chunk of tokens --------------------------------------- */
 
-static void attention_heads(void *arg, uint32_t tid, uint32_t nth) {
-    const att_job *j = arg;
-    wlm_ctx *c = j->c;
+/* The whole chunk is one job: every thread runs the steps below in order,
+ * with a barrier wherever a step reads what other threads wrote in the one
+ * before. Nothing runs on one thread while the others wait. The matrix
+ * products, attention and everything fused with them hand out their items
+ * (rows, heads) in chunks from a shared counter (wlm_pool_take): a thread
+ * that runs late does less of the step. Which thread computes an item never
+ * changes what is computed, so results are the same at any thread count.
+ * Two counters alternate: while one step takes from one, thread 0 clears the
+ * other for the next such step (a barrier always lies between two steps). */
+typedef struct fwd {
+    wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row;
+    volatile int32_t next[2];
+} fwd;
+
+typedef struct step { volatile int32_t *next; uint32_t nth; } step;
+
+static step step_begin(fwd *f, uint32_t *k, uint32_t tid, uint32_t nth) {
+    step s = { &f->next[*k & 1], nth };
+    if (tid == 0) __atomic_store_n(&f->next[(*k & 1) ^ 1], 0, __ATOMIC_RELAXED);
+    ++*k;
+    return s;
+}
+
+static int take(const step *s, uint32_t n, uint32_t min, uint32_t *lo, uint32_t *hi) {
+    return wlm_pool_take(s->next, n, s->nth, min, lo, hi);
+}
+
+/* rows per chunk of a matrix product: enough weight bytes that taking a
+ * chunk costs little next to computing it */
+static uint32_t min_rows(const wlm_tensor *W) {
+    uint64_t row_bytes = W->nbytes / W->ne[1];
+    return (uint32_t)WLM_MAX(4u, WLM_MIN(64u, (16384 + row_bytes - 1) / row_bytes));
+}
+
+/* Attention for every (token, query head) pair of a chunk, each thread with
+ * its own tile of scores. Token t sees the slots of its own sequence up to
+ * its own position (causal mask). */
+static void attention_step(const fwd *f, uint32_t layer, float scale, const step *s, uint32_t tid) {
+    wlm_ctx *c = f->c;
     const wlm_hparams *hp = &c->m->hp;
     uint32_t hd = hp->head_dim, hdv = hp->head_dim_v, qd = hp->n_head * hd, od = hp->n_head * hdv;
     uint32_t group = hp->n_head / hp->n_head_kv, lo, hi;
@@ -456,81 +483,148 @@ static void attention_heads(void *arg, uint32_t tid, uint32_t nth) {
     uint64_t esz = f16 ? 2 : 4;
     float *tile = c->att_tile + (uint64_t)tid * WLM_ATT_TILE;
     uint32_t *idx = c->att_idx + (uint64_t)tid * WLM_ATT_TILE;
-    wlm_split(j->n * hp->n_head, tid, nth, &lo, &hi);
-    for (uint32_t i = lo; i < hi; i++) {
-        uint32_t t = i / hp->n_head, hq = i % hp->n_head, hk = hq / group;
-        uint64_t off = j->layer * c->kv_layer_stride + hk * c->kv_head_stride;
-        uint64_t off_v = j->layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
-        wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t],
-                              c->n_slots, c->tok_pos[t], 0 };
-        wlm_attention_tiled_kv(c->k, c->q + (uint64_t)t * qd + hq * hd,
-                               (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off_v * esz,
-                               f16, &mask, hd, hdv, j->scale, c->att + (uint64_t)t * od + hq * hdv, tile, idx);
+    while (take(s, f->n * hp->n_head, 1, &lo, &hi))
+        for (uint32_t i = lo; i < hi; i++) {
+            uint32_t t = i / hp->n_head, hq = i % hp->n_head, hk = hq / group;
+            uint64_t off = layer * c->kv_layer_stride + hk * c->kv_head_stride;
+            uint64_t off_v = layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
+            wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t],
+                                  c->n_slots, c->tok_pos[t], 0 };
+            wlm_attention_tiled_kv(c->k, c->q + (uint64_t)t * qd + hq * hd,
+                                   (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off_v * esz,
+                                   f16, &mask, hd, hdv, scale, c->att + (uint64_t)t * od + hq * hdv, tile, idx);
+        }
+}
+
+/* x = embed(token), and the RoPE angles of each token's position */
+static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
+    wlm_ctx *c = f->c;
+    const wlm_model *m = c->m;
+    uint32_t d = m->hp.n_embd, lo, hi;
+    uint64_t emb_row = m->tok_embd->nbytes / m->tok_embd->ne[1];
+    wlm_split(f->n, tid, nth, &lo, &hi);
+    for (uint32_t t = lo; t < hi; t++) {
+        wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, c->x + (uint64_t)t * d, d);
+        rope_prepare(c, c->rope_cs + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
     }
 }
 
-/* ---- the forward pass for one chunk of tokens --------------------------------------- */
+/* q, k, v = Wq h, Wk h, Wv h (+ biases); q and k rotated by RoPE; k and v
+ * into the cache. The heads of Q, K and V form one range of items (with GQA
+ * the K and V heads are few, and V may be of a wider type): a thread
+ * finishes whole heads, so it rotates and stores what it computed. */
+static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
+    wlm_ctx *c = f->c;
+    const wlm_hparams *hp = &c->m->hp;
+    const wlm_layer *L = &c->m->layers[l];
+    const wlm_tensor *W[3] = { L->wq, L->wk, L->wv }, *B[3] = { L->bq, L->bk, L->bv };
+    float *Y[3] = { c->q, c->kk, c->vv };
+    uint32_t heads[3] = { hp->n_head, hp->n_head_kv, hp->n_head_kv }, hs[3] = { hp->head_dim, hp->head_dim, hp->head_dim_v };
+    uint32_t lo, hi;
+    while (take(s, heads[0] + heads[1] + heads[2], 1, &lo, &hi))
+        for (uint32_t i = 0, base = 0; i < 3; base += heads[i], i++) {
+            uint32_t h0 = WLM_MAX(lo, base), h1 = WLM_MIN(hi, base + heads[i]);
+            if (h0 >= h1) continue;
+            h0 -= base; h1 -= base;
+            uint32_t rows = heads[i] * hs[i];
+            mm(c, W[i], c->xb, f->n, Y[i], h0 * hs[i], h1 * hs[i], tid);
+            add_bias(Y[i], B[i], f->n, rows, h0 * hs[i], h1 * hs[i]);
+            for (uint32_t t = 0; t < f->n; t++) {
+                float *y = Y[i] + (uint64_t)t * rows;
+                if (i < 2) rope_apply(c, c->rope_cs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
+                if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
+            }
+        }
+}
+
+/* x += W y (+ bias): a projection back into the residual stream (attention
+ * output, FFN down), each thread adding the rows it computed */
+static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, const step *s, uint32_t tid) {
+    wlm_ctx *c = f->c;
+    uint32_t d = c->m->hp.n_embd, r0, r1;
+    while (take(s, d, min_rows(W), &r0, &r1)) {
+        mm(c, W, y, f->n, c->xb, r0, r1, tid);
+        add_bias(c->xb, b, f->n, d, r0, r1);
+        for (uint32_t t = 0; t < f->n; t++)
+            for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
+    }
+}
+
+/* hb = silu(W_gate h) * (W_up h): a thread computes the same rows of both */
+static void gate_up_step(const fwd *f, const wlm_layer *L, const step *s, uint32_t tid) {
+    wlm_ctx *c = f->c;
+    uint32_t nff = c->m->hp.n_ff, r0, r1;
+    while (take(s, nff, min_rows(L->w_gate), &r0, &r1)) {
+        mm(c, L->w_gate, c->xb, f->n, c->hb, r0, r1, tid);
+        mm(c, L->w_up, c->xb, f->n, c->hb2, r0, r1, tid);
+        for (uint32_t t = 0; t < f->n; t++)
+            c->k->silu_mul(r1 - r0, c->hb + (uint64_t)t * nff + r0, c->hb2 + (uint64_t)t * nff + r0);
+    }
+}
+
+static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
+    fwd *f = arg;
+    wlm_ctx *c = f->c;
+    const wlm_model *m = c->m;
+    const wlm_hparams *hp = &m->hp;
+    wlm_pool *p = c->pool;
+    uint32_t n = f->n, d = hp->n_embd, od = hp->n_head * hp->head_dim_v, k = 0;
+    float scale = 1.0f / wlm_sqrtf((float)hp->head_dim);
+    step s;
+
+    embed_step(f, tid, nth);
+    wlm_pool_barrier(p, nth);
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        const wlm_layer *L = &m->layers[l];
+        /* attention block: h = rmsnorm(x) * w_attn_norm; q, k, v; attention; x += Wo att */
+        act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, needs_of(L->wq) | needs_of(L->wk) | needs_of(L->wv), tid, nth);
+        wlm_pool_barrier(p, nth);
+        s = step_begin(f, &k, tid, nth);
+        qkv_step(f, l, &s, tid);
+        wlm_pool_barrier(p, nth);
+        s = step_begin(f, &k, tid, nth);
+        attention_step(f, l, scale, &s, tid);
+        wlm_pool_barrier(p, nth);
+        act_step(c, c->att, 0, 0, 0, n, od, needs_of(L->wo), tid, nth);
+        wlm_pool_barrier(p, nth);
+        s = step_begin(f, &k, tid, nth);
+        residual_step(f, L->wo, L->bo, c->att, &s, tid);
+        wlm_pool_barrier(p, nth);
+        /* feed-forward block (SwiGLU): h = rmsnorm(x) * w_ffn_norm; x += W_down (silu(W_gate h) * (W_up h)) */
+        act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, needs_of(L->w_gate) | needs_of(L->w_up), tid, nth);
+        wlm_pool_barrier(p, nth);
+        s = step_begin(f, &k, tid, nth);
+        gate_up_step(f, L, &s, tid);
+        wlm_pool_barrier(p, nth);
+        act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, needs_of(L->w_down), tid, nth);
+        wlm_pool_barrier(p, nth);
+        s = step_begin(f, &k, tid, nth);
+        residual_step(f, L->w_down, 0, c->hb, &s, tid);
+        wlm_pool_barrier(p, nth);
+    }
+
+    /* logits = W_out (rmsnorm(x) * w_out_norm) for the tokens asked for */
+    if (!f->n_out) return;
+    act_step(c, c->x, c->out_tok, m->out_norm, c->xb, f->n_out, d, needs_of(m->output), tid, nth);
+    wlm_pool_barrier(p, nth);
+    s = step_begin(f, &k, tid, nth);
+    uint32_t r0, r1;
+    while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1))
+        mm(c, m->output, c->xb, f->n_out, c->logits + (uint64_t)f->out_row * hp->n_vocab, r0, r1, tid);
+}
 
 /* Runs n tokens whose sequence, position and cache slot are in
  * c->tok_seq/tok_pos/tok_slot; writes the logits of the n_out tokens listed
  * in c->out_tok into rows out_row.. of c->logits. */
 static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_t n_out, uint32_t out_row) {
-    const wlm_model *m = c->m;
-    const wlm_hparams *hp = &m->hp;
-    uint32_t d = hp->n_embd, hd = hp->head_dim, qd = hp->n_head * hd, kvd = hp->n_head_kv * hd;
-    uint32_t hdv = hp->head_dim_v, vd = hp->n_head_kv * hdv, od = hp->n_head * hdv;
-    float scale = 1.0f / wlm_sqrtf((float)hd);
-    uint64_t emb_row = m->tok_embd->nbytes / m->tok_embd->ne[1];
-
-    /* x = embed(token) */
-    for (uint32_t t = 0; t < n; t++)
-        wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)tokens[t] * emb_row, c->x + (uint64_t)t * d, d);
-
-    for (uint32_t l = 0; l < hp->n_layer; l++) {
-        const wlm_layer *L = &m->layers[l];
-        /* attention block */
-        for (uint32_t t = 0; t < n; t++)
-            rmsnorm(c->xb + (uint64_t)t * d, c->x + (uint64_t)t * d, (const float *)L->attn_norm->data, d, hp->rms_eps);
-        act h = act_of(c->xb, n, d);
-        matmul(c, L->wq, &h, c->q);
-        matmul(c, L->wk, &h, c->kk);
-        matmul(c, L->wv, &h, c->vv);
-        add_bias(c->q, L->bq, n, qd);
-        add_bias(c->kk, L->bk, n, kvd);
-        add_bias(c->vv, L->bv, n, vd);
-        for (uint32_t t = 0; t < n; t++) {
-            rope_prepare(c, (uint32_t)c->tok_pos[t]);
-            rope_apply(c, c->q + (uint64_t)t * qd, hp->n_head);
-            rope_apply(c, c->kk + (uint64_t)t * kvd, hp->n_head_kv);
-            kv_store(c, l, c->tok_slot[t], c->kk + (uint64_t)t * kvd, c->vv + (uint64_t)t * vd);
-        }
-        att_job aj = { c, l, n, scale };
-        uint64_t att_work = (uint64_t)n * hp->n_head * c->n_slots * (hd + hdv);
-        wlm_pool_run(c->pool, attention_heads, &aj, att_work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
-        act a = act_of(c->att, n, od);
-        matmul(c, L->wo, &a, c->xb);
-        add_bias(c->xb, L->bo, n, d);
-        for (uint64_t i = 0; i < (uint64_t)n * d; i++) c->x[i] += c->xb[i];
-
-        /* feed-forward block (SwiGLU) */
-        for (uint32_t t = 0; t < n; t++)
-            rmsnorm(c->xb + (uint64_t)t * d, c->x + (uint64_t)t * d, (const float *)L->ffn_norm->data, d, hp->rms_eps);
-        act f = act_of(c->xb, n, d);
-        matmul(c, L->w_gate, &f, c->hb);
-        matmul(c, L->w_up, &f, c->hb2);
-        for (uint32_t t = 0; t < n; t++)
-            c->k->silu_mul(hp->n_ff, c->hb + (uint64_t)t * hp->n_ff, c->hb2 + (uint64_t)t * hp->n_ff);
-        act g = act_of(c->hb, n, hp->n_ff);
-        matmul(c, L->w_down, &g, c->xb);
-        for (uint64_t i = 0; i < (uint64_t)n * d; i++) c->x[i] += c->xb[i];
-    }
-
-    /* logits = W_out rmsnorm(x) for the tokens asked for */
-    if (!n_out) return;
-    for (uint32_t r = 0; r < n_out; r++)
-        rmsnorm(c->xb + (uint64_t)r * d, c->x + (uint64_t)c->out_tok[r] * d, (const float *)m->out_norm->data, d, hp->rms_eps);
-    act o = act_of(c->xb, n_out, d);
-    matmul(c, m->output, &o, c->logits + (uint64_t)out_row * hp->n_vocab);
+    fwd f = { c, tokens, n, n_out, out_row, { 0, 0 } };
+    /* waking the other threads and the barriers cost microseconds: a model
+     * whose largest layer matrix times the tokens is small stays on one */
+    const wlm_layer *L = &c->m->layers[0];
+    const wlm_tensor *W[7] = { L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down };
+    uint64_t work = 0;
+    for (int i = 0; i < 7; i++) work = WLM_MAX(work, (uint64_t)W[i]->ne[0] * W[i]->ne[1] * n);
+    wlm_pool_run(c->pool, forward_job, &f, work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
 }
 
 wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seqs,

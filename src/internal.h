@@ -258,6 +258,8 @@ static inline uint64_t wlm_i16x4_row_bytes(uint32_t n) { return (uint64_t)n * 2 
  * read as int16 lanes); then the nb scales as floats at byte offset 2n; then
  * the nb exact block sums as int32 at 2n + 4 nb. */
 void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n);
+/* the same for blocks [b0, b1) only (each block converts on its own) */
+void wlm_act_i16eo_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1);
 static inline uint64_t wlm_i16eo_row_bytes(uint32_t n) { return (uint64_t)n * 2 + (uint64_t)n / 32 * 8; }
 /* position of value k (0..31) of a block in the i16eo order */
 static inline uint32_t wlm_i16eo_pos(uint32_t k) { return (k & 16) + ((k & 1) << 3) + ((k & 15) >> 1); }
@@ -281,6 +283,7 @@ struct wlm_pool {
     volatile int32_t gen;      /* job generation, -1 = shut down */
     volatile int32_t done;     /* workers that finished the current job */
     volatile int32_t exited;   /* workers that left their loop */
+    volatile int32_t bar_count, bar_gen; /* wlm_pool_barrier: arrived threads, generation */
     uint32_t n_threads;        /* including the coordinating thread */
     uint32_t n_active;         /* threads taking part in the current job */
     wlm_job_fn fn; void *arg;
@@ -288,6 +291,12 @@ struct wlm_pool {
 /* runs fn(arg, tid, nth) on nth threads (the caller is tid 0) and returns
  * when all are done; p == NULL or nth <= 1 runs it inline */
 void wlm_pool_run(wlm_pool *p, wlm_job_fn fn, void *arg, uint32_t nth);
+/* called by every one of a job's nth threads: waits until all have called
+ * it (no-op for p == NULL or nth <= 1) */
+void wlm_pool_barrier(wlm_pool *p, uint32_t nth);
+/* inside a job: the next chunk [lo, hi) of n items from a counter shared
+ * by the job's nth threads (0 at the start); returns 0 when none are left */
+int wlm_pool_take(volatile int32_t *next, uint32_t n, uint32_t nth, uint32_t min, uint32_t *lo, uint32_t *hi);
 void wlm_split(uint32_t n, uint32_t tid, uint32_t nth, uint32_t *lo, uint32_t *hi);
 #ifndef __wasm__
 void wlm_sys_wait32(volatile int32_t *addr, int32_t expected);
@@ -320,7 +329,7 @@ struct wlm_ctx {
     int32_t *slot_pos;     /* absolute position stored in each slot, -1 empty */
     /* scratch for a batch of up to n_batch tokens */
     float *x, *xb, *q, *kk, *vv, *att, *hb, *hb2;
-    uint8_t *act;          /* quantized activations, n_batch rows */
+    uint8_t *act, *act_k;  /* quantized activations, n_batch rows: Q8_0 blocks, Q8_K blocks */
     uint64_t act_row_bytes;
     uint8_t *wrow;         /* per thread: one weight row unpacked for a batch (prefill) */
     uint8_t *act16;        /* int8 activations widened to int16 + float scales (prefill) */
@@ -332,7 +341,7 @@ struct wlm_ctx {
     uint32_t *att_idx;     /* the cache slots of that tile, per thread */
     float *spec_q;         /* n_vocab: a dense draft distribution (wlm_spec_accept) */
     double *rope_freq;     /* n_rot/2 inverse frequencies base^(-2i/n_rot) */
-    float *rope_cs;        /* cos/sin pairs for one position */
+    float *rope_cs;        /* cos/sin pairs for the position of each token of a chunk (n_rot floats apart) */
     /* sampler work space */
     int32_t *cand_id; float *cand_val; uint8_t *seen;
     void *mem; uint64_t mem_bytes;
@@ -356,8 +365,11 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
                             int kv_f16, const wlm_att_mask *mask, uint32_t hd_k, uint32_t hd_v,
                             float scale, float *out, float *tile, uint32_t *idx);
 
-/* log P(tok) under softmax(logits) at T = 1 (sampler.c), the sum by k->sum_exp */
+/* log P(tok) under softmax(logits) at T = 1 (sampler.c): the vocabulary in
+ * 32 fixed blocks, each by k->logit_max / k->sum_exp, blocks added in order;
+ * wlm_ctx_token_logprob shares the blocks among c's threads, same value */
 float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, int32_t tok);
+float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok);
 
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */
 void wlm_kv_reset(wlm_ctx *c);

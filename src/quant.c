@@ -113,12 +113,14 @@ void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) 
     }
 }
 
-void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n) {
+void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n) { wlm_act_i16eo_blocks(x, out, n, 0, n / 32); }
+
+void wlm_act_i16eo_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) {
     uint32_t nb = n / 32;
     int16_t *q = (int16_t *)out;
     float *d = (float *)(out + (uint64_t)n * 2);
     int32_t *sum = (int32_t *)(out + (uint64_t)n * 2 + (uint64_t)nb * 4);
-    for (uint32_t b = 0; b < nb; b++) {
+    for (uint32_t b = b0; b < b1; b++) {
         int32_t s = 0;
         for (uint32_t k = 0; k < 32; k++) { q[b * 32 + wlm_i16eo_pos(k)] = x[b].qs[k]; s += x[b].qs[k]; }
         d[b] = wlm_f16_to_f32(x[b].d);

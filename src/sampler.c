@@ -155,15 +155,48 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
  * NaN and -inf are excluded, +inf counts as the largest float, so the
  * result is always <= 0 (a huge logit can not give a positive logprob: the
  * max's own term exp(0) is exactly 1, so the sum is >= 1 and its log >= 0).
- * The max and the sum over the vocabulary are the kernel set's logit_max and
- * sum_exp (float exp, fixed order: the same bits in every build). */
-static float model_logprob(const wlm_kernels *k, const float *logits, uint32_t n, int32_t tok) {
-    float m = k->logit_max(n, logits);
+ * The vocabulary is cut into LP_BLOCKS fixed blocks: the maximum and the
+ * sum of exp(logit - max) are taken block by block with the kernel set's
+ * logit_max and sum_exp (float exp, fixed order: the same bits in every
+ * build), and the block sums added in order, so the context's threads can
+ * share the blocks and the result is the same at any thread count. */
+#define LP_BLOCKS 32
+#define LP_MIN_PARALLEL 8192   /* a smaller vocabulary is not worth waking the threads */
+
+static float lp_value(float x) { return x > FLT_BIG ? FLT_BIG : x; }
+
+typedef struct lp_job {
+    const wlm_kernels *k; const float *logits; uint32_t n; wlm_pool *pool;
+    float bmax[LP_BLOCKS]; double bsum[LP_BLOCKS];
+} lp_job;
+
+static void lp_blocks(void *arg, uint32_t tid, uint32_t nth) {
+    lp_job *j = arg;
+    uint32_t bs = (j->n + LP_BLOCKS - 1) / LP_BLOCKS, b0, b1;
+    wlm_split(LP_BLOCKS, tid, nth, &b0, &b1);
+    for (uint32_t b = b0; b < b1; b++) {
+        uint32_t i0 = WLM_MIN(j->n, b * bs), i1 = WLM_MIN(j->n, (b + 1) * bs);
+        j->bmax[b] = i1 > i0 ? j->k->logit_max(i1 - i0, j->logits + i0) : -__builtin_inff();
+    }
+    wlm_pool_barrier(j->pool, nth);
+    float m = -__builtin_inff();
+    for (uint32_t b = 0; b < LP_BLOCKS; b++) if (j->bmax[b] > m) m = j->bmax[b];
+    for (uint32_t b = b0; b < b1; b++) {
+        uint32_t i0 = WLM_MIN(j->n, b * bs), i1 = WLM_MIN(j->n, (b + 1) * bs);
+        j->bsum[b] = i1 > i0 ? j->k->sum_exp(i1 - i0, j->logits + i0, m) : 0.0;
+    }
+}
+
+static float model_logprob(const wlm_kernels *k, wlm_pool *pool, uint32_t nth, const float *logits, uint32_t n, int32_t tok) {
     float x = logits[tok];
-    if (x != x || x == -__builtin_inff()) return -__builtin_inff();
-    if (x > FLT_BIG) x = FLT_BIG;
-    double s = k->sum_exp(n, logits, m);
-    return (x - m) - (float)wlm_log(s);
+    if (excluded(x)) return -__builtin_inff();
+    lp_job j;
+    j.k = k; j.logits = logits; j.n = n; j.pool = pool;
+    wlm_pool_run(pool, lp_blocks, &j, pool && n >= LP_MIN_PARALLEL ? nth : 1);
+    float m = -__builtin_inff();
+    double s = 0;
+    for (uint32_t b = 0; b < LP_BLOCKS; b++) { if (j.bmax[b] > m) m = j.bmax[b]; s += j.bsum[b]; }
+    return (lp_value(x) - m) - (float)wlm_log(s);
 }
 
 wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
@@ -187,7 +220,7 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
         for (uint32_t i = 0; i < k; i++) { cum += c->cand_val[i]; if (u < cum) { tok = c->cand_id[i]; break; } }
     }
     *token = tok;
-    if (logprob) *logprob = model_logprob(c->k, logits, n, tok);
+    if (logprob) *logprob = model_logprob(c->k, c->pool, c->n_thr, logits, n, tok);
     return WLM_OK;
 }
 
@@ -205,5 +238,9 @@ uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_para
 
 /* log P(tok) under softmax(logits) at T = 1 (speculative.c reports it too) */
 float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, int32_t tok) {
-    return model_logprob(k, logits, n, tok);
+    return model_logprob(k, 0, 1, logits, n, tok);
+}
+/* the same value on the context's threads */
+float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok) {
+    return model_logprob(c->k, c->pool, c->n_thr, logits, n, tok);
 }

@@ -72,6 +72,6 @@ wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sampler_pa
     }
     for (uint32_t i = 0; i < q_n; i++) q[q_ids[i]] = 0.0f;
     *token = out;
-    if (logprob) *logprob = wlm_token_logprob(c->k, logits, nv, out);
+    if (logprob) *logprob = wlm_ctx_token_logprob(c, logits, nv, out);
     return WLM_OK;
 }
