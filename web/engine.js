@@ -704,7 +704,7 @@ export class Engine {
       const n = this.dv.getUint32(nOut, true);
       if (st !== 0 && n > this.tokCap && attempt === 0) { this._ensureTok(n); continue; }
       this._check(st, 'tokenize');
-      return Array.from(this.i32.subarray(this.tokBuf >> 2, (this.tokBuf >> 2) + n));
+      return Array.from(this.i32.subarray(this.tokBuf >>> 2, (this.tokBuf >>> 2) + n));
     }
     throw new WasmlmError('tokenize: token buffer too small', 1);
   }
@@ -763,7 +763,7 @@ export class Engine {
     const k = Math.min(n, tokens.length);
     if (k === 0) return 0;
     this._ensureHist(k);
-    const base = this.histBuf >> 2, i32 = this.i32;
+    const base = this.histBuf >>> 2, i32 = this.i32;
     for (let i = 0; i < k; i++) i32[base + i] = tokens[tokens.length - k + i];
     return k;
   }
@@ -771,7 +771,7 @@ export class Engine {
   /** Evaluates tokens (written at tokBuf) in chunks of n_batch; returns status. */
   _evalTokens(ids, shouldStop) {
     this._ensureTok(Math.min(ids.length, this.nBatch) || 1);
-    const base = this.tokBuf >> 2;
+    const base = this.tokBuf >>> 2;
     for (let i = 0; i < ids.length; i += this.nBatch) {
       if (shouldStop && shouldStop()) return -1;
       const n = Math.min(this.nBatch, ids.length - i);
@@ -926,8 +926,8 @@ export class Engine {
     const n = this.x.wlm_sample_dist(this.ctx, logits, sp, this.histBuf, nh, this.distIds, this.distProbs, cap) >>> 0;
     const out = [];
     for (let i = 0; i < n; i++) {
-      const token = this.i32[(this.distIds >> 2) + i];
-      out.push({ token, prob: this.f32[(this.distProbs >> 2) + i], text: utf8.decode(this.tokenBytes(token)) });
+      const token = this.i32[(this.distIds >>> 2) + i];
+      out.push({ token, prob: this.f32[(this.distProbs >>> 2) + i], text: utf8.decode(this.tokenBytes(token)) });
     }
     return out;
   }

@@ -27,7 +27,7 @@ function evalBatch(eng, tokens, seqs, want) {
     eng._batchBuf = eng.alloc(eng._batchCap * 9 + 8);
   }
   const p = eng._batchBuf, cap = eng._batchCap;
-  const i32 = eng.i32, u8 = eng.u8, b = p >> 2;
+  const i32 = eng.i32, u8 = eng.u8, b = p >>> 2;
   for (let i = 0; i < n; i++) { i32[b + i] = tokens[i]; i32[b + cap + i] = seqs[i]; u8[p + 8 * cap + i] = want ? (want[i] ? 1 : 0) : 1; }
   eng._clearErr();
   return eng.x.wlm_eval_batch(eng.ctx, p, p + 4 * cap, p + 8 * cap, n, eng.scratch);
@@ -149,7 +149,7 @@ export function startBatch(eng, prompt, opts = {}) {
 /** log-softmax pieces of a logits row: the top `k` tokens by logit and log Z. */
 function topK(eng, row, k) {
   const nv = eng.hparams.nVocab;
-  const f = eng.f32, b = logitsRow(eng, row) >> 2;
+  const f = eng.f32, b = logitsRow(eng, row) >>> 2;
   let m = -Infinity;
   for (let i = 0; i < nv; i++) { const v = f[b + i]; if (v > m && v < Infinity) m = v; }
   let s = 0;
@@ -368,8 +368,8 @@ export function startSpeculative(eng, prompt, opts = {}) {
             const q = qs && qs[i];
             const n = q ? q.ids.length : 1;
             const i32 = eng.i32, f32 = eng.f32;
-            if (q) { i32.set(q.ids, qIds >> 2); f32.set(q.probs, qProbs >> 2); }
-            else { i32[qIds >> 2] = drafts[i]; f32[qProbs >> 2] = 1; }
+            if (q) { i32.set(q.ids, qIds >>> 2); f32.set(q.probs, qProbs >>> 2); }
+            else { i32[qIds >>> 2] = drafts[i]; f32[qProbs >>> 2] = 1; }
             const sp = eng._writeSampler(o);
             const nh = eng._writeHist(s.history, o.repeatLastN);
             eng._clearErr();
@@ -428,7 +428,7 @@ export function startDraft(eng, opts = {}) {
         const nh = eng._writeHist(history, o.repeatLastN);
         const n = eng.x.wlm_sample_dist(eng.ctx, logitsP, sp, eng.histBuf, nh, idsP, probsP, cap) >>> 0;
         if (n === 0) break;
-        const qi = eng.i32.slice(idsP >> 2, (idsP >> 2) + n), qp = eng.f32.slice(probsP >> 2, (probsP >> 2) + n);
+        const qi = eng.i32.slice(idsP >>> 2, (idsP >>> 2) + n), qp = eng.f32.slice(probsP >>> 2, (probsP >>> 2) + n);
         // x ~ q with the draft's own rng (greedy: q is one-hot)
         let x = qi[n - 1];
         if (n > 1) {
