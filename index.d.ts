@@ -93,7 +93,8 @@ export interface GenerateOptions extends SamplingOptions {
   /** Draft model only (default true): each round drafts the k in [0, draftTokens] with the most
    * expected tokens per millisecond, from the measured acceptance rate, draft time per token and
    * target time per pass; k = 0 is a plain target step (a draft that is rarely right no longer
-   * slows generation down), with a one-token probe every 8 plain rounds. false: always draftTokens. */
+   * slows generation down), with a one-token probe after 8 plain rounds, the interval doubling up to 64
+   * while the draft stays poor. false: always draftTokens. */
   adaptive?: boolean;
   /** Stop strings: generation ends before the first occurrence (not included in the text). */
   stop?: string[] | string;

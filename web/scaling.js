@@ -145,9 +145,10 @@ async function checkVocab(target, draft) {
  * (the small-batch kernels). A round with k drafts emits on average
  * (1 - a^(k+1)) / (1 - a) tokens; the k in [0, draftTokens] with the most
  * tokens per step wins. k = 0 is a plain target step, so a draft that is
- * rarely right no longer makes generation slower; every `PROBE` plain rounds
- * one round drafts a token again so a draft that starts agreeing is
- * noticed. The choice depends only on the models and the tokens, never on
+ * rarely right no longer makes generation slower; after `PROBE` plain rounds
+ * one round drafts a token again so a draft that starts agreeing is noticed,
+ * the interval doubling (up to `PROBE_MAX`) while the draft stays poor (a
+ * probe costs the draft's catch-up over the tokens it missed). The choice depends only on the models and the tokens, never on
  * timings: a seed gives the same tokens on every run and machine.
  */
 export function chooseDraftTokens(kMax, acceptance, draftCost) {
@@ -159,7 +160,7 @@ export function chooseDraftTokens(kMax, acceptance, draftCost) {
   }
   return best;
 }
-const PROBE = 8;
+const PROBE = 8, PROBE_MAX = 64;
 
 export async function* speculative(target, draft, prompt, opts = {}) {
   const { signal, draft: _d, draftTokens = 4, adaptive = true, ...rest } = opts;
@@ -173,7 +174,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
   const { committed } = await withSignal(target._client, 'specStart', { session, prompt, options }, signal);
   try {
     await draft._client.call('draftStart', { session, options: rest });
-    let k = kMax, draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0;
+    let k = kMax, draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0, probeEvery = PROBE;
     let proposed = 0, accepted = 0;
     const draftCost = (draft.info?.fileSize || 1) / (target.info?.fileSize || 1);
     for (;;) {
@@ -204,7 +205,8 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       proposed += p.tokens.length; accepted += r.accepted || 0;
       if (adaptive && proposed > 0) {
         k = chooseDraftTokens(kMax, accepted / proposed, draftCost);
-        if (k === 0 && ++sincePlain >= PROBE) { k = 1; sincePlain = 0; }
+        if (k > 0) probeEvery = PROBE;
+        else if (++sincePlain >= probeEvery) { k = 1; sincePlain = 0; probeEvery = Math.min(probeEvery * 2, PROBE_MAX); }
       }
     }
   } finally {

@@ -12,6 +12,25 @@
 typedef struct { wlm_pool *p; uint32_t tid; } warg;
 static void *wmain(void *a) { warg *w = a; wlm_worker_loop(w->p, w->tid); return NULL; }
 
+/* a context of model m on n threads (a pool and n - 1 pthreads when n > 1) */
+typedef struct { wlm_ctx *c; wlm_pool *p; uint32_t n; pthread_t th[8]; warg a[8]; } tctx;
+
+static int tctx_new(tctx *t, wlm_model *m, wlm_ctx_params cp, uint32_t n) {
+    wlm_err err;
+    cp.n_threads = n;
+    t->n = n;
+    if (wlm_ctx_new(&t->c, m, &cp, &err) != WLM_OK) return 0;
+    t->p = n > 1 ? wlm_pool_new(n) : NULL;
+    for (uint32_t i = 1; i < n; i++) { t->a[i].p = t->p; t->a[i].tid = i; pthread_create(&t->th[i], NULL, wmain, &t->a[i]); }
+    wlm_ctx_set_pool(t->c, t->p, n);
+    return 1;
+}
+
+static void tctx_free(tctx *t) {
+    wlm_ctx_free(t->c);
+    if (t->p) { wlm_pool_free(t->p); for (uint32_t i = 1; i < t->n; i++) pthread_join(t->th[i], NULL); }
+}
+
 static void sum_job(void *arg, uint32_t tid, uint32_t nth) {
     int64_t *parts = arg;
     uint32_t lo, hi;
@@ -53,13 +72,10 @@ TEST(threads_same_logits_any_thread_count) {
     float *ref = malloc(512 * 4 * 8);
     for (uint32_t n = 1; n <= 3; n++) {
         wlm_ctx_params cp; wlm_ctx_default_params(&cp);
-        cp.n_threads = n; cp.n_batch = 4; cp.n_ctx = 64;
-        wlm_ctx *c;
-        REQUIRE(wlm_ctx_new(&c, m, &cp, &err) == WLM_OK);
-        wlm_pool *p = n > 1 ? wlm_pool_new(n) : NULL;
-        pthread_t th[4]; warg a[4];
-        for (uint32_t t = 1; t < n; t++) { a[t].p = p; a[t].tid = t; pthread_create(&th[t], NULL, wmain, &a[t]); }
-        wlm_ctx_set_pool(c, p, n);
+        cp.n_batch = 4; cp.n_ctx = 64;
+        tctx tc;
+        REQUIRE(tctx_new(&tc, m, cp, n));
+        wlm_ctx *c = tc.c;
         REQUIRE(wlm_eval(c, prompt, 11, &err) == WLM_OK);           /* prefill in chunks of 4 */
         int32_t tok = 432;
         for (int s = 0; s < 8; s++) {
@@ -68,8 +84,7 @@ TEST(threads_same_logits_any_thread_count) {
             else CHECKF(memcmp(ref + s * 512, l, 512 * 4) == 0, "step %d differs with %u threads", s, n);
             REQUIRE(wlm_eval(c, &tok, 1, &err) == WLM_OK);
         }
-        wlm_ctx_free(c);
-        if (p) { wlm_pool_free(p); for (uint32_t t = 1; t < n; t++) pthread_join(th[t], NULL); }
+        tctx_free(&tc);
     }
     free(ref);
     wlm_model_free(m);
@@ -138,14 +153,11 @@ TEST(threads_same_logits_every_weight_type) {
             float ref[STEPS][NV];
             for (uint32_t n = 1; n <= 4; n++) {
                 wlm_ctx_params cp; wlm_ctx_default_params(&cp);
-                cp.n_threads = n; cp.n_batch = 4; cp.n_ctx = 64;
+                cp.n_batch = 4; cp.n_ctx = 64;
                 cp.kv_type = variant ? WLM_KV_F16 : WLM_KV_F32;
-                wlm_ctx *c;
-                REQUIRE(wlm_ctx_new(&c, m, &cp, &err) == WLM_OK);
-                wlm_pool *p = n > 1 ? wlm_pool_new(n) : NULL;
-                pthread_t th[4]; warg a[4];
-                for (uint32_t t = 1; t < n; t++) { a[t].p = p; a[t].tid = t; pthread_create(&th[t], NULL, wmain, &a[t]); }
-                wlm_ctx_set_pool(c, p, n);
+                tctx tc;
+                REQUIRE(tctx_new(&tc, m, cp, n));
+                wlm_ctx *c = tc.c;
                 REQUIRE(wlm_eval(c, prompt, 11, &err) == WLM_OK);
                 for (int s = 0; s < STEPS; s++) {
                     const float *l = wlm_ctx_logits(c);
@@ -155,8 +167,7 @@ TEST(threads_same_logits_every_weight_type) {
                     int32_t tok = 2 + (s * 5) % (NV - 2);
                     REQUIRE(wlm_eval(c, &tok, 1, &err) == WLM_OK);
                 }
-                wlm_ctx_free(c);
-                if (p) { wlm_pool_free(p); for (uint32_t t = 1; t < n; t++) pthread_join(th[t], NULL); }
+                tctx_free(&tc);
             }
             if (qdata) { wlm_model_free(m); wlm_sys_free(qdata); }
         }
@@ -192,19 +203,14 @@ TEST(threads_same_logprob_any_thread_count) {
     }
     for (uint32_t n = 1; n <= 4; n++) {
         wlm_ctx_params cp; wlm_ctx_default_params(&cp);
-        cp.n_threads = n; cp.n_ctx = 16;
-        wlm_ctx *c;
-        REQUIRE(wlm_ctx_new(&c, m, &cp, &err) == WLM_OK);
-        wlm_pool *p = n > 1 ? wlm_pool_new(n) : NULL;
-        pthread_t th[4]; warg a[4];
-        for (uint32_t t = 1; t < n; t++) { a[t].p = p; a[t].tid = t; pthread_create(&th[t], NULL, wmain, &a[t]); }
-        wlm_ctx_set_pool(c, p, n);
+        cp.n_ctx = 16;
+        tctx tc;
+        REQUIRE(tctx_new(&tc, m, cp, n));
         for (int k = 0; k < 6; k++) {
-            float lp = wlm_ctx_token_logprob(c, lg, NV, toks[k]);
+            float lp = wlm_ctx_token_logprob(tc.c, lg, NV, toks[k]);
             CHECKF(memcmp(&lp, &ref[k], sizeof lp) == 0, "token %d: %u threads give %.9g, 1 gives %.9g", toks[k], n, lp, ref[k]);
         }
-        wlm_ctx_free(c);
-        if (p) { wlm_pool_free(p); for (uint32_t t = 1; t < n; t++) pthread_join(th[t], NULL); }
+        tctx_free(&tc);
     }
     free(lg);
     wlm_model_free(m);
