@@ -91,8 +91,9 @@ export interface GenerateOptions extends SamplingOptions {
   /** Most draft tokens per target pass (default 4). */
   draftTokens?: number;
   /** Draft model only (default true): each round drafts the k in [0, draftTokens] with the most
-   * expected tokens per millisecond, from the measured acceptance rate, draft time per token and
-   * target time per pass; k = 0 is a plain target step (a draft that is rarely right no longer
+   * expected tokens per unit of work, from the acceptance rate so far and a fixed cost model (a
+   * draft token costs draft file size / target file size target steps; no timings, so a seed gives
+   * the same tokens everywhere); k = 0 is a plain target step (a draft that is rarely right no longer
    * slows generation down), with a one-token probe after 8 plain rounds, the interval doubling up to 64
    * while the draft stays poor. false: always draftTokens. */
   adaptive?: boolean;
