@@ -26,6 +26,12 @@
 #ifndef WLM_GEMV_MAX_TOK
 #define WLM_GEMV_MAX_TOK 3
 #endif
+/* F16 batches up to this many tokens convert each 16 halves once in
+ * registers for every token (gemv_f16); larger ones convert a row once to
+ * floats in memory and take the F32 dot per token */
+#ifndef WLM_GEMV_F16_MAX_TOK
+#define WLM_GEMV_F16_MAX_TOK 8
+#endif
 
 typedef struct plan {
     uint64_t total;
@@ -263,7 +269,7 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
     /* With several tokens, an F16/BF16 row is converted once to floats: the
      * F32 kernel then computes bit-identical results. */
     int unpack = n_tok > 1 && (W->type == GGML_F16 || W->type == GGML_BF16);
-    if (W->type == GGML_F16 && n_tok > 1 && n_tok <= WLM_GEMV_MAX_TOK) {
+    if (W->type == GGML_F16 && n_tok > 1 && n_tok <= WLM_GEMV_F16_MAX_TOK) {
         /* small batches (speculative verification, a few candidates): each
          * 16 halves converted once in registers for every token */
         c->k->gemv_f16(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, (const float *)xs, xstride / 4, n_tok, y + r0, rows);
