@@ -140,10 +140,12 @@ export interface SpeculativeStats {
   /** generated tokens per target pass (1 = no gain) */
   tokensPerPass: number;
   draftTokens: number;
-  /** with a draft model: time spent drafting, rounds, wall time */
+  /** with a draft model: time spent drafting, rounds, rounds without drafts (adaptive k = 0), wall time */
   draftMs?: number;
   rounds?: number;
+  plainRounds?: number;
   wallMs?: number;
+  adaptive?: boolean;
 }
 
 export interface GenerationStats {

@@ -79,25 +79,6 @@ static inline v128_t half4_fast(v128_t h8, int high) {
     return wasm_f32x4_mul(v, wasm_f32x4_splat(0x1p112f));
 }
 
-static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
-    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0, mx = a0;
-    v128_t m = wasm_i16x8_splat(0x7fff);
-    uint32_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        v128_t h0 = wasm_v128_load(w + i), h1 = wasm_v128_load(w + i + 8);
-        mx = wasm_u16x8_max(mx, wasm_u16x8_max(wasm_v128_and(h0, m), wasm_v128_and(h1, m)));
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(half4_fast(h0, 0), wasm_v128_load(x + i)));
-        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(half4_fast(h0, 1), wasm_v128_load(x + i + 4)));
-        a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(half4_fast(h1, 0), wasm_v128_load(x + i + 8)));
-        a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(half4_fast(h1, 1), wasm_v128_load(x + i + 12)));
-    }
-    /* any |half| >= 0x7c00 (infinity or NaN): redo the row exactly */
-    if (!wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00)))) return dot_f16_exact(n, w, x);
-    float r = fold4(a0, a1, a2, a3);
-    for (; i < n; i++) r += wlm_f16_to_f32(w[i]) * x[i];
-    return r;
-}
-
 /* one F16 row against T float rows (T <= 2): 16 halves converted once per
  * step for every token, per token dot_f16's lanes and fold */
 static inline __attribute__((always_inline)) void gemv_f16_row(int T, uint32_t n, const uint16_t *w,
@@ -125,6 +106,13 @@ static inline __attribute__((always_inline)) void gemv_f16_row(int T, uint32_t n
         for (uint32_t k = i; k < n; k++) r += wlm_f16_to_f32(w[k]) * xt[k];
         y[t * ys] = r;
     }
+}
+
+/* one row, one token: the same kernel with T = 1 */
+static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
+    float y;
+    gemv_f16_row(1, n, w, x, 0, &y, 0);
+    return y;
 }
 
 static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
