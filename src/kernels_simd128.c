@@ -8,6 +8,7 @@
 #include <wasm_simd128.h>
 #include "internal.h"
 #include "wmath.h"
+#include "simd128.h"
 
 /* (acc0 + acc1) + (acc2 + acc3) lane-wise, then (l0 + l1) + (l2 + l3) */
 static inline float fold4(v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
@@ -28,17 +29,6 @@ static float dot_f32(uint32_t n, const float *w, const float *x) {
     float r = fold4(a0, a1, a2, a3);
     for (; i < n; i++) r += w[i] * x[i];
     return r;
-}
-
-/* four IEEE halves (in the low 16 bits of each u32 lane) to floats, exactly
- * as wlm_f16_to_f32 does it */
-static inline v128_t half4_to_f32(v128_t h) {
-    v128_t sign = wasm_i32x4_shl(wasm_v128_and(h, wasm_i32x4_splat(0x8000)), 16);
-    v128_t em = wasm_v128_and(h, wasm_i32x4_splat(0x7fff));
-    v128_t fin = wasm_f32x4_mul(wasm_i32x4_shl(em, 13), wasm_f32x4_splat(0x1p112f));
-    v128_t inf = wasm_v128_or(wasm_i32x4_splat(0x7f800000), wasm_i32x4_shl(wasm_v128_and(em, wasm_i32x4_splat(0x3ff)), 13));
-    v128_t is_inf = wasm_i32x4_ge(em, wasm_i32x4_splat(0x7c00));
-    return wasm_v128_or(sign, wasm_v128_bitselect(inf, fin, is_inf));
 }
 
 static inline void load_half8(const uint16_t *p, v128_t *lo, v128_t *hi) {

@@ -9,6 +9,7 @@
 #ifdef __wasm_simd128__
 #include <wasm_simd128.h>
 #include "internal.h"
+#include "simd128.h"
 
 /* exact int32x4 partial sums of 16 int8 x int8 products */
 static inline v128_t dot16(v128_t a, v128_t b) {
@@ -225,11 +226,13 @@ static inline v128_t splat16(v128_t v, int j) { /* lane j of an i16x8 in every l
 /* The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K/Q5_K scales[12]
  * field, four bytes at a time (the layout of wlm_kq_scale_min_k4). */
 static inline v128_t k4_scales_mins(const uint8_t *q) {
-    uint32_t a, b, c;
-    __builtin_memcpy(&a, q, 4); __builtin_memcpy(&b, q + 4, 4); __builtin_memcpy(&c, q + 8, 4);
-    uint32_t sc_lo = a & 0x3f3f3f3fu, sc_hi = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
-    uint32_t mn_lo = b & 0x3f3f3f3fu, mn_hi = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
-    return wasm_u32x4_make(sc_lo, sc_hi, mn_lo, mn_hi);
+    /* u32 lanes a, b, c = bytes 0-3, 4-7, 8-11 (the 16-byte load stays in
+     * the block: the weights follow the scales) */
+    v128_t v = wasm_v128_load(q);
+    v128_t t = wasm_i32x4_shuffle(v, wasm_u32x4_shr(v, 4), 0, 2, 1, 6);                   /* a, c, b, c >> 4 */
+    v128_t h = wasm_i32x4_shuffle(wasm_u32x4_shr(v, 2), wasm_i32x4_splat(0), 4, 0, 4, 1); /* 0, a >> 2, 0, b >> 2 */
+    return wasm_v128_or(wasm_v128_and(t, wasm_u32x4_make(0x3f3f3f3fu, 0x0f0f0f0fu, 0x3f3f3f3fu, 0x0f0f0f0fu)),
+                        wasm_v128_and(h, wasm_i32x4_splat(0x30303030)));
 }
 
 /* the min term of a Q4_K block: sum_j m_j * (bsums[2j] + bsums[2j+1]), from
@@ -249,17 +252,41 @@ static inline void widen_256(const int8_t *q, int16_t *out) {
     }
 }
 
-/* one Q4_K block against its 256 activations widened to int16 */
-static inline float q4k_block(float r, const block_q4_k *B, const int16_t *xs, const block_q8_k *xb) {
+/* One token's activations for the decode rows: each block's 256 int8 values
+ * widened to int16 (xs, 256 a block), and the sums of its sub-blocks of 32
+ * (bsums[2j] + bsums[2j+1], |.| <= 4096: int16; bp, 8 a block), which Q4_K's
+ * min term takes. */
+static void widen_token(uint32_t nb, const block_q8_k *xb, int16_t *xs, int16_t *bp) {
+    for (uint32_t b = 0; b < nb; b++) {
+        widen_256(xb[b].qs, xs + b * QK_K);
+        v128_t p0 = wasm_i32x4_extadd_pairwise_i16x8(wasm_v128_load(xb[b].bsums));
+        v128_t p1 = wasm_i32x4_extadd_pairwise_i16x8(wasm_v128_load(xb[b].bsums + 8));
+        wasm_v128_store(bp + 8 * b, wasm_i16x8_narrow_i32x4(p0, p1));
+    }
+}
+
+/* The exact integer sums of one Q4_K block against one token (widen_token's
+ * 256 values x and 8 sub-block sums bp), in pairs of partial sums:
+ * lanes 0 + 1 = s = sum_j sc_j (sum q x)_j, lanes 2 + 3 = the min term
+ * sum_j m_j (bsums pair j). Products q*x by i16x8.mul (|q| <= 15,
+ * |x| <= 128, 4 products a lane: |.| <= 7680), then one i32x4.dot_i16x8
+ * against the sub-block scale widens and scales them. Built for V8: one loop
+ * iteration per 64 weights (a whole block's loads in one body went to the
+ * stack), the scales splatted from memory (a lane picked by a loop index
+ * became a jump table). */
+static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B, const int16_t *x, const int16_t *bp) {
     const v128_t m4 = wasm_i16x8_splat(15);
+    int16_t scs[8] __attribute__((aligned(16)));
     v128_t sm = k4_scales_mins(B->scales);
-    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
+    wasm_v128_store(scs, wasm_u16x8_extend_low_u8x16(sm));
     v128_t acc = wasm_i32x4_splat(0);
-    for (int c = 0; c < 4; c++) { /* weights 64c .. 64c+63: sub-blocks 2c (low nibbles), 2c+1 (high) */
-        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
+    const uint8_t *q = B->qs;
+    const int16_t *sp = scs;
+#pragma clang loop unroll(disable)
+    for (int c = 0; c < 4; c++, q += 32, x += 64, sp += 2) { /* sub-blocks 2c (low nibbles), 2c+1 (high) */
+        v128_t A = wasm_v128_load(q), C = wasm_v128_load(q + 16);
         v128_t a0 = wasm_u16x8_extend_low_u8x16(A), a1 = wasm_u16x8_extend_high_u8x16(A);
         v128_t c0 = wasm_u16x8_extend_low_u8x16(C), c1 = wasm_u16x8_extend_high_u8x16(C);
-        const int16_t *x = xs + 64 * c;
         v128_t lo = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(a0, m4), wasm_v128_load(x)),
                                                   wasm_i16x8_mul(wasm_v128_and(a1, m4), wasm_v128_load(x + 8))),
                                    wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(c0, m4), wasm_v128_load(x + 16)),
@@ -268,42 +295,96 @@ static inline float q4k_block(float r, const block_q4_k *B, const int16_t *xs, c
                                                   wasm_i16x8_mul(wasm_u16x8_shr(a1, 4), wasm_v128_load(x + 40))),
                                    wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_shr(c0, 4), wasm_v128_load(x + 48)),
                                                   wasm_i16x8_mul(wasm_u16x8_shr(c1, 4), wasm_v128_load(x + 56))));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(lo, splat16(sc, 2 * c)));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(hi, splat16(sc, 2 * c + 1)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load16_splat(sp)),
+                                                 wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
     }
-    int32_t smin = q4k_min_term(wasm_u16x8_extend_high_u8x16(sm), xb->bsums);
-    return wlm_kq_acc_minus(r, h2f(B->d), h2f(B->dmin), xb->d, hsum(acc), smin);
+    v128_t mt = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), wasm_v128_load(bp));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(acc, mt, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, mt, 2, 3, 6, 7));
 }
 
-/* one Q6_K block against its 256 activations widened to int16. The values
- * are used unsigned (u = q + 32, 0..63) and the offset is taken off once:
- * s = sum_j sc_j (sum u x) - 32 sum_j sc_j bsums_j. */
-static inline float q6k_block(float r, const block_q6_k *B, const int16_t *xs, const block_q8_k *xb) {
-    /* 16 positions at a time in byte lanes (16-bit shifts; the masks drop the
-     * bits that cross from the neighbouring byte), then widened per sub-block */
+/* r plus nb Q4_K blocks of a row against one token (widen_token's xs, bp;
+ * xb for the activation scales), added block by block as the reference
+ * (wlm_kq_acc_minus) adds them. Two blocks share the float step: their sums
+ * s, smin in one vector, their four f16 scales converted at once. */
+static float q4k_row(float r, uint32_t nb, const block_q4_k *B, const int16_t *x, const int16_t *bp, const block_q8_k *xb) {
+    uint32_t b = 0;
+    for (; b + 2 <= nb; b += 2, B += 2, x += 2 * QK_K, bp += 16, xb += 2) {
+        v128_t t0 = q4k_sums(B, x, bp), t1 = q4k_sums(B + 1, x + QK_K, bp + 8);
+        v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 2, 4, 6), wasm_i32x4_shuffle(t0, t1, 1, 3, 5, 7)); /* s0 m0 s1 m1 */
+        v128_t h = wasm_v128_load32_lane(B + 1, wasm_v128_load32_zero(B), 1);                                     /* d0 dmin0 d1 dmin1 */
+        v128_t dx = wasm_i32x4_shuffle(wasm_v128_load32_splat(&xb[0].d), wasm_v128_load32_splat(&xb[1].d), 0, 1, 4, 5);
+        v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(half4_to_f32(wasm_u32x4_extend_low_u16x8(h)), dx), wasm_f32x4_convert_i32x4(u));
+        r = r + (wasm_f32x4_extract_lane(p, 0) - wasm_f32x4_extract_lane(p, 1));
+        r = r + (wasm_f32x4_extract_lane(p, 2) - wasm_f32x4_extract_lane(p, 3));
+    }
+    if (b < nb) {
+        v128_t t = q4k_sums(B, x, bp);
+        v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t, t, 0, 2, 0, 2), wasm_i32x4_shuffle(t, t, 1, 3, 1, 3)); /* s m s m */
+        v128_t dd = half4_to_f32(wasm_u32x4_load16x4(B));                                                    /* d dmin . . */
+        v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(dd, wasm_v128_load32_splat(&xb->d)), wasm_f32x4_convert_i32x4(u));
+        r = r + (wasm_f32x4_extract_lane(p, 0) - wasm_f32x4_extract_lane(p, 1));
+    }
+    return r;
+}
+
+/* The exact integer sums of one Q6_K block against one token's 256 values x
+ * widened to int16 (xb for its bsums), in pairs of partial sums: lanes 0 + 1
+ * = sum_j sc_j (sum u x)_j, lanes 2 + 3 = sum_j sc_j bsums_j. The values
+ * are used unsigned (u = q + 32, 0..63) and the offset is taken off once per
+ * block: s = (lanes 0 + 1) - 32 (lanes 2 + 3). They are assembled 16
+ * positions at a time in byte lanes (16-bit shifts; the masks drop the bits
+ * that cross from the neighbouring byte); products u*x by i16x8.mul, two a
+ * lane (|.| <= 2 * 63 * 128), then i32x4.dot_i16x8 against the splatted
+ * sub-block scale. One loop iteration per 64 weights, as q4k_sums. */
+static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B, const int16_t *xs, const block_q8_k *xb) {
     const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
+    int16_t scs[16] __attribute__((aligned(16)));
     v128_t S = wasm_v128_load(B->scales);
     v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    wasm_v128_store(scs, sc_lo); wasm_v128_store(scs + 8, sc_hi);
     v128_t acc = wasm_i32x4_splat(0);
-    for (int h = 0; h < 2; h++) {
-        for (int v = 0; v < 2; v++) { /* l = 16v .. 16v+15: sub-blocks 8h + 2k + v */
-            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
-            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
-            v128_t u[4];
-            u[0] = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
-            u[1] = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
-            u[2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
-            u[3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
-            const int16_t *x = xs + 128 * h + 16 * v;
-            for (int k = 0; k < 4; k++) {
-                v128_t p = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(u[k]), wasm_v128_load(x + 32 * k)),
-                                          wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(u[k]), wasm_v128_load(x + 32 * k + 8)));
-                acc = wasm_i32x4_add(acc, wasm_i32x4_mul(p, wasm_i32x4_splat(B->scales[8 * h + 2 * k + v])));
-            }
-        }
+#pragma clang loop unroll(disable)
+    for (int i = 0; i < 4; i++) { /* h = i / 2, v = i % 2: positions l = 16v .. 16v+15, sub-blocks 8h + 2k + v */
+        int h = i >> 1, v = i & 1;
+        v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+        v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+        const int16_t *x = xs + 128 * h + 16 * v, *sp = scs + 8 * h + v;
+        v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
+        v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
+        v128_t u2 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
+        v128_t u3 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+#define Q6_SUB(u, k) wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_extend_low_u8x16(u), wasm_v128_load(x + 32 * (k))), \
+                                                         wasm_i16x8_mul(wasm_u16x8_extend_high_u8x16(u), wasm_v128_load(x + 32 * (k) + 8))), \
+                                          wasm_v128_load16_splat(sp + 2 * (k)))
+        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_add(Q6_SUB(u0, 0), Q6_SUB(u1, 1)), wasm_i32x4_add(Q6_SUB(u2, 2), Q6_SUB(u3, 3))));
+#undef Q6_SUB
     }
     v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
-    return wlm_kq_acc(r, h2f(B->d), xb->d, hsum(acc) - 32 * hsum(corr));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(acc, corr, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, corr, 2, 3, 6, 7));
+}
+
+/* r plus nb Q6_K blocks of a row against one token (widened: xs; xb for
+ * the bsums and scales), added block by block as wlm_kq_acc does; two
+ * blocks share the float step */
+static float q6k_row(float r, uint32_t nb, const block_q6_k *B, const int16_t *x, const block_q8_k *xb) {
+    uint32_t b = 0;
+    for (; b + 2 <= nb; b += 2, B += 2, x += 2 * QK_K, xb += 2) {
+        v128_t t0 = q6k_sums(B, x, xb), t1 = q6k_sums(B + 1, x + QK_K, xb + 1);
+        v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 2, 4, 6), wasm_i32x4_shuffle(t0, t1, 1, 3, 5, 7)); /* a0 c0 a1 c1 */
+        v128_t sv = wasm_i32x4_sub(u, wasm_i32x4_shl(wasm_i32x4_shuffle(u, u, 1, 1, 3, 3), 5));                 /* s0 . s1 . */
+        v128_t h = wasm_v128_load16_lane(&B[1].d, wasm_v128_load16_lane(&B[0].d, wasm_i32x4_splat(0), 0), 4);   /* d0 . d1 . */
+        v128_t dx = wasm_i32x4_shuffle(wasm_v128_load32_splat(&xb[0].d), wasm_v128_load32_splat(&xb[1].d), 0, 1, 4, 5);
+        v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(half4_to_f32(h), dx), wasm_f32x4_convert_i32x4(sv));
+        r = r + wasm_f32x4_extract_lane(p, 0);
+        r = r + wasm_f32x4_extract_lane(p, 2);
+    }
+    if (b < nb) {
+        v128_t t = q6k_sums(B, x, xb);
+        int32_t a = wasm_i32x4_extract_lane(t, 0) + wasm_i32x4_extract_lane(t, 1);
+        int32_t c = wasm_i32x4_extract_lane(t, 2) + wasm_i32x4_extract_lane(t, 3);
+        r = wlm_kq_acc(r, h2f(B->d), xb->d, a - 32 * c);
+    }
+    return r;
 }
 #endif
 
@@ -374,9 +455,9 @@ float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
 #else
 float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
     const block_q4_k *w = wv; const block_q8_k *x = xv;
-    int16_t xs[QK_K] __attribute__((aligned(16)));
+    int16_t xs[QK_K] __attribute__((aligned(16))), bp[8] __attribute__((aligned(16)));
     float r = 0;
-    for (uint32_t b = 0; b < n / QK_K; b++) { widen_256(x[b].qs, xs); r = q4k_block(r, &w[b], xs, &x[b]); }
+    for (uint32_t b = 0; b < n / QK_K; b++) { widen_token(1, &x[b], xs, bp); r = q4k_row(r, 1, &w[b], xs, bp, &x[b]); }
     return r;
 }
 
@@ -384,7 +465,7 @@ float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
     const block_q6_k *w = wv; const block_q8_k *x = xv;
     int16_t xs[QK_K] __attribute__((aligned(16)));
     float r = 0;
-    for (uint32_t b = 0; b < n / QK_K; b++) { widen_256(x[b].qs, xs); r = q6k_block(r, &w[b], xs, &x[b]); }
+    for (uint32_t b = 0; b < n / QK_K; b++) { widen_256(x[b].qs, xs); r = q6k_row(r, 1, &w[b], xs, &x[b]); }
     return r;
 }
 
@@ -599,14 +680,14 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
             const block_q8_k *xb = XB(t);
 #ifndef __wasm_relaxed_simd__
             /* the token's activations widened to int16 once for all rows */
-            if ((uint64_t)n * 2 <= scratch_bytes && !((uintptr_t)scratch & 15)) {
-                int16_t *xs = scratch;
-                for (uint32_t b = 0; b < nb; b++) widen_256(xb[b].qs, xs + b * QK_K);
+            if ((uint64_t)n * 2 + nb * 16 <= scratch_bytes && !((uintptr_t)scratch & 15)) {
+                int16_t *xs = scratch, *bp = xs + n;
+                widen_token(nb, xb, xs, bp);
                 for (uint32_t r = 0; r < n_rows; r++) {
                     const uint8_t *wr = w + r * row_bytes;
                     float acc = 0;
-                    if (q4) for (uint32_t b = 0; b < nb; b++) acc = q4k_block(acc, (const block_q4_k *)wr + b, xs + b * QK_K, &xb[b]);
-                    else for (uint32_t b = 0; b < nb; b++) acc = q6k_block(acc, (const block_q6_k *)wr + b, xs + b * QK_K, &xb[b]);
+                    if (q4) acc = q4k_row(0, nb, (const block_q4_k *)wr, xs, bp, xb);
+                    else acc = q6k_row(0, nb, (const block_q6_k *)wr, xs, xb);
                     y[(uint64_t)t * ystride + r] = acc;
                 }
                 continue;
