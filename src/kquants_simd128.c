@@ -242,6 +242,28 @@ static inline int32_t q4k_min_term(v128_t mn, const int16_t *bsums) {
     return hsum(wasm_i32x4_add(wasm_i32x4_dot_i16x8(m01, wasm_v128_load(bsums)), wasm_i32x4_dot_i16x8(m23, wasm_v128_load(bsums + 8))));
 }
 
+/* ---- decode: one pass over each weight row ---------------------------------------
+ * The activation form of the decode rows (kx_t, KX_STEP values a block):
+ * SIMD128 widens a token's int8 values to int16 once for all rows
+ * (widen_token); relaxed SIMD takes the Q8_K values where they are. */
+#ifdef __wasm_relaxed_simd__
+typedef int8_t kx_t;
+#define KX_STEP sizeof(block_q8_k)
+#else
+typedef int16_t kx_t;
+#define KX_STEP QK_K
+#endif
+
+/* The sums of each activation block's sub-blocks of 32 (bsums[2j] +
+ * bsums[2j+1], |.| <= 4096: int16), 8 a block: Q4_K's min term takes them. */
+static void bsum_pairs(uint32_t nb, const block_q8_k *xb, int16_t *bp) {
+    for (uint32_t b = 0; b < nb; b++) {
+        v128_t p0 = wasm_i32x4_extadd_pairwise_i16x8(wasm_v128_load(xb[b].bsums));
+        v128_t p1 = wasm_i32x4_extadd_pairwise_i16x8(wasm_v128_load(xb[b].bsums + 8));
+        wasm_v128_store(bp + 8 * b, wasm_i16x8_narrow_i32x4(p0, p1));
+    }
+}
+
 #ifndef __wasm_relaxed_simd__
 /* 256 int8 -> int16 */
 static inline void widen_256(const int8_t *q, int16_t *out) {
@@ -252,21 +274,13 @@ static inline void widen_256(const int8_t *q, int16_t *out) {
     }
 }
 
-/* One token's activations for the decode rows: each block's 256 int8 values
- * widened to int16 (xs, 256 a block), and the sums of its sub-blocks of 32
- * (bsums[2j] + bsums[2j+1], |.| <= 4096: int16; bp, 8 a block), which Q4_K's
- * min term takes. */
-static void widen_token(uint32_t nb, const block_q8_k *xb, int16_t *xs, int16_t *bp) {
-    for (uint32_t b = 0; b < nb; b++) {
-        widen_256(xb[b].qs, xs + b * QK_K);
-        v128_t p0 = wasm_i32x4_extadd_pairwise_i16x8(wasm_v128_load(xb[b].bsums));
-        v128_t p1 = wasm_i32x4_extadd_pairwise_i16x8(wasm_v128_load(xb[b].bsums + 8));
-        wasm_v128_store(bp + 8 * b, wasm_i16x8_narrow_i32x4(p0, p1));
-    }
+/* a token's activations widened to int16, 256 a block */
+static void widen_token(uint32_t nb, const block_q8_k *xb, int16_t *xs) {
+    for (uint32_t b = 0; b < nb; b++) widen_256(xb[b].qs, xs + b * QK_K);
 }
 
-/* The exact integer sums of one Q4_K block against one token (widen_token's
- * 256 values x and 8 sub-block sums bp), in pairs of partial sums:
+/* The exact integer sums of one Q4_K block against one token (its
+ * 256 values widened to int16, x, and bsum_pairs' 8 sums bp), in pairs of partial sums:
  * lanes 0 + 1 = s = sum_j sc_j (sum q x)_j, lanes 2 + 3 = the min term
  * sum_j m_j (bsums pair j). Products q*x by i16x8.mul (|q| <= 15,
  * |x| <= 128, 4 products a lane: |.| <= 7680), then one i32x4.dot_i16x8
@@ -300,31 +314,6 @@ static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B
     }
     v128_t mt = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), wasm_v128_load(bp));
     return wasm_i32x4_add(wasm_i32x4_shuffle(acc, mt, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, mt, 2, 3, 6, 7));
-}
-
-/* r plus nb Q4_K blocks of a row against one token (widen_token's xs, bp;
- * xb for the activation scales), added block by block as the reference
- * (wlm_kq_acc_minus) adds them. Two blocks share the float step: their sums
- * s, smin in one vector, their four f16 scales converted at once. */
-static float q4k_row(float r, uint32_t nb, const block_q4_k *B, const int16_t *x, const int16_t *bp, const block_q8_k *xb) {
-    uint32_t b = 0;
-    for (; b + 2 <= nb; b += 2, B += 2, x += 2 * QK_K, bp += 16, xb += 2) {
-        v128_t t0 = q4k_sums(B, x, bp), t1 = q4k_sums(B + 1, x + QK_K, bp + 8);
-        v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 2, 4, 6), wasm_i32x4_shuffle(t0, t1, 1, 3, 5, 7)); /* s0 m0 s1 m1 */
-        v128_t h = wasm_v128_load32_lane(B + 1, wasm_v128_load32_zero(B), 1);                                     /* d0 dmin0 d1 dmin1 */
-        v128_t dx = wasm_i32x4_shuffle(wasm_v128_load32_splat(&xb[0].d), wasm_v128_load32_splat(&xb[1].d), 0, 1, 4, 5);
-        v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(half4_to_f32(wasm_u32x4_extend_low_u16x8(h)), dx), wasm_f32x4_convert_i32x4(u));
-        r = r + (wasm_f32x4_extract_lane(p, 0) - wasm_f32x4_extract_lane(p, 1));
-        r = r + (wasm_f32x4_extract_lane(p, 2) - wasm_f32x4_extract_lane(p, 3));
-    }
-    if (b < nb) {
-        v128_t t = q4k_sums(B, x, bp);
-        v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t, t, 0, 2, 0, 2), wasm_i32x4_shuffle(t, t, 1, 3, 1, 3)); /* s m s m */
-        v128_t dd = half4_to_f32(wasm_u32x4_load16x4(B));                                                    /* d dmin . . */
-        v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(dd, wasm_v128_load32_splat(&xb->d)), wasm_f32x4_convert_i32x4(u));
-        r = r + (wasm_f32x4_extract_lane(p, 0) - wasm_f32x4_extract_lane(p, 1));
-    }
-    return r;
 }
 
 /* The exact integer sums of one Q6_K block against one token's 256 values x
@@ -363,13 +352,98 @@ static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B
     return wasm_i32x4_add(wasm_i32x4_shuffle(acc, corr, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, corr, 2, 3, 6, 7));
 }
 
-/* r plus nb Q6_K blocks of a row against one token (widened: xs; xb for
- * the bsums and scales), added block by block as wlm_kq_acc does; two
- * blocks share the float step */
-static float q6k_row(float r, uint32_t nb, const block_q6_k *B, const int16_t *x, const block_q8_k *xb) {
+#else
+/* Relaxed SIMD: i16x8.relaxed_dot_i8x16_i7x16_s takes the int8 activations
+ * directly (first operand) against weights in 0..63 (second operand: 7-bit,
+ * where every implementation gives the exact pairwise sum; at most
+ * 2 * 63 * 128 = 16128, no saturation). Byte lanes are split with 16-bit
+ * shifts and masks that drop the bits crossing from the neighbouring byte. */
+static inline v128_t rdot(v128_t x, v128_t q) { return wasm_i16x8_relaxed_dot_i8x16_i7x16(x, q); }
+
+/* q4k_sums of the SIMD128 build, the int8 activations x taken directly */
+static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B, const int8_t *x, const int16_t *bp) {
+    const v128_t m4 = wasm_i8x16_splat(15);
+    int16_t scs[8] __attribute__((aligned(16)));
+    v128_t sm = k4_scales_mins(B->scales);
+    wasm_v128_store(scs, wasm_u16x8_extend_low_u8x16(sm));
+    v128_t acc = wasm_i32x4_splat(0);
+    const uint8_t *q = B->qs;
+    const int16_t *sp = scs;
+#pragma clang loop unroll(disable)
+    for (int c = 0; c < 4; c++, q += 32, x += 64, sp += 2) {
+        v128_t A = wasm_v128_load(q), C = wasm_v128_load(q + 16);
+        v128_t lo = wasm_i16x8_add(rdot(wasm_v128_load(x), wasm_v128_and(A, m4)), rdot(wasm_v128_load(x + 16), wasm_v128_and(C, m4)));
+        v128_t hi = wasm_i16x8_add(rdot(wasm_v128_load(x + 32), wasm_v128_and(wasm_u16x8_shr(A, 4), m4)),
+                                   rdot(wasm_v128_load(x + 48), wasm_v128_and(wasm_u16x8_shr(C, 4), m4)));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load16_splat(sp)),
+                                                 wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
+    }
+    v128_t mt = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), wasm_v128_load(bp));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(acc, mt, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, mt, 2, 3, 6, 7));
+}
+
+/* q6k_sums of the SIMD128 build, the int8 activations taken directly */
+static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B, const int8_t *xq, const block_q8_k *xb) {
+    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
+    int16_t scs[16] __attribute__((aligned(16)));
+    v128_t S = wasm_v128_load(B->scales);
+    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    wasm_v128_store(scs, sc_lo); wasm_v128_store(scs + 8, sc_hi);
+    v128_t acc = wasm_i32x4_splat(0);
+#pragma clang loop unroll(disable)
+    for (int i = 0; i < 4; i++) {
+        int h = i >> 1, v = i & 1;
+        v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+        v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+        const int8_t *x = xq + 128 * h + 16 * v;
+        const int16_t *sp = scs + 8 * h + v;
+        v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
+        v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
+        v128_t u2 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
+        v128_t u3 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_add(
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u0), wasm_v128_load16_splat(sp)),
+                           wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u1), wasm_v128_load16_splat(sp + 2))),
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 64), u2), wasm_v128_load16_splat(sp + 4)),
+                           wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 96), u3), wasm_v128_load16_splat(sp + 6)))));
+    }
+    v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
+    return wasm_i32x4_add(wasm_i32x4_shuffle(acc, corr, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, corr, 2, 3, 6, 7));
+}
+#endif
+
+/* r plus nb Q4_K blocks of a row against one token (x in its kx_t form, bsum_pairs'
+ * bp, xb for the activation scales), added block by block as the reference
+ * (wlm_kq_acc_minus) adds them. Two blocks share the float step: their sums
+ * s, smin in one vector, their four f16 scales converted at once. */
+static float q4k_row(float r, uint32_t nb, const block_q4_k *B, const kx_t *x, const int16_t *bp, const block_q8_k *xb) {
     uint32_t b = 0;
-    for (; b + 2 <= nb; b += 2, B += 2, x += 2 * QK_K, xb += 2) {
-        v128_t t0 = q6k_sums(B, x, xb), t1 = q6k_sums(B + 1, x + QK_K, xb + 1);
+    for (; b + 2 <= nb; b += 2, B += 2, x += 2 * KX_STEP, bp += 16, xb += 2) {
+        v128_t t0 = q4k_sums(B, x, bp), t1 = q4k_sums(B + 1, x + KX_STEP, bp + 8);
+        v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 2, 4, 6), wasm_i32x4_shuffle(t0, t1, 1, 3, 5, 7)); /* s0 m0 s1 m1 */
+        v128_t h = wasm_v128_load32_lane(B + 1, wasm_v128_load32_zero(B), 1);                                     /* d0 dmin0 d1 dmin1 */
+        v128_t dx = wasm_i32x4_shuffle(wasm_v128_load32_splat(&xb[0].d), wasm_v128_load32_splat(&xb[1].d), 0, 1, 4, 5);
+        v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(half4_to_f32(wasm_u32x4_extend_low_u16x8(h)), dx), wasm_f32x4_convert_i32x4(u));
+        r = r + (wasm_f32x4_extract_lane(p, 0) - wasm_f32x4_extract_lane(p, 1));
+        r = r + (wasm_f32x4_extract_lane(p, 2) - wasm_f32x4_extract_lane(p, 3));
+    }
+    if (b < nb) {
+        v128_t t = q4k_sums(B, x, bp);
+        v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t, t, 0, 2, 0, 2), wasm_i32x4_shuffle(t, t, 1, 3, 1, 3)); /* s m s m */
+        v128_t dd = half4_to_f32(wasm_u32x4_load16x4(B));                                                    /* d dmin . . */
+        v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(dd, wasm_v128_load32_splat(&xb->d)), wasm_f32x4_convert_i32x4(u));
+        r = r + (wasm_f32x4_extract_lane(p, 0) - wasm_f32x4_extract_lane(p, 1));
+    }
+    return r;
+}
+
+/* r plus nb Q6_K blocks of a row against one token (x in its kx_t form; xb
+ * for the bsums and scales), added block by block as wlm_kq_acc does; two
+ * blocks share the float step */
+static float q6k_row(float r, uint32_t nb, const block_q6_k *B, const kx_t *x, const block_q8_k *xb) {
+    uint32_t b = 0;
+    for (; b + 2 <= nb; b += 2, B += 2, x += 2 * KX_STEP, xb += 2) {
+        v128_t t0 = q6k_sums(B, x, xb), t1 = q6k_sums(B + 1, x + KX_STEP, xb + 1);
         v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 2, 4, 6), wasm_i32x4_shuffle(t0, t1, 1, 3, 5, 7)); /* a0 c0 a1 c1 */
         v128_t sv = wasm_i32x4_sub(u, wasm_i32x4_shl(wasm_i32x4_shuffle(u, u, 1, 1, 3, 3), 5));                 /* s0 . s1 . */
         v128_t h = wasm_v128_load16_lane(&B[1].d, wasm_v128_load16_lane(&B[0].d, wasm_i32x4_splat(0), 0), 4);   /* d0 . d1 . */
@@ -386,90 +460,37 @@ static float q6k_row(float r, uint32_t nb, const block_q6_k *B, const int16_t *x
     }
     return r;
 }
-#endif
-
+float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
+    const block_q4_k *w = wv; const block_q8_k *x = xv;
+    int16_t bp[8] __attribute__((aligned(16)));
+    float r = 0;
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        bsum_pairs(1, &x[b], bp);
 #ifdef __wasm_relaxed_simd__
-/* Relaxed SIMD: i16x8.relaxed_dot_i8x16_i7x16_s takes the int8 activations
- * directly (first operand) against weights in 0..63 (second operand: 7-bit,
- * where every implementation gives the exact pairwise sum; at most
- * 2 * 63 * 128 = 16128, no saturation). Byte lanes are split with 16-bit
- * shifts and masks that drop the bits crossing from the neighbouring byte. */
-static inline v128_t rdot(v128_t x, v128_t q) { return wasm_i16x8_relaxed_dot_i8x16_i7x16(x, q); }
-
-static inline float q4k_block_r(float r, const block_q4_k *B, const int8_t *xq, const block_q8_k *xb) {
-    const v128_t m4 = wasm_i8x16_splat(15);
-    v128_t sm = k4_scales_mins(B->scales);
-    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
-    v128_t acc = wasm_i32x4_splat(0);
-    for (int c = 0; c < 4; c++) {
-        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
-        const int8_t *x = xq + 64 * c;
-        v128_t lo = wasm_i16x8_add(rdot(wasm_v128_load(x), wasm_v128_and(A, m4)), rdot(wasm_v128_load(x + 16), wasm_v128_and(C, m4)));
-        v128_t hi = wasm_i16x8_add(rdot(wasm_v128_load(x + 32), wasm_v128_and(wasm_u16x8_shr(A, 4), m4)),
-                                   rdot(wasm_v128_load(x + 48), wasm_v128_and(wasm_u16x8_shr(C, 4), m4)));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(lo, splat16(sc, 2 * c)));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(hi, splat16(sc, 2 * c + 1)));
-    }
-    int32_t smin = q4k_min_term(wasm_u16x8_extend_high_u8x16(sm), xb->bsums);
-    return wlm_kq_acc_minus(r, h2f(B->d), h2f(B->dmin), xb->d, hsum(acc), smin);
-}
-
-static inline float q6k_block_r(float r, const block_q6_k *B, const int8_t *xq, const block_q8_k *xb) {
-    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
-    v128_t S = wasm_v128_load(B->scales);
-    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
-    v128_t acc = wasm_i32x4_splat(0);
-    for (int h = 0; h < 2; h++) {
-        v128_t sch = h ? sc_hi : sc_lo;
-        for (int v = 0; v < 2; v++) {
-            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
-            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
-            v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
-            v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
-            v128_t u2 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
-            v128_t u3 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
-            const int8_t *x = xq + 128 * h + 16 * v;
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u0), splat16(sch, v)));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u1), splat16(sch, 2 + v)));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 64), u2), splat16(sch, 4 + v)));
-            acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 96), u3), splat16(sch, 6 + v)));
-        }
-    }
-    v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
-    return wlm_kq_acc(r, h2f(B->d), xb->d, hsum(acc) - 32 * hsum(corr));
-}
-
-float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q4_k *w = wv; const block_q8_k *x = xv;
-    float r = 0;
-    for (uint32_t b = 0; b < n / QK_K; b++) r = q4k_block_r(r, &w[b], x[b].qs, &x[b]);
-    return r;
-}
-
-float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q6_k *w = wv; const block_q8_k *x = xv;
-    float r = 0;
-    for (uint32_t b = 0; b < n / QK_K; b++) r = q6k_block_r(r, &w[b], x[b].qs, &x[b]);
-    return r;
-}
+        r = q4k_row(r, 1, &w[b], x[b].qs, bp, &x[b]);
 #else
-float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q4_k *w = wv; const block_q8_k *x = xv;
-    int16_t xs[QK_K] __attribute__((aligned(16))), bp[8] __attribute__((aligned(16)));
-    float r = 0;
-    for (uint32_t b = 0; b < n / QK_K; b++) { widen_token(1, &x[b], xs, bp); r = q4k_row(r, 1, &w[b], xs, bp, &x[b]); }
+        int16_t xs[QK_K] __attribute__((aligned(16)));
+        widen_256(x[b].qs, xs);
+        r = q4k_row(r, 1, &w[b], xs, bp, &x[b]);
+#endif
+    }
     return r;
 }
 
 float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
     const block_q6_k *w = wv; const block_q8_k *x = xv;
-    int16_t xs[QK_K] __attribute__((aligned(16)));
     float r = 0;
-    for (uint32_t b = 0; b < n / QK_K; b++) { widen_256(x[b].qs, xs); r = q6k_row(r, 1, &w[b], xs, &x[b]); }
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+#ifdef __wasm_relaxed_simd__
+        r = q6k_row(r, 1, &w[b], x[b].qs, &x[b]);
+#else
+        int16_t xs[QK_K] __attribute__((aligned(16)));
+        widen_256(x[b].qs, xs);
+        r = q6k_row(r, 1, &w[b], xs, &x[b]);
+#endif
+    }
     return r;
 }
-
-#endif
 
 /* ---- prefill: rows unpacked once per chunk of tokens ------------------------------ */
 #ifdef __wasm_relaxed_simd__
@@ -676,25 +697,34 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
     int q4 = type == GGML_Q4_K;
 #define XB(t) ((const block_q8_k *)(x + (uint64_t)(t) * xstride))
     if (n_tok <= 2) { /* too few tokens to pay for unpacking the rows: decode kernels */
+        /* per token, once for all rows: the sub-block sums, and (SIMD128)
+         * the values widened to int16 */
+        uint64_t need = (uint64_t)nb * 16;
+#ifndef __wasm_relaxed_simd__
+        need += (uint64_t)n * 2;
+#endif
         for (uint32_t t = 0; t < n_tok; t++) {
             const block_q8_k *xb = XB(t);
-#ifndef __wasm_relaxed_simd__
-            /* the token's activations widened to int16 once for all rows */
-            if ((uint64_t)n * 2 + nb * 16 <= scratch_bytes && !((uintptr_t)scratch & 15)) {
-                int16_t *xs = scratch, *bp = xs + n;
-                widen_token(nb, xb, xs, bp);
-                for (uint32_t r = 0; r < n_rows; r++) {
-                    const uint8_t *wr = w + r * row_bytes;
-                    float acc = 0;
-                    if (q4) acc = q4k_row(0, nb, (const block_q4_k *)wr, xs, bp, xb);
-                    else acc = q6k_row(0, nb, (const block_q6_k *)wr, xs, xb);
-                    y[(uint64_t)t * ystride + r] = acc;
-                }
+            float *yt = y + (uint64_t)t * ystride;
+            if (need > scratch_bytes || ((uintptr_t)scratch & 15)) {
+                for (uint32_t r = 0; r < n_rows; r++)
+                    yt[r] = (q4 ? wlm_kq_dot_q4_k_simd : wlm_kq_dot_q6_k_simd)(n, w + r * row_bytes, xb);
                 continue;
             }
+            int16_t *bp = scratch;
+            const kx_t *x0;
+#ifdef __wasm_relaxed_simd__
+            x0 = xb->qs;
+#else
+            widen_token(nb, xb, bp + 8 * nb);
+            x0 = bp + 8 * nb;
 #endif
-            for (uint32_t r = 0; r < n_rows; r++)
-                y[(uint64_t)t * ystride + r] = (q4 ? wlm_kq_dot_q4_k_simd : wlm_kq_dot_q6_k_simd)(n, w + r * row_bytes, xb);
+            if (q4) {
+                bsum_pairs(nb, xb, bp);
+                for (uint32_t r = 0; r < n_rows; r++) yt[r] = q4k_row(0, nb, (const block_q4_k *)(w + r * row_bytes), x0, bp, xb);
+            } else {
+                for (uint32_t r = 0; r < n_rows; r++) yt[r] = q6k_row(0, nb, (const block_q6_k *)(w + r * row_bytes), x0, xb);
+            }
         }
         return 1;
     }
