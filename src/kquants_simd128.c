@@ -210,19 +210,6 @@ float wlm_kq_dot_q5_k_simd(uint32_t n, const void *w, const void *x) { return do
  * against each weight vector loaded once. The relaxed build uses the same
  * prefill path and relaxed dot products for decode (below). */
 
-static inline v128_t splat16(v128_t v, int j) { /* lane j of an i16x8 in every lane */
-    switch (j) {
-    case 0: return wasm_i16x8_shuffle(v, v, 0, 0, 0, 0, 0, 0, 0, 0);
-    case 1: return wasm_i16x8_shuffle(v, v, 1, 1, 1, 1, 1, 1, 1, 1);
-    case 2: return wasm_i16x8_shuffle(v, v, 2, 2, 2, 2, 2, 2, 2, 2);
-    case 3: return wasm_i16x8_shuffle(v, v, 3, 3, 3, 3, 3, 3, 3, 3);
-    case 4: return wasm_i16x8_shuffle(v, v, 4, 4, 4, 4, 4, 4, 4, 4);
-    case 5: return wasm_i16x8_shuffle(v, v, 5, 5, 5, 5, 5, 5, 5, 5);
-    case 6: return wasm_i16x8_shuffle(v, v, 6, 6, 6, 6, 6, 6, 6, 6);
-    default: return wasm_i16x8_shuffle(v, v, 7, 7, 7, 7, 7, 7, 7, 7);
-    }
-}
-
 /* The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K/Q5_K scales[12]
  * field, four bytes at a time (the layout of wlm_kq_scale_min_k4). */
 static inline v128_t k4_scales_mins(const uint8_t *q) {
@@ -554,7 +541,7 @@ static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_
     v128_t s0 = wasm_v128_load(u->sc), s1 = wasm_v128_load(u->sc + 8);
     if (!u->q6) {
         for (int j = 0; j < 8; j++) { /* sub-blocks of 32 */
-            v128_t U0 = wasm_v128_load(u->u + 32 * j), U1 = wasm_v128_load(u->u + 32 * j + 16), sp = splat16(s0, j);
+            v128_t U0 = wasm_v128_load(u->u + 32 * j), U1 = wasm_v128_load(u->u + 32 * j + 16), sp = wasm_v128_load16_splat(u->sc + j);
             a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b0->qs + 32 * j), U0), rdot(wasm_v128_load(b0->qs + 32 * j + 16), U1)), sp));
             a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b1->qs + 32 * j), U0), rdot(wasm_v128_load(b1->qs + 32 * j + 16), U1)), sp));
             a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b2->qs + 32 * j), U0), rdot(wasm_v128_load(b2->qs + 32 * j + 16), U1)), sp));
@@ -564,7 +551,7 @@ static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_
         return;
     }
     for (int j = 0; j < 16; j++) { /* sub-blocks of 16 */
-        v128_t U = wasm_v128_load(u->u + 16 * j), sp = splat16(j < 8 ? s0 : s1, j & 7);
+        v128_t U = wasm_v128_load(u->u + 16 * j), sp = wasm_v128_load16_splat(u->sc + j);
         a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b0->qs + 16 * j), U), sp));
         a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b1->qs + 16 * j), U), sp));
         a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b2->qs + 16 * j), U), sp));
@@ -580,11 +567,11 @@ static inline int32_t dot1_u(const ublock *u, const block_q8_k *b) {
     if (!u->q6) {
         for (int j = 0; j < 8; j++)
             a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b->qs + 32 * j), wasm_v128_load(u->u + 32 * j)),
-                                                                      rdot(wasm_v128_load(b->qs + 32 * j + 16), wasm_v128_load(u->u + 32 * j + 16))), splat16(s0, j)));
+                                                                      rdot(wasm_v128_load(b->qs + 32 * j + 16), wasm_v128_load(u->u + 32 * j + 16))), wasm_v128_load16_splat(u->sc + j)));
         return hsum(a);
     }
     for (int j = 0; j < 16; j++)
-        a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b->qs + 16 * j), wasm_v128_load(u->u + 16 * j)), splat16(j < 8 ? s0 : s1, j & 7)));
+        a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b->qs + 16 * j), wasm_v128_load(u->u + 16 * j)), wasm_v128_load16_splat(u->sc + j)));
     return hsum(a) - q6_offset(u, b);
 }
 #else
@@ -602,12 +589,13 @@ _Static_assert(sizeof(ublock) % 16 == 0, "ublock keeps 16-byte alignment");
 static void unpack_q4k(const block_q4_k *B, ublock *u) {
     const v128_t m4 = wasm_i16x8_splat(15);
     v128_t sm = k4_scales_mins(B->scales);
-    v128_t sc = wasm_u16x8_extend_low_u8x16(sm);
+    int16_t scs[8] __attribute__((aligned(16)));
+    wasm_v128_store(scs, wasm_u16x8_extend_low_u8x16(sm));
     for (int c = 0; c < 4; c++) {
         v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
         v128_t a0 = wasm_u16x8_extend_low_u8x16(A), a1 = wasm_u16x8_extend_high_u8x16(A);
         v128_t c0 = wasm_u16x8_extend_low_u8x16(C), c1 = wasm_u16x8_extend_high_u8x16(C);
-        v128_t sl = splat16(sc, 2 * c), sh = splat16(sc, 2 * c + 1);
+        v128_t sl = wasm_v128_load16_splat(scs + 2 * c), sh = wasm_v128_load16_splat(scs + 2 * c + 1);
         int16_t *o = u->w + 64 * c;
         wasm_v128_store(o, wasm_i16x8_mul(wasm_v128_and(a0, m4), sl));
         wasm_v128_store(o + 8, wasm_i16x8_mul(wasm_v128_and(a1, m4), sl));
@@ -626,9 +614,11 @@ static void unpack_q6k(const block_q6_k *B, ublock *u) {
     const v128_t m4 = wasm_i16x8_splat(15), m3 = wasm_i16x8_splat(3), m12 = wasm_i16x8_splat(12), m30 = wasm_i16x8_splat(0x30);
     const v128_t off = wasm_i16x8_splat(32);
     v128_t S = wasm_v128_load(B->scales);
-    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
+    int16_t scs[16] __attribute__((aligned(16)));
+    wasm_v128_store(scs, wasm_i16x8_extend_low_i8x16(S));
+    wasm_v128_store(scs + 8, wasm_i16x8_extend_high_i8x16(S));
     for (int h = 0; h < 2; h++) {
-        v128_t sch = h ? sc_hi : sc_lo;
+        const int16_t *sch = scs + 8 * h;
         for (int l = 0; l < 32; l += 8) {
             int v = l / 16;
             v128_t L0 = wasm_u16x8_load8x8(B->ql + 64 * h + l), L1 = wasm_u16x8_load8x8(B->ql + 64 * h + 32 + l);
@@ -638,10 +628,10 @@ static void unpack_q6k(const block_q6_k *B, ublock *u) {
             v128_t u2 = wasm_v128_or(wasm_u16x8_shr(L0, 4), wasm_v128_and(H, m30));
             v128_t u3 = wasm_v128_or(wasm_u16x8_shr(L1, 4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
             int16_t *o = u->w + 128 * h + l;
-            wasm_v128_store(o, wasm_i16x8_mul(wasm_i16x8_sub(u0, off), splat16(sch, v)));
-            wasm_v128_store(o + 32, wasm_i16x8_mul(wasm_i16x8_sub(u1, off), splat16(sch, 2 + v)));
-            wasm_v128_store(o + 64, wasm_i16x8_mul(wasm_i16x8_sub(u2, off), splat16(sch, 4 + v)));
-            wasm_v128_store(o + 96, wasm_i16x8_mul(wasm_i16x8_sub(u3, off), splat16(sch, 6 + v)));
+            wasm_v128_store(o, wasm_i16x8_mul(wasm_i16x8_sub(u0, off), wasm_v128_load16_splat(sch + v)));
+            wasm_v128_store(o + 32, wasm_i16x8_mul(wasm_i16x8_sub(u1, off), wasm_v128_load16_splat(sch + 2 + v)));
+            wasm_v128_store(o + 64, wasm_i16x8_mul(wasm_i16x8_sub(u2, off), wasm_v128_load16_splat(sch + 4 + v)));
+            wasm_v128_store(o + 96, wasm_i16x8_mul(wasm_i16x8_sub(u3, off), wasm_v128_load16_splat(sch + 6 + v)));
         }
     }
     wasm_v128_store(u->mn, wasm_i16x8_splat(0));
