@@ -538,7 +538,6 @@ static inline int32_t q6_offset(const ublock *u, const block_q8_k *b) {
 
 static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_k *b1, const block_q8_k *b2, const block_q8_k *b3, int32_t *s) {
     v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
-    v128_t s0 = wasm_v128_load(u->sc), s1 = wasm_v128_load(u->sc + 8);
     if (!u->q6) {
         for (int j = 0; j < 8; j++) { /* sub-blocks of 32 */
             v128_t U0 = wasm_v128_load(u->u + 32 * j), U1 = wasm_v128_load(u->u + 32 * j + 16), sp = wasm_v128_load16_splat(u->sc + j);
@@ -563,7 +562,6 @@ static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_
 
 static inline int32_t dot1_u(const ublock *u, const block_q8_k *b) {
     v128_t a = wasm_i32x4_splat(0);
-    v128_t s0 = wasm_v128_load(u->sc), s1 = wasm_v128_load(u->sc + 8);
     if (!u->q6) {
         for (int j = 0; j < 8; j++)
             a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b->qs + 32 * j), wasm_v128_load(u->u + 32 * j)),
