@@ -266,8 +266,10 @@ export function startBeam(eng, prompt, opts = {}) {
 
 // ---- speculative decoding --------------------------------------------------------
 
-/** Drafts from the context itself: the tokens that followed the latest earlier
- * occurrence of the last n tokens (n = 3, 2, 1). */
+/** Drafts from the context itself: up to k tokens continuing the latest
+ * earlier occurrence of the last n tokens (n = maxNgram, ..., 1). The copy
+ * may run on into the draft itself, so a stretch that repeats with period p
+ * drafts k tokens, not just the p that precede the end of the context. */
 export function lookupDraft(tokens, k, maxNgram = 3) {
   const len = tokens.length;
   for (let n = Math.min(maxNgram, len - 1); n >= 1; n--) {
@@ -275,8 +277,9 @@ export function lookupDraft(tokens, k, maxNgram = 3) {
       let ok = true;
       for (let i = 0; i < n; i++) if (tokens[j + i] !== tokens[len - n + i]) { ok = false; break; }
       if (!ok) continue;
-      const from = j + n;
-      return tokens.slice(from, Math.min(from + k, len));
+      const from = j + n, out = [];
+      for (let i = 0; i < k; i++) { const p = from + i; out.push(p < len ? tokens[p] : out[p - len]); }
+      return out;
     }
   }
   return [];

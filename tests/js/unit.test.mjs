@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { StopMatcher, decodeGgufValue, shortF32, samplingOptions, DEFAULT_SAMPLING, ARRAY_SUMMARY_LIMIT } from '../../web/engine.js';
 import { Sha256 } from '../../web/sha256.js';
 import { parseArgs, nativeArgs, formatInfo } from '../../web/cli.js';
+import { lookupDraft } from '../../web/multi.js';
 
 function feed(stops, pieces) {
   const m = new StopMatcher(stops);
@@ -184,4 +185,20 @@ test('shortF32 gives the shortest decimal of a float32', () => {
   assert.equal(shortF32(10000), 10000);
   assert.equal(shortF32(0), 0);
   assert.equal(Math.fround(shortF32(Math.fround(Math.PI))), Math.fround(Math.PI));
+});
+
+test('lookupDraft: continues the latest match of the longest n-gram, running on into its own draft', () => {
+  // no earlier occurrence of the last token: nothing to draft
+  assert.deepEqual(lookupDraft([1, 2, 3, 4], 4), []);
+  // "5 6" occurred before, followed by 7 8 9: the latest occurrence wins
+  assert.deepEqual(lookupDraft([5, 6, 1, 5, 6, 7, 8, 9, 4, 5, 6], 3), [7, 8, 9]);
+  // the longest n-gram first: "2 3" matches at 0 (then 9), "3" alone at 5 (then 4)
+  assert.deepEqual(lookupDraft([2, 3, 9, 1, 3, 4, 2, 3], 1), [9]);
+  // a period-2 loop drafts k tokens, not just the 2 left before the end
+  assert.deepEqual(lookupDraft([7, 1, 2, 1, 2, 1, 2], 6), [1, 2, 1, 2, 1, 2]);
+  // period 3, continuation copied from the context then from the draft
+  assert.deepEqual(lookupDraft([4, 5, 6, 4, 5, 6, 4], 5), [5, 6, 4, 5, 6]);
+  assert.deepEqual(lookupDraft([1, 1], 3), [1, 1, 1]);
+  assert.deepEqual(lookupDraft([3], 4), []);
+  assert.deepEqual(lookupDraft([1, 2, 1, 2], 0), []);
 });
