@@ -294,50 +294,67 @@ static inline __attribute__((always_inline)) void tile_i16x4(int R, int T, uint3
         }
 }
 
-/* wlm_unpack_i16x4 in SIMD: each block widened to four i16x8 vectors (32-bit
- * lanes = value pairs 4c..4c+3), then four blocks' vectors transposed by
- * 32-bit lanes so that lane i of output vector v is pair v of block i */
-static inline void widen_block(uint32_t type, const void *row, uint32_t b, v128_t o[4]) {
-    v128_t lo, hi;
-    if (type == GGML_Q4_0) {
-        v128_t q = wasm_v128_load(((const block_q4_0 *)row)[b].qs), e = wasm_i8x16_splat(8);
-        lo = wasm_i8x16_sub(wasm_v128_and(q, wasm_i8x16_splat(15)), e);
-        hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), e);
+/* wlm_unpack_i16x4 in SIMD: each block widened to four i16x8 vectors
+ * (32-bit lanes = value pairs 4c..4c+3), then four blocks' vectors
+ * transposed by 32-bit lanes so that lane i of output vector v is pair v of
+ * block i. Half a block (16 values: vectors 2h, 2h+1) at a time for the four
+ * blocks, and the type a constant: with whole blocks (16 vectors live) and a
+ * type test per block, V8 stored every widened block to the stack and loaded
+ * it back for the transposition. */
+static inline __attribute__((always_inline)) void widen_half(int q4, const uint8_t *blk, int h, v128_t *a, v128_t *b) {
+    v128_t v;
+    if (q4) {
+        v128_t q = wasm_v128_load(blk + 2);
+        v = wasm_i8x16_sub(h ? wasm_u8x16_shr(q, 4) : wasm_v128_and(q, wasm_i8x16_splat(15)), wasm_i8x16_splat(8));
     } else {
-        lo = wasm_v128_load(((const block_q8_0 *)row)[b].qs);
-        hi = wasm_v128_load(((const block_q8_0 *)row)[b].qs + 16);
+        v = wasm_v128_load(blk + 2 + 16 * h);
     }
-    o[0] = wasm_i16x8_extend_low_i8x16(lo); o[1] = wasm_i16x8_extend_high_i8x16(lo);
-    o[2] = wasm_i16x8_extend_low_i8x16(hi); o[3] = wasm_i16x8_extend_high_i8x16(hi);
+    *a = wasm_i16x8_extend_low_i8x16(v);
+    *b = wasm_i16x8_extend_high_i8x16(v);
+}
+
+static inline __attribute__((always_inline)) void store_t4(int16_t *g, v128_t b0, v128_t b1, v128_t b2, v128_t b3) {
+    v128_t t0 = wasm_i32x4_shuffle(b0, b1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(b0, b1, 2, 6, 3, 7);
+    v128_t t2 = wasm_i32x4_shuffle(b2, b3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(b2, b3, 2, 6, 3, 7);
+    wasm_v128_store(g, wasm_i64x2_shuffle(t0, t2, 0, 2));
+    wasm_v128_store(g + 8, wasm_i64x2_shuffle(t0, t2, 1, 3));
+    wasm_v128_store(g + 16, wasm_i64x2_shuffle(t1, t3, 0, 2));
+    wasm_v128_store(g + 24, wasm_i64x2_shuffle(t1, t3, 1, 3));
+}
+
+static inline __attribute__((always_inline)) void unpack_rows(int q4, const uint8_t *row, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32, b = 0, bsz = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0);
+    int16_t *q = (int16_t *)out;
+    float *d = (float *)(out + (uint64_t)n * 2);
+    const uint8_t *blk = row;
+    for (; b + 4 <= nb; b += 4, blk += 4 * bsz) {
+        int16_t *g = q + b * 32;
+        for (int h = 0; h < 2; h++) {
+            v128_t a0, a1, a2, a3, c0, c1, c2, c3;
+            widen_half(q4, blk, h, &a0, &c0);
+            widen_half(q4, blk + bsz, h, &a1, &c1);
+            widen_half(q4, blk + 2 * bsz, h, &a2, &c2);
+            widen_half(q4, blk + 3 * bsz, h, &a3, &c3);
+            store_t4(g + 64 * h, a0, a1, a2, a3);
+            store_t4(g + 64 * h + 32, c0, c1, c2, c3);
+        }
+    }
+    for (; b < nb; b++, blk += bsz)
+        for (int h = 0; h < 2; h++) {
+            v128_t a, c;
+            widen_half(q4, blk, h, &a, &c);
+            wasm_v128_store(q + b * 32 + 16 * h, a);
+            wasm_v128_store(q + b * 32 + 16 * h + 8, c);
+        }
+    for (b = 0; b < nb; b++) {
+        uint16_t hv; __builtin_memcpy(&hv, row + (uint64_t)b * bsz, 2);
+        d[b] = wlm_f16_to_f32(hv);
+    }
 }
 
 static void unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) {
-    uint32_t nb = n / 32, b = 0;
-    int16_t *q = (int16_t *)out;
-    float *d = (float *)(out + (uint64_t)n * 2);
-    uint32_t bsz = type == GGML_Q4_0 ? sizeof(block_q4_0) : sizeof(block_q8_0);
-    for (; b + 4 <= nb; b += 4) {
-        v128_t B[4][4];
-        for (int i = 0; i < 4; i++) widen_block(type, row, b + i, B[i]);
-        for (int c = 0; c < 4; c++) {
-            v128_t t0 = wasm_i32x4_shuffle(B[0][c], B[1][c], 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(B[0][c], B[1][c], 2, 6, 3, 7);
-            v128_t t2 = wasm_i32x4_shuffle(B[2][c], B[3][c], 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(B[2][c], B[3][c], 2, 6, 3, 7);
-            int16_t *g = q + b * 32 + c * 32;
-            wasm_v128_store(g, wasm_i64x2_shuffle(t0, t2, 0, 2));
-            wasm_v128_store(g + 8, wasm_i64x2_shuffle(t0, t2, 1, 3));
-            wasm_v128_store(g + 16, wasm_i64x2_shuffle(t1, t3, 0, 2));
-            wasm_v128_store(g + 24, wasm_i64x2_shuffle(t1, t3, 1, 3));
-        }
-    }
-    for (; b < nb; b++) {
-        v128_t o[4];
-        widen_block(type, row, b, o);
-        for (int c = 0; c < 4; c++) wasm_v128_store(q + b * 32 + c * 8, o[c]);
-    }
-    for (b = 0; b < nb; b++) {
-        uint16_t h; __builtin_memcpy(&h, (const uint8_t *)row + (uint64_t)b * bsz, 2);
-        d[b] = wlm_f16_to_f32(h);
-    }
+    if (type == GGML_Q4_0) unpack_rows(1, row, out, n);
+    else unpack_rows(0, row, out, n);
 }
 
 #ifndef WLM_TILE_R
