@@ -399,14 +399,16 @@ static void gemm_i16x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
  * and an or); scales_nonfinite(*bad) then says whether any was an infinity
  * or NaN, and the caller takes the exact path */
 static inline v128_t half4_hi_to_f32(v128_t v, v128_t *bad) {
-    v128_t em = wasm_v128_and(v, wasm_i32x4_splat(0x7fff0000));
-    *bad = wasm_u32x4_max(*bad, em);
-    v128_t f = wasm_f32x4_mul(wasm_u32x4_shr(em, 3), wasm_f32x4_splat(0x1p112f));
-    return wasm_v128_or(f, wasm_v128_and(v, wasm_i32x4_splat((int32_t)0x80000000u)));
+    *bad = wasm_u32x4_max(*bad, wasm_i32x4_shl(v, 1));  /* the magnitude bits, at the top */
+    /* sign at bit 31, exponent and mantissa at bits 27..13 (the arithmetic
+     * shift copies the sign into bits 30..28, the mask clears them); the
+     * multiplication by 2^112 rebiases the exponent and keeps the sign */
+    v128_t f = wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_i32x4_splat((int32_t)0x8fffe000u));
+    return wasm_f32x4_mul(f, wasm_f32x4_splat(0x1p112f));
 }
 
 static inline int scales_nonfinite(v128_t bad) {
-    return wasm_v128_any_true(wasm_u32x4_ge(bad, wasm_i32x4_splat(0x7c000000)));
+    return wasm_v128_any_true(wasm_u32x4_ge(bad, wasm_i32x4_splat((int32_t)0xf8000000u)));
 }
 
 /* the f16 scales of four consecutive weight blocks (bsz bytes apart) */
