@@ -344,6 +344,7 @@ struct wlm_ctx {
     float *rope_cs;        /* cos/sin pairs for the position of each token of a chunk (n_rot floats apart) */
     /* sampler work space */
     int32_t *cand_id; float *cand_val; uint8_t *seen;
+    void *sort_tmp;        /* 12 n_vocab bytes: the radix sort of the candidates */
     void *mem; uint64_t mem_bytes;
 };
 
@@ -369,6 +370,10 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
  * 32 fixed blocks, each by k->logit_max / k->sum_exp, blocks added in order;
  * wlm_ctx_token_logprob shares the blocks among c's threads, same value */
 float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, int32_t tok);
+/* the sampler's candidate order (sampler.c): keeps the best k (0 = all) of
+ * v/id (ids ascending), larger value first, ties by smaller id; tmp (12 n
+ * bytes, or NULL for the heap path) lets it radix-sort when k >= 256 */
+uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *tmp);
 float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok);
 
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */

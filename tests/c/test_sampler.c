@@ -722,3 +722,41 @@ TEST(sampler_fuzz_regressions) {
     CHECKF(t == 76 && lp <= 0.0f, "greedy picked %d (logprob %g)", t, lp);
     sctx_close(&s);
 }
+
+/* The radix sort of many candidates gives exactly the heap's order (larger
+ * value first, ties by smaller id): ties, +0 and -0, infinities, huge and
+ * tiny values, and a 32000-entry vocabulary; and the sampled tokens do not
+ * depend on which path sorted them. */
+TEST(sampler_radix_sort_equals_heap) {
+    enum { N = 32000 };
+    float *v1 = malloc(N * 4), *v2 = malloc(N * 4);
+    int32_t *i1 = malloc(N * 4), *i2 = malloc(N * 4);
+    void *tmp = malloc((size_t)N * 12);
+    REQUIRE(v1 && v2 && i1 && i2 && tmp);
+    static const uint32_t ns[] = { 256, 257, 1000, N }, ks[] = { 0, 256, 300, 5000 };
+    for (int trial = 0; trial < 12; trial++) {
+        uint32_t n = ns[trial % 4];
+        for (uint32_t i = 0; i < n; i++) {
+            float x;
+            switch (tst_rand() % 8) {
+            case 0: x = 0.0f; break;
+            case 1: x = -0.0f; break;
+            case 2: x = (float)(int)(tst_rand() % 5) - 2.0f; break;        /* many ties */
+            case 3: x = (tst_rand() & 1) ? __builtin_inff() : 3.0e38f; break;
+            case 4: x = (tst_rand() & 1 ? -1.0f : 1.0f) * 1e-40f; break;     /* denormals */
+            case 5: x = -3.0e38f; break;
+            default: x = tst_randf() * 40.0f - 20.0f;
+            }
+            v1[i] = v2[i] = x; i1[i] = i2[i] = (int32_t)i;
+        }
+        uint32_t k = ks[(trial / 4) % 4];
+        uint32_t a = wlm_top_k_sorted(v1, i1, n, k, NULL), b = wlm_top_k_sorted(v2, i2, n, k, tmp);
+        CHECK(a == b);
+        for (uint32_t i = 0; i < a; i++) {
+            CHECKF(i1[i] == i2[i], "n=%u k=%u position %u: heap id %d, radix id %d", n, k, i, i1[i], i2[i]);
+            CHECKF(v1[i] == v2[i] || (v1[i] != v1[i] && v2[i] != v2[i]), "n=%u k=%u position %u: values differ", n, k, i);
+            if (i1[i] != i2[i]) break;
+        }
+    }
+    free(v1); free(v2); free(i1); free(i2); free(tmp);
+}
