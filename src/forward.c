@@ -399,14 +399,9 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
             idx[tn++] = j;
         }
         if (!tn) break;
+        k->att_scores(tn, hd_k, q, kc, kv_f16, idx, scale, tile);
         float tmax = -3.0e38f;
-        for (uint32_t i = 0; i < tn; i++) {
-            float s = kv_f16 ? k->dot_f16(hd_k, (const uint16_t *)kc + (uint64_t)idx[i] * hd_k, q)
-                             : k->dot_f32(hd_k, (const float *)kc + (uint64_t)idx[i] * hd_k, q);
-            s *= scale;
-            tile[i] = s;
-            if (s > tmax) tmax = s;
-        }
+        for (uint32_t i = 0; i < tn; i++) if (tile[i] > tmax) tmax = tile[i];
         if (tmax > m) {
             float corr = wlm_expf_fast(m - tmax);
             sum *= corr;
@@ -414,12 +409,8 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
             m = tmax;
         }
         k->exp_shift(tn, tile, m);  /* the tile's weights exp(s - m) */
-        for (uint32_t i = 0; i < tn; i++) {
-            float e = tile[i];
-            sum += e;
-            if (kv_f16) k->axpy_f16(hd, e, (const uint16_t *)vc + (uint64_t)idx[i] * hd, out);
-            else k->axpy_f32(hd, e, (const float *)vc + (uint64_t)idx[i] * hd, out);
-        }
+        for (uint32_t i = 0; i < tn; i++) sum += tile[i];
+        k->att_accum(tn, hd, tile, vc, kv_f16, idx, out);
     }
     if (sum > 0) k->scale(hd, 1.0f / sum, out);
 }

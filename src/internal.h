@@ -222,6 +222,13 @@ typedef struct wlm_kernels {
     void (*exp_shift)(uint32_t n, float *y, float m);
     /* a[i] = wlm_silu(a[i]) * b[i] (the SwiGLU gate): the same bits in every set */
     void (*silu_mul)(uint32_t n, float *a, const float *b);
+    /* Attention's value accumulation over a tile: for i < n in order,
+     * axpy(hd, e[i], row idx[i] of v (hd floats, or halves with f16), out),
+     * the same bits as those axpy calls one by one */
+    void (*att_accum)(uint32_t n, uint32_t hd, const float *e, const void *v, int f16, const uint32_t *idx, float *out);
+    /* Attention's scores over a tile: s[i] = dot(hd, row idx[i] of k, q) *
+     * scale for i < n (dot_f32, or dot_f16 with f16): the same bits */
+    void (*att_scores)(uint32_t n, uint32_t hd, const float *q, const void *k, int f16, const uint32_t *idx, float scale, float *s);
 } wlm_kernels;
 
 extern const wlm_kernels wlm_kernels_scalar;

@@ -181,6 +181,18 @@ static void axpy_f16(uint32_t n, float a, const uint16_t *x, float *y) {
     for (uint32_t i = 0; i < n; i++) y[i] += a * wlm_f16_to_f32(x[i]);
 }
 
+static void att_accum(uint32_t n, uint32_t hd, const float *e, const void *v, int f16, const uint32_t *idx, float *out) {
+    for (uint32_t i = 0; i < n; i++) {
+        if (f16) axpy_f16(hd, e[i], (const uint16_t *)v + (uint64_t)idx[i] * hd, out);
+        else axpy_f32(hd, e[i], (const float *)v + (uint64_t)idx[i] * hd, out);
+    }
+}
+
+static void att_scores(uint32_t n, uint32_t hd, const float *q, const void *k, int f16, const uint32_t *idx, float scale, float *s) {
+    for (uint32_t i = 0; i < n; i++)
+        s[i] = (f16 ? dot_f16(hd, (const uint16_t *)k + (uint64_t)idx[i] * hd, q) : dot_f32(hd, (const float *)k + (uint64_t)idx[i] * hd, q)) * scale;
+}
+
 static void scale(uint32_t n, float a, float *y) {
     for (uint32_t i = 0; i < n; i++) y[i] *= a;
 }
@@ -237,7 +249,7 @@ const wlm_kernels wlm_kernels_scalar = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
-    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul,
+    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
 };
 
 const wlm_kernels *const wlm_kernel_sets[] = {

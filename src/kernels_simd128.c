@@ -613,6 +613,49 @@ static void axpy_f16(uint32_t n, float a, const uint16_t *x, float *y) {
     for (; i < n; i++) y[i] += a * wlm_f16_to_f32(x[i]);
 }
 
+/* att_accum: F32 values with `out` held in registers 32 floats at a time
+ * while the tile's rows are added (axpy per row reloaded and stored all of
+ * `out` for every slot); each element still takes out + e[i] * v in row
+ * order, as the axpy calls would */
+static void att_accum(uint32_t n, uint32_t hd, const float *e, const void *v, int f16, const uint32_t *idx, float *out) {
+    if (f16) {
+        for (uint32_t i = 0; i < n; i++) axpy_f16(hd, e[i], (const uint16_t *)v + (uint64_t)idx[i] * hd, out);
+        return;
+    }
+    const float *V = v;
+    uint32_t d = 0;
+    for (; d + 32 <= hd; d += 32) {
+        v128_t o0 = wasm_v128_load(out + d), o1 = wasm_v128_load(out + d + 4), o2 = wasm_v128_load(out + d + 8), o3 = wasm_v128_load(out + d + 12);
+        v128_t o4 = wasm_v128_load(out + d + 16), o5 = wasm_v128_load(out + d + 20), o6 = wasm_v128_load(out + d + 24), o7 = wasm_v128_load(out + d + 28);
+        for (uint32_t i = 0; i < n; i++) {
+            const float *x = V + (uint64_t)idx[i] * hd + d;
+            v128_t a = wasm_f32x4_splat(e[i]);
+            o0 = wasm_f32x4_add(o0, wasm_f32x4_mul(a, wasm_v128_load(x)));
+            o1 = wasm_f32x4_add(o1, wasm_f32x4_mul(a, wasm_v128_load(x + 4)));
+            o2 = wasm_f32x4_add(o2, wasm_f32x4_mul(a, wasm_v128_load(x + 8)));
+            o3 = wasm_f32x4_add(o3, wasm_f32x4_mul(a, wasm_v128_load(x + 12)));
+            o4 = wasm_f32x4_add(o4, wasm_f32x4_mul(a, wasm_v128_load(x + 16)));
+            o5 = wasm_f32x4_add(o5, wasm_f32x4_mul(a, wasm_v128_load(x + 20)));
+            o6 = wasm_f32x4_add(o6, wasm_f32x4_mul(a, wasm_v128_load(x + 24)));
+            o7 = wasm_f32x4_add(o7, wasm_f32x4_mul(a, wasm_v128_load(x + 28)));
+        }
+        wasm_v128_store(out + d, o0); wasm_v128_store(out + d + 4, o1); wasm_v128_store(out + d + 8, o2); wasm_v128_store(out + d + 12, o3);
+        wasm_v128_store(out + d + 16, o4); wasm_v128_store(out + d + 20, o5); wasm_v128_store(out + d + 24, o6); wasm_v128_store(out + d + 28, o7);
+    }
+    for (; d + 4 <= hd; d += 4) {
+        v128_t o = wasm_v128_load(out + d);
+        for (uint32_t i = 0; i < n; i++) o = wasm_f32x4_add(o, wasm_f32x4_mul(wasm_f32x4_splat(e[i]), wasm_v128_load(V + (uint64_t)idx[i] * hd + d)));
+        wasm_v128_store(out + d, o);
+    }
+    for (; d < hd; d++)
+        for (uint32_t i = 0; i < n; i++) out[d] += e[i] * V[(uint64_t)idx[i] * hd + d];
+}
+
+static void att_scores(uint32_t n, uint32_t hd, const float *q, const void *k, int f16, const uint32_t *idx, float scale, float *s) {
+    for (uint32_t i = 0; i < n; i++)
+        s[i] = (f16 ? dot_f16(hd, (const uint16_t *)k + (uint64_t)idx[i] * hd, q) : dot_f32(hd, (const float *)k + (uint64_t)idx[i] * hd, q)) * scale;
+}
+
 static void scale(uint32_t n, float a, float *y) {
     v128_t va = wasm_f32x4_splat(a);
     uint32_t i = 0;
@@ -733,6 +776,6 @@ const wlm_kernels wlm_kernels_simd128 = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
-    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul,
+    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
 };
 #endif
