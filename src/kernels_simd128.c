@@ -618,8 +618,26 @@ static void axpy_f16(uint32_t n, float a, const uint16_t *x, float *y) {
  * `out` for every slot); each element still takes out + e[i] * v in row
  * order, as the axpy calls would */
 static void att_accum(uint32_t n, uint32_t hd, const float *e, const void *v, int f16, const uint32_t *idx, float *out) {
-    if (f16) {
-        for (uint32_t i = 0; i < n; i++) axpy_f16(hd, e[i], (const uint16_t *)v + (uint64_t)idx[i] * hd, out);
+    if (f16) { /* 16 output floats in registers; halves converted as axpy_f16 does */
+        const uint16_t *H = v;
+        uint32_t d = 0;
+        for (; d + 16 <= hd; d += 16) {
+            v128_t o0 = wasm_v128_load(out + d), o1 = wasm_v128_load(out + d + 4), o2 = wasm_v128_load(out + d + 8), o3 = wasm_v128_load(out + d + 12);
+            for (uint32_t i = 0; i < n; i++) {
+                const uint16_t *x = H + (uint64_t)idx[i] * hd + d;
+                v128_t a = wasm_f32x4_splat(e[i]), l0, h0, l1, h1;
+                load_half8(x, &l0, &h0);
+                load_half8(x + 8, &l1, &h1);
+                o0 = wasm_f32x4_add(o0, wasm_f32x4_mul(a, l0));
+                o1 = wasm_f32x4_add(o1, wasm_f32x4_mul(a, h0));
+                o2 = wasm_f32x4_add(o2, wasm_f32x4_mul(a, l1));
+                o3 = wasm_f32x4_add(o3, wasm_f32x4_mul(a, h1));
+            }
+            wasm_v128_store(out + d, o0); wasm_v128_store(out + d + 4, o1); wasm_v128_store(out + d + 8, o2); wasm_v128_store(out + d + 12, o3);
+        }
+        /* the rest as the axpy_f16 calls would (8 at a time, then one by one) */
+        if (d < hd)
+            for (uint32_t i = 0; i < n; i++) axpy_f16(hd - d, e[i], H + (uint64_t)idx[i] * hd + d, out + d);
         return;
     }
     const float *V = v;
