@@ -199,16 +199,17 @@ float wlm_kq_dot_q5_k_simd(uint32_t n, const void *w, const void *x) { return do
  * unpacked in 16-bit lanes. Q4_K: products q*x by i16x8.mul (|q| <= 15,
  * |x| <= 128, 4 products per lane: |.| <= 7680), then one i32x4.dot_i16x8
  * against the splatted sub-block scale widens and scales. Q6_K: the 6-bit
- * values are assembled in byte lanes, used unsigned (u = q + 32, 0..63) with
- * i32x4.dot_i16x8 against x, and the offset is taken off once per block:
+ * values are assembled in byte lanes and used unsigned (u = q + 32, 0..63):
+ * products u*x by i16x8.mul (two a lane, |.| <= 16128), then the same
+ * i32x4.dot_i16x8 against the scale; the offset is taken off once per block:
  * s = sum_j sc_j (sum u x) - 32 sum_j sc_j bsums_j.
  *
  * Prefill (rows x tokens): each block of a weight row is unpacked once per
  * tile of up to 64 tokens into int16 values already multiplied by their
  * sub-block scale (Q4_K: q*sc <= 945; Q6_K: (q-32)*sc, |.| <= 4096); then 4
  * tokens at a time run loads, int8 -> int16 widening and i32x4.dot_i16x8
- * against each weight vector loaded once. The relaxed build uses the same
- * prefill path and relaxed dot products for decode (below). */
+ * against each weight vector loaded once. The relaxed build has its own
+ * decode block sums and prefill (bytes and relaxed dot products, below). */
 
 /* The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a Q4_K/Q5_K scales[12]
  * field, four bytes at a time (the layout of wlm_kq_scale_min_k4). */
