@@ -230,6 +230,32 @@ static inline int32_t q4k_min_term(v128_t mn, const int16_t *bsums) {
     return hsum(wasm_i32x4_add(wasm_i32x4_dot_i16x8(m01, wasm_v128_load(bsums)), wasm_i32x4_dot_i16x8(m23, wasm_v128_load(bsums + 8))));
 }
 
+/* The 64 values of a Q6_K block at positions 16v .. 16v+15 of each of its
+ * four 32-value groups of half h, unsigned (u = q + 32, 0..63) in byte
+ * lanes: u[k] holds sub-block 8h + 2k + v. 16-bit shifts; the masks drop
+ * the bits that cross from the neighbouring byte. */
+static inline __attribute__((always_inline)) void q6_bytes(const block_q6_k *B, int h, int v, v128_t u[4]) {
+    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
+    v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
+    v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+    u[0] = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
+    u[1] = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
+    u[2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
+    u[3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+}
+
+/* Q6_K's offset term sum_j sc_j bsums_j, as i32x4 partial sums, from the 16
+ * scales as int16 (sc_lo: 0..7, sc_hi: 8..15) */
+static inline v128_t q6_corr(v128_t sc_lo, v128_t sc_hi, const int16_t *bsums) {
+    return wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(bsums + 8)));
+}
+
+/* two i32x4 partial sums a, b reduced by pairs: lanes 0 + 1 = sum of a,
+ * lanes 2 + 3 = sum of b (the block sums the decode rows return) */
+static inline v128_t pair_halves(v128_t a, v128_t b) {
+    return wasm_i32x4_add(wasm_i32x4_shuffle(a, b, 0, 1, 4, 5), wasm_i32x4_shuffle(a, b, 2, 3, 6, 7));
+}
+
 /* ---- decode: one pass over each weight row ---------------------------------------
  * The activation form of the decode rows (kx_t, KX_STEP values a block):
  * SIMD128 widens a token's int8 values to int16 once for all rows
@@ -301,20 +327,18 @@ static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B
                                                  wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
     }
     v128_t mt = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), wasm_v128_load(bp));
-    return wasm_i32x4_add(wasm_i32x4_shuffle(acc, mt, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, mt, 2, 3, 6, 7));
+    return pair_halves(acc, mt);
 }
 
 /* The exact integer sums of one Q6_K block against one token's 256 values x
  * widened to int16 (xb for its bsums), in pairs of partial sums: lanes 0 + 1
  * = sum_j sc_j (sum u x)_j, lanes 2 + 3 = sum_j sc_j bsums_j. The values
  * are used unsigned (u = q + 32, 0..63) and the offset is taken off once per
- * block: s = (lanes 0 + 1) - 32 (lanes 2 + 3). They are assembled 16
- * positions at a time in byte lanes (16-bit shifts; the masks drop the bits
- * that cross from the neighbouring byte); products u*x by i16x8.mul, two a
- * lane (|.| <= 2 * 63 * 128), then i32x4.dot_i16x8 against the splatted
+ * block: s = (lanes 0 + 1) - 32 (lanes 2 + 3). They are assembled 64 at a
+ * time in byte lanes (q6_bytes) and widened; products u*x by i16x8.mul, two
+ * a lane (|.| <= 2 * 63 * 128), then i32x4.dot_i16x8 against the splatted
  * sub-block scale. One loop iteration per 64 weights, as q4k_sums. */
 static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B, const int16_t *xs, const block_q8_k *xb) {
-    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
     int16_t scs[16] __attribute__((aligned(16)));
     v128_t S = wasm_v128_load(B->scales);
     v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
@@ -323,21 +347,16 @@ static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B
 #pragma clang loop unroll(disable)
     for (int i = 0; i < 4; i++) { /* h = i / 2, v = i % 2: positions l = 16v .. 16v+15, sub-blocks 8h + 2k + v */
         int h = i >> 1, v = i & 1;
-        v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
-        v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
         const int16_t *x = xs + 128 * h + 16 * v, *sp = scs + 8 * h + v;
-        v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
-        v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
-        v128_t u2 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
-        v128_t u3 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+        v128_t u[4];
+        q6_bytes(B, h, v, u);
 #define Q6_SUB(u, k) wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_extend_low_u8x16(u), wasm_v128_load(x + 32 * (k))), \
                                                          wasm_i16x8_mul(wasm_u16x8_extend_high_u8x16(u), wasm_v128_load(x + 32 * (k) + 8))), \
                                           wasm_v128_load16_splat(sp + 2 * (k)))
-        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_add(Q6_SUB(u0, 0), Q6_SUB(u1, 1)), wasm_i32x4_add(Q6_SUB(u2, 2), Q6_SUB(u3, 3))));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_add(Q6_SUB(u[0], 0), Q6_SUB(u[1], 1)), wasm_i32x4_add(Q6_SUB(u[2], 2), Q6_SUB(u[3], 3))));
 #undef Q6_SUB
     }
-    v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
-    return wasm_i32x4_add(wasm_i32x4_shuffle(acc, corr, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, corr, 2, 3, 6, 7));
+    return pair_halves(acc, q6_corr(sc_lo, sc_hi, xb->bsums));
 }
 
 #else
@@ -367,12 +386,11 @@ static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B
                                                  wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
     }
     v128_t mt = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), wasm_v128_load(bp));
-    return wasm_i32x4_add(wasm_i32x4_shuffle(acc, mt, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, mt, 2, 3, 6, 7));
+    return pair_halves(acc, mt);
 }
 
 /* q6k_sums of the SIMD128 build, the int8 activations taken directly */
 static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B, const int8_t *xq, const block_q8_k *xb) {
-    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
     int16_t scs[16] __attribute__((aligned(16)));
     v128_t S = wasm_v128_load(B->scales);
     v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
@@ -381,22 +399,17 @@ static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B
 #pragma clang loop unroll(disable)
     for (int i = 0; i < 4; i++) {
         int h = i >> 1, v = i & 1;
-        v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
-        v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
         const int8_t *x = xq + 128 * h + 16 * v;
         const int16_t *sp = scs + 8 * h + v;
-        v128_t u0 = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
-        v128_t u1 = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
-        v128_t u2 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
-        v128_t u3 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
+        v128_t u[4];
+        q6_bytes(B, h, v, u);
         acc = wasm_i32x4_add(acc, wasm_i32x4_add(
-            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u0), wasm_v128_load16_splat(sp)),
-                           wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u1), wasm_v128_load16_splat(sp + 2))),
-            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 64), u2), wasm_v128_load16_splat(sp + 4)),
-                           wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 96), u3), wasm_v128_load16_splat(sp + 6)))));
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u[0]), wasm_v128_load16_splat(sp)),
+                           wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u[1]), wasm_v128_load16_splat(sp + 2))),
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 64), u[2]), wasm_v128_load16_splat(sp + 4)),
+                           wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 96), u[3]), wasm_v128_load16_splat(sp + 6)))));
     }
-    v128_t corr = wasm_i32x4_add(wasm_i32x4_dot_i16x8(sc_lo, wasm_v128_load(xb->bsums)), wasm_i32x4_dot_i16x8(sc_hi, wasm_v128_load(xb->bsums + 8)));
-    return wasm_i32x4_add(wasm_i32x4_shuffle(acc, corr, 0, 1, 4, 5), wasm_i32x4_shuffle(acc, corr, 2, 3, 6, 7));
+    return pair_halves(acc, q6_corr(sc_lo, sc_hi, xb->bsums));
 }
 #endif
 
@@ -513,28 +526,23 @@ static void unpack_q4k(const block_q4_k *B, ublock *u) {
 }
 
 static void unpack_q6k(const block_q6_k *B, ublock *u) {
-    const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
     v128_t S = wasm_v128_load(B->scales);
     wasm_v128_store(u->sc, wasm_i16x8_extend_low_i8x16(S));
     wasm_v128_store(u->sc + 8, wasm_i16x8_extend_high_i8x16(S));
     wasm_v128_store(u->mn, wasm_i16x8_splat(0));
     for (int h = 0; h < 2; h++)
         for (int v = 0; v < 2; v++) {
-            v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
-            v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+            v128_t q[4];
+            q6_bytes(B, h, v, q);
             uint8_t *o = u->u + 128 * h + 16 * v;
-            wasm_v128_store(o, wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30)));
-            wasm_v128_store(o + 32, wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30)));
-            wasm_v128_store(o + 64, wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30)));
-            wasm_v128_store(o + 96, wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30)));
+            for (int k = 0; k < 4; k++) wasm_v128_store(o + 32 * k, q[k]);
         }
     u->d = h2f(B->d); u->dmin = 0; u->q6 = 1;
 }
 
 /* Q6_K's offset term for one token: 32 * sum_j sc_j bsums_j */
 static inline int32_t q6_offset(const ublock *u, const block_q8_k *b) {
-    return 32 * hsum(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_load(u->sc), wasm_v128_load(b->bsums)),
-                                    wasm_i32x4_dot_i16x8(wasm_v128_load(u->sc + 8), wasm_v128_load(b->bsums + 8))));
+    return 32 * hsum(q6_corr(wasm_v128_load(u->sc), wasm_v128_load(u->sc + 8), b->bsums));
 }
 
 static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_k *b1, const block_q8_k *b2, const block_q8_k *b3, int32_t *s) {
