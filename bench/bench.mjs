@@ -5,16 +5,20 @@
 // timed unit tests.
 //
 //   node bench/bench.mjs [--shapes s15m,s110m] [--types q8_0,q4_0,f16] [--threads 1,2] [--reps 3] [--out latest]
-//                        [--skip far,native]
+//                        [--skip far,native] [--simd simd128,relaxed]
 // --skip leaves columns out to shorten a run while iterating on kernels: `far`
 // (decode after a 1000-token prompt), `native` (build/wasmlm-native, scalar).
+// --simd picks the engine builds measured (loadModel's `simd` option): default
+// both where relaxed SIMD passes the known-answer probe, else simd128 only
+// (Node 20 runs relaxed SIMD only with --experimental-wasm-relaxed-simd, which
+// `make bench` passes when the node binary accepts it; Node >= 22 by default).
 // Models are generated on demand into bench/cache/ (never committed).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { model, promptOf, root, native } from './common.mjs';
-import { loadModel } from '../web/index.js';
+import { loadModel, relaxedSimdAvailable } from '../web/index.js';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
 const shapes = String(args.shapes || 's15m,s110m').split(',');
@@ -22,6 +26,14 @@ const types = String(args.types || 'q8_0,q4_0,f16').split(',');
 const reps = +(args.reps || 3);
 const threadCounts = String(args.threads || '1,2').split(',').map(Number);
 const skip = new Set(String(args.skip || '').split(',').filter(Boolean));
+const relaxedOk = await relaxedSimdAvailable();
+const simds = new Set(args.simd ? String(args.simd).split(',').filter(Boolean) : relaxedOk ? ['simd128', 'relaxed'] : ['simd128']);
+for (const s of simds) if (s !== 'simd128' && s !== 'relaxed') throw new Error(`--simd: unknown build ${s} (simd128, relaxed)`);
+if (simds.has('relaxed') && !relaxedOk) {
+  simds.delete('relaxed');
+  if (!simds.size) simds.add('simd128');
+  console.error(`warning: relaxed SIMD is not available in this Node (${process.version}${process.version.startsWith('v20.') ? ': run it with --experimental-wasm-relaxed-simd' : ''}): measuring ${[...simds].join(',')} only`);
+}
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
@@ -30,7 +42,7 @@ const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.
 // to the model being ready: parsing and placement overlap the transfer, so
 // what is left after the last byte is the finishing work (checks, tokenizer,
 // context and KV cache).
-async function readyAfterLastByte(file, threads) {
+async function readyAfterLastByte(file, threads, simd) {
   let tLast = 0;
   async function* chunks() {
     const fh = await fs.promises.open(file);
@@ -45,16 +57,17 @@ async function readyAfterLastByte(file, threads) {
       }
     } finally { await fh.close(); }
   }
-  const m = await loadModel(chunks(), { contextLength: 1152, batchSize: 64, threads });
+  const m = await loadModel(chunks(), { contextLength: 1152, batchSize: 64, threads, simd });
   const ms = performance.now() - tLast;
   await m.dispose();
   return ms;
 }
 
-async function benchOurs(file, threads) {
-  const readyMs = await readyAfterLastByte(file, threads);
+async function benchOurs(file, threads, simd) {
+  const readyMs = await readyAfterLastByte(file, threads, simd);
   const t0 = performance.now();
-  const m = await loadModel(file, { contextLength: 1152, batchSize: 64, threads });
+  const m = await loadModel(file, { contextLength: 1152, batchSize: 64, threads, simd });
+  if (m.simd !== simd) throw new Error(`asked for the ${simd} build, loaded ${m.simd}`);
   const loadMs = performance.now() - t0;
   // reusePrefix false: every rep prefills its whole prompt (the same prompt
   // would otherwise be served from the cache of the previous rep)
@@ -119,6 +132,7 @@ for (const t of threadCounts) {
   bandwidth[t] = r && r.status === 0 ? +r.stdout.trim() : null;
 }
 console.error('bandwidth GB/s', JSON.stringify(bandwidth));
+console.error('wasm builds', [...simds].join(','));
 
 const rows = [];
 for (const shape of shapes) {
@@ -127,13 +141,18 @@ for (const shape of shapes) {
     const size = fs.statSync(file).size;
     for (const threads of threadCounts) {
       // the engines run one after the other on the same file, in the same process
-      const ours = await benchOurs(file, threads);
+      // ours: the SIMD128 build; oursRelaxed: the relaxed-SIMD build (null when not measured)
+      const ours = simds.has('simd128') ? await benchOurs(file, threads, 'simd128') : null;
+      const oursRelaxed = simds.has('relaxed') ? await benchOurs(file, threads, 'relaxed') : null;
       const nat = fs.existsSync(native) && !skip.has('native') ? benchNative(file, threads) : null;
       const lc = await benchLlamaCpp(file, threads);
       // decode moves (about) every weight byte once per token
-      const weightsGBs = +(size / 1e9 * ours.decode).toFixed(2);
-      const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads, ours, native: nat, llamaCpp: lc,
-        weightsGBs, bandwidthGBs: bandwidth[threads], bandwidthShare: bandwidth[threads] ? +(weightsGBs / bandwidth[threads]).toFixed(3) : null };
+      const gbs = (o) => (o ? +(size / 1e9 * o.decode).toFixed(2) : null);
+      const share = (g) => (g != null && bandwidth[threads] ? +(g / bandwidth[threads]).toFixed(3) : null);
+      const weightsGBs = gbs(ours), weightsGBsRelaxed = gbs(oursRelaxed);
+      const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads, ours, oursRelaxed, native: nat, llamaCpp: lc,
+        weightsGBs, bandwidthGBs: bandwidth[threads], bandwidthShare: share(weightsGBs),
+        weightsGBsRelaxed, bandwidthShareRelaxed: share(weightsGBsRelaxed) };
       rows.push(row);
       console.error(JSON.stringify(row));
     }
@@ -142,12 +161,16 @@ for (const shape of shapes) {
 
 const f = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
 const ratio = (a, b) => (a && b ? (a / b).toFixed(2) + '×' : '—');
-let md = `# wasmlm benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version} · medians of ${reps}\n\n`;
-md += '| model | type | threads | MB | peak wasm MB | weights GB/s (share of bandwidth) | load ms | ready ms after last byte | prefill tok/s (wasm) | decode tok/s (wasm) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+const gbCell = (g, s) => (g == null ? '—' : `${g} (${s == null ? '—' : Math.round(s * 100) + ' %'})`);
+const flags = process.execArgv.length ? ' ' + process.execArgv.join(' ') : '';
+let md = `# wasmlm benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version}${flags} · medians of ${reps}\n\n`;
+md += '| model | type | threads | MB | peak wasm MB | weights GB/s (share of bandwidth) | load ms | ready ms after last byte | prefill tok/s (wasm) | decode tok/s (wasm) | prefill tok/s (relaxed) | decode tok/s (relaxed) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | relaxed/llama.cpp prefill | relaxed/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
-  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(r.ours.peakWasmMB)} | ${r.weightsGBs} (${r.bandwidthShare == null ? '—' : Math.round(r.bandwidthShare * 100) + ' %'}) | ${f(r.ours.loadMs)} | ${f(r.ours.readyMs)} | ${f(r.ours.prefill)} | ${f(r.ours.decode)} | ${f(r.ours.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(r.ours.prefill, r.llamaCpp?.prefill)} | ${ratio(r.ours.decode, r.llamaCpp?.decode)} | ${ratio(r.ours.decode, r.native?.decode)} |\n`;
+  const gb = [r.ours && gbCell(r.weightsGBs, r.bandwidthShare), r.oursRelaxed && 'relaxed ' + gbCell(r.weightsGBsRelaxed, r.bandwidthShareRelaxed)].filter(Boolean).join(' · ');
+  const o = r.ours, x = r.oursRelaxed;
+  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(o?.peakWasmMB)} | ${gb} | ${f(o?.loadMs)} | ${f(o?.readyMs)} | ${f(o?.prefill)} | ${f(o?.decode)} | ${f(x?.prefill)} | ${f(x?.decode)} | ${f(o?.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(o?.prefill, r.llamaCpp?.prefill)} | ${ratio(o?.decode, r.llamaCpp?.decode)} | ${ratio(x?.prefill, r.llamaCpp?.prefill)} | ${ratio(x?.decode, r.llamaCpp?.decode)} | ${ratio(o?.decode, r.native?.decode)} |\n`;
 }
-md += `\nbandwidth: streaming read of 1 GiB by native code, ${JSON.stringify(bandwidth)} GB/s by thread count; weights GB/s = file size × decode tok/s. load ms: loadModel(path) until ready; ready ms after last byte: loadModel of the file as a stream of 4 MB chunks, from the last chunk handed over to ready. peak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n`;
+md += `\nwasm = the SIMD128 build, relaxed = the relaxed-SIMD build (wasm/wasmlm-relaxed.wasm, wasm/wasmlm-mt-relaxed.wasm), the same file and thread count measured one after the other in this process; loadModel picks the relaxed build automatically wherever its known-answer probe passes. Node 20 runs relaxed SIMD only with --experimental-wasm-relaxed-simd (\`make bench\` passes it when the node binary accepts it; Node >= 22 and Chromium run it by default); where it is not available the relaxed columns are empty (—). load ms, ready ms, peak wasm MB and decode @1000 are the SIMD128 build's (the relaxed build's are in the JSON). bandwidth: streaming read of 1 GiB by native code, ${JSON.stringify(bandwidth)} GB/s by thread count; weights GB/s = file size × decode tok/s (SIMD128, then relaxed). load ms: loadModel(path) until ready; ready ms after last byte: loadModel of the file as a stream of 4 MB chunks, from the last chunk handed over to ready. peak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n`;
 // tokenizer throughput (MB/s on a few MB of mixed text, SentencePiece and
 // byte-level BPE vocabularies): printed by the C test tokenizer_throughput,
 // natively and in the wasm build
@@ -163,7 +186,7 @@ for (const [label, cmd, cargs] of [
 if (tok.length) md += '\n## Tokenizer throughput\n\n' + tok.map((l) => '- ' + l).join('\n') + '\n';
 
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
-fs.writeFileSync(path.join(root, 'bench', 'results', `bench-${stamp}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, rows, tokenizer: tok }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', `bench-${stamp}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version, nodeFlags: process.execArgv, simd: [...simds] }, rows, tokenizer: tok }, null, 2));
 fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'latest'}.md`), md);
 console.log(md);
 process.exit(0);
