@@ -40,7 +40,7 @@ typedef struct plan {
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
              off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen, off_sort,
              off_sseq, off_tok, off_aidx, off_spec;
-    uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16;
+    uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16, act8_off;
 } plan;
 
 static uint64_t reserve(plan *p, uint64_t bytes) {
@@ -92,8 +92,11 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_actk = reserve(&pl, B * pl.act_row_bytes);
     /* [kernels] per thread: one F32 row, or a panel of i16x4 rows (prefill) */
     pl.wrow_bytes = WLM_ALIGN_UP(WLM_MAX(widest * 4, WLM_MM_PANEL * wlm_i16x4_row_bytes((uint32_t)widest)), 64);
-    /* [kernels] int16 activations: i16x4 (prefill) or i16eo (decode) rows */
-    pl.act16_row_bytes = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
+    /* [kernels] int16 activations: i16x4 (prefill) or i16eo (decode) rows,
+     * each followed (at act8_off) by the same values in the i8x4 form of
+     * gemm_q4_i8x4 (relaxed-SIMD prefill of Q4_0 weights) */
+    pl.act8_off = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
+    pl.act16_row_bytes = pl.act8_off + WLM_ALIGN_UP(widest + (widest / 32 + 1) * 8, 64);
     pl.off_act16 = reserve(&pl, B * pl.act16_row_bytes);
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
     pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
@@ -162,7 +165,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->act = mem + pl.off_act; c->act_k = mem + pl.off_actk; c->act_row_bytes = pl.act_row_bytes;
     c->wrow = mem + pl.off_wrow;
     c->wrow_bytes = pl.wrow_bytes;
-    c->act16 = mem + pl.off_act16; c->act16_row_bytes = pl.act16_row_bytes;
+    c->act16 = mem + pl.off_act16; c->act16_row_bytes = pl.act16_row_bytes; c->act8_off = pl.act8_off;
     c->n_thr = 1;
     c->logits = (float *)(mem + pl.off_logits);
     c->att_tile = (float *)(mem + pl.off_tile);
@@ -218,11 +221,16 @@ static float rms_scale(const float *x, uint32_t n, float eps) {
  * one token, i16x4 rows for a batch) or Q8_K blocks (c->act_k). Each input
  * is converted once into every form its weights read (Q, K and V share one
  * input, gate and up another). */
-enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4 };
+enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_I8 = 16 };
 
-static uint32_t needs_of(const wlm_tensor *w) {
+/* NEED_I16: the i16eo form for one token (gemv); in a batch NEED_X4 asks for
+ * the i16x4 form (gemm_i16x4), NEED_I8 for the i8x4 form (gemm_q4_i8x4:
+ * Q4_0 weights in kernel sets that have it) */
+static uint32_t needs_of(const wlm_ctx *c, const wlm_tensor *w) {
     switch (wlm_act_type(w->type)) {
-    case GGML_Q8_0: return NEED_Q8 | (w->type == GGML_Q8_0 || w->type == GGML_Q4_0 ? NEED_I16 : 0);
+    case GGML_Q8_0:
+        if (w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4) return NEED_Q8 | NEED_I16 | NEED_I8;
+        return NEED_Q8 | (w->type == GGML_Q8_0 || w->type == GGML_Q4_0 ? NEED_I16 | NEED_X4 : 0);
     case GGML_Q8_K: return NEED_QK;
     default: return 0;
     }
@@ -250,10 +258,12 @@ static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const w
         uint8_t *q8 = c->act + t * c->act_row_bytes;
         if (need & NEED_Q8) wlm_quantize_row_q8_0(y + lo, (block_q8_0 *)q8 + lo / QK8_0, hi - lo);
         if (need & NEED_QK) wlm_quantize_row_q8_k(y + lo, (block_q8_k *)(c->act_k + t * c->act_row_bytes) + lo / QK_K, hi - lo);
-        if (need & NEED_I16) {
-            uint8_t *x16 = c->act16 + t * c->act16_row_bytes;
-            if (n_tok <= WLM_GEMV_MAX_TOK) wlm_act_i16eo_blocks((const block_q8_0 *)q8, x16, n, lo / QK8_0, hi / QK8_0);
-            else c->k->unpack_i16x4(GGML_Q8_0, q8, x16, n);
+        uint8_t *x16 = c->act16 + t * c->act16_row_bytes;
+        if (n_tok <= WLM_GEMV_MAX_TOK) {
+            if (need & NEED_I16) wlm_act_i16eo_blocks((const block_q8_0 *)q8, x16, n, lo / QK8_0, hi / QK8_0);
+        } else {
+            if (need & NEED_X4) c->k->unpack_i16x4(GGML_Q8_0, q8, x16, n);
+            if (need & NEED_I8) c->k->act_i8x4((const block_q8_0 *)q8, x16 + c->act8_off, n);
         }
     }
 }
@@ -292,6 +302,17 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
          * each weight block widened once for every token */
         wlm_gemv_fn gemv = W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
         gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, c->act16, c->act16_row_bytes, n_tok, y + r0, rows);
+        return;
+    }
+    if (W->type == GGML_Q4_0 && c->k->gemm_q4_i8x4) {
+        /* relaxed SIMD: a panel of rows as nibbles in the i8x4 form, then the
+         * register-tiled relaxed dot products (bit for bit dot_q4_0) */
+        uint64_t rb = wlm_q4_i8x4_row_bytes(n);
+        for (uint32_t r = r0; r < r1; r += WLM_MM_PANEL) {
+            uint32_t nr = WLM_MIN(WLM_MM_PANEL, r1 - r);
+            for (uint32_t i = 0; i < nr; i++) c->k->unpack_q4_i8x4((const block_q4_0 *)(W->data + (uint64_t)(r + i) * row_bytes), wrow + i * rb, n);
+            c->k->gemm_q4_i8x4(n, wrow, rb, nr, c->act16 + c->act8_off, c->act16_row_bytes, n_tok, y + r, rows);
+        }
         return;
     }
     if (i16) {
@@ -578,7 +599,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         const wlm_layer *L = &m->layers[l];
         /* attention block: h = rmsnorm(x) * w_attn_norm; q, k, v; attention; x += Wo att */
-        act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, needs_of(L->wq) | needs_of(L->wk) | needs_of(L->wv), tid, nth);
+        act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, needs_of(c, L->wq) | needs_of(c, L->wk) | needs_of(c, L->wv), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
         qkv_step(f, l, &s, tid);
@@ -586,18 +607,18 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         s = step_begin(f, &k, tid, nth);
         attention_step(f, l, scale, &s, tid);
         wlm_pool_barrier(p, nth);
-        act_step(c, c->att, 0, 0, 0, n, od, needs_of(L->wo), tid, nth);
+        act_step(c, c->att, 0, 0, 0, n, od, needs_of(c, L->wo), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
         residual_step(f, L->wo, L->bo, c->att, &s, tid);
         wlm_pool_barrier(p, nth);
         /* feed-forward block (SwiGLU): h = rmsnorm(x) * w_ffn_norm; x += W_down (silu(W_gate h) * (W_up h)) */
-        act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, needs_of(L->w_gate) | needs_of(L->w_up), tid, nth);
+        act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, needs_of(c, L->w_gate) | needs_of(c, L->w_up), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
         gate_up_step(f, L, &s, tid);
         wlm_pool_barrier(p, nth);
-        act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, needs_of(L->w_down), tid, nth);
+        act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, needs_of(c, L->w_down), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
         residual_step(f, L->w_down, 0, c->hb, &s, tid);
@@ -606,7 +627,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
 
     /* logits = W_out (rmsnorm(x) * w_out_norm) for the tokens asked for */
     if (!f->n_out) return;
-    act_step(c, c->x, c->out_tok, m->out_norm, c->xb, f->n_out, d, needs_of(m->output), tid, nth);
+    act_step(c, c->x, c->out_tok, m->out_norm, c->xb, f->n_out, d, needs_of(c, m->output), tid, nth);
     wlm_pool_barrier(p, nth);
     s = step_begin(f, &k, tid, nth);
     uint32_t r0, r1;

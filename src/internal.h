@@ -189,6 +189,15 @@ typedef struct wlm_kernels {
      * widened once for every token (no unpacked copy in memory, unlike
      * gemm_i16x4). Equal bit for bit to dot_q8_0 / dot_q4_0 on (w row, x8). */
     wlm_gemv_fn gemv_q8_0, gemv_q4_0;
+    /* Prefill of Q4_0 weights with relaxed SIMD (NULL elsewhere): as
+     * gemm_i16x4, on rows in the i8x4 form (weights: unpack_q4_i8x4, n + nb*4
+     * bytes; tokens: act_i8x4, n + nb*8 bytes); equal bit for bit to
+     * dot_q4_0. The unpackers write the bytes of wlm_unpack_q4_i8x4 /
+     * wlm_act_i8x4. */
+    void (*gemm_q4_i8x4)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                         const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
+    void (*unpack_q4_i8x4)(const block_q4_0 *row, uint8_t *out, uint32_t n);
+    void (*act_i8x4)(const block_q8_0 *x, uint8_t *out, uint32_t n);
     /* Small batches of F16 weights: y[t * ys + r] = row r of w (rows ws
      * bytes apart) . float row x + t * xs (xs in floats) for r < nr,
      * t < nt; each 16 halves converted once for every token. Equal bit for
@@ -259,6 +268,18 @@ void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n);
  * the nb block scales as floats at byte offset 2n. */
 void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n);
 static inline uint64_t wlm_i16x4_row_bytes(uint32_t n) { return (uint64_t)n * 2 + (uint64_t)n / 32 * 4; }
+/* The i8x4 form of the relaxed-SIMD Q4_0 prefill (gemm_q4_i8x4): blocks in
+ * groups of four, 128 bytes per group where value k of block 4g+i sits at
+ * g*128 + (k/4)*16 + i*4 + k%4 (so one i16x8.relaxed_dot_i8x16_i7x16 pair of
+ * lanes, and after a pairwise add one i32 lane, sums values of one block);
+ * blocks past the last group of four stay in order (b*32 + k); then the nb
+ * block scales as floats at byte offset n. Q4_0 weights: the nibbles q
+ * (0..15, without the -8); Q8_0 activations: the int8 values, and after the
+ * scales the nb exact block sums as int32 (the -8 is taken off as 8 * sum). */
+void wlm_unpack_q4_i8x4(const block_q4_0 *row, uint8_t *out, uint32_t n);
+void wlm_act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n);
+static inline uint64_t wlm_q4_i8x4_row_bytes(uint32_t n) { return (uint64_t)n + (uint64_t)n / 32 * 4; }
+static inline uint64_t wlm_act_i8x4_row_bytes(uint32_t n) { return (uint64_t)n + (uint64_t)n / 32 * 8; }
 /* Q8_0 activation row -> the i16eo form of gemv_q8_0/gemv_q4_0 (exact): per
  * block the 32 values widened to int16 in the order even 0-14, odd 1-15,
  * even 16-30, odd 17-31 (the order a weight block's bytes fall into when
@@ -341,6 +362,7 @@ struct wlm_ctx {
     uint8_t *wrow;         /* per thread: one weight row unpacked for a batch (prefill) */
     uint8_t *act16;        /* int8 activations widened to int16 + float scales (prefill) */
     uint64_t act16_row_bytes;
+    uint64_t act8_off;      /* the i8x4 form of the same rows, at act16 + row * act16_row_bytes + act8_off */
     uint64_t wrow_bytes;   /* bytes of one thread's wrow */
     wlm_pool *pool; uint32_t n_thr; /* threads running matmul/attention (1 = inline) */
     float *logits; uint32_t n_logits;

@@ -381,6 +381,134 @@ static void gemm_i16x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
     }
 }
 
+#ifdef __wasm_relaxed_simd__
+/* ---- relaxed-SIMD prefill of Q4_0: the i8x4 form -----------------------------------
+ * Weights as their nibbles (7-bit lanes) and activations as int8, both with
+ * four blocks interleaved by 4 bytes (wlm_unpack_q4_i8x4, wlm_act_i8x4): one
+ * i16x8.relaxed_dot_i8x16_i7x16_s multiplies 16 pairs (twice the products
+ * of an i32x4.dot_i16x8 on widened values) and its lanes 2i, 2i+1 belong to
+ * block i. The 8 dots of a group add up in int16 (each lane at most
+ * 2 * 15 * 128 = 3840, eight: 30720), one pairwise add gives the four block
+ * sums; sum (q - 8) x = sum q x - 8 sum x with the exact block sums of x.
+ * The float steps are tile_i16x4's (dot_q4_0's order), so the results equal
+ * dot_q4_0 bit for bit. */
+
+/* the 32-bit lanes of a0..a3 transposed: vector p = lane p of a0, a1, a2, a3 */
+static inline __attribute__((always_inline)) void store_t4_bytes(uint8_t *g, v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
+    v128_t t0 = wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7);
+    v128_t t2 = wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7);
+    wasm_v128_store(g, wasm_i64x2_shuffle(t0, t2, 0, 2));
+    wasm_v128_store(g + 16, wasm_i64x2_shuffle(t0, t2, 1, 3));
+    wasm_v128_store(g + 32, wasm_i64x2_shuffle(t1, t3, 0, 2));
+    wasm_v128_store(g + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
+}
+
+static void unpack_q4_i8x4(const block_q4_0 *B, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32, b = 0;
+    const v128_t m4 = wasm_i8x16_splat(15);
+    float *d = (float *)(out + n);
+    for (; b + 4 <= nb; b += 4) {
+        v128_t q0 = wasm_v128_load(B[b].qs), q1 = wasm_v128_load(B[b + 1].qs), q2 = wasm_v128_load(B[b + 2].qs), q3 = wasm_v128_load(B[b + 3].qs);
+        store_t4_bytes(out + b * 32, wasm_v128_and(q0, m4), wasm_v128_and(q1, m4), wasm_v128_and(q2, m4), wasm_v128_and(q3, m4));
+        store_t4_bytes(out + b * 32 + 64, wasm_u8x16_shr(q0, 4), wasm_u8x16_shr(q1, 4), wasm_u8x16_shr(q2, 4), wasm_u8x16_shr(q3, 4));
+    }
+    for (; b < nb; b++) {
+        v128_t q = wasm_v128_load(B[b].qs);
+        wasm_v128_store(out + b * 32, wasm_v128_and(q, m4));
+        wasm_v128_store(out + b * 32 + 16, wasm_u8x16_shr(q, 4));
+    }
+    for (b = 0; b + 4 <= nb; b += 4) /* the scales, exactly as wlm_f16_to_f32 */
+        wasm_v128_store(d + b, half4_to_f32(wasm_i32x4_make(B[b].d, B[b + 1].d, B[b + 2].d, B[b + 3].d)));
+    for (; b < nb; b++) d[b] = wlm_f16_to_f32(B[b].d);
+}
+
+static void act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32, b = 0;
+    float *d = (float *)(out + n);
+    int32_t *sum = (int32_t *)(out + n + (uint64_t)nb * 4);
+    for (; b + 4 <= nb; b += 4) {
+        store_t4_bytes(out + b * 32, wasm_v128_load(x[b].qs), wasm_v128_load(x[b + 1].qs), wasm_v128_load(x[b + 2].qs), wasm_v128_load(x[b + 3].qs));
+        store_t4_bytes(out + b * 32 + 64, wasm_v128_load(x[b].qs + 16), wasm_v128_load(x[b + 1].qs + 16), wasm_v128_load(x[b + 2].qs + 16), wasm_v128_load(x[b + 3].qs + 16));
+    }
+    for (; b < nb; b++) {
+        wasm_v128_store(out + b * 32, wasm_v128_load(x[b].qs));
+        wasm_v128_store(out + b * 32 + 16, wasm_v128_load(x[b].qs + 16));
+    }
+    for (b = 0; b < nb; b++) {
+        v128_t s = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs))),
+                                  wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs + 16))));
+        sum[b] = lanes_sum_i32(s);
+        d[b] = wlm_f16_to_f32(x[b].d);
+    }
+}
+
+static inline __attribute__((always_inline)) void tile_i8x4(int R, int T, uint32_t n, const uint8_t *w, uint64_t ws,
+                                                           const uint8_t *x, uint64_t xs, float *y, uint64_t ys) {
+    uint32_t nb = n / 32, ng = nb / 4;
+    v128_t acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) acc[r][t] = wasm_f32x4_splat(0);
+    for (uint32_t g = 0; g < ng; g++) {
+        v128_t s[4][4];
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) s[r][t] = wasm_i16x8_splat(0);
+        for (uint32_t p = 0; p < 8; p++) {
+            v128_t wv[4], xv[4];
+            for (int r = 0; r < R; r++) wv[r] = wasm_v128_load(w + r * ws + g * 128 + p * 16);
+            for (int t = 0; t < T; t++) xv[t] = wasm_v128_load(x + t * xs + g * 128 + p * 16);
+            for (int r = 0; r < R; r++)
+                for (int t = 0; t < T; t++) s[r][t] = wasm_i16x8_add(s[r][t], wasm_i16x8_relaxed_dot_i8x16_i7x16(xv[t], wv[r]));
+        }
+        for (int r = 0; r < R; r++) {
+            v128_t dw = wasm_v128_load(w + r * ws + n + g * 16);
+            for (int t = 0; t < T; t++) {
+                const uint8_t *xt = x + t * xs + n;
+                v128_t is = wasm_i32x4_sub(wasm_i32x4_extadd_pairwise_i16x8(s[r][t]), wasm_i32x4_shl(wasm_v128_load(xt + nb * 4 + g * 16), 3));
+                v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(xt + g * 16));
+                acc[r][t] = wasm_f32x4_add(acc[r][t], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(is)));
+            }
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            const uint8_t *wq = w + r * ws, *xq = x + t * xs;
+            const float *dw = (const float *)(wq + n), *dx = (const float *)(xq + n);
+            const int32_t *sx = (const int32_t *)(xq + n + nb * 4);
+            float res = fold_lanes(acc[r][t]);
+            for (uint32_t b = ng * 4; b < nb; b++) {
+                v128_t s2 = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + b * 32), wasm_v128_load(wq + b * 32)),
+                                           wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + b * 32 + 16), wasm_v128_load(wq + b * 32 + 16)));
+                res += (dw[b] * dx[b]) * (float)(lanes_sum_i32(wasm_i32x4_extadd_pairwise_i16x8(s2)) - 8 * sx[b]);
+            }
+            y[t * ys + r] = res;
+        }
+}
+
+#ifndef WLM_TILE8_R
+#define WLM_TILE8_R 4
+#endif
+#ifndef WLM_TILE8_T
+#define WLM_TILE8_T 2
+#endif
+
+static void gemm_q4_i8x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
+                         const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    uint32_t r = 0;
+    for (; r + WLM_TILE8_R <= nr; r += WLM_TILE8_R) {
+        uint32_t t = 0;
+        for (; t + WLM_TILE8_T <= nt; t += WLM_TILE8_T)
+            tile_i8x4(WLM_TILE8_R, WLM_TILE8_T, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+        for (; t < nt; t++) tile_i8x4(WLM_TILE8_R, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+    }
+    for (; r < nr; r++) {
+        uint32_t t = 0;
+        for (; t + WLM_TILE8_T <= nt; t += WLM_TILE8_T)
+            tile_i8x4(1, WLM_TILE8_T, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+        for (; t < nt; t++) tile_i8x4(1, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+    }
+}
+#endif
+
 /* ---- decode: several Q8_0 / Q4_0 rows against the i16eo activation --------------------
  * A weight block read as i16x8 lanes holds, per lane, an even value in its
  * low byte and the next odd value in its high byte (Q8_0), or four values in
@@ -792,6 +920,9 @@ const wlm_kernels wlm_kernels_simd128 = {
              [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
+#ifdef __wasm_relaxed_simd__
+    .gemm_q4_i8x4 = gemm_q4_i8x4, .unpack_q4_i8x4 = unpack_q4_i8x4, .act_i8x4 = act_i8x4,
+#endif
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
     .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,

@@ -1365,6 +1365,103 @@ TEST(kernels_unpack_i16x4_layout) {
     free(ref); free(got);
 }
 
+/* the i8x4 form (relaxed-SIMD Q4_0 prefill): the reference writers put
+ * every value where the layout says, and every set that has the unpackers
+ * writes the same bytes */
+TEST(kernels_i8x4_layout) {
+    enum { MAXB = 23 };
+    static block_q8_0 x8[MAXB]; static block_q4_0 w4[MAXB];
+    uint64_t ab = wlm_act_i8x4_row_bytes(MAXB * 32);
+    uint8_t *ref = malloc(ab), *got = malloc(ab);
+    int checked = 0;
+    for (uint32_t nb = 1; nb <= MAXB; nb++) {
+        uint32_t n = nb * 32;
+        for (uint32_t b = 0; b < nb; b++) { rand_q8_block(&x8[b], (int)(tst_rand() % 4)); rand_q4_block(&w4[b], (int)(tst_rand() % 4)); }
+        for (int act = 0; act < 2; act++) {
+            if (act) wlm_act_i8x4(x8, ref, n); else wlm_unpack_q4_i8x4(w4, ref, n);
+            for (uint32_t b = 0; b < nb; b++) {
+                int32_t sum = 0;
+                for (uint32_t k = 0; k < 32; k++) {
+                    uint32_t at = b < nb / 4 * 4 ? (b / 4) * 128 + (k / 4) * 16 + (b % 4) * 4 + k % 4 : b * 32 + k;
+                    int v = act ? x8[b].qs[k] : q4_val(&w4[b], (int)k) + 8;
+                    CHECKF((act ? (int)(int8_t)ref[at] : (int)ref[at]) == v, "%s nb=%u block %u value %u", act ? "act" : "q4_0", nb, b, k);
+                    sum += v;
+                }
+                float d; memcpy(&d, ref + n + b * 4, 4);
+                CHECK(fbits(d) == fbits(wlm_f16_to_f32(act ? x8[b].d : w4[b].d)));
+                if (act) { int32_t s; memcpy(&s, ref + n + nb * 4 + b * 4, 4); CHECK(s == sum); }
+            }
+            for (int k = 0; k < N_SETS; k++) {
+                if (!SETS[k]->act_i8x4) continue;
+                memset(got, 0xa5, ab);
+                if (act) SETS[k]->act_i8x4(x8, got, n); else SETS[k]->unpack_q4_i8x4(w4, got, n);
+                CHECKF(memcmp(got, ref, act ? wlm_act_i8x4_row_bytes(n) : wlm_q4_i8x4_row_bytes(n)) == 0, "%s %s nb=%u", SETS[k]->name, act ? "act" : "q4_0", nb);
+                checked++;
+            }
+        }
+    }
+    printf("  %d kernel-set unpacks checked\n", checked);
+    free(ref); free(got);
+}
+
+/* the relaxed-SIMD Q4_0 prefill kernel (i8x4 rows): every result equals the
+ * scalar dot_q4_0 of the same row and token bit for bit, for tiles cut at any
+ * row and token count, with extreme values (the int16 sums at their largest)
+ * and infinite / NaN scales; in the sets that have it (relaxed SIMD) */
+TEST(kernels_gemm_q4_i8x4_equals_row_dots) {
+    enum { MAXB = 37, MAXR = 7, MAXT = 11 };
+    static block_q8_0 x8[MAXT][MAXB];
+    static block_q4_0 w4[MAXR][MAXB];
+    uint64_t wb = wlm_q4_i8x4_row_bytes(MAXB * 32), xb = wlm_act_i8x4_row_bytes(MAXB * 32);
+    uint8_t *wp = malloc(MAXR * wb), *xp = malloc(MAXT * xb);
+    float y[MAXT * 9], ref[MAXT * 9];
+    static const uint32_t NB[] = { 1, 3, 4, 5, 8, 9, 12, 15, 16, 24, 37 };
+    int checked = 0, sets = 0;
+    for (int k = 0; k < N_SETS; k++) sets += SETS[k]->gemm_q4_i8x4 != NULL;
+    for (unsigned si = 0; sets && si < sizeof NB / sizeof NB[0]; si++) {
+        uint32_t nb = NB[si], n = nb * 32;
+        for (int rep = 0; rep < 4; rep++) {
+            float v[32];
+            for (int t = 0; t < MAXT; t++)
+                for (uint32_t b = 0; b < nb; b++) {
+                    for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + (b + t) % 7);
+                    wlm_quantize_row_q8_0(v, &x8[t][b], 32);
+                    if (rep >= 2 && b % 3 == 0) rand_q8_block(&x8[t][b], rep == 3 ? 1 : 1 + (int)(tst_rand() % 3)); /* extremes */
+                }
+            for (int r = 0; r < MAXR; r++)
+                for (uint32_t b = 0; b < nb; b++) {
+                    for (int j = 0; j < 32; j++) v[j] = tst_randf();
+                    wlm_quantize_row_q4_0(v, &w4[r][b], 32);
+                    if (rep >= 2 && b % 2 == 0) rand_q4_block(&w4[r][b], rep == 3 ? 2 : 1 + (int)(tst_rand() % 3));
+                    if (rep == 3 && b == 1) w4[r][b].d = r % 2 ? 0x7c00 : 0x7e00;   /* +inf, NaN */
+                }
+            for (int t = 0; t < MAXT; t++) wlm_act_i8x4(x8[t], xp + t * xb, n);
+            for (int r = 0; r < MAXR; r++) wlm_unpack_q4_i8x4(w4[r], wp + r * wb, n);
+            for (uint32_t nr = 1; nr <= MAXR; nr += 2)
+                for (uint32_t nt = 1; nt <= MAXT; nt += (nt < 6 ? 1 : 5)) {
+                    for (uint32_t t = 0; t < nt; t++)
+                        for (uint32_t r = 0; r < nr; r++) ref[t * 9 + r] = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t]);
+                    for (int k = 0; k < N_SETS; k++) {
+                        if (!SETS[k]->gemm_q4_i8x4) continue;
+                        for (uint32_t i = 0; i < MAXT * 9; i++) y[i] = -1.0f;
+                        SETS[k]->gemm_q4_i8x4(n, wp, wb, nr, xp, xb, nt, y, 9);
+                        for (uint32_t t = 0; t < nt; t++)
+                            for (uint32_t r = 0; r < nr; r++) {
+                                CHECKF(same_float(y[t * 9 + r], ref[t * 9 + r]), "%s nb=%u nr=%u nt=%u rep %d (r %u, t %u): %.9g vs %.9g",
+                                       SETS[k]->name, nb, nr, nt, rep, r, t, y[t * 9 + r], ref[t * 9 + r]);
+                                checked++;
+                            }
+                        for (uint32_t t = 0; t < nt; t++) for (uint32_t r = nr; r < 9; r++) CHECK(y[t * 9 + r] == -1.0f);
+                    }
+                }
+        }
+    }
+    if (!sets) printf("  no kernel set here has gemm_q4_i8x4 (relaxed SIMD only)\n");
+    else printf("  %d tiled results checked in %d set(s)\n", checked, sets);
+    CHECK(!sets || checked > 10000);
+    free(wp); free(xp);
+}
+
 /* the small-batch F16 kernel equals dot_f16 per (row, token) and the row
  * conversion equals wlm_f16_to_f32 per half, in every kernel set, for any
  * length, row and token count, with subnormal, infinite and NaN halves */
