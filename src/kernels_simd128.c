@@ -179,7 +179,7 @@ static inline v128_t isum_q8(const int8_t *w, const int8_t *x) {
  * JS glue only loads this build after a known-answer probe passed. */
 static inline v128_t isum_q4(const uint8_t *qs, const int8_t *x) {
     v128_t q = wasm_v128_load(qs), eight = wasm_i8x16_splat(8);
-    v128_t lo = wasm_v128_and(q, wasm_i8x16_splat(15)), hi = wasm_u8x16_shr(q, 4);
+    v128_t lo = wasm_v128_and(q, wasm_i8x16_splat(15)), hi = hi_nibbles(q);
     v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 16);
     v128_t s = wasm_i16x8_sub(wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(x0, lo), wasm_i16x8_relaxed_dot_i8x16_i7x16(x1, hi)),
                               wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(x0, eight), wasm_i16x8_relaxed_dot_i8x16_i7x16(x1, eight)));
@@ -190,7 +190,7 @@ static inline v128_t isum_q4(const uint8_t *qs, const int8_t *x) {
 static inline v128_t isum_q4(const uint8_t *qs, const int8_t *x) {
     v128_t q = wasm_v128_load(qs);
     v128_t lo = wasm_i8x16_sub(wasm_v128_and(q, wasm_i8x16_splat(15)), wasm_i8x16_splat(8));
-    v128_t hi = wasm_i8x16_sub(wasm_u8x16_shr(q, 4), wasm_i8x16_splat(8));
+    v128_t hi = wasm_i8x16_sub(hi_nibbles(q), wasm_i8x16_splat(8));
     v128_t x0 = wasm_v128_load(x), x1 = wasm_v128_load(x + 16);
     v128_t s = wasm_i16x8_add(wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(lo, x0), wasm_i16x8_extmul_high_i8x16(lo, x0)),
                               wasm_i16x8_add(wasm_i16x8_extmul_low_i8x16(hi, x1), wasm_i16x8_extmul_high_i8x16(hi, x1)));
@@ -305,7 +305,7 @@ static inline __attribute__((always_inline)) void widen_half(int q4, const uint8
     v128_t v;
     if (q4) {
         v128_t q = wasm_v128_load(blk + 2);
-        v = wasm_i8x16_sub(h ? wasm_u8x16_shr(q, 4) : wasm_v128_and(q, wasm_i8x16_splat(15)), wasm_i8x16_splat(8));
+        v = wasm_i8x16_sub(h ? hi_nibbles(q) : wasm_v128_and(q, wasm_i8x16_splat(15)), wasm_i8x16_splat(8));
     } else {
         v = wasm_v128_load(blk + 2 + 16 * h);
     }
@@ -410,12 +410,12 @@ static void unpack_q4_i8x4(const block_q4_0 *B, uint8_t *out, uint32_t n) {
     for (; b + 4 <= nb; b += 4) {
         v128_t q0 = wasm_v128_load(B[b].qs), q1 = wasm_v128_load(B[b + 1].qs), q2 = wasm_v128_load(B[b + 2].qs), q3 = wasm_v128_load(B[b + 3].qs);
         store_t4_bytes(out + b * 32, wasm_v128_and(q0, m4), wasm_v128_and(q1, m4), wasm_v128_and(q2, m4), wasm_v128_and(q3, m4));
-        store_t4_bytes(out + b * 32 + 64, wasm_u8x16_shr(q0, 4), wasm_u8x16_shr(q1, 4), wasm_u8x16_shr(q2, 4), wasm_u8x16_shr(q3, 4));
+        store_t4_bytes(out + b * 32 + 64, hi_nibbles(q0), hi_nibbles(q1), hi_nibbles(q2), hi_nibbles(q3));
     }
     for (; b < nb; b++) {
         v128_t q = wasm_v128_load(B[b].qs);
         wasm_v128_store(out + b * 32, wasm_v128_and(q, m4));
-        wasm_v128_store(out + b * 32 + 16, wasm_u8x16_shr(q, 4));
+        wasm_v128_store(out + b * 32 + 16, hi_nibbles(q));
     }
     for (b = 0; b + 4 <= nb; b += 4) /* the scales, exactly as wlm_f16_to_f32 */
         wasm_v128_store(d + b, half4_to_f32(wasm_i32x4_make(B[b].d, B[b + 1].d, B[b + 2].d, B[b + 3].d)));
@@ -609,7 +609,7 @@ static inline __attribute__((always_inline)) void load_blk(int q4, const uint8_t
     if (q4) {
         v128_t q = wasm_v128_load(blk + 2);
         u[0] = wasm_v128_and(q, wasm_i8x16_splat(15));
-        u[1] = wasm_u8x16_shr(q, 4);
+        u[1] = hi_nibbles(q);
         return;
     }
 #endif

@@ -46,7 +46,7 @@ float wlm_kq_dot_q4_1_simd(uint32_t n, const void *wv, const void *xv) {
     float r = 0;
     for (uint32_t b = 0; b < n / 32; b++) {
         v128_t q = wasm_v128_load(w[b].qs), x0 = wasm_v128_load(x[b].qs), x1 = wasm_v128_load(x[b].qs + 16);
-        v128_t s = wasm_i32x4_add(dot16(wasm_v128_and(q, m4), x0), dot16(wasm_u8x16_shr(q, 4), x1));
+        v128_t s = wasm_i32x4_add(dot16(wasm_v128_and(q, m4), x0), dot16(hi_nibbles(q), x1));
         v128_t sx = wasm_i32x4_add(sum16(x0), sum16(x1));
         r = wlm_kq_acc_plus(r, h2f(w[b].d), h2f(w[b].m), h2f(x[b].d), hsum(s), hsum(sx));
     }
@@ -62,7 +62,7 @@ float wlm_kq_dot_q5_0_simd(uint32_t n, const void *wv, const void *xv) {
         q5_high(w[b].qh, &h0, &h1);
         v128_t q = wasm_v128_load(w[b].qs);
         v128_t q0 = wasm_i8x16_sub(wasm_v128_or(wasm_v128_and(q, m4), h0), off);
-        v128_t q1 = wasm_i8x16_sub(wasm_v128_or(wasm_u8x16_shr(q, 4), h1), off);
+        v128_t q1 = wasm_i8x16_sub(wasm_v128_or(hi_nibbles(q), h1), off);
         v128_t s = wasm_i32x4_add(dot16(q0, wasm_v128_load(x[b].qs)), dot16(q1, wasm_v128_load(x[b].qs + 16)));
         r = wlm_kq_acc(r, h2f(w[b].d), h2f(x[b].d), hsum(s));
     }
@@ -77,7 +77,7 @@ float wlm_kq_dot_q5_1_simd(uint32_t n, const void *wv, const void *xv) {
         v128_t h0, h1;
         q5_high(w[b].qh, &h0, &h1);
         v128_t q = wasm_v128_load(w[b].qs), x0 = wasm_v128_load(x[b].qs), x1 = wasm_v128_load(x[b].qs + 16);
-        v128_t q0 = wasm_v128_or(wasm_v128_and(q, m4), h0), q1 = wasm_v128_or(wasm_u8x16_shr(q, 4), h1);
+        v128_t q0 = wasm_v128_or(wasm_v128_and(q, m4), h0), q1 = wasm_v128_or(hi_nibbles(q), h1);
         v128_t s = wasm_i32x4_add(dot16(q0, x0), dot16(q1, x1));
         v128_t sx = wasm_i32x4_add(sum16(x0), sum16(x1));
         r = wlm_kq_acc_plus(r, h2f(w[b].d), h2f(w[b].m), h2f(x[b].d), hsum(s), hsum(sx));
@@ -96,7 +96,7 @@ float wlm_kq_dot_q2_k_simd(uint32_t n, const void *wv, const void *xv) {
             v128_t Q0 = wasm_v128_load(w[b].qs + 32 * h), Q1 = wasm_v128_load(w[b].qs + 32 * h + 16);
             for (int k = 0; k < 4; k++) {
                 int j = 8 * h + 2 * k; /* sub-blocks j (l 0..15) and j+1 (l 16..31) */
-                v128_t a = wasm_v128_and(wasm_u8x16_shr(Q0, 2 * k), m2), c = wasm_v128_and(wasm_u8x16_shr(Q1, 2 * k), m2);
+                v128_t a = wasm_v128_and(wasm_u16x8_shr(Q0, 2 * k), m2), c = wasm_v128_and(wasm_u16x8_shr(Q1, 2 * k), m2);
                 const int8_t *xs = xq + 128 * h + 32 * k;
                 acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(a, wasm_v128_load(xs)), wasm_i32x4_splat(w[b].scales[j] & 15)));
                 acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(c, wasm_v128_load(xs + 16)), wasm_i32x4_splat(w[b].scales[j + 1] & 15)));
@@ -130,8 +130,8 @@ float wlm_kq_dot_q3_k_simd(uint32_t n, const void *wv, const void *xv) {
                 /* 4 where the hmask bit is clear, 0 where set */
                 v128_t s0 = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(H0, bit), zero), four);
                 v128_t s1 = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(H1, bit), zero), four);
-                v128_t a = wasm_i8x16_sub(wasm_v128_and(wasm_u8x16_shr(Q0, 2 * k), m2), s0);
-                v128_t c = wasm_i8x16_sub(wasm_v128_and(wasm_u8x16_shr(Q1, 2 * k), m2), s1);
+                v128_t a = wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(Q0, 2 * k), m2), s0);
+                v128_t c = wasm_i8x16_sub(wasm_v128_and(wasm_u16x8_shr(Q1, 2 * k), m2), s1);
                 int j = 8 * h + 2 * k;
                 const int8_t *xs = xq + 128 * h + 32 * k;
                 acc = wasm_i32x4_add(acc, wasm_i32x4_mul(dot16(a, wasm_v128_load(xs)), wasm_i32x4_splat(sc[j])));
@@ -160,7 +160,7 @@ static inline float dot_q45_k(uint32_t n, const uint8_t *base, uint32_t stride, 
         for (int c = 0; c < 4; c++) {
             v128_t A = wasm_v128_load(qs + 32 * c), C = wasm_v128_load(qs + 32 * c + 16);
             v128_t l0 = wasm_v128_and(A, m4), l1 = wasm_v128_and(C, m4);
-            v128_t h0 = wasm_u8x16_shr(A, 4), h1 = wasm_u8x16_shr(C, 4);
+            v128_t h0 = hi_nibbles(A), h1 = hi_nibbles(C);
             if (has_qh) {
                 v128_t bl = wasm_i8x16_splat((int8_t)(1 << (2 * c))), bh = wasm_i8x16_splat((int8_t)(1 << (2 * c + 1)));
                 l0 = wasm_v128_or(l0, wasm_v128_and(wasm_i8x16_ne(wasm_v128_and(QH0, bl), zero), sixteen));

@@ -15,4 +15,9 @@ static inline v128_t half4_to_f32(v128_t h) {
     return wasm_v128_or(sign, wasm_v128_bitselect(inf, fin, is_inf));
 }
 
+/* the high nibbles of 16 bytes (q >> 4 per byte): a 16-bit shift and the
+ * low-nibble mask. wasm's i8x16.shr_u has no x64 instruction: V8 emits a
+ * 16-bit shift and rebuilds its own mask constant at every use. */
+static inline v128_t hi_nibbles(v128_t q) { return wasm_v128_and(wasm_u16x8_shr(q, 4), wasm_i8x16_splat(15)); }
+
 #endif
