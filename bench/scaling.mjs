@@ -19,6 +19,7 @@ const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const log = (...a) => console.error('[scaling]', ...a);
 const rows = [];
+let build = null;   // the engine build loadModel picked (relaxed SIMD where its probe passes)
 
 async function timed(fn) { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; }
 
@@ -26,6 +27,7 @@ async function timed(fn) { const t = performance.now(); const r = await fn(); re
 {
   const file = model('s110m', 'q4_0', log);
   const m = await loadModel(file, { threads, contextLength: 1024, maxSequences: 8 });
+  build = m.simd;
   const prompt = promptOf(16);
   const o = { maxTokens: N, temperature: 0.8, topK: 40, topP: 0.95, minP: 0, repeatPenalty: 1, ignoreEos: true, seed: 7 };
   await m.complete(prompt, { ...o, maxTokens: 4 });          // warm up
@@ -90,13 +92,13 @@ for (const shape of shapes) {
 }
 
 const f = (x, d = 2) => Number(x).toFixed(d);
-let md = `# Inference-time scaling benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version} · ${threads} threads · medians of ${reps} (tl1b: ${Math.max(1, Math.min(reps, 2))}), interleaved\n\n`;
+let md = `# Inference-time scaling benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version}${process.execArgv.length ? ' ' + process.execArgv.join(' ') : ''} · wasm build ${build} · ${threads} threads · medians of ${reps} (tl1b: ${Math.max(1, Math.min(reps, 2))}), interleaved\n\n`;
 md += '| bench | model | tokens | baseline ms | scaled ms | ratio | target | notes |\n|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
   if (r.bench === 'best-of-8') md += `| best-of-8 / single | ${r.model} | ${r.tokens} | ${f(r.singleMs, 0)} | ${f(r.bestOf8Ms, 0)} | ${f(r.ratio)}× | ≤ 2.5× | one batch of 8 forked sequences |\n`;
   else md += `| ${r.bench} speedup | ${r.model} | ${r.tokens} | ${f(r.plainMs, 0)} | ${f(r.specMs, 0)} | ${f(r.speedup)}× | ≥ 1.5× | output identical: ${r.identical ? 'yes' : 'NO'}; acceptance ${f(r.acceptanceRate)}, ${f(r.tokensPerPass)} tokens/pass |\n`;
 }
 fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
-fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'scaling'}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, rows }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'scaling'}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version, nodeFlags: process.execArgv, simd: build }, rows }, null, 2));
 fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'scaling'}.md`), md);
 console.log(md);

@@ -141,26 +141,47 @@ async function checkVocab(target, draft) {
  * With `adaptive` (default) k is chosen each round from the acceptance rate
  * a seen so far (over proposed tokens) and a fixed cost model: a draft token
  * costs c target steps, c = draft file size / target file size (decode
- * streams the weights), and a target pass over k drafts costs 1 + k/4 steps
- * (the small-batch kernels). A round with k drafts emits on average
+ * streams the weights), and a target pass over k drafts costs 1 + v k steps
+ * (v = 1/4 for quantized weights, whose small-batch kernels widen each
+ * block once for every token; up to 0.45 when the target's matrices are
+ * F16/BF16/F32: measured, an F16 pass over k + 1 tokens costs about
+ * 1 + 0.45 k steps). A round with k drafts emits on average
  * (1 - a^(k+1)) / (1 - a) tokens; the k in [0, draftTokens] with the most
- * tokens per step wins. k = 0 is a plain target step, so a draft that is
+ * tokens per step wins. The rate is taken with 4 pseudo-drafts at 0.7 (so
+ * one lucky draft is not read as a perfect draft), and the first round
+ * takes the k picked for 0.7 (at least 1). k = 0 is a plain target step, so a draft that is
  * rarely right no longer makes generation slower; after `PROBE` plain rounds
  * one round drafts a token again so a draft that starts agreeing is noticed,
- * the interval doubling (up to `PROBE_MAX`) while the draft stays poor (a
- * probe costs the draft's catch-up over the tokens it missed). The choice depends only on the models and the tokens, never on
- * timings: a seed gives the same tokens on every run and machine.
+ * the interval doubling (up to `PROBE_MAX`) while the draft stays poor: a
+ * probe costs the draft's catch-up over every token it missed, which with a
+ * poor draft cost more than the probes found (tl1b F16 / Q4_0 on random
+ * weights: 0.80x plain with the interval capped at 64). The choice depends
+ * only on the models and the tokens, never on timings: a seed gives the same
+ * tokens on every run and machine.
  */
-export function chooseDraftTokens(kMax, acceptance, draftCost) {
+export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25) {
   const a = Math.min(Math.max(acceptance, 0), 0.999);
   let best = 0, bestRate = 1;
   for (let k = 1; k <= kMax; k++) {
-    const rate = ((1 - a ** (k + 1)) / (1 - a)) / (k * draftCost + 1 + k / 4);
+    const rate = ((1 - a ** (k + 1)) / (1 - a)) / (k * draftCost + 1 + k * verifyCost);
     if (rate > bestRate * 1.02) { best = k; bestRate = rate; }
   }
   return best;
 }
-const PROBE = 8, PROBE_MAX = 64;
+const PROBE = 8, PROBE_MAX = 512, PRIOR_ACCEPTANCE = 0.7, PRIOR_WEIGHT = 4;
+
+/** v of the cost model: 1/4, plus 0.2 times the share of the target's
+ * matrix elements stored as floats (F32 0, F16 1, BF16 30 in GGML's ids) */
+export function verifyCostOf(info) {
+  let all = 0, flt = 0;
+  for (const t of info?.tensors || []) {
+    if (!t.dims || t.dims.length < 2) continue;
+    const n = t.dims.reduce((x, y) => x * y, 1);
+    all += n;
+    if (t.type === 0 || t.type === 1 || t.type === 30) flt += n;
+  }
+  return 0.25 + (all ? 0.2 * flt / all : 0);
+}
 
 export async function* speculative(target, draft, prompt, opts = {}) {
   const { signal, draft: _d, draftTokens = 4, adaptive = true, ...rest } = opts;
@@ -174,9 +195,10 @@ export async function* speculative(target, draft, prompt, opts = {}) {
   const { committed } = await withSignal(target._client, 'specStart', { session, prompt, options }, signal);
   try {
     await draft._client.call('draftStart', { session, options: rest });
-    let k = kMax, draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0, probeEvery = PROBE;
+    const draftCost = (draft.info?.fileSize || 1) / (target.info?.fileSize || 1), verifyCost = verifyCostOf(target.info);
+    let k = adaptive ? Math.max(1, chooseDraftTokens(kMax, PRIOR_ACCEPTANCE, draftCost, verifyCost)) : kMax;
+    let draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0, probeEvery = PROBE;
     let proposed = 0, accepted = 0;
-    const draftCost = (draft.info?.fileSize || 1) / (target.info?.fileSize || 1);
     for (;;) {
       if (signal && signal.aborted) throw abortError(signal);
       let p = { tokens: [], qs: [] };
@@ -204,7 +226,10 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       }
       proposed += p.tokens.length; accepted += r.accepted || 0;
       if (adaptive && proposed > 0) {
-        k = chooseDraftTokens(kMax, accepted / proposed, draftCost);
+        // the rate with PRIOR_WEIGHT pseudo-drafts at PRIOR_ACCEPTANCE: one
+        // lucky first draft no longer reads as a perfect draft (1 of 1 made
+        // the next rounds draft kMax tokens)
+        k = chooseDraftTokens(kMax, (accepted + PRIOR_WEIGHT * PRIOR_ACCEPTANCE) / (proposed + PRIOR_WEIGHT), draftCost, verifyCost);
         if (k > 0) probeEvery = PROBE;
         else if (++sincePlain >= probeEvery) { k = 1; sincePlain = 0; probeEvery = Math.min(probeEvery * 2, PROBE_MAX); }
       }

@@ -269,6 +269,16 @@ test('adaptive draft length: the cost model drafts more for a good, cheap draft 
   assert.equal(chooseDraftTokens(4, 0.6, 1.0), 0);           // as slow as the target: never worth it
   const mid = chooseDraftTokens(8, 0.7, 0.25);
   assert.ok(mid >= 1 && mid < 8, `k ${mid}`);
+  // F16 targets verify extra tokens at a higher cost (v = 0.45): fewer drafts pay
+  const { verifyCostOf } = await import('../../web/scaling.js');
+  const mat = (type) => ({ type, dims: [64, 32] });
+  assert.equal(verifyCostOf({ tensors: [mat(1), mat(1), { type: 0, dims: [64] }] }), 0.45);   // F16 matrices (1-D norms ignored)
+  assert.equal(verifyCostOf({ tensors: [mat(2), mat(8)] }), 0.25);                            // Q4_0, Q8_0
+  assert.ok(Math.abs(verifyCostOf({ tensors: [mat(2), mat(30)] }) - 0.35) < 1e-12);           // half BF16
+  assert.equal(verifyCostOf(null), 0.25);
+  assert.equal(chooseDraftTokens(4, 0.5, 0.28, 0.45), 0);    // s110m F16 / Q4_0 at the acceptance measured
+  assert.ok(chooseDraftTokens(4, 0.5, 0.05, 0.25) >= 1);     // the same acceptance with a much cheaper draft pays
+  assert.ok(chooseDraftTokens(4, 0.8, 0.28, 0.45) >= chooseDraftTokens(4, 0.8, 0.28, 0.9));
   // adaptive and fixed draft lengths give the target's greedy output; only the fixed one never
   // takes a plain step
   const r = REF.results[0];
