@@ -364,22 +364,26 @@ static void unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t 
 #define WLM_TILE_T 2
 #endif
 
-static void gemm_i16x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                       const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
-    uint32_t r = 0;
-    for (; r + WLM_TILE_R <= nr; r += WLM_TILE_R) {
-        uint32_t t = 0;
-        for (; t + WLM_TILE_T <= nt; t += WLM_TILE_T)
-            tile_i16x4(WLM_TILE_R, WLM_TILE_T, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
-        for (; t < nt; t++) tile_i16x4(WLM_TILE_R, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
+/* A register-tiled product over whole tiles of R rows x T tokens, then the
+ * leftover tokens one at a time, then the leftover rows: TILE(r, t, ...) is
+ * an always-inline tile kernel with constant r and t. */
+#define GEMM_TILED(NAME, TILE, R, T)                                                                       \
+    static void NAME(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,                               \
+                     const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {                  \
+        uint32_t r = 0;                                                                                    \
+        for (; r + (R) <= nr; r += (R)) {                                                                  \
+            uint32_t t = 0;                                                                                \
+            for (; t + (T) <= nt; t += (T)) TILE((R), (T), n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys); \
+            for (; t < nt; t++) TILE((R), 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);        \
+        }                                                                                                  \
+        for (; r < nr; r++) {                                                                              \
+            uint32_t t = 0;                                                                                \
+            for (; t + (T) <= nt; t += (T)) TILE(1, (T), n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys); \
+            for (; t < nt; t++) TILE(1, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);           \
+        }                                                                                                  \
     }
-    for (; r < nr; r++) {
-        uint32_t t = 0;
-        for (; t + WLM_TILE_T <= nt; t += WLM_TILE_T)
-            tile_i16x4(1, WLM_TILE_T, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
-        for (; t < nt; t++) tile_i16x4(1, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
-    }
-}
+
+GEMM_TILED(gemm_i16x4, tile_i16x4, WLM_TILE_R, WLM_TILE_T)
 
 #ifdef __wasm_relaxed_simd__
 /* ---- relaxed-SIMD prefill of Q4_0: the i8x4 form -----------------------------------
@@ -491,22 +495,7 @@ static inline __attribute__((always_inline)) void tile_i8x4(int R, int T, uint32
 #define WLM_TILE8_T 2
 #endif
 
-static void gemm_q4_i8x4(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                         const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
-    uint32_t r = 0;
-    for (; r + WLM_TILE8_R <= nr; r += WLM_TILE8_R) {
-        uint32_t t = 0;
-        for (; t + WLM_TILE8_T <= nt; t += WLM_TILE8_T)
-            tile_i8x4(WLM_TILE8_R, WLM_TILE8_T, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
-        for (; t < nt; t++) tile_i8x4(WLM_TILE8_R, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
-    }
-    for (; r < nr; r++) {
-        uint32_t t = 0;
-        for (; t + WLM_TILE8_T <= nt; t += WLM_TILE8_T)
-            tile_i8x4(1, WLM_TILE8_T, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
-        for (; t < nt; t++) tile_i8x4(1, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);
-    }
-}
+GEMM_TILED(gemm_q4_i8x4, tile_i8x4, WLM_TILE8_R, WLM_TILE8_T)
 #endif
 
 /* ---- decode: several Q8_0 / Q4_0 rows against the i16eo activation --------------------
