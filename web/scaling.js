@@ -142,10 +142,10 @@ async function checkVocab(target, draft) {
  * a seen so far (over proposed tokens) and a fixed cost model: a draft token
  * costs c target steps, c = draft file size / target file size (decode
  * streams the weights), and a target pass over k drafts costs 1 + v k steps
- * (v = 1/4 for quantized weights, whose small-batch kernels widen each
- * block once for every token; up to 0.45 when the target's matrices are
- * F16/BF16/F32: measured, an F16 pass over k + 1 tokens costs about
- * 1 + 0.45 k steps). A round with k drafts emits on average
+ * (v = 1/4, whose small-batch kernels load each weight once for every
+ * token; up to 0.45 when the target's matrices are F16/BF16, converted to
+ * floats for each extra token: measured, an F16 pass over k + 1 tokens
+ * costs about 1 + 0.45 k steps). A round with k drafts emits on average
  * (1 - a^(k+1)) / (1 - a) tokens; the k in [0, draftTokens] with the most
  * tokens per step wins. The rate is taken with 4 pseudo-drafts at 0.7 (so
  * one lucky draft is not read as a perfect draft), and the first round
@@ -171,14 +171,14 @@ export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25
 const PROBE = 8, PROBE_MAX = 512, PRIOR_ACCEPTANCE = 0.7, PRIOR_WEIGHT = 4;
 
 /** v of the cost model: 1/4, plus 0.2 times the share of the target's
- * matrix elements stored as floats (F32 0, F16 1, BF16 30 in GGML's ids) */
+ * matrix elements stored as halves (F16 1, BF16 30 in GGML's ids) */
 export function verifyCostOf(info) {
   let all = 0, flt = 0;
   for (const t of info?.tensors || []) {
     if (!t.dims || t.dims.length < 2) continue;
     const n = t.dims.reduce((x, y) => x * y, 1);
     all += n;
-    if (t.type === 0 || t.type === 1 || t.type === 30) flt += n;
+    if (t.type === 1 || t.type === 30) flt += n;
   }
   return 0.25 + (all ? 0.2 * flt / all : 0);
 }

@@ -269,11 +269,12 @@ test('adaptive draft length: the cost model drafts more for a good, cheap draft 
   assert.equal(chooseDraftTokens(4, 0.6, 1.0), 0);           // as slow as the target: never worth it
   const mid = chooseDraftTokens(8, 0.7, 0.25);
   assert.ok(mid >= 1 && mid < 8, `k ${mid}`);
-  // F16 targets verify extra tokens at a higher cost (v = 0.45): fewer drafts pay
+  // F16/BF16 targets verify extra tokens at a higher cost (v = 0.45): fewer drafts pay
   const { verifyCostOf } = await import('../../web/scaling.js');
   const mat = (type) => ({ type, dims: [64, 32] });
   assert.equal(verifyCostOf({ tensors: [mat(1), mat(1), { type: 0, dims: [64] }] }), 0.45);   // F16 matrices (1-D norms ignored)
   assert.equal(verifyCostOf({ tensors: [mat(2), mat(8)] }), 0.25);                            // Q4_0, Q8_0
+  assert.equal(verifyCostOf({ tensors: [mat(0)] }), 0.25);                                     // F32: no conversion per token
   assert.ok(Math.abs(verifyCostOf({ tensors: [mat(2), mat(30)] }) - 0.35) < 1e-12);           // half BF16
   assert.equal(verifyCostOf(null), 0.25);
   assert.equal(chooseDraftTokens(4, 0.5, 0.28, 0.45), 0);    // s110m F16 / Q4_0 at the acceptance measured
