@@ -581,6 +581,16 @@ static inline int32_t dot1_u(const ublock *u, const block_q8_k *b) {
         a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b->qs + 16 * j), wasm_v128_load(u->u + 16 * j)), wasm_v128_load16_splat(u->sc + j)));
     return hsum(a) - q6_offset(u, b);
 }
+
+/* dot4_u for two rows (the same tensor): one row after the other. A fused
+ * version (16 values a step, each activation vector loaded once for both
+ * rows, 8 accumulators) measured 4-7 % slower than this in the relaxed
+ * build; the SIMD128 build's fusion pays (below). */
+static inline void dot4x2_u(const ublock *u0, const ublock *u1, const block_q8_k *b0, const block_q8_k *b1,
+                            const block_q8_k *b2, const block_q8_k *b3, int32_t *s0, int32_t *s1) {
+    dot4_u(u0, b0, b1, b2, b3, s0);
+    dot4_u(u1, b0, b1, b2, b3, s1);
+}
 #else
 
 /* An unpacked block: 256 int16 products q*sc (Q4_K) or (q-32)*sc (Q6_K), then
@@ -680,7 +690,34 @@ static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_
     dot4_u256(u->w, b0->qs, b1->qs, b2->qs, b3->qs, s);
 }
 static inline int32_t dot1_u(const ublock *u, const block_q8_k *bt) { return dot1_u256(u->w, bt->qs); }
+
+/* dot4_u for two rows (the same tensor) at once: each token's 8 values are
+ * loaded and widened once for both rows; 8 accumulators, 2 weight vectors
+ * and one activation vector a step fit V8's registers. Same integers.
+ * Microbenchmark (2048 x 256, 64 tokens, 6 interleaved runs, fastest):
+ * Q4_K 0.066 -> 0.055, Q6_K 0.060 -> 0.043 ns per weight per token. */
+static inline void dot4x2_u(const ublock *u0, const ublock *u1, const block_q8_k *b0, const block_q8_k *b1,
+                            const block_q8_k *b2, const block_q8_k *b3, int32_t *s0, int32_t *s1) {
+    v128_t a00 = wasm_i32x4_splat(0), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+#pragma clang loop unroll(disable)
+    for (int i = 0; i < QK_K; i += 8) {
+        v128_t P = wasm_v128_load(u0->w + i), Q = wasm_v128_load(u1->w + i);
+#define DOT_T(A0, A1, B) { v128_t X = wasm_i16x8_load8x8((B)->qs + i);                 \
+                           A0 = wasm_i32x4_add(A0, wasm_i32x4_dot_i16x8(P, X));         \
+                           A1 = wasm_i32x4_add(A1, wasm_i32x4_dot_i16x8(Q, X)); }
+        DOT_T(a00, a10, b0) DOT_T(a01, a11, b1) DOT_T(a02, a12, b2) DOT_T(a03, a13, b3)
+#undef DOT_T
+    }
+    s0[0] = hsum(a00); s0[1] = hsum(a01); s0[2] = hsum(a02); s0[3] = hsum(a03);
+    s1[0] = hsum(a10); s1[1] = hsum(a11); s1[2] = hsum(a12); s1[3] = hsum(a13);
+}
 #endif
+
+/* one block's float step for one token: the reference's wlm_kq_acc_minus
+ * (Q4_K, with the min term) or wlm_kq_acc (Q6_K) */
+static inline float kq_step(int q4, const ublock *u, v128_t mn, const block_q8_k *bt, int32_t s, float acc) {
+    return q4 ? wlm_kq_acc_minus(acc, u->d, u->dmin, bt->d, s, q4k_min_term(mn, bt->bsums)) : wlm_kq_acc(acc, u->d, bt->d, s);
+}
 
 /* tokens whose running sums are kept at once (on the stack) */
 #define KQ_TILE 64
@@ -726,42 +763,40 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
         return 1;
     }
     /* prefill: each block of a row is unpacked once per tile of tokens; the
-     * tokens' running sums advance block by block, in the reference order */
-    ublock u;
-    float acc[KQ_TILE];
+     * tokens' running sums advance block by block, in the reference order.
+     * Rows go in pairs (dot4x2_u: each activation vector loaded once for
+     * both), a last odd row alone. */
+    ublock u[2];
+    float acc[2][KQ_TILE];
     for (uint32_t t0 = 0; t0 < n_tok; t0 += KQ_TILE) {
         uint32_t nt = n_tok - t0 < KQ_TILE ? n_tok - t0 : KQ_TILE;
-        for (uint32_t r = 0; r < n_rows; r++) {
-            const uint8_t *wr = w + r * row_bytes;
-            for (uint32_t t = 0; t < nt; t++) acc[t] = 0;
+        for (uint32_t r = 0; r < n_rows; r += 2) {
+            uint32_t nr = r + 1 < n_rows ? 2 : 1;
+            for (uint32_t i = 0; i < nr; i++)
+                for (uint32_t t = 0; t < nt; t++) acc[i][t] = 0;
             for (uint32_t b = 0; b < nb; b++) {
-                if (q4) unpack_q4k((const block_q4_k *)wr + b, &u); else unpack_q6k((const block_q6_k *)wr + b, &u);
-                v128_t mn = wasm_v128_load(u.mn);
+                v128_t mn[2];
+                for (uint32_t i = 0; i < nr; i++) {
+                    const uint8_t *wr = w + (r + i) * row_bytes;
+                    if (q4) unpack_q4k((const block_q4_k *)wr + b, &u[i]); else unpack_q6k((const block_q6_k *)wr + b, &u[i]);
+                    mn[i] = wasm_v128_load(u[i].mn);
+                }
                 uint32_t t = 0;
                 for (; t + 4 <= nt; t += 4) {
-                    const block_q8_k *b0 = XB(t0 + t) + b, *b1 = XB(t0 + t + 1) + b, *b2 = XB(t0 + t + 2) + b, *b3 = XB(t0 + t + 3) + b;
-                    int32_t s[4];
-                    dot4_u(&u, b0, b1, b2, b3, s);
-                    if (q4) {
-                        acc[t] = wlm_kq_acc_minus(acc[t], u.d, u.dmin, b0->d, s[0], q4k_min_term(mn, b0->bsums));
-                        acc[t + 1] = wlm_kq_acc_minus(acc[t + 1], u.d, u.dmin, b1->d, s[1], q4k_min_term(mn, b1->bsums));
-                        acc[t + 2] = wlm_kq_acc_minus(acc[t + 2], u.d, u.dmin, b2->d, s[2], q4k_min_term(mn, b2->bsums));
-                        acc[t + 3] = wlm_kq_acc_minus(acc[t + 3], u.d, u.dmin, b3->d, s[3], q4k_min_term(mn, b3->bsums));
-                    } else {
-                        acc[t] = wlm_kq_acc(acc[t], u.d, b0->d, s[0]);
-                        acc[t + 1] = wlm_kq_acc(acc[t + 1], u.d, b1->d, s[1]);
-                        acc[t + 2] = wlm_kq_acc(acc[t + 2], u.d, b2->d, s[2]);
-                        acc[t + 3] = wlm_kq_acc(acc[t + 3], u.d, b3->d, s[3]);
-                    }
+                    const block_q8_k *bt[4] = { XB(t0 + t) + b, XB(t0 + t + 1) + b, XB(t0 + t + 2) + b, XB(t0 + t + 3) + b };
+                    int32_t s[2][4];
+                    if (nr == 2) dot4x2_u(&u[0], &u[1], bt[0], bt[1], bt[2], bt[3], s[0], s[1]);
+                    else dot4_u(&u[0], bt[0], bt[1], bt[2], bt[3], s[0]);
+                    for (uint32_t i = 0; i < nr; i++)
+                        for (int k = 0; k < 4; k++) acc[i][t + k] = kq_step(q4, &u[i], mn[i], bt[k], s[i][k], acc[i][t + k]);
                 }
                 for (; t < nt; t++) {
                     const block_q8_k *bt = XB(t0 + t) + b;
-                    int32_t s = dot1_u(&u, bt);
-                    acc[t] = q4 ? wlm_kq_acc_minus(acc[t], u.d, u.dmin, bt->d, s, q4k_min_term(mn, bt->bsums))
-                                : wlm_kq_acc(acc[t], u.d, bt->d, s);
+                    for (uint32_t i = 0; i < nr; i++) acc[i][t] = kq_step(q4, &u[i], mn[i], bt, dot1_u(&u[i], bt), acc[i][t]);
                 }
             }
-            for (uint32_t t = 0; t < nt; t++) y[(uint64_t)(t0 + t) * ystride + r] = acc[t];
+            for (uint32_t i = 0; i < nr; i++)
+                for (uint32_t t = 0; t < nt; t++) y[(uint64_t)(t0 + t) * ystride + r + i] = acc[i][t];
         }
     }
 #undef XB
