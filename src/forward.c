@@ -223,14 +223,23 @@ static float rms_scale(const float *x, uint32_t n, float eps) {
  * input, gate and up another). */
 enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_I8 = 16 };
 
-/* NEED_I16: the i16eo form for one token (gemv); in a batch NEED_X4 asks for
- * the i16x4 form (gemm_i16x4), NEED_I8 for the i8x4 form (gemm_q4_i8x4:
- * Q4_0 weights in kernel sets that have it) */
-static uint32_t needs_of(const wlm_ctx *c, const wlm_tensor *w) {
+/* The most tokens a Q8_0/Q4_0 product takes through gemv (each weight
+ * block widened in registers for every token); more go through a tiled
+ * kernel. Relaxed SIMD's Q4_0 byte tile wins from 3 tokens on (2048 x 1024
+ * in Node: 0.072 against 0.081 ns per weight per token at 3, even at 2). */
+static uint32_t gemv_max_tok(const wlm_ctx *c, const wlm_tensor *w) {
+    return w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4 ? 2 : WLM_GEMV_MAX_TOK;
+}
+
+/* The forms a product with w over n_tok tokens reads: NEED_I16 the i16eo
+ * form (gemv), NEED_X4 the i16x4 form (gemm_i16x4), NEED_I8 the i8x4 form
+ * (gemm_q4_i8x4: Q4_0 weights in kernel sets that have it). */
+static uint32_t needs_of(const wlm_ctx *c, const wlm_tensor *w, uint32_t n_tok) {
     switch (wlm_act_type(w->type)) {
     case GGML_Q8_0:
-        if (w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4) return NEED_Q8 | NEED_I16 | NEED_I8;
-        return NEED_Q8 | (w->type == GGML_Q8_0 || w->type == GGML_Q4_0 ? NEED_I16 | NEED_X4 : 0);
+        if (w->type != GGML_Q8_0 && w->type != GGML_Q4_0) return NEED_Q8;
+        if (n_tok <= gemv_max_tok(c, w)) return NEED_Q8 | NEED_I16;
+        return NEED_Q8 | (w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4 ? NEED_I8 : NEED_X4);
     case GGML_Q8_K: return NEED_QK;
     default: return 0;
     }
@@ -259,12 +268,11 @@ static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const w
         if (need & NEED_Q8) wlm_quantize_row_q8_0(y + lo, (block_q8_0 *)q8 + lo / QK8_0, hi - lo);
         if (need & NEED_QK) wlm_quantize_row_q8_k(y + lo, (block_q8_k *)(c->act_k + t * c->act_row_bytes) + lo / QK_K, hi - lo);
         uint8_t *x16 = c->act16 + t * c->act16_row_bytes;
-        if (n_tok <= WLM_GEMV_MAX_TOK) {
-            if (need & NEED_I16) wlm_act_i16eo_blocks((const block_q8_0 *)q8, x16, n, lo / QK8_0, hi / QK8_0);
-        } else {
-            if (need & NEED_X4) c->k->unpack_i16x4(GGML_Q8_0, q8, x16, n);
-            if (need & NEED_I8) c->k->act_i8x4((const block_q8_0 *)q8, x16 + c->act8_off, n);
-        }
+        /* (i16eo and i16x4 share the row's start: no product reads both at
+         * one token count) */
+        if (need & NEED_I16) wlm_act_i16eo_blocks((const block_q8_0 *)q8, x16, n, lo / QK8_0, hi / QK8_0);
+        if (need & NEED_X4) c->k->unpack_i16x4(GGML_Q8_0, q8, x16, n);
+        if (need & NEED_I8) c->k->act_i8x4((const block_q8_0 *)q8, x16 + c->act8_off, n);
     }
 }
 
@@ -297,7 +305,7 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
         c->k->kq_rows(W->type, n, W->data + r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, n_tok,
                       y + r0, rows, wrow, c->wrow_bytes))
         return;
-    if (i16 && n_tok <= WLM_GEMV_MAX_TOK) {
+    if (i16 && n_tok <= gemv_max_tok(c, W)) {
         /* decode and small batches: the rows in one call, in memory order,
          * each weight block widened once for every token */
         wlm_gemv_fn gemv = W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
@@ -599,7 +607,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         const wlm_layer *L = &m->layers[l];
         /* attention block: h = rmsnorm(x) * w_attn_norm; q, k, v; attention; x += Wo att */
-        act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, needs_of(c, L->wq) | needs_of(c, L->wk) | needs_of(c, L->wv), tid, nth);
+        act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, needs_of(c, L->wq, n) | needs_of(c, L->wk, n) | needs_of(c, L->wv, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
         qkv_step(f, l, &s, tid);
@@ -607,18 +615,18 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         s = step_begin(f, &k, tid, nth);
         attention_step(f, l, scale, &s, tid);
         wlm_pool_barrier(p, nth);
-        act_step(c, c->att, 0, 0, 0, n, od, needs_of(c, L->wo), tid, nth);
+        act_step(c, c->att, 0, 0, 0, n, od, needs_of(c, L->wo, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
         residual_step(f, L->wo, L->bo, c->att, &s, tid);
         wlm_pool_barrier(p, nth);
         /* feed-forward block (SwiGLU): h = rmsnorm(x) * w_ffn_norm; x += W_down (silu(W_gate h) * (W_up h)) */
-        act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, needs_of(c, L->w_gate) | needs_of(c, L->w_up), tid, nth);
+        act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, needs_of(c, L->w_gate, n) | needs_of(c, L->w_up, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
         gate_up_step(f, L, &s, tid);
         wlm_pool_barrier(p, nth);
-        act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, needs_of(c, L->w_down), tid, nth);
+        act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, needs_of(c, L->w_down, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
         residual_step(f, L->w_down, 0, c->hb, &s, tid);
@@ -627,7 +635,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
 
     /* logits = W_out (rmsnorm(x) * w_out_norm) for the tokens asked for */
     if (!f->n_out) return;
-    act_step(c, c->x, c->out_tok, m->out_norm, c->xb, f->n_out, d, needs_of(c, m->output), tid, nth);
+    act_step(c, c->x, c->out_tok, m->out_norm, c->xb, f->n_out, d, needs_of(c, m->output, f->n_out), tid, nth);
     wlm_pool_barrier(p, nth);
     s = step_begin(f, &k, tid, nth);
     uint32_t r0, r1;

@@ -1149,7 +1149,7 @@ TEST(kernels_gemm_i16x4_equals_row_dots) {
  * blocks: groups of four plus a tail) in F32, F16, Q8_0 and Q4_0 gives the
  * same logits, bit for bit, whether the prompt is evaluated one token at a
  * time (row dots), in one batch of 19 (tiles plus token tails) or in chunks of
- * 6; natively also with 2 and 3 threads. */
+ * 6, 3 and 2; natively also with 2 and 3 threads. */
 #if !defined(__wasm__)
 typedef struct { wlm_pool *p; uint32_t tid; } fw_arg;
 static void *fw_main(void *a) { fw_arg *w = a; wlm_worker_loop(w->p, w->tid); return NULL; }
@@ -1224,13 +1224,18 @@ TEST(kernels_forward_prefill_equals_stepwise) {
                 CHECKF(memcmp(wlm_ctx_logits(b) + (size_t)i * V, step + (size_t)i * V, sizeof(float) * V) == 0,
                        "%s, %u threads: batch logits at position %d differ from stepwise", wlm_type_name(TYPES[ti]), nth, i);
             wlm_ctx_free(b);
-            wlm_ctx *c = fw_ctx(m, 6, 0, nth);
-            REQUIRE(c);
-            wlm_ctx_set_pool(c, p, nth);
-            REQUIRE(wlm_eval(c, toks, NT, &err) == WLM_OK);
-            CHECKF(memcmp(wlm_ctx_logits(c), step + (size_t)(NT - 1) * V, sizeof(float) * V) == 0,
-                   "%s, %u threads: chunked logits differ from stepwise", wlm_type_name(TYPES[ti]), nth);
-            wlm_ctx_free(c);
+            /* chunks of 6, 3 and 2 tokens (each kernel set's small-batch
+             * paths: gemv up to 2 or 3 tokens, tiles beyond) */
+            static const uint32_t CHUNK[] = { 6, 3, 2 };
+            for (unsigned ci = 0; ci < 3; ci++) {
+                wlm_ctx *c = fw_ctx(m, CHUNK[ci], 0, nth);
+                REQUIRE(c);
+                wlm_ctx_set_pool(c, p, nth);
+                REQUIRE(wlm_eval(c, toks, NT, &err) == WLM_OK);
+                CHECKF(memcmp(wlm_ctx_logits(c), step + (size_t)(NT - 1) * V, sizeof(float) * V) == 0,
+                       "%s, %u threads: logits in chunks of %u differ from stepwise", wlm_type_name(TYPES[ti]), nth, CHUNK[ci]);
+                wlm_ctx_free(c);
+            }
 #if !defined(__wasm__)
             if (p) { wlm_pool_free(p); for (uint32_t t = 1; t < nth; t++) pthread_join(th[t], NULL); }
 #endif
