@@ -22,7 +22,8 @@
 #define WLM_MM_PANEL 4
 /* Q8_0/Q4_0 batches up to this many tokens go through gemv (each weight
  * block widened in registers for every token); larger ones unpack rows once
- * into the i16x4 form for the register-tiled gemm_i16x4 */
+ * into the i16x4 form for the register-tiled gemm_i16x4 (gemv_max_tok: the
+ * relaxed build's Q4_0 byte tile takes over from 3 tokens) */
 #ifndef WLM_GEMV_MAX_TOK
 #define WLM_GEMV_MAX_TOK 3
 #endif
