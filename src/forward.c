@@ -218,10 +218,13 @@ static float rms_scale(const float *x, uint32_t n, float eps) {
 
 /* Activation forms. A matrix product y = W x reads x in the form
  * wlm_act_type(W) names: the floats themselves, Q8_0 blocks (c->act; for
- * Q8_0/Q4_0 weights also widened to int16 in c->act16: the i16eo form for
- * one token, i16x4 rows for a batch) or Q8_K blocks (c->act_k). Each input
- * is converted once into every form its weights read (Q, K and V share one
- * input, gate and up another). */
+ * Q8_0/Q4_0 weights also rearranged in c->act16: the i16eo form for gemv's
+ * few tokens, i16x4 rows for a larger batch, or, for Q4_0 in the relaxed
+ * build, i8x4 rows at act8_off) or Q8_K blocks (c->act_k). Each input is
+ * converted once into every form its weights read (Q, K and V share one
+ * input, gate and up another). Only the i16eo form converts block by block,
+ * so only it is split across threads within one token; the batch forms come
+ * with n_tok > 1, where act_step splits by tokens. */
 enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_I8 = 16 };
 
 /* The most tokens a Q8_0/Q4_0 product takes through gemv (each weight

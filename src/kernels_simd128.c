@@ -313,13 +313,27 @@ static inline __attribute__((always_inline)) void widen_half(int q4, const uint8
     *b = wasm_i16x8_extend_high_i8x16(v);
 }
 
-static inline __attribute__((always_inline)) void store_t4(int16_t *g, v128_t b0, v128_t b1, v128_t b2, v128_t b3) {
+/* the 32-bit lanes of b0..b3 transposed into the 64 bytes at g: vector p
+ * holds lane p of b0, b1, b2, b3 (the i16x4 and i8x4 forms' interleave) */
+static inline __attribute__((always_inline)) void store_t4(void *g, v128_t b0, v128_t b1, v128_t b2, v128_t b3) {
+    uint8_t *o = g;
     v128_t t0 = wasm_i32x4_shuffle(b0, b1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(b0, b1, 2, 6, 3, 7);
     v128_t t2 = wasm_i32x4_shuffle(b2, b3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(b2, b3, 2, 6, 3, 7);
-    wasm_v128_store(g, wasm_i64x2_shuffle(t0, t2, 0, 2));
-    wasm_v128_store(g + 8, wasm_i64x2_shuffle(t0, t2, 1, 3));
-    wasm_v128_store(g + 16, wasm_i64x2_shuffle(t1, t3, 0, 2));
-    wasm_v128_store(g + 24, wasm_i64x2_shuffle(t1, t3, 1, 3));
+    wasm_v128_store(o, wasm_i64x2_shuffle(t0, t2, 0, 2));
+    wasm_v128_store(o + 16, wasm_i64x2_shuffle(t0, t2, 1, 3));
+    wasm_v128_store(o + 32, wasm_i64x2_shuffle(t1, t3, 0, 2));
+    wasm_v128_store(o + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
+}
+
+/* the f16 scales of nb blocks (bsz bytes apart, the first at row) as floats,
+ * exactly as wlm_f16_to_f32: four at a time (scales4), then one by one */
+static void block_scales(const uint8_t *row, uint32_t bsz, uint32_t nb, float *d) {
+    uint32_t b = 0;
+    for (; b + 4 <= nb; b += 4) wasm_v128_store(d + b, scales4(row + (uint64_t)b * bsz, bsz));
+    for (; b < nb; b++) {
+        uint16_t h; __builtin_memcpy(&h, row + (uint64_t)b * bsz, 2);
+        d[b] = wlm_f16_to_f32(h);
+    }
 }
 
 static inline __attribute__((always_inline)) void unpack_rows(int q4, const uint8_t *row, uint8_t *out, uint32_t n) {
@@ -346,10 +360,7 @@ static inline __attribute__((always_inline)) void unpack_rows(int q4, const uint
             wasm_v128_store(q + b * 32 + 16 * h, a);
             wasm_v128_store(q + b * 32 + 16 * h + 8, c);
         }
-    for (b = 0; b < nb; b++) {
-        uint16_t hv; __builtin_memcpy(&hv, row + (uint64_t)b * bsz, 2);
-        d[b] = wlm_f16_to_f32(hv);
-    }
+    block_scales(row, bsz, nb, d);
 }
 
 static void unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) {
@@ -397,33 +408,21 @@ GEMM_TILED(gemm_i16x4, tile_i16x4, WLM_TILE_R, WLM_TILE_T)
  * The float steps are tile_i16x4's (dot_q4_0's order), so the results equal
  * dot_q4_0 bit for bit. */
 
-/* the 32-bit lanes of a0..a3 transposed: vector p = lane p of a0, a1, a2, a3 */
-static inline __attribute__((always_inline)) void store_t4_bytes(uint8_t *g, v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
-    v128_t t0 = wasm_i32x4_shuffle(a0, a1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(a0, a1, 2, 6, 3, 7);
-    v128_t t2 = wasm_i32x4_shuffle(a2, a3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(a2, a3, 2, 6, 3, 7);
-    wasm_v128_store(g, wasm_i64x2_shuffle(t0, t2, 0, 2));
-    wasm_v128_store(g + 16, wasm_i64x2_shuffle(t0, t2, 1, 3));
-    wasm_v128_store(g + 32, wasm_i64x2_shuffle(t1, t3, 0, 2));
-    wasm_v128_store(g + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
-}
-
 static void unpack_q4_i8x4(const block_q4_0 *B, uint8_t *out, uint32_t n) {
     uint32_t nb = n / 32, b = 0;
     const v128_t m4 = wasm_i8x16_splat(15);
     float *d = (float *)(out + n);
     for (; b + 4 <= nb; b += 4) {
         v128_t q0 = wasm_v128_load(B[b].qs), q1 = wasm_v128_load(B[b + 1].qs), q2 = wasm_v128_load(B[b + 2].qs), q3 = wasm_v128_load(B[b + 3].qs);
-        store_t4_bytes(out + b * 32, wasm_v128_and(q0, m4), wasm_v128_and(q1, m4), wasm_v128_and(q2, m4), wasm_v128_and(q3, m4));
-        store_t4_bytes(out + b * 32 + 64, hi_nibbles(q0), hi_nibbles(q1), hi_nibbles(q2), hi_nibbles(q3));
+        store_t4(out + b * 32, wasm_v128_and(q0, m4), wasm_v128_and(q1, m4), wasm_v128_and(q2, m4), wasm_v128_and(q3, m4));
+        store_t4(out + b * 32 + 64, hi_nibbles(q0), hi_nibbles(q1), hi_nibbles(q2), hi_nibbles(q3));
     }
     for (; b < nb; b++) {
         v128_t q = wasm_v128_load(B[b].qs);
         wasm_v128_store(out + b * 32, wasm_v128_and(q, m4));
         wasm_v128_store(out + b * 32 + 16, hi_nibbles(q));
     }
-    for (b = 0; b + 4 <= nb; b += 4) /* the scales, exactly as wlm_f16_to_f32 */
-        wasm_v128_store(d + b, half4_to_f32(wasm_i32x4_make(B[b].d, B[b + 1].d, B[b + 2].d, B[b + 3].d)));
-    for (; b < nb; b++) d[b] = wlm_f16_to_f32(B[b].d);
+    block_scales((const uint8_t *)B, sizeof(block_q4_0), nb, d);
 }
 
 static void act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) {
@@ -431,8 +430,8 @@ static void act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) {
     float *d = (float *)(out + n);
     int32_t *sum = (int32_t *)(out + n + (uint64_t)nb * 4);
     for (; b + 4 <= nb; b += 4) {
-        store_t4_bytes(out + b * 32, wasm_v128_load(x[b].qs), wasm_v128_load(x[b + 1].qs), wasm_v128_load(x[b + 2].qs), wasm_v128_load(x[b + 3].qs));
-        store_t4_bytes(out + b * 32 + 64, wasm_v128_load(x[b].qs + 16), wasm_v128_load(x[b + 1].qs + 16), wasm_v128_load(x[b + 2].qs + 16), wasm_v128_load(x[b + 3].qs + 16));
+        store_t4(out + b * 32, wasm_v128_load(x[b].qs), wasm_v128_load(x[b + 1].qs), wasm_v128_load(x[b + 2].qs), wasm_v128_load(x[b + 3].qs));
+        store_t4(out + b * 32 + 64, wasm_v128_load(x[b].qs + 16), wasm_v128_load(x[b + 1].qs + 16), wasm_v128_load(x[b + 2].qs + 16), wasm_v128_load(x[b + 3].qs + 16));
     }
     for (; b < nb; b++) {
         wasm_v128_store(out + b * 32, wasm_v128_load(x[b].qs));
@@ -442,8 +441,8 @@ static void act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) {
         v128_t s = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs))),
                                   wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs + 16))));
         sum[b] = lanes_sum_i32(s);
-        d[b] = wlm_f16_to_f32(x[b].d);
     }
+    block_scales((const uint8_t *)x, sizeof(block_q8_0), nb, d);
 }
 
 static inline __attribute__((always_inline)) void tile_i8x4(int R, int T, uint32_t n, const uint8_t *w, uint64_t ws,

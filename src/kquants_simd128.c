@@ -223,6 +223,24 @@ static inline v128_t k4_scales_mins(const uint8_t *q) {
                         wasm_v128_and(h, wasm_i32x4_splat(0x30303030)));
 }
 
+/* A Q4_K block's 8 sub-block scales as int16 into scs[0..7]; returns
+ * k4_scales_mins (scales in bytes 0..7, mins in 8..15) */
+static inline v128_t q4k_scales(const block_q4_k *B, int16_t *scs) {
+    v128_t sm = k4_scales_mins(B->scales);
+    wasm_v128_store(scs, wasm_u16x8_extend_low_u8x16(sm));
+    return sm;
+}
+
+/* A Q6_K block's 16 signed sub-block scales as int16 into scs[0..15], also
+ * returned as *lo (0..7) and *hi (8..15) */
+static inline void q6k_scales(const block_q6_k *B, int16_t *scs, v128_t *lo, v128_t *hi) {
+    v128_t S = wasm_v128_load(B->scales);
+    *lo = wasm_i16x8_extend_low_i8x16(S);
+    *hi = wasm_i16x8_extend_high_i8x16(S);
+    wasm_v128_store(scs, *lo);
+    wasm_v128_store(scs + 8, *hi);
+}
+
 /* the min term of a Q4_K block: sum_j m_j * (bsums[2j] + bsums[2j+1]), from
  * the mins as int16 lanes */
 static inline int32_t q4k_min_term(v128_t mn, const int16_t *bsums) {
@@ -305,8 +323,7 @@ static void widen_token(uint32_t nb, const block_q8_k *xb, int16_t *xs) {
 static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B, const int16_t *x, const int16_t *bp) {
     const v128_t m4 = wasm_i16x8_splat(15);
     int16_t scs[8] __attribute__((aligned(16)));
-    v128_t sm = k4_scales_mins(B->scales);
-    wasm_v128_store(scs, wasm_u16x8_extend_low_u8x16(sm));
+    v128_t sm = q4k_scales(B, scs);
     v128_t acc = wasm_i32x4_splat(0);
     const uint8_t *q = B->qs;
     const int16_t *sp = scs;
@@ -340,9 +357,8 @@ static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B
  * sub-block scale. One loop iteration per 64 weights, as q4k_sums. */
 static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B, const int16_t *xs, const block_q8_k *xb) {
     int16_t scs[16] __attribute__((aligned(16)));
-    v128_t S = wasm_v128_load(B->scales);
-    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
-    wasm_v128_store(scs, sc_lo); wasm_v128_store(scs + 8, sc_hi);
+    v128_t sc_lo, sc_hi;
+    q6k_scales(B, scs, &sc_lo, &sc_hi);
     v128_t acc = wasm_i32x4_splat(0);
 #pragma clang loop unroll(disable)
     for (int i = 0; i < 4; i++) { /* h = i / 2, v = i % 2: positions l = 16v .. 16v+15, sub-blocks 8h + 2k + v */
@@ -371,8 +387,7 @@ static inline v128_t rdot(v128_t x, v128_t q) { return wasm_i16x8_relaxed_dot_i8
 static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B, const int8_t *x, const int16_t *bp) {
     const v128_t m4 = wasm_i8x16_splat(15);
     int16_t scs[8] __attribute__((aligned(16)));
-    v128_t sm = k4_scales_mins(B->scales);
-    wasm_v128_store(scs, wasm_u16x8_extend_low_u8x16(sm));
+    v128_t sm = q4k_scales(B, scs);
     v128_t acc = wasm_i32x4_splat(0);
     const uint8_t *q = B->qs;
     const int16_t *sp = scs;
@@ -380,8 +395,8 @@ static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B
     for (int c = 0; c < 4; c++, q += 32, x += 64, sp += 2) {
         v128_t A = wasm_v128_load(q), C = wasm_v128_load(q + 16);
         v128_t lo = wasm_i16x8_add(rdot(wasm_v128_load(x), wasm_v128_and(A, m4)), rdot(wasm_v128_load(x + 16), wasm_v128_and(C, m4)));
-        v128_t hi = wasm_i16x8_add(rdot(wasm_v128_load(x + 32), wasm_v128_and(wasm_u16x8_shr(A, 4), m4)),
-                                   rdot(wasm_v128_load(x + 48), wasm_v128_and(wasm_u16x8_shr(C, 4), m4)));
+        v128_t hi = wasm_i16x8_add(rdot(wasm_v128_load(x + 32), hi_nibbles(A)),
+                                   rdot(wasm_v128_load(x + 48), hi_nibbles(C)));
         acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load16_splat(sp)),
                                                  wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
     }
@@ -392,9 +407,8 @@ static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B
 /* q6k_sums of the SIMD128 build, the int8 activations taken directly */
 static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B, const int8_t *xq, const block_q8_k *xb) {
     int16_t scs[16] __attribute__((aligned(16)));
-    v128_t S = wasm_v128_load(B->scales);
-    v128_t sc_lo = wasm_i16x8_extend_low_i8x16(S), sc_hi = wasm_i16x8_extend_high_i8x16(S);
-    wasm_v128_store(scs, sc_lo); wasm_v128_store(scs + 8, sc_hi);
+    v128_t sc_lo, sc_hi;
+    q6k_scales(B, scs, &sc_lo, &sc_hi);
     v128_t acc = wasm_i32x4_splat(0);
 #pragma clang loop unroll(disable)
     for (int i = 0; i < 4; i++) {
@@ -511,24 +525,22 @@ _Static_assert(sizeof(ublock) % 16 == 0, "ublock keeps 16-byte alignment");
 
 static void unpack_q4k(const block_q4_k *B, ublock *u) {
     const v128_t m4 = wasm_i8x16_splat(15);
-    v128_t sm = k4_scales_mins(B->scales);
-    wasm_v128_store(u->sc, wasm_u16x8_extend_low_u8x16(sm));
+    v128_t sm = q4k_scales(B, u->sc);
     wasm_v128_store(u->sc + 8, wasm_i16x8_splat(0));
     wasm_v128_store(u->mn, wasm_u16x8_extend_high_u8x16(sm));
     for (int c = 0; c < 4; c++) {
         v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
         wasm_v128_store(u->u + 64 * c, wasm_v128_and(A, m4));
         wasm_v128_store(u->u + 64 * c + 16, wasm_v128_and(C, m4));
-        wasm_v128_store(u->u + 64 * c + 32, wasm_v128_and(wasm_u16x8_shr(A, 4), m4));
-        wasm_v128_store(u->u + 64 * c + 48, wasm_v128_and(wasm_u16x8_shr(C, 4), m4));
+        wasm_v128_store(u->u + 64 * c + 32, hi_nibbles(A));
+        wasm_v128_store(u->u + 64 * c + 48, hi_nibbles(C));
     }
     u->d = h2f(B->d); u->dmin = h2f(B->dmin); u->q6 = 0;
 }
 
 static void unpack_q6k(const block_q6_k *B, ublock *u) {
-    v128_t S = wasm_v128_load(B->scales);
-    wasm_v128_store(u->sc, wasm_i16x8_extend_low_i8x16(S));
-    wasm_v128_store(u->sc + 8, wasm_i16x8_extend_high_i8x16(S));
+    v128_t lo, hi;
+    q6k_scales(B, u->sc, &lo, &hi);
     wasm_v128_store(u->mn, wasm_i16x8_splat(0));
     for (int h = 0; h < 2; h++)
         for (int v = 0; v < 2; v++) {
@@ -605,9 +617,8 @@ _Static_assert(sizeof(ublock) % 16 == 0, "ublock keeps 16-byte alignment");
 
 static void unpack_q4k(const block_q4_k *B, ublock *u) {
     const v128_t m4 = wasm_i16x8_splat(15);
-    v128_t sm = k4_scales_mins(B->scales);
     int16_t scs[8] __attribute__((aligned(16)));
-    wasm_v128_store(scs, wasm_u16x8_extend_low_u8x16(sm));
+    v128_t sm = q4k_scales(B, scs);
     for (int c = 0; c < 4; c++) {
         v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
         v128_t a0 = wasm_u16x8_extend_low_u8x16(A), a1 = wasm_u16x8_extend_high_u8x16(A);
@@ -630,10 +641,9 @@ static void unpack_q4k(const block_q4_k *B, ublock *u) {
 static void unpack_q6k(const block_q6_k *B, ublock *u) {
     const v128_t m4 = wasm_i16x8_splat(15), m3 = wasm_i16x8_splat(3), m12 = wasm_i16x8_splat(12), m30 = wasm_i16x8_splat(0x30);
     const v128_t off = wasm_i16x8_splat(32);
-    v128_t S = wasm_v128_load(B->scales);
     int16_t scs[16] __attribute__((aligned(16)));
-    wasm_v128_store(scs, wasm_i16x8_extend_low_i8x16(S));
-    wasm_v128_store(scs + 8, wasm_i16x8_extend_high_i8x16(S));
+    v128_t lo, hi;
+    q6k_scales(B, scs, &lo, &hi);
     for (int h = 0; h < 2; h++) {
         const int16_t *sch = scs + 8 * h;
         for (int l = 0; l < 32; l += 8) {

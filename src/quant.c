@@ -113,31 +113,30 @@ void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) 
     }
 }
 
-/* position of value k (0..31) of block 4g+i in its group of the i8x4 form */
-static inline uint32_t i8x4_pos(uint32_t i, uint32_t k) { return (k / 4) * 16 + i * 4 + k % 4; }
+/* byte offset of value k (0..31) of block b in the i8x4 form of a row of nb
+ * blocks: within the groups of four, interleaved by 4 bytes; after them, in
+ * order */
+static inline uint64_t i8x4_at(uint32_t b, uint32_t nb, uint32_t k) {
+    if (b >= nb / 4 * 4) return (uint64_t)b * 32 + k;
+    return (uint64_t)(b / 4) * 128 + (k / 4) * 16 + (b % 4) * 4 + k % 4;
+}
 
 void wlm_unpack_q4_i8x4(const block_q4_0 *row, uint8_t *out, uint32_t n) {
-    uint32_t nb = n / 32, full = nb / 4 * 4;
+    uint32_t nb = n / 32;
     float *d = (float *)(out + n);
     for (uint32_t b = 0; b < nb; b++) {
-        uint8_t *g = out + (uint64_t)b * 32;
-        if (b < full) g = out + (uint64_t)(b / 4) * 128;
-        for (uint32_t k = 0; k < 32; k++) {
-            uint8_t q = k < 16 ? row[b].qs[k] & 15 : row[b].qs[k - 16] >> 4;
-            g[b < full ? i8x4_pos(b % 4, k) : k] = q;
-        }
+        for (uint32_t k = 0; k < 32; k++) out[i8x4_at(b, nb, k)] = k < 16 ? row[b].qs[k] & 15 : row[b].qs[k - 16] >> 4;
         d[b] = wlm_f16_to_f32(row[b].d);
     }
 }
 
 void wlm_act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) {
-    uint32_t nb = n / 32, full = nb / 4 * 4;
+    uint32_t nb = n / 32;
     float *d = (float *)(out + n);
     int32_t *sum = (int32_t *)(out + n + (uint64_t)nb * 4);
     for (uint32_t b = 0; b < nb; b++) {
-        int8_t *g = (int8_t *)out + (b < full ? (uint64_t)(b / 4) * 128 : (uint64_t)b * 32);
         int32_t s = 0;
-        for (uint32_t k = 0; k < 32; k++) { g[b < full ? i8x4_pos(b % 4, k) : k] = x[b].qs[k]; s += x[b].qs[k]; }
+        for (uint32_t k = 0; k < 32; k++) { ((int8_t *)out)[i8x4_at(b, nb, k)] = x[b].qs[k]; s += x[b].qs[k]; }
         d[b] = wlm_f16_to_f32(x[b].d);
         sum[b] = s;
     }
