@@ -39,7 +39,7 @@ WASM_MT_LDFLAGS := -Wl,--no-entry,--import-memory,--shared-memory,--export-dynam
 # wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
 WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
 
-.PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench bench-logprob
+.PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench bench-logprob bench-kernels
 
 all: toolchain native wasm
 
@@ -122,6 +122,22 @@ bench: wasm $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node $(BENCH_NODE_FLAGS) bench/bench.mjs $(BENCH_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/scaling.mjs $(SCALING_ARGS)
+
+# Batch kernels side by side in one wasm process per build (bench/kernels.c;
+# KERNELS_REPS interleaved reps): the numbers docs/architecture.md quotes.
+# The relaxed-SIMD build runs where Node's known-answer probe passes.
+KERNELS_REPS ?= 15
+$(BUILD)/bench-kernels.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
+	@mkdir -p $(BUILD)
+	$(WASM_CC) $(WASI_CFLAGS) -o $@ $(CORE_SRC) bench/kernels.c
+$(BUILD)/bench-kernels-relaxed.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
+	@mkdir -p $(BUILD)
+	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) bench/kernels.c
+bench-kernels: $(BUILD)/bench-kernels.wasm $(BUILD)/bench-kernels-relaxed.wasm wasm/probe-relaxed.wasm
+	node --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels.wasm $(KERNELS_REPS)
+	@if node --experimental-wasm-relaxed-simd tools/probe-relaxed.mjs; then \
+	  node --experimental-wasm-relaxed-simd --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels-relaxed.wasm $(KERNELS_REPS); \
+	else echo "relaxed SIMD probe failed in this Node: relaxed kernels not measured"; fi
 
 # Per-token logprob over a 32000-entry vocabulary: the former wlm_expf loop
 # against the sum_exp/logit_max kernels, interleaved in one wasm process

@@ -229,8 +229,9 @@ enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_I8 = 16 };
 
 /* The most tokens a Q8_0/Q4_0 product takes through gemv (each weight
  * block widened in registers for every token); more go through a tiled
- * kernel. Relaxed SIMD's Q4_0 byte tile wins from 3 tokens on (2048 x 1024
- * in Node: 0.072 against 0.081 ns per weight per token at 3, even at 2). */
+ * kernel. Relaxed SIMD's Q4_0 byte tile wins from 3 tokens on (make
+ * bench-kernels, 2048 x 1024: about 0.08 against 0.09-0.10 ns per weight
+ * per token at 3, even at 2). */
 static uint32_t gemv_max_tok(const wlm_ctx *c, const wlm_tensor *w) {
     return w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4 ? 2 : WLM_GEMV_MAX_TOK;
 }

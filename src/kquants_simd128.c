@@ -704,8 +704,7 @@ static inline int32_t dot1_u(const ublock *u, const block_q8_k *bt) { return dot
 /* dot4_u for two rows (the same tensor) at once: each token's 8 values are
  * loaded and widened once for both rows; 8 accumulators, 2 weight vectors
  * and one activation vector a step fit V8's registers. Same integers.
- * Microbenchmark (2048 x 256, 64 tokens, 6 interleaved runs, fastest):
- * Q4_K 0.066 -> 0.055, Q6_K 0.060 -> 0.043 ns per weight per token. */
+ * make bench-kernels (2048 x 256, 64 tokens): 1.25-1.3x one row a call. */
 static inline void dot4x2_u(const ublock *u0, const ublock *u1, const block_q8_k *b0, const block_q8_k *b1,
                             const block_q8_k *b2, const block_q8_k *b3, int32_t *s0, int32_t *s1) {
     v128_t a00 = wasm_i32x4_splat(0), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;

@@ -1,0 +1,161 @@
+/* Kernel microbenchmarks behind the numbers docs/architecture.md and the
+ * source comments give for the batch kernels (`make bench-kernels`: built
+ * as wasm32-wasi programs, SIMD128 and relaxed SIMD, run in Node; the
+ * relaxed one where Node's known-answer probe passes). Variants of one
+ * question run interleaved, rep by rep, in one process, so a busy machine
+ * slows them alike, after three warm-up runs each (make bench-kernels runs
+ * Node with --no-liftoff: the optimized code a long generation runs); each
+ * line gives the median ns per weight per token.
+ * Random Q4_0 / Q4_K / Q6_K rows (scales 1e-5..1e-2), Q8_0 / Q8_K
+ * activations from a fixed LCG; every pair of variants is checked to give
+ * the same bits.
+ *   1. Q4_0 batches: gemv (blocks widened in registers for every token)
+ *      against a panel of 4 rows unpacked to the i16x4 form + gemm_i16x4,
+ *      and (relaxed build) to the i8x4 form + gemm_q4_i8x4; 1-8 and 64 tokens.
+ *   2. K-quant prefill (kq_rows, 64 tokens): rows in pairs (one call for all
+ *      rows) against one row at a time (a call per row). */
+#define _POSIX_C_SOURCE 199309L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "../src/internal.h"
+#include "../src/kquants.h"
+
+#ifndef __wasm_simd128__
+int main(void) { puts("bench/kernels.c measures the wasm SIMD kernel sets: build it for wasm32-wasi"); return 0; }
+#else
+static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+static uint32_t lcg = 12345;
+static uint32_t rnd(void) { lcg = lcg * 1664525u + 1013904223u; return lcg >> 8; }
+static float rndf(void) { return (float)(rnd() % 2001) / 1000.0f - 1.0f; }
+static uint16_t rnd_scale(void) { return wlm_f32_to_f16((float)(rnd() % 1000 + 1) * 1e-5f); }
+
+static int cmp_d(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
+static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp_d); return v[n / 2]; }
+
+static const wlm_kernels *K = &wlm_kernels_simd128;
+enum { N = 2048, PANEL = 4, MAXT = 64 };
+
+/* ---- 1. Q4_0 batches -------------------------------------------------------------- */
+static uint8_t *W4, *X8, *XE, *X16, *XA, *P;
+static uint32_t rows4;
+static float *Y;
+
+static void q4_gemv(uint32_t nt) {
+    uint64_t rb = N / 32 * sizeof(block_q4_0);
+    K->gemv_q4_0(N, W4, rb, rows4, X8, N / 32 * sizeof(block_q8_0), XE, wlm_i16eo_row_bytes(N), nt, Y, rows4);
+}
+static void q4_i16x4(uint32_t nt) {
+    uint64_t rb = N / 32 * sizeof(block_q4_0), pb = wlm_i16x4_row_bytes(N);
+    for (uint32_t r = 0; r < rows4; r += PANEL) {
+        for (int i = 0; i < PANEL; i++) K->unpack_i16x4(GGML_Q4_0, W4 + (r + i) * rb, P + i * pb, N);
+        K->gemm_i16x4(N, P, pb, PANEL, X16, pb, nt, Y + r, rows4);
+    }
+}
+static void q4_i8x4(uint32_t nt) {
+    uint64_t rb = N / 32 * sizeof(block_q4_0), pb = wlm_q4_i8x4_row_bytes(N);
+    for (uint32_t r = 0; r < rows4; r += PANEL) {
+        for (int i = 0; i < PANEL; i++) K->unpack_q4_i8x4((const block_q4_0 *)(W4 + (r + i) * rb), P + i * pb, N);
+        K->gemm_q4_i8x4(N, P, pb, PANEL, XA, wlm_act_i8x4_row_bytes(N), nt, Y + r, rows4);
+    }
+}
+
+/* ---- 2. K-quant prefill ----------------------------------------------------------- */
+static uint8_t *WK, *XK, *SCR;
+static uint32_t kq_type, rowsk;
+static uint64_t kq_rb;
+static void kq_pairs(uint32_t nt) {
+    K->kq_rows(kq_type, N, WK, kq_rb, rowsk, XK, N / QK_K * sizeof(block_q8_k), nt, Y, rowsk, SCR, 1 << 20);
+}
+static void kq_single(uint32_t nt) {
+    for (uint32_t r = 0; r < rowsk; r++)
+        K->kq_rows(kq_type, N, WK + r * kq_rb, kq_rb, 1, XK, N / QK_K * sizeof(block_q8_k), nt, Y + r, rowsk, SCR, 1 << 20);
+}
+
+typedef void (*variant)(uint32_t nt);
+
+/* runs the variants interleaved reps times; prints the medians; checks that
+ * all give the bits of the first */
+static void compare(const char *what, const char *const *names, const variant *v, int nv, uint32_t nt, uint32_t rows, int reps) {
+    double t[4][64];
+    static float ref[N * MAXT];
+    for (int w = 0; w < 3; w++)   /* warm-up: V8 compiles hot functions in the background */
+        for (int i = 0; i < nv; i++) v[i](nt);
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < nv; i++) {
+            double t0 = now_ms();
+            v[i](nt);
+            t[i][r] = now_ms() - t0;
+            if (r == 0 && i == 0) memcpy(ref, Y, sizeof(float) * rows * nt);
+            if (r == 0 && i > 0 && memcmp(ref, Y, sizeof(float) * rows * nt)) { printf("%s: %s gives other bits than %s\n", what, names[i], names[0]); exit(1); }
+        }
+    printf("%-28s %2u tokens:", what, nt);
+    for (int i = 0; i < nv; i++) printf("  %s %.4f", names[i], median(t[i], reps) * 1e6 / ((double)N * rows * nt));
+    printf("   (ns/weight/token, median of %d)\n", reps);
+}
+
+int main(int argc, char **argv) {
+    int reps = argc > 1 ? atoi(argv[1]) : 15;
+    if (reps < 1) reps = 1;
+    if (reps > 64) reps = 64;
+    printf("kernel set %s, n = %d\n", K->name, N);
+    rows4 = 1024; rowsk = 256;
+    uint64_t rb4 = N / 32 * sizeof(block_q4_0);
+    W4 = malloc(rb4 * rows4);
+    for (uint32_t r = 0; r < rows4; r++)
+        for (uint32_t b = 0; b < N / 32; b++) {
+            block_q4_0 *B = (block_q4_0 *)(W4 + r * rb4) + b;
+            B->d = rnd_scale();
+            for (int j = 0; j < 16; j++) B->qs[j] = (uint8_t)rnd();
+        }
+    X8 = malloc(MAXT * N / 32 * sizeof(block_q8_0));
+    XE = malloc(MAXT * wlm_i16eo_row_bytes(N));
+    X16 = malloc(MAXT * wlm_i16x4_row_bytes(N));
+    XA = malloc(MAXT * wlm_act_i8x4_row_bytes(N));
+    XK = malloc(MAXT * N / QK_K * sizeof(block_q8_k));
+    float x[N];
+    for (int t = 0; t < MAXT; t++) {
+        for (int i = 0; i < N; i++) x[i] = rndf();
+        block_q8_0 *q = (block_q8_0 *)X8 + t * (N / 32);
+        wlm_quantize_row_q8_0(x, q, N);
+        wlm_act_i16eo(q, XE + t * wlm_i16eo_row_bytes(N), N);
+        K->unpack_i16x4(GGML_Q8_0, q, X16 + t * wlm_i16x4_row_bytes(N), N);
+        if (K->act_i8x4) K->act_i8x4(q, XA + t * wlm_act_i8x4_row_bytes(N), N);
+        wlm_quantize_row_q8_k(x, (block_q8_k *)XK + t * (N / QK_K), N);
+    }
+    P = malloc(PANEL * wlm_i16x4_row_bytes(N));
+    Y = malloc(sizeof(float) * N * MAXT);
+    SCR = aligned_alloc(16, 1 << 20);
+
+    /* gemv takes up to 3 tokens a call in memory order (forward.c's limit
+     * decides which path a batch takes; here each runs every size) */
+    static const uint32_t NT[] = { 1, 2, 3, 4, 8, 64 };
+    for (unsigned i = 0; i < sizeof NT / sizeof NT[0]; i++) {
+        const char *names[] = { "gemv", "i16x4", "i8x4" };
+        variant v[] = { q4_gemv, q4_i16x4, q4_i8x4 };
+        int nv = K->gemm_q4_i8x4 ? 3 : 2;
+        if (NT[i] > 8) { names[0] = names[1]; names[1] = names[2]; v[0] = v[1]; v[1] = v[2]; nv--; } /* gemv: small batches only */
+        compare("Q4_0 2048x1024", names, v, nv, NT[i], rows4, reps);
+    }
+    for (int ti = 0; ti < 2; ti++) {
+        kq_type = ti ? GGML_Q6_K : GGML_Q4_K;
+        uint32_t bb = ti ? sizeof(block_q6_k) : sizeof(block_q4_k);
+        kq_rb = (uint64_t)N / QK_K * bb;
+        WK = malloc(kq_rb * rowsk);
+        for (uint64_t i = 0; i < kq_rb * rowsk; i++) WK[i] = (uint8_t)rnd();
+        for (uint32_t r = 0; r < rowsk; r++)
+            for (uint32_t b = 0; b < N / QK_K; b++) {
+                uint8_t *blk = WK + r * kq_rb + b * bb;
+                uint16_t d = rnd_scale();
+                if (ti) memcpy(blk + bb - 2, &d, 2);                  /* Q6_K: d last */
+                else { memcpy(blk, &d, 2); memcpy(blk + 2, &d, 2); }  /* Q4_K: d, dmin first */
+            }
+        const char *names[] = { "row pairs", "one row a call" };
+        variant v[] = { kq_pairs, kq_single };
+        compare(ti ? "Q6_K prefill 2048x256" : "Q4_K prefill 2048x256", names, v, 2, 64, rowsk, reps);
+        free(WK);
+    }
+    return 0;
+}
+#endif
