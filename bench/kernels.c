@@ -46,6 +46,11 @@ static void q4_gemv(uint32_t nt) {
     uint64_t rb = N / 32 * sizeof(block_q4_0);
     K->gemv_q4_0(N, W4, rb, rows4, X8, N / 32 * sizeof(block_q8_0), XE, wlm_i16eo_row_bytes(N), nt, Y, rows4);
 }
+static uint8_t *W4G, *XG;
+static void q4g_gemv(uint32_t nt) {
+    uint64_t rb = N / 32 * sizeof(block_q4_0);
+    K->gemv_q4g(N, W4G, rb, rows4, X8, N / 32 * sizeof(block_q8_0), XG, wlm_i16eo_row_bytes(N), nt, Y, rows4);
+}
 static void q4_i16x4(uint32_t nt) {
     uint64_t rb = N / 32 * sizeof(block_q4_0), pb = wlm_i16x4_row_bytes(N);
     for (uint32_t r = 0; r < rows4; r += PANEL) {
@@ -109,6 +114,10 @@ int main(int argc, char **argv) {
             B->d = rnd_scale();
             for (int j = 0; j < 16; j++) B->qs[j] = (uint8_t)rnd();
         }
+    W4G = malloc(rb4 * rows4);
+    memcpy(W4G, W4, rb4 * rows4);
+    for (uint32_t r = 0; r < rows4; r++) wlm_q4g_from_q4_0(W4G + r * rb4, N);
+    XG = malloc(MAXT * wlm_i16eo_row_bytes(N));
     X8 = malloc(MAXT * N / 32 * sizeof(block_q8_0));
     XE = malloc(MAXT * wlm_i16eo_row_bytes(N));
     X16 = malloc(MAXT * wlm_i16x4_row_bytes(N));
@@ -122,6 +131,7 @@ int main(int argc, char **argv) {
         wlm_act_i16eo(q, XE + t * wlm_i16eo_row_bytes(N), N);
         K->unpack_i16x4(GGML_Q8_0, q, X16 + t * wlm_i16x4_row_bytes(N), N);
         if (K->act_i8x4) K->act_i8x4(q, XA + t * wlm_act_i8x4_row_bytes(N), N);
+        K->act_q4g(q, XG + t * wlm_i16eo_row_bytes(N), N, 0, N / 32);
         wlm_quantize_row_q8_k(x, (block_q8_k *)XK + t * (N / QK_K), N);
     }
     P = malloc(PANEL * wlm_i16x4_row_bytes(N));
@@ -130,6 +140,11 @@ int main(int argc, char **argv) {
 
     /* gemv takes up to 3 tokens a call in memory order (forward.c's limit
      * decides which path a batch takes; here each runs every size) */
+    for (uint32_t nt = 1; nt <= 3; nt++) {
+        const char *names[] = { "gemv Q4_0", "gemv q4g" };
+        variant v[] = { q4_gemv, q4g_gemv };
+        compare("Q4_0 decode 2048x1024", names, v, 2, nt, rows4, reps);
+    }
     static const uint32_t NT[] = { 1, 2, 3, 4, 8, 64 };
     for (unsigned i = 0; i < sizeof NT / sizeof NT[0]; i++) {
         const char *names[] = { "gemv", "i16x4", "i8x4" };

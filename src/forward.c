@@ -94,10 +94,11 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     /* [kernels] per thread: one F32 row, or a panel of i16x4 rows (prefill) */
     pl.wrow_bytes = WLM_ALIGN_UP(WLM_MAX(widest * 4, WLM_MM_PANEL * wlm_i16x4_row_bytes((uint32_t)widest)), 64);
     /* [kernels] int16 activations: i16x4 (prefill) or i16eo (decode) rows,
-     * each followed (at act8_off) by the same values in the i8x4 form of
-     * gemm_q4_i8x4 (relaxed-SIMD prefill of Q4_0 weights) */
+     * each followed (at act8_off) by the same values in the kernel set's
+     * act_q4g form: i8x4 (relaxed SIMD: gemv_q4g, gemm_q4_i8x4) or i16g
+     * (SIMD128: gemv_q4g) */
     pl.act8_off = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
-    pl.act16_row_bytes = pl.act8_off + WLM_ALIGN_UP(widest + (widest / 32 + 1) * 8, 64);
+    pl.act16_row_bytes = pl.act8_off + WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
     pl.off_act16 = reserve(&pl, B * pl.act16_row_bytes);
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
     pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
@@ -219,13 +220,15 @@ static float rms_scale(const float *x, uint32_t n, float eps) {
 /* Activation forms. A matrix product y = W x reads x in the form
  * wlm_act_type(W) names: the floats themselves, Q8_0 blocks (c->act; for
  * Q8_0/Q4_0 weights also rearranged in c->act16: the i16eo form for gemv's
- * few tokens, i16x4 rows for a larger batch, or, for Q4_0 in the relaxed
- * build, i8x4 rows at act8_off) or Q8_K blocks (c->act_k). Each input is
- * converted once into every form its weights read (Q, K and V share one
- * input, gate and up another). Only the i16eo form converts block by block,
- * so only it is split across threads within one token; the batch forms come
- * with n_tok > 1, where act_step splits by tokens. */
-enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_I8 = 16 };
+ * few tokens or i16x4 rows for a larger batch at the row's start, and the
+ * kernel set's act_q4g form at act8_off: for Q4_0 rows repacked at load
+ * (q4g) and, in the relaxed build, for every Q4_0 batch) or Q8_K blocks
+ * (c->act_k). Each input is converted once into every form its weights
+ * read (Q, K and V share one input, gate and up another). The i16eo and
+ * act_q4g forms convert block by block (act_q4g group by group), so they
+ * are split across threads within one token; the batch forms come with
+ * n_tok > 1, where act_step splits by tokens. */
+enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_G = 16 };
 
 /* The most tokens a Q8_0/Q4_0 product takes through gemv (each weight
  * block widened in registers for every token); more go through a tiled
@@ -233,18 +236,19 @@ enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_I8 = 16 };
  * bench-kernels, 2048 x 1024: about 0.08 against 0.09-0.10 ns per weight
  * per token at 3, even at 2). */
 static uint32_t gemv_max_tok(const wlm_ctx *c, const wlm_tensor *w) {
-    return w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4 ? 2 : WLM_GEMV_MAX_TOK;
+    return w->type == GGML_Q4_0 && !w->q4g && c->k->gemm_q4_i8x4 ? 2 : WLM_GEMV_MAX_TOK;
 }
 
 /* The forms a product with w over n_tok tokens reads: NEED_I16 the i16eo
- * form (gemv), NEED_X4 the i16x4 form (gemm_i16x4), NEED_I8 the i8x4 form
- * (gemm_q4_i8x4: Q4_0 weights in kernel sets that have it). */
+ * form (gemv), NEED_X4 the i16x4 form (gemm_i16x4), NEED_G the act_q4g
+ * form (gemv_q4g; in the relaxed build also gemm_q4_i8x4, for which it is
+ * the i8x4 form). */
 static uint32_t needs_of(const wlm_ctx *c, const wlm_tensor *w, uint32_t n_tok) {
     switch (wlm_act_type(w->type)) {
     case GGML_Q8_0:
         if (w->type != GGML_Q8_0 && w->type != GGML_Q4_0) return NEED_Q8;
-        if (n_tok <= gemv_max_tok(c, w)) return NEED_Q8 | NEED_I16;
-        return NEED_Q8 | (w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4 ? NEED_I8 : NEED_X4);
+        if (n_tok <= gemv_max_tok(c, w)) return NEED_Q8 | (w->q4g ? NEED_G : NEED_I16);
+        return NEED_Q8 | (w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4 ? NEED_G : NEED_X4);
     case GGML_Q8_K: return NEED_QK;
     default: return 0;
     }
@@ -256,7 +260,8 @@ static uint32_t needs_of(const wlm_ctx *c, const wlm_tensor *w, uint32_t n_tok) 
  * blocks (every block is converted on its own), a batch by tokens. */
 static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const wlm_tensor *norm, float *dst,
                      uint32_t n_tok, uint32_t n, uint32_t need, uint32_t tid, uint32_t nth) {
-    uint32_t unit = need & NEED_QK ? QK_K : QK8_0, t0 = 0, t1 = n_tok, u0, u1;
+    /* act_q4g converts whole groups of four blocks */
+    uint32_t unit = need & NEED_QK ? QK_K : need & NEED_G ? 4 * QK8_0 : QK8_0, t0 = 0, t1 = n_tok, u0, u1;
     if (n % unit) unit = n;   /* unquantized input of a width that is not whole blocks: one piece */
     if (n_tok == 1) wlm_split(n / unit, tid, nth, &u0, &u1);
     else { wlm_split(n_tok, tid, nth, &t0, &t1); u0 = 0; u1 = n / unit; }
@@ -277,7 +282,8 @@ static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const w
          * one token count) */
         if (need & NEED_I16) wlm_act_i16eo_blocks((const block_q8_0 *)q8, x16, n, lo / QK8_0, hi / QK8_0);
         if (need & NEED_X4) c->k->unpack_i16x4(GGML_Q8_0, q8, x16, n);
-        if (need & NEED_I8) c->k->act_i8x4((const block_q8_0 *)q8, x16 + c->act8_off, n);
+        if ((need & NEED_G) && c->k->act_q4g) /* (the scalar gemv_q4g reads the Q8_0 blocks) */
+            c->k->act_q4g((const block_q8_0 *)q8, x16 + c->act8_off, n, lo / QK8_0, hi / QK8_0);
     }
 }
 
@@ -310,6 +316,11 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
         c->k->kq_rows(W->type, n, W->data + r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, n_tok,
                       y + r0, rows, wrow, c->wrow_bytes))
         return;
+    if (W->q4g && n_tok <= gemv_max_tok(c, W)) {
+        /* Q4_0 repacked at load, decode and small batches: as below */
+        c->k->gemv_q4g(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, c->act16 + c->act8_off, c->act16_row_bytes, n_tok, y + r0, rows);
+        return;
+    }
     if (i16 && n_tok <= gemv_max_tok(c, W)) {
         /* decode and small batches: the rows in one call, in memory order,
          * each weight block widened once for every token */
@@ -323,7 +334,11 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
         uint64_t rb = wlm_q4_i8x4_row_bytes(n);
         for (uint32_t r = r0; r < r1; r += WLM_MM_PANEL) {
             uint32_t nr = WLM_MIN(WLM_MM_PANEL, r1 - r);
-            for (uint32_t i = 0; i < nr; i++) c->k->unpack_q4_i8x4((const block_q4_0 *)(W->data + (uint64_t)(r + i) * row_bytes), wrow + i * rb, n);
+            for (uint32_t i = 0; i < nr; i++) {
+                const uint8_t *src = W->data + (uint64_t)(r + i) * row_bytes;
+                if (W->q4g) c->k->unpack_q4g_i8x4(src, wrow + i * rb, n);
+                else c->k->unpack_q4_i8x4((const block_q4_0 *)src, wrow + i * rb, n);
+            }
             c->k->gemm_q4_i8x4(n, wrow, rb, nr, c->act16 + c->act8_off, c->act16_row_bytes, n_tok, y + r, rows);
         }
         return;
@@ -335,7 +350,7 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
         uint64_t rb = wlm_i16x4_row_bytes(n);
         for (uint32_t r = r0; r < r1; r += WLM_MM_PANEL) {
             uint32_t nr = WLM_MIN(WLM_MM_PANEL, r1 - r);
-            for (uint32_t i = 0; i < nr; i++) c->k->unpack_i16x4(W->type, W->data + (uint64_t)(r + i) * row_bytes, wrow + i * rb, n);
+            for (uint32_t i = 0; i < nr; i++) c->k->unpack_i16x4(W->q4g ? WLM_Q4G : W->type, W->data + (uint64_t)(r + i) * row_bytes, wrow + i * rb, n);
             c->k->gemm_i16x4(n, wrow, rb, nr, c->act16, c->act16_row_bytes, n_tok, y + r, rows);
         }
         return;

@@ -30,6 +30,7 @@ typedef struct wlm_tensor {
     uint64_t offset;          /* absolute offset in the file */
     uint64_t nbytes;
     const uint8_t *data;      /* view into the file bytes */
+    uint32_t q4g;             /* Q4_0 rows repacked in place into the q4g form (wlm_model_load_inplace) */
 } wlm_tensor;
 
 typedef struct wlm_gguf {
@@ -180,7 +181,7 @@ typedef struct wlm_kernels {
      * for bit, however rows and tokens are grouped. */
     void (*gemm_i16x4)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
                        const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
-    /* wlm_unpack_i16x4 (Q8_0 / Q4_0 row -> i16x4 form), the same bytes */
+    /* wlm_unpack_i16x4 (Q8_0 / Q4_0 / q4g row -> i16x4 form), the same bytes */
     void (*unpack_i16x4)(uint32_t type, const void *row, uint8_t *out, uint32_t n);
     /* Decode and small batches of Q8_0 / Q4_0 weights: y[t * ys + r] = row r
      * of w (rows ws bytes apart) . token t for r < nr, t < nt, where token t
@@ -198,6 +199,19 @@ typedef struct wlm_kernels {
                          const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
     void (*unpack_q4_i8x4)(const block_q4_0 *row, uint8_t *out, uint32_t n);
     void (*act_i8x4)(const block_q8_0 *x, uint8_t *out, uint32_t n);
+    /* Decode and small batches of Q4_0 rows in the q4g form (repacked at
+     * load): as gemv_q4_0, with token t as Q8_0 blocks at x8 + t * x8s and
+     * in this set's act_q4g form at x16 + t * x16s (the scalar set reads x8
+     * only). Equal bit for bit to wlm_dot_q4g, that is to dot_q4_0 on the
+     * blocks before the repack. */
+    wlm_gemv_fn gemv_q4g;
+    /* Writes blocks [b0, b1) of a token's act_q4g form: SIMD128 the i16g
+     * form (wlm_act_i16g_blocks), relaxed SIMD the i8x4 form
+     * (wlm_act_i8x4_blocks); NULL in the scalar set. b0 and b1 are
+     * multiples of 4 (or b1 = nb): groups convert on their own. */
+    void (*act_q4g)(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1);
+    /* wlm_unpack_q4g_i8x4, the same bytes (with gemm_q4_i8x4; NULL elsewhere) */
+    void (*unpack_q4g_i8x4)(const uint8_t *row, uint8_t *out, uint32_t n);
     /* Small batches of F16 weights: y[t * ys + r] = row r of w (rows ws
      * bytes apart) . float row x + t * xs (xs in floats) for r < nr,
      * t < nt; each 16 halves converted once for every token. Equal bit for
@@ -291,6 +305,58 @@ void wlm_act_i16eo_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_
 static inline uint64_t wlm_i16eo_row_bytes(uint32_t n) { return (uint64_t)n * 2 + (uint64_t)n / 32 * 8; }
 /* position of value k (0..31) of a block in the i16eo order */
 static inline uint32_t wlm_i16eo_pos(uint32_t k) { return (k & 16) + ((k & 1) << 3) + ((k & 15) >> 1); }
+/* ---- Q4_0 matrices in groups ("q4g") ----------------------------------------
+ * wlm_model_load_inplace rearranges every Q4_0 matrix that is only ever
+ * multiplied (not the token embeddings) row by row, in place, once: each
+ * group of four blocks (72 bytes) becomes the four f16 scales, then 64
+ * bytes where byte 16p + 4i + j (p, i, j < 4) holds value 4p + j of block
+ * 4g + i in its low nibble and value 4p + j + 16 in its high nibble (that
+ * is, the block's qs[4p + j]). Blocks after the last whole group stay as
+ * they were, and so does the row's size. Read 16 bytes at a time, the
+ * nibbles are already the i8x4 form (relaxed SIMD), and read as int16 lanes
+ * every pair of lanes belongs to one block (SIMD128 gemv_q4g): the kernels
+ * need no unpacking or transposition at run time. */
+void wlm_q4g_from_q4_0(uint8_t *row, uint32_t n);                    /* in place */
+void wlm_q4g_to_q4_0(const uint8_t *row, block_q4_0 *out, uint32_t n);
+/* value k (0..31, the nibble 0..15) and f16 scale of block b of a q4g row */
+static inline uint32_t wlm_q4g_q(const uint8_t *row, uint32_t nb, uint32_t b, uint32_t k) {
+    if (b >= nb / 4 * 4) { const block_q4_0 *B = (const block_q4_0 *)row + b; return k < 16 ? B->qs[k] & 15u : (uint32_t)B->qs[k - 16] >> 4; }
+    uint8_t v = row[(uint64_t)(b / 4) * 72 + 8 + ((k & 15) / 4) * 16 + (b % 4) * 4 + k % 4];
+    return k < 16 ? v & 15u : (uint32_t)v >> 4;
+}
+static inline uint16_t wlm_q4g_d(const uint8_t *row, uint32_t nb, uint32_t b) {
+    const uint8_t *p = b >= nb / 4 * 4 ? row + (uint64_t)b * sizeof(block_q4_0) : row + (uint64_t)(b / 4) * 72 + (b % 4) * 2;
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+/* dot_q4_0 of the same values on a q4g row, scalar (reference and the
+ * fallback of the SIMD kernels for an infinite or NaN scale) */
+float wlm_dot_q4g(uint32_t n, const uint8_t *row, const block_q8_0 *x);
+/* The i16g activation form of SIMD128's gemv_q4g: the i16eo form, except
+ * that the values of each whole group of four blocks sit where the weight
+ * nibbles fall when a q4g group is read as int16 lanes (wlm_i16g_pos);
+ * blocks after the last group in the i16eo order; then scales and sums as
+ * in i16eo. Blocks [b0, b1) only. */
+void wlm_act_i16g_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1);
+/* wlm_act_i8x4 for blocks [b0, b1) only */
+void wlm_act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1);
+/* int16 index of value k of block b in the i16g form of a row of nb blocks:
+ * in group g, slice p = (k mod 16) / 4 of the weights, vector f (0: low
+ * nibbles of the even bytes, 1: their high nibbles, 2 and 3: the same for
+ * the odd bytes), lane 2 (b mod 4) + (k mod 4) / 2 */
+static inline uint32_t wlm_i16g_pos(uint32_t b, uint32_t nb, uint32_t k) {
+    if (b >= nb / 4 * 4) return b * 32 + wlm_i16eo_pos(k);
+    uint32_t j = k % 4, f = (j & 1) * 2 + (k >= 16);
+    return (b / 4) * 128 + ((k & 15) / 4) * 32 + f * 8 + (b % 4) * 2 + j / 2;
+}
+/* Q4_0 prefill from q4g rows: wlm_unpack_i16x4 / wlm_unpack_q4_i8x4 of the
+ * same values (the type WLM_Q4G for the former) */
+#define WLM_Q4G 0x100u
+void wlm_unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n);
+/* repacks a loaded model's Q4_0 matrices into q4g (wlm_model_load_inplace
+ * does it in the SIMD builds; tests call it to run the q4g paths anywhere) */
+void wlm_model_repack_q4g(wlm_model *m);
+/* floats of a q4g row (wlm_dequantize_row of the Q4_0 blocks it came from) */
+void wlm_dequantize_q4g_row(const uint8_t *row, float *y, uint32_t n);
 /* Dequantizes one row of any supported type into floats. */
 void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);
 /* The activation form a weight type's dot product takes: GGML_F32 (floats),

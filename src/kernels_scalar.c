@@ -152,6 +152,14 @@ static void gemv_q(int q4, uint32_t n, const uint8_t *w, uint64_t ws, uint32_t n
     }
 }
 
+/* q4g rows against the Q8_0 blocks of each token: wlm_dot_q4g */
+static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
+                     const uint8_t *x16, uint64_t x16s, uint32_t nt, float *y, uint64_t ys) {
+    (void)x16; (void)x16s;
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = wlm_dot_q4g(n, w + r * ws, (const block_q8_0 *)(x8 + t * x8s));
+}
+
 static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
                      const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
     for (uint32_t t = 0; t < nt; t++)
@@ -247,7 +255,7 @@ const wlm_kernels wlm_kernels_scalar = {
              [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
     .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
 };

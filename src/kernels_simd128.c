@@ -363,8 +363,46 @@ static inline __attribute__((always_inline)) void unpack_rows(int q4, const uint
     block_scales(row, bsz, nb, d);
 }
 
+/* a q4g row into the i16x4 form: slice p's 32-bit lanes widened from its
+ * low nibbles hold pairs 2p, 2p+1 of blocks 0, 0, 1, 1 (low half) and
+ * 2, 2, 3, 3 (high half), so two shuffles give i16x4 vectors 2p and 2p+1;
+ * the high nibbles give pairs 8 + 2p, 9 + 2p */
+static void unpack_q4g_i16x4(const uint8_t *row, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32, ng = nb / 4;
+    int16_t *q = (int16_t *)out;
+    float *d = (float *)(out + (uint64_t)n * 2);
+    const v128_t m4 = wasm_i8x16_splat(15), k8 = wasm_i8x16_splat(8);
+    for (uint32_t g = 0; g < ng; g++) {
+        const uint8_t *gp = row + (uint64_t)g * 72;
+        int16_t *o = q + g * 128;
+        for (int p = 0; p < 4; p++) {
+            v128_t v = wasm_v128_load(gp + 8 + 16 * p);
+            v128_t lo = wasm_i8x16_sub(wasm_v128_and(v, m4), k8), hi = wasm_i8x16_sub(hi_nibbles(v), k8);
+            v128_t l0 = wasm_i16x8_extend_low_i8x16(lo), l1 = wasm_i16x8_extend_high_i8x16(lo);
+            v128_t h0 = wasm_i16x8_extend_low_i8x16(hi), h1 = wasm_i16x8_extend_high_i8x16(hi);
+            wasm_v128_store(o + 16 * p, wasm_i32x4_shuffle(l0, l1, 0, 2, 4, 6));
+            wasm_v128_store(o + 16 * p + 8, wasm_i32x4_shuffle(l0, l1, 1, 3, 5, 7));
+            wasm_v128_store(o + 64 + 16 * p, wasm_i32x4_shuffle(h0, h1, 0, 2, 4, 6));
+            wasm_v128_store(o + 64 + 16 * p + 8, wasm_i32x4_shuffle(h0, h1, 1, 3, 5, 7));
+        }
+        wasm_v128_store(d + 4 * g, half4_to_f32(wasm_u32x4_load16x4(gp)));
+    }
+    for (uint32_t b = ng * 4; b < nb; b++) {
+        const uint8_t *blk = row + (uint64_t)b * sizeof(block_q4_0);
+        for (int hh = 0; hh < 2; hh++) {
+            v128_t a, c;
+            widen_half(1, blk, hh, &a, &c);
+            wasm_v128_store(q + b * 32 + 16 * hh, a);
+            wasm_v128_store(q + b * 32 + 16 * hh + 8, c);
+        }
+        uint16_t hf; __builtin_memcpy(&hf, blk, 2);
+        d[b] = wlm_f16_to_f32(hf);
+    }
+}
+
 static void unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) {
-    if (type == GGML_Q4_0) unpack_rows(1, row, out, n);
+    if (type == WLM_Q4G) unpack_q4g_i16x4(row, out, n);
+    else if (type == GGML_Q4_0) unpack_rows(1, row, out, n);
     else unpack_rows(0, row, out, n);
 }
 
@@ -425,24 +463,49 @@ static void unpack_q4_i8x4(const block_q4_0 *B, uint8_t *out, uint32_t n) {
     block_scales((const uint8_t *)B, sizeof(block_q4_0), nb, d);
 }
 
-static void act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) {
-    uint32_t nb = n / 32, b = 0;
+static void act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) {
+    uint32_t nb = n / 32, b = b0;
     float *d = (float *)(out + n);
     int32_t *sum = (int32_t *)(out + n + (uint64_t)nb * 4);
-    for (; b + 4 <= nb; b += 4) {
+    for (; b + 4 <= WLM_MIN(b1, nb / 4 * 4); b += 4) {
         store_t4(out + b * 32, wasm_v128_load(x[b].qs), wasm_v128_load(x[b + 1].qs), wasm_v128_load(x[b + 2].qs), wasm_v128_load(x[b + 3].qs));
         store_t4(out + b * 32 + 64, wasm_v128_load(x[b].qs + 16), wasm_v128_load(x[b + 1].qs + 16), wasm_v128_load(x[b + 2].qs + 16), wasm_v128_load(x[b + 3].qs + 16));
     }
-    for (; b < nb; b++) {
+    for (; b < b1; b++) {
         wasm_v128_store(out + b * 32, wasm_v128_load(x[b].qs));
         wasm_v128_store(out + b * 32 + 16, wasm_v128_load(x[b].qs + 16));
     }
-    for (b = 0; b < nb; b++) {
+    for (b = b0; b < b1; b++) {
         v128_t s = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs))),
                                   wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs + 16))));
         sum[b] = lanes_sum_i32(s);
     }
-    block_scales((const uint8_t *)x, sizeof(block_q8_0), nb, d);
+    block_scales((const uint8_t *)(x + b0), sizeof(block_q8_0), b1 - b0, d + b0);
+}
+
+static void act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) { act_i8x4_blocks(x, out, n, 0, n / 32); }
+
+/* wlm_unpack_q4g_i8x4: a q4g group's nibbles are already the i8x4 form */
+static void unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32, ng = nb / 4, b;
+    const v128_t m4 = wasm_i8x16_splat(15);
+    float *d = (float *)(out + n);
+    for (uint32_t g = 0; g < ng; g++) {
+        const uint8_t *gp = row + (uint64_t)g * 72;
+        for (int p = 0; p < 4; p++) {
+            v128_t q = wasm_v128_load(gp + 8 + 16 * p);
+            wasm_v128_store(out + g * 128 + 16 * p, wasm_v128_and(q, m4));
+            wasm_v128_store(out + g * 128 + 64 + 16 * p, hi_nibbles(q));
+        }
+        wasm_v128_store(d + 4 * g, half4_to_f32(wasm_u32x4_load16x4(gp)));
+    }
+    for (b = ng * 4; b < nb; b++) {
+        const block_q4_0 *B = (const block_q4_0 *)row + b;
+        v128_t q = wasm_v128_load(B->qs);
+        wasm_v128_store(out + b * 32, wasm_v128_and(q, m4));
+        wasm_v128_store(out + b * 32 + 16, hi_nibbles(q));
+        d[b] = wlm_f16_to_f32(B->d);
+    }
 }
 
 static inline __attribute__((always_inline)) void tile_i8x4(int R, int T, uint32_t n, const uint8_t *w, uint64_t ws,
@@ -709,6 +772,176 @@ static void gemv_q4_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, co
     gemv(1, n, w, ws, nr, x8, x8s, x16, x16s, nt, y, ys);
 }
 
+/* ---- decode: Q4_0 rows in the q4g form (repacked at load) ---------------------------
+ * A group is four f16 scales and 64 nibble bytes (wlm_q4g_from_q4_0).
+ * SIMD128: a 16-byte slice read as int16 lanes gives four vectors (low and
+ * high nibbles of the even bytes, then of the odd bytes) whose lanes 2i and
+ * 2i+1 both hold values of block i; against the i16g activation each
+ * i32x4.dot_i16x8 leaves block i's partial sum in lane i, so 16 dots add up
+ * to the four block sums with no transposition and no scale gather (the
+ * group's scales are one 8-byte load). Relaxed SIMD: the low and high
+ * nibbles of slice p are vectors p and p + 4 of the i8x4 form; 8 relaxed
+ * dots add up in int16 (at most 8 * 3840) and one pairwise add gives the
+ * block sums. Then dot_q4_0's float steps, as in gemv_row; blocks after the
+ * last group are plain Q4_0 blocks. */
+static inline v128_t q4g_scales(const uint8_t *g, v128_t *bad) {
+    return half4_hi_to_f32(wasm_i32x4_shl(wasm_u32x4_load16x4(g), 16), bad);
+}
+
+#ifdef __wasm_relaxed_simd__
+enum { Q4G_ACT_SCALE = 1 };   /* i8x4 form: bytes per value */
+#else
+enum { Q4G_ACT_SCALE = 2 };   /* i16g form */
+#endif
+
+/* The partial block sums of slices 2h and 2h + 1 of a group (sp: slice
+ * 2h's bytes) against token activations at xq: i16x8 (relaxed) or i32x4 */
+static inline __attribute__((always_inline)) v128_t q4g_half(const uint8_t *sp, const uint8_t *xq) {
+#ifdef __wasm_relaxed_simd__
+    v128_t q0 = wasm_v128_load(sp), q1 = wasm_v128_load(sp + 16), m4 = wasm_i8x16_splat(15);
+    v128_t a = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq), wasm_v128_and(q0, m4)),
+                              wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 64), hi_nibbles(q0)));
+    v128_t b = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 16), wasm_v128_and(q1, m4)),
+                              wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 80), hi_nibbles(q1)));
+    return wasm_i16x8_add(a, b);
+#else
+    v128_t r = wasm_i32x4_splat(0), m = wasm_i16x8_splat(15);
+    for (int p = 0; p < 2; p++) {
+        v128_t v = wasm_v128_load(sp + 16 * p);
+        const uint8_t *x = xq + 64 * p;
+        v128_t a = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, m), wasm_v128_load(x)),
+                                  wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 4), m), wasm_v128_load(x + 16)));
+        v128_t b = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 8), m), wasm_v128_load(x + 32)),
+                                  wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), wasm_v128_load(x + 48)));
+        r = wasm_i32x4_add(r, wasm_i32x4_add(a, b));
+    }
+    return r;
+#endif
+}
+
+/* dot_q4_0's float step for one group of four blocks and one token: the
+ * exact block sums s (sum q x), minus 8 sum x, scaled */
+static inline v128_t q4g_step(v128_t acc, v128_t s, v128_t dw, const float *dx, const int32_t *sx) {
+    v128_t is = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load(sx), 3));
+    v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(dx));
+    return wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(is)));
+}
+
+/* One q4g row against T tokens (T <= 3). V8 hoists a loop body's loads
+ * ahead of its arithmetic: the relaxed loop (a group per iteration, 12
+ * loads for one token) fits in registers, but SIMD128's 20 went to the
+ * stack, so there a loop iteration takes half a group and carries its sums
+ * to the second half (as gemv_row does with blocks). Relaxed, 2048 x 1024
+ * in Node (make bench-kernels): 0.061-0.065 ns per weight against gemv_q4_0's
+ * 0.084-0.087 for one token; SIMD128 0.148-0.160 against 0.176-0.186. */
+static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n, const uint8_t *w,
+                                                              const uint8_t *x8, uint64_t x8s, const uint8_t *xa, uint64_t xas,
+                                                              float *y, uint64_t ys) {
+    uint32_t nb = n / 32, ng = nb / 4;
+    const uint64_t dxo = (uint64_t)n * Q4G_ACT_SCALE, sxo = dxo + (uint64_t)nb * 4;
+    v128_t acc[3], bad = wasm_i32x4_splat(0);
+    const uint8_t *xp[3];
+    const float *dxp[3];
+    const int32_t *sxp[3];
+    for (int t = 0; t < T; t++) {
+        acc[t] = wasm_f32x4_splat(0);
+        xp[t] = xa + t * xas;
+        dxp[t] = (const float *)(xa + t * xas + dxo);
+        sxp[t] = (const int32_t *)(xa + t * xas + sxo);
+    }
+    const uint8_t *wp = w;
+#ifdef __wasm_relaxed_simd__
+#pragma clang loop unroll(disable)
+    for (uint32_t g = 0; g < ng; g++, wp += 72) {
+        v128_t dw = q4g_scales(wp, &bad);
+        for (int t = 0; t < T; t++) {
+            v128_t s = wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(q4g_half(wp + 8, xp[t]), q4g_half(wp + 40, xp[t] + 32)));
+            acc[t] = q4g_step(acc[t], s, dw, dxp[t], sxp[t]);
+            xp[t] += 128; dxp[t] += 4; sxp[t] += 4;
+        }
+    }
+#else
+    v128_t lo[3];
+#pragma clang loop unroll(disable)
+    for (uint32_t i = 0; i < 2 * ng; i++) {
+        v128_t pt[3];
+        for (int t = 0; t < T; t++) { pt[t] = q4g_half(wp + 8 + (i & 1) * 32, xp[t]); xp[t] += 128; }
+        if (!(i & 1)) { for (int t = 0; t < T; t++) lo[t] = pt[t]; continue; }
+        v128_t dw = q4g_scales(wp, &bad);
+        wp += 72;
+        for (int t = 0; t < T; t++) {
+            acc[t] = q4g_step(acc[t], wasm_i32x4_add(lo[t], pt[t]), dw, dxp[t], sxp[t]);
+            dxp[t] += 4; sxp[t] += 4;
+        }
+    }
+#endif
+    for (int t = 0; t < T; t++) {
+        const uint8_t *xt = xa + t * xas;
+        const float *dx = (const float *)(xt + dxo);
+        const int32_t *sx = (const int32_t *)(xt + sxo);
+        float res = fold_lanes(acc[t]);
+        for (uint32_t k = ng * 4; k < nb; k++) {
+            const uint8_t *blk = w + (uint64_t)k * sizeof(block_q4_0);
+#ifdef __wasm_relaxed_simd__
+            v128_t q = wasm_v128_load(blk + 2);
+            int32_t is = lanes_sum_i32(isum_q4_relaxed(wasm_v128_and(q, wasm_i8x16_splat(15)), hi_nibbles(q), (const int8_t *)xt + k * 32));
+#else
+            v128_t u[4];
+            widen_blk(1, blk, u);
+            int32_t is = lanes_sum_i32(isum_eo(u, (const int16_t *)xt + k * 32));
+#endif
+            uint16_t h; __builtin_memcpy(&h, blk, 2);
+            res += (wlm_f16_to_f32(h) * dx[k]) * (float)(is - 8 * sx[k]);
+        }
+        y[t * ys] = res;
+    }
+    if (scales_nonfinite(bad)) /* an infinite or NaN weight scale: the exact conversion */
+        for (int t = 0; t < T; t++) y[t * ys] = wlm_dot_q4g(n, w, (const block_q8_0 *)(x8 + t * x8s));
+}
+
+static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
+                     const uint8_t *xa, uint64_t xas, uint32_t nt, float *y, uint64_t ys) {
+    for (uint32_t r = 0; r < nr; r++) {
+        const uint8_t *wr = w + r * ws;
+        uint32_t t = 0;
+        for (; t + 3 <= nt; t += 3) gemv_q4g_row(3, n, wr, x8 + t * x8s, x8s, xa + t * xas, xas, y + t * ys + r, ys);
+        switch (nt - t) {
+        case 2: gemv_q4g_row(2, n, wr, x8 + t * x8s, x8s, xa + t * xas, xas, y + t * ys + r, ys); break;
+        case 1: gemv_q4g_row(1, n, wr, x8 + t * x8s, x8s, xa + t * xas, xas, y + t * ys + r, ys); break;
+        }
+    }
+}
+
+#ifndef __wasm_relaxed_simd__
+/* wlm_act_i16g_blocks: per group the i8x4 vectors (store_t4), then their
+ * even and odd bytes sign-extended to int16 lanes */
+static void act_i16g(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) {
+    uint32_t nb = n / 32, full = nb / 4 * 4, b = b0;
+    float *d = (float *)(out + (uint64_t)n * 2);
+    int32_t *sum = (int32_t *)(out + (uint64_t)n * 2 + (uint64_t)nb * 4);
+    for (; b + 4 <= WLM_MIN(b1, full); b += 4) {
+        uint8_t t8[128] __attribute__((aligned(16)));
+        store_t4(t8, wasm_v128_load(x[b].qs), wasm_v128_load(x[b + 1].qs), wasm_v128_load(x[b + 2].qs), wasm_v128_load(x[b + 3].qs));
+        store_t4(t8 + 64, wasm_v128_load(x[b].qs + 16), wasm_v128_load(x[b + 1].qs + 16), wasm_v128_load(x[b + 2].qs + 16), wasm_v128_load(x[b + 3].qs + 16));
+        uint8_t *o = out + (uint64_t)b * 64;
+        for (int p = 0; p < 4; p++) {
+            v128_t lo = wasm_v128_load(t8 + 16 * p), hi = wasm_v128_load(t8 + 64 + 16 * p);
+            wasm_v128_store(o + 64 * p, wasm_i16x8_shr(wasm_i16x8_shl(lo, 8), 8));
+            wasm_v128_store(o + 64 * p + 16, wasm_i16x8_shr(wasm_i16x8_shl(hi, 8), 8));
+            wasm_v128_store(o + 64 * p + 32, wasm_i16x8_shr(lo, 8));
+            wasm_v128_store(o + 64 * p + 48, wasm_i16x8_shr(hi, 8));
+        }
+    }
+    if (b < b1) wlm_act_i16eo_blocks(x, out, n, b, b1);   /* the blocks after the last group */
+    for (b = b0; b < b1; b++) {
+        v128_t s = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs))),
+                                  wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs + 16))));
+        sum[b] = lanes_sum_i32(s);
+    }
+    block_scales((const uint8_t *)(x + b0), sizeof(block_q8_0), b1 - b0, d + b0);
+}
+#endif
+
 static void axpy_f32(uint32_t n, float a, const float *x, float *y) {
     v128_t va = wasm_f32x4_splat(a);
     uint32_t i = 0;
@@ -911,7 +1144,12 @@ const wlm_kernels wlm_kernels_simd128 = {
 #ifdef __wasm_relaxed_simd__
     .gemm_q4_i8x4 = gemm_q4_i8x4, .unpack_q4_i8x4 = unpack_q4_i8x4, .act_i8x4 = act_i8x4,
 #endif
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+#ifdef __wasm_relaxed_simd__
+    .act_q4g = act_i8x4_blocks, .unpack_q4g_i8x4 = unpack_q4g_i8x4,
+#else
+    .act_q4g = act_i16g,
+#endif
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
     .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
 };

@@ -39,7 +39,7 @@ static wlm_model *open_model(const char *path) {
     unsigned char *data = read_file(path, &size);
     if (!data) return NULL;
     wlm_model *m; wlm_err err;
-    if (wlm_model_load(&m, data, size, &err)) { fprintf(stderr, "error: %s: %s\n", path, err.msg); return NULL; }
+    if (wlm_model_load_inplace(&m, data, size, &err)) { fprintf(stderr, "error: %s: %s\n", path, err.msg); return NULL; }
     return m;
 }
 

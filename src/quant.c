@@ -95,7 +95,10 @@ void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) 
     float *d = (float *)(out + (uint64_t)n * 2);
     for (uint32_t b = 0; b < nb; b++) {
         int16_t v[32];
-        if (type == GGML_Q4_0) {
+        if (type == WLM_Q4G) {
+            d[b] = wlm_f16_to_f32(wlm_q4g_d(row, nb, b));
+            for (int k = 0; k < 32; k++) v[k] = (int16_t)((int)wlm_q4g_q(row, nb, b, (uint32_t)k) - 8);
+        } else if (type == GGML_Q4_0) {
             const block_q4_0 *x = (const block_q4_0 *)row + b;
             d[b] = wlm_f16_to_f32(x->d);
             for (int j = 0; j < 16; j++) { v[j] = (int16_t)((x->qs[j] & 15) - 8); v[j + 16] = (int16_t)((x->qs[j] >> 4) - 8); }
@@ -130,13 +133,83 @@ void wlm_unpack_q4_i8x4(const block_q4_0 *row, uint8_t *out, uint32_t n) {
     }
 }
 
-void wlm_act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) {
+void wlm_act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) { wlm_act_i8x4_blocks(x, out, n, 0, n / 32); }
+
+void wlm_act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) {
     uint32_t nb = n / 32;
     float *d = (float *)(out + n);
     int32_t *sum = (int32_t *)(out + n + (uint64_t)nb * 4);
-    for (uint32_t b = 0; b < nb; b++) {
+    for (uint32_t b = b0; b < b1; b++) {
         int32_t s = 0;
         for (uint32_t k = 0; k < 32; k++) { ((int8_t *)out)[i8x4_at(b, nb, k)] = x[b].qs[k]; s += x[b].qs[k]; }
+        d[b] = wlm_f16_to_f32(x[b].d);
+        sum[b] = s;
+    }
+}
+
+/* ---- q4g ---- */
+void wlm_q4g_from_q4_0(uint8_t *row, uint32_t n) {
+    uint32_t ng = n / 32 / 4;
+    for (uint32_t g = 0; g < ng; g++) {
+        uint8_t *p = row + (uint64_t)g * 72, t[72];
+        wlm_memcpy(t, p, 72);
+        const block_q4_0 *B = (const block_q4_0 *)t;
+        for (uint32_t i = 0; i < 4; i++) {
+            p[i * 2] = (uint8_t)(B[i].d & 0xff);
+            p[i * 2 + 1] = (uint8_t)(B[i].d >> 8);
+            for (uint32_t k = 0; k < 16; k++) p[8 + (k / 4) * 16 + i * 4 + k % 4] = B[i].qs[k];
+        }
+    }
+}
+
+void wlm_q4g_to_q4_0(const uint8_t *row, block_q4_0 *out, uint32_t n) {
+    uint32_t nb = n / 32;
+    for (uint32_t b = 0; b < nb; b++) {
+        out[b].d = wlm_q4g_d(row, nb, b);
+        for (uint32_t k = 0; k < 16; k++) out[b].qs[k] = (uint8_t)(wlm_q4g_q(row, nb, b, k) | wlm_q4g_q(row, nb, b, k + 16) << 4);
+    }
+}
+
+/* dot_q4_0's order: four running sums by block index mod 4, the tail in order */
+float wlm_dot_q4g(uint32_t n, const uint8_t *row, const block_q8_0 *x) {
+    uint32_t nb = n / 32, full = nb / 4 * 4;
+    float a[4] = {0, 0, 0, 0}, r = 0;
+    for (uint32_t b = 0; b < nb; b++) {
+        int32_t s = 0;
+        for (uint32_t k = 0; k < 32; k++) s += ((int32_t)wlm_q4g_q(row, nb, b, k) - 8) * x[b].qs[k];
+        float t = (wlm_f16_to_f32(wlm_q4g_d(row, nb, b)) * wlm_f16_to_f32(x[b].d)) * (float)s;
+        if (b < full) a[b % 4] += t;
+        else r += t;
+        if (b + 1 == full) r = (a[0] + a[1]) + (a[2] + a[3]);
+    }
+    return r;
+}
+
+void wlm_dequantize_q4g_row(const uint8_t *row, float *y, uint32_t n) {
+    uint32_t nb = n / 32;
+    for (uint32_t b = 0; b < nb; b++) {
+        float d = wlm_f16_to_f32(wlm_q4g_d(row, nb, b));
+        for (uint32_t k = 0; k < 32; k++) y[b * 32 + k] = d * (float)((int)wlm_q4g_q(row, nb, b, k) - 8);
+    }
+}
+
+void wlm_unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n) {
+    uint32_t nb = n / 32;
+    float *d = (float *)(out + n);
+    for (uint32_t b = 0; b < nb; b++) {
+        for (uint32_t k = 0; k < 32; k++) out[i8x4_at(b, nb, k)] = (uint8_t)wlm_q4g_q(row, nb, b, k);
+        d[b] = wlm_f16_to_f32(wlm_q4g_d(row, nb, b));
+    }
+}
+
+void wlm_act_i16g_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) {
+    uint32_t nb = n / 32;
+    int16_t *q = (int16_t *)out;
+    float *d = (float *)(out + (uint64_t)n * 2);
+    int32_t *sum = (int32_t *)(out + (uint64_t)n * 2 + (uint64_t)nb * 4);
+    for (uint32_t b = b0; b < b1; b++) {
+        int32_t s = 0;
+        for (uint32_t k = 0; k < 32; k++) { q[wlm_i16g_pos(b, nb, k)] = x[b].qs[k]; s += x[b].qs[k]; }
         d[b] = wlm_f16_to_f32(x[b].d);
         sum[b] = s;
     }

@@ -136,8 +136,14 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
         w.pos = WLM_ALIGN_UP(w.pos - data_start, g->alignment) + data_start;
         uint64_t nb = out_bytes(m, t, type);
         uint32_t tt = choose_type(m, t, type);
-        if (tt == t->type) {
+        if (tt == t->type && t->q4g) {   /* repacked at load: the file's Q4_0 blocks again */
+            uint64_t rb = t->ne[0] / 32 * sizeof(block_q4_0);
+            for (uint64_t r = 0; r < t->nbytes / rb; r++, w.pos += rb)
+                if (out && w.pos + rb <= w.cap) wlm_q4g_to_q4_0(t->data + r * rb, (block_q4_0 *)(w.out + w.pos), (uint32_t)t->ne[0]);
+        } else if (tt == t->type) {
             put(&w, t->data, t->nbytes);
+        }
+        if (tt == t->type) {
             if (report) {
                 uint32_t nom = nominal_type(m, t, type);
                 const char *why = t->n_dims < 2 || t->ne[1] == 1 ? "1-D tensor"
@@ -152,7 +158,8 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
         uint64_t src_row = t->nbytes / rows, dst_row = nb / rows;
         if (out) {
             for (uint64_t r = 0; r < rows; r++) {
-                wlm_dequantize_row(t->type, t->data + r * src_row, row, (uint32_t)n);
+                if (t->q4g) wlm_dequantize_q4g_row(t->data + r * src_row, row, (uint32_t)n);
+                else wlm_dequantize_row(t->type, t->data + r * src_row, row, (uint32_t)n);
                 uint8_t *dst = w.out + w.pos + r * dst_row;
                 if (w.pos + (r + 1) * dst_row > w.cap) break;
                 switch (tt) {

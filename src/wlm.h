@@ -50,6 +50,12 @@ typedef struct wlm_ctx wlm_ctx;
 /* Parses `size` bytes of a GGUF file at `data`. The bytes must stay alive and
  * unmodified for the life of the model: tensors are views into them. */
 WLM_API wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err);
+/* As wlm_model_load, but the model takes the bytes over: it may rewrite
+ * them in place into faster layouts (the Q4_0 matrices of the SIMD builds
+ * become groups of four blocks, the same size; wlm_quantize still writes
+ * the original GGUF bytes). The bytes must be writable, stay alive for the
+ * life of the model, and not be loaded again or read as a GGUF file. */
+WLM_API wlm_status wlm_model_load_inplace(wlm_model **out, uint8_t *data, uint64_t size, wlm_err *err);
 WLM_API void wlm_model_free(wlm_model *m);
 
 typedef struct wlm_hparams {

@@ -438,7 +438,7 @@ export class Engine {
       this._clearErr();
       const pp = this.scratch + S_PTR;
       this.dv.setUint32(pp, 0, true);
-      const st = this.x.wlm_model_load(pp, this.file, BigInt(this.fileLen), this.scratch + S_ERR);
+      const st = this.x.wlm_model_load_inplace(pp, this.file, BigInt(this.fileLen), this.scratch + S_ERR);
       this._check(st, 'cannot load model');
       this.model = this.dv.getUint32(pp, true);
       this.hparams = this._readHparams();

@@ -1149,7 +1149,8 @@ TEST(kernels_gemm_i16x4_equals_row_dots) {
  * blocks: groups of four plus a tail) in F32, F16, Q8_0 and Q4_0 gives the
  * same logits, bit for bit, whether the prompt is evaluated one token at a
  * time (row dots), in one batch of 19 (tiles plus token tails) or in chunks of
- * 6, 3 and 2; natively also with 2 and 3 threads. */
+ * 6, 3 and 2; natively also with 2 and 3 threads. The Q4_0 model once more
+ * with its matrices repacked into q4g: the same logits as without. */
 #if !defined(__wasm__)
 typedef struct { wlm_pool *p; uint32_t tid; } fw_arg;
 static void *fw_main(void *a) { fw_arg *w = a; wlm_worker_loop(w->p, w->tid); return NULL; }
@@ -1178,8 +1179,9 @@ TEST(kernels_forward_prefill_equals_stepwise) {
     enum { NT = 19 };
     int32_t toks[NT];
     for (int i = 0; i < NT; i++) toks[i] = 3 + (int32_t)(tst_rand() % (GB_TINY_NV - 3));
-    static const uint32_t TYPES[] = { GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0 };
-    for (unsigned ti = 0; ti < 4; ti++) {
+    static const uint32_t TYPES[] = { GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0, GGML_Q4_0 };
+    float *q4_step = NULL;
+    for (unsigned ti = 0; ti < 5; ti++) {
         wlm_model *m = base; unsigned char *qb = NULL;
         if (TYPES[ti] != GGML_F32) {
             uint64_t qs = 0;
@@ -1191,6 +1193,31 @@ TEST(kernels_forward_prefill_equals_stepwise) {
             REQUIRE(wlm_model_load(&m, qb, qs, &err) == WLM_OK);
             CHECK(wlm_gguf_tensor(&m->g, "blk.0.ffn_down.weight")->type == TYPES[ti]);
             CHECK(wlm_gguf_tensor(&m->g, "blk.1.attn_q.weight")->type == TYPES[ti]);
+            if (ti == 4) {
+                unsigned char *plain_bytes = tst_sys_copy(qb, qs);
+                wlm_model *plain;
+                REQUIRE(plain_bytes && wlm_model_load(&plain, plain_bytes, qs, &err) == WLM_OK);
+                wlm_model_repack_q4g(m);
+                CHECK(wlm_gguf_tensor(&m->g, "blk.0.ffn_down.weight")->q4g && wlm_gguf_tensor(&m->g, "blk.1.attn_q.weight")->q4g);
+                CHECK(!m->tok_embd->q4g);
+                CHECK(memcmp(qb, plain_bytes, qs) != 0);   /* rewritten in place */
+                /* wlm_quantize reads q4g matrices as the file's Q4_0: copied
+                 * (Q4_0) and dequantized (Q8_0), the same bytes as from the
+                 * model that was not repacked */
+                static const uint32_t AGAIN[] = { GGML_Q4_0, GGML_Q8_0 };
+                for (int ai = 0; ai < 2; ai++) {
+                    uint64_t s1 = 0, s2 = 0;
+                    REQUIRE(wlm_quantize_size(m, AGAIN[ai], &s1, &err) == WLM_OK && wlm_quantize_size(plain, AGAIN[ai], &s2, &err) == WLM_OK);
+                    CHECK(s1 == s2);
+                    unsigned char *o1 = malloc(s1), *o2 = malloc(s2);
+                    REQUIRE(wlm_quantize(m, AGAIN[ai], o1, s1, NULL, 0, &err) == WLM_OK && wlm_quantize(plain, AGAIN[ai], o2, s2, NULL, 0, &err) == WLM_OK);
+                    CHECKF(s1 == s2 && memcmp(o1, o2, s1) == 0, "quantize to %s from the repacked model differs", wlm_type_name(AGAIN[ai]));
+                    if (ai == 0) CHECK(memcmp(o1, plain_bytes, s1) == 0);   /* the original file */
+                    free(o1); free(o2);
+                }
+                wlm_model_free(plain);
+                wlm_sys_free(plain_bytes);
+            }
         }
         uint32_t V = m->hp.n_vocab;
         float *step = malloc(sizeof(float) * NT * V);
@@ -1201,6 +1228,8 @@ TEST(kernels_forward_prefill_equals_stepwise) {
             memcpy(step + (size_t)i * V, wlm_ctx_logits(a), sizeof(float) * V);
         }
         wlm_ctx_free(a);
+        if (ti == 3) { q4_step = malloc(sizeof(float) * NT * V); memcpy(q4_step, step, sizeof(float) * NT * V); }
+        if (ti == 4) CHECKF(q4_step && memcmp(q4_step, step, sizeof(float) * NT * V) == 0, "q4g logits differ from Q4_0's");
         uint32_t max_thr = 1;
 #if !defined(__wasm__)
         max_thr = 3;
@@ -1243,6 +1272,7 @@ TEST(kernels_forward_prefill_equals_stepwise) {
         free(step);
         if (m != base) { wlm_model_free(m); wlm_sys_free(qb); }
     }
+    free(q4_step);
     wlm_model_free(base);
     wlm_sys_free(bytes);
 }
@@ -1465,6 +1495,152 @@ TEST(kernels_gemm_q4_i8x4_equals_row_dots) {
     else printf("  %d tiled results checked in %d set(s)\n", checked, sets);
     CHECK(!sets || checked > 10000);
     free(wp); free(xp);
+}
+
+/* The q4g form (Q4_0 matrices repacked at load) against its documented
+ * layout; back to the same Q4_0 bytes; its dequantization and unpacking
+ * equal those of the Q4_0 row; every set's unpackers and act_q4g writer
+ * (converted group range by group range) equal the reference writers. */
+TEST(kernels_q4g_layout) {
+    enum { MAXB = 23 };
+    static block_q4_0 w4[MAXB], back[MAXB];
+    static block_q8_0 x8[MAXB];
+    uint8_t *g = malloc(sizeof w4), *ref = malloc(wlm_i16eo_row_bytes(MAXB * 32)), *got = malloc(wlm_i16eo_row_bytes(MAXB * 32));
+    float *fa = malloc(sizeof(float) * MAXB * 32), *fb = malloc(sizeof(float) * MAXB * 32);
+    int checked = 0;
+    for (uint32_t nb = 1; nb <= MAXB; nb++) {
+        uint32_t n = nb * 32, full = nb / 4 * 4;
+        for (uint32_t b = 0; b < nb; b++) { rand_q4_block(&w4[b], (int)(tst_rand() % 4)); rand_q8_block(&x8[b], (int)(tst_rand() % 4)); }
+        memcpy(g, w4, nb * sizeof(block_q4_0));
+        wlm_q4g_from_q4_0(g, n);
+        for (uint32_t b = 0; b < nb; b++) {
+            const uint8_t *base = g + (b / 4) * 72;
+            if (b < full) {
+                CHECK((uint16_t)(base[(b % 4) * 2] | base[(b % 4) * 2 + 1] << 8) == w4[b].d);
+                for (uint32_t k = 0; k < 16; k++) CHECK(base[8 + (k / 4) * 16 + (b % 4) * 4 + k % 4] == w4[b].qs[k]);
+            } else {
+                CHECK(memcmp(g + b * sizeof(block_q4_0), &w4[b], sizeof(block_q4_0)) == 0);   /* tail blocks as they were */
+            }
+            CHECK(wlm_q4g_d(g, nb, b) == w4[b].d);
+            for (uint32_t k = 0; k < 32; k++) CHECK((int)wlm_q4g_q(g, nb, b, k) == q4_val(&w4[b], (int)k) + 8);
+        }
+        wlm_q4g_to_q4_0(g, back, n);
+        CHECKF(memcmp(back, w4, nb * sizeof(block_q4_0)) == 0, "nb=%u: q4g -> Q4_0 is not the original", nb);
+        wlm_dequantize_row(GGML_Q4_0, w4, fa, n);
+        wlm_dequantize_q4g_row(g, fb, n);
+        CHECK(memcmp(fa, fb, sizeof(float) * n) == 0);
+        for (int k = 0; k < N_SETS; k++) {
+            wlm_unpack_i16x4(GGML_Q4_0, w4, ref, n);
+            memset(got, 0xa5, wlm_i16x4_row_bytes(n));
+            SETS[k]->unpack_i16x4(WLM_Q4G, g, got, n);
+            CHECKF(memcmp(got, ref, wlm_i16x4_row_bytes(n)) == 0, "%s unpack_i16x4(q4g) nb=%u", SETS[k]->name, nb);
+            checked++;
+            if (SETS[k]->unpack_q4g_i8x4) {
+                wlm_unpack_q4_i8x4(w4, ref, n);
+                memset(got, 0xa5, wlm_q4_i8x4_row_bytes(n));
+                SETS[k]->unpack_q4g_i8x4(g, got, n);
+                CHECKF(memcmp(got, ref, wlm_q4_i8x4_row_bytes(n)) == 0, "%s unpack_q4g_i8x4 nb=%u", SETS[k]->name, nb);
+                checked++;
+            }
+        }
+        wlm_unpack_q4g_i8x4(g, got, n);
+        wlm_unpack_q4_i8x4(w4, ref, n);
+        CHECK(memcmp(got, ref, wlm_q4_i8x4_row_bytes(n)) == 0);
+        /* i16g: every value of the row at its own place, each group's
+         * values where a q4g group's nibbles fall when read as int16 lanes
+         * (lane l of vector f of slice p: byte 2l + (f >= 2), nibble f & 1) */
+        uint64_t ab = wlm_i16eo_row_bytes(n);
+        memset(ref, 0, ab);
+        wlm_act_i16g_blocks(x8, ref, n, 0, nb);
+        int seen[MAXB * 32] = {0};
+        for (uint32_t b = 0; b < nb; b++)
+            for (uint32_t k = 0; k < 32; k++) {
+                uint32_t at = wlm_i16g_pos(b, nb, k);
+                seen[at]++;
+                CHECK(((const int16_t *)ref)[at] == x8[b].qs[k]);
+                if (b < full) {
+                    uint32_t in = at % 128, p = in / 32, f = (in % 32) / 8, l = in % 8, byte = 16 * p + 2 * l + (f >= 2);
+                    CHECKF((byte % 16) / 4 == b % 4 && (f & 1) == (k >= 16) && 4 * p + byte % 4 == k % 16, "i16g nb=%u block %u value %u", nb, b, k);
+                }
+            }
+        for (uint32_t i = 0; i < n; i++) CHECK(seen[i] == 1);
+        for (int k = 0; k < N_SETS; k++) {
+            if (!SETS[k]->act_q4g) continue;
+            int i8 = SETS[k]->gemm_q4_i8x4 != NULL;   /* relaxed SIMD: the i8x4 form */
+            uint64_t rb = i8 ? wlm_act_i8x4_row_bytes(n) : ab;
+            if (i8) wlm_act_i8x4(x8, ref, n); else wlm_act_i16g_blocks(x8, ref, n, 0, nb);
+            memset(got, 0xa5, rb);
+            for (uint32_t b0 = 0; b0 < nb;) {   /* group-aligned pieces of random length */
+                uint32_t len = 4 * (1 + tst_rand() % 3), b1 = WLM_MIN(nb, b0 + len);
+                if (b1 < nb && nb - b1 < 4) b1 = nb;
+                SETS[k]->act_q4g(x8, got, n, b0, b1);
+                b0 = b1;
+            }
+            CHECKF(memcmp(got, ref, rb) == 0, "%s act_q4g nb=%u", SETS[k]->name, nb);
+            checked++;
+        }
+    }
+    printf("  %d kernel-set conversions checked\n", checked);
+    free(g); free(ref); free(got); free(fa); free(fb);
+}
+
+/* gemv_q4g (decode and small batches of q4g rows) equals the scalar
+ * dot_q4_0 of the rows before the repack, bit for bit, in every kernel set,
+ * for any row and token count, with extreme values and subnormal, infinite
+ * or NaN weight scales in groups and in the tail */
+TEST(kernels_gemv_q4g_equals_row_dots) {
+    enum { MAXB = 41, MAXR = 9, MAXT = 7, YS = MAXR + 3 };
+    static block_q8_0 x8[MAXT][MAXB];
+    static block_q4_0 w4[MAXR][MAXB];
+    static uint8_t wg[MAXR][MAXB * sizeof(block_q4_0)];
+    uint64_t xs = wlm_i16eo_row_bytes(MAXB * 32) + 16;
+    uint8_t *xa = malloc(xs * MAXT);
+    static const uint32_t NB[] = { 1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 41 };
+    int checked = 0;
+    for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
+        uint32_t nb = NB[si], n = nb * 32;
+        for (int rep = 0; rep < 6; rep++) {
+            float v[32];
+            for (int t = 0; t < MAXT; t++)
+                for (uint32_t b = 0; b < nb; b++) {
+                    if (rep % 3 == 2) rand_q8_block(&x8[t][b], (int)(tst_rand() % 4));
+                    else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x8[t][b], 32); }
+                }
+            for (int r = 0; r < MAXR; r++) {
+                for (uint32_t b = 0; b < nb; b++) {
+                    rand_q4_block(&w4[r][b], rep % 3 == 1 ? (int)(tst_rand() % 4) : 0);
+                    if (rep >= 3 && tst_rand() % 7 == 0) {
+                        static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0x0001, 0x83ff, 0x8000 };
+                        w4[r][b].d = odd[tst_rand() % 7];
+                    }
+                }
+                memcpy(wg[r], w4[r], nb * sizeof(block_q4_0));
+                wlm_q4g_from_q4_0(wg[r], n);
+                for (int t = 0; t < 2; t++) CHECK(same_float(wlm_dot_q4g(n, wg[r], x8[t]), wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t])));
+            }
+            for (int k = 0; k < N_SETS; k++) {
+                if (SETS[k]->act_q4g)
+                    for (int t = 0; t < MAXT; t++) SETS[k]->act_q4g(x8[t], xa + t * xs, n, 0, nb);
+                for (uint32_t nr = 1; nr <= MAXR; nr += 4)
+                    for (uint32_t nt = 1; nt <= MAXT; nt++) {
+                        float y[MAXT * YS];
+                        for (int i = 0; i < MAXT * YS; i++) y[i] = -1.0f;
+                        SETS[k]->gemv_q4g(n, wg[0], sizeof wg[0], nr, (const uint8_t *)x8, sizeof x8[0], xa, xs, nt, y, YS);
+                        for (uint32_t t = 0; t < MAXT; t++)
+                            for (uint32_t r = 0; r < YS; r++) {
+                                if (t >= nt || r >= nr) { CHECK(y[t * YS + r] == -1.0f); continue; }
+                                float want = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t]);
+                                CHECKF(same_float(y[t * YS + r], want), "%s gemv_q4g nb=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
+                                       SETS[k]->name, nb, nr, nt, r, t, y[t * YS + r], want);
+                                checked++;
+                            }
+                    }
+            }
+        }
+    }
+    printf("  %d row-token dots checked\n", checked);
+    CHECK(checked > 20000);
+    free(xa);
 }
 
 /* the small-batch F16 kernel equals dot_f16 per (row, token) and the row
