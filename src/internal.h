@@ -210,6 +210,8 @@ typedef struct wlm_kernels {
      * (wlm_act_i8x4_blocks); NULL in the scalar set. b0 and b1 are
      * multiples of 4 (or b1 = nb): groups convert on their own. */
     void (*act_q4g)(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1);
+    /* wlm_q4g_from_q4_0, the same bytes (the load-time repack) */
+    void (*q4g_from_q4_0)(uint8_t *row, uint32_t n);
     /* wlm_unpack_q4g_i8x4, the same bytes (with gemm_q4_i8x4; NULL elsewhere) */
     void (*unpack_q4g_i8x4)(const uint8_t *row, uint8_t *out, uint32_t n);
     /* Small batches of F16 weights: y[t * ys + r] = row r of w (rows ws

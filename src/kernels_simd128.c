@@ -827,6 +827,21 @@ static inline v128_t q4g_step(v128_t acc, v128_t s, v128_t dw, const float *dx, 
     return wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(is)));
 }
 
+/* wlm_q4g_from_q4_0 in place: a group's four blocks are read whole, then
+ * their scales stored first and their nibble bytes transposed by 4-byte
+ * lanes (store_t4: vector p takes lane p of each block) */
+static void q4g_from_q4_0(uint8_t *row, uint32_t n) {
+    uint32_t ng = n / 32 / 4;
+    for (uint32_t g = 0; g < ng; g++) {
+        uint8_t *p = row + (uint64_t)g * 72;
+        v128_t q0 = wasm_v128_load(p + 2), q1 = wasm_v128_load(p + 20), q2 = wasm_v128_load(p + 38), q3 = wasm_v128_load(p + 56);
+        uint16_t d[4];
+        for (int i = 0; i < 4; i++) __builtin_memcpy(&d[i], p + 18 * i, 2);
+        __builtin_memcpy(p, d, 8);
+        store_t4(p + 8, q0, q1, q2, q3);
+    }
+}
+
 /* One q4g row against T tokens (T <= 3). V8 hoists a loop body's loads
  * ahead of its arithmetic: the relaxed loop (a group per iteration, 12
  * loads for one token) fits in registers, but SIMD128's 20 went to the
@@ -1144,7 +1159,7 @@ const wlm_kernels wlm_kernels_simd128 = {
 #ifdef __wasm_relaxed_simd__
     .gemm_q4_i8x4 = gemm_q4_i8x4, .unpack_q4_i8x4 = unpack_q4_i8x4, .act_i8x4 = act_i8x4,
 #endif
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = q4g_from_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 #ifdef __wasm_relaxed_simd__
     .act_q4g = act_i8x4_blocks, .unpack_q4g_i8x4 = unpack_q4g_i8x4,
 #else

@@ -290,7 +290,7 @@ void wlm_model_repack_q4g(wlm_model *m) {
             wlm_tensor *t = mats[i];
             if (!t || t->type != GGML_Q4_0 || t->q4g || t == m->tok_embd || t->ne[0] % 32) continue;
             uint64_t rows = t->nbytes / (t->ne[0] / 32 * sizeof(block_q4_0)), rb = t->ne[0] / 32 * sizeof(block_q4_0);
-            for (uint64_t r = 0; r < rows; r++) wlm_q4g_from_q4_0((uint8_t *)t->data + r * rb, (uint32_t)t->ne[0]);
+            for (uint64_t r = 0; r < rows; r++) wlm_kernels_best()->q4g_from_q4_0((uint8_t *)t->data + r * rb, (uint32_t)t->ne[0]);
             t->q4g = 1;
         }
     }

@@ -1524,6 +1524,11 @@ TEST(kernels_q4g_layout) {
             CHECK(wlm_q4g_d(g, nb, b) == w4[b].d);
             for (uint32_t k = 0; k < 32; k++) CHECK((int)wlm_q4g_q(g, nb, b, k) == q4_val(&w4[b], (int)k) + 8);
         }
+        for (int k = 0; k < N_SETS; k++) {   /* every set's repack */
+            memcpy(back, w4, nb * sizeof(block_q4_0));
+            SETS[k]->q4g_from_q4_0((uint8_t *)back, n);
+            CHECKF(memcmp(back, g, nb * sizeof(block_q4_0)) == 0, "%s q4g_from_q4_0 nb=%u", SETS[k]->name, nb);
+        }
         wlm_q4g_to_q4_0(g, back, n);
         CHECKF(memcmp(back, w4, nb * sizeof(block_q4_0)) == 0, "nb=%u: q4g -> Q4_0 is not the original", nb);
         wlm_dequantize_row(GGML_Q4_0, w4, fa, n);
