@@ -23,7 +23,8 @@
 /* Q8_0/Q4_0 batches up to this many tokens go through gemv (each weight
  * block widened in registers for every token); larger ones unpack rows once
  * into the i16x4 form for the register-tiled gemm_i16x4 (gemv_max_tok: the
- * relaxed build's Q4_0 byte tile takes over from 3 tokens) */
+ * relaxed build's Q4_0 byte tile takes over from 3 tokens on Q4_0 rows in
+ * file order) */
 #ifndef WLM_GEMV_MAX_TOK
 #define WLM_GEMV_MAX_TOK 3
 #endif
@@ -232,9 +233,10 @@ enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_G = 16 };
 
 /* The most tokens a Q8_0/Q4_0 product takes through gemv (each weight
  * block widened in registers for every token); more go through a tiled
- * kernel. Relaxed SIMD's Q4_0 byte tile wins from 3 tokens on (make
- * bench-kernels, 2048 x 1024: about 0.08 against 0.09-0.10 ns per weight
- * per token at 3, even at 2). */
+ * kernel. Relaxed SIMD's Q4_0 byte tile wins from 3 tokens on against
+ * gemv_q4_0 (make bench-kernels, 2048 x 1024: about 0.08 against 0.09-0.10
+ * ns per weight per token at 3, even at 2), but not against gemv_q4g on
+ * repacked rows (0.041 against 0.047-0.050 at 3; the tile wins from 4). */
 static uint32_t gemv_max_tok(const wlm_ctx *c, const wlm_tensor *w) {
     return w->type == GGML_Q4_0 && !w->q4g && c->k->gemm_q4_i8x4 ? 2 : WLM_GEMV_MAX_TOK;
 }
