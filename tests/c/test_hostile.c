@@ -5,7 +5,7 @@
  * natively, in wasm (WASI) and under ASan/UBSan, so "no crash, no
  * out-of-bounds read" is checked by the sanitizers on every case. */
 #include "tst.h"
-#include "../../src/wlm.h"
+#include "../../src/internal.h"
 
 static int status_of(const char *name) {
     static const char *const names[] = { "OK", "ARG", "FORMAT", "TRUNCATED", "UNSUPPORTED", "NOMEM" };
@@ -80,6 +80,11 @@ TEST(hostile_gguf_corpus) {
             CHECKF(m == NULL, "%s: failed load left a model", file);
         }
         if (m) { n_ok++; exercise(m, file); wlm_model_free(m); }
+        if (s == WLM_OK) {   /* again with the load-time repack (Q4_0 matrices rewritten in place) */
+            wlm_model *mi = NULL;
+            CHECKF(wlm_model_load_inplace(&mi, d, fsize, &err) == WLM_OK, "%s: in-place load failed: %s", file, err.msg);
+            if (mi) { wlm_model_repack_q4g(mi); exercise(mi, file); wlm_model_free(mi); }
+        }
         free(raw);
     }
     free(text);
