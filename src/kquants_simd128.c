@@ -508,102 +508,12 @@ float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
 }
 
 /* ---- prefill: rows unpacked once per chunk of tokens ------------------------------ */
-#ifdef __wasm_relaxed_simd__
-/* Relaxed build: a block is unpacked once per tile of tokens into its values
- * as bytes (Q4_K: q 0..15; Q6_K: u = q + 32, 0..63) and its integer scales;
- * each token then needs one relaxed dot per 16 values and one
- * i32x4.dot_i16x8 per sub-block (Q6_K: minus 32 sum_j sc_j bsums_j). */
-typedef struct {
-    uint8_t u[QK_K];
-    int16_t sc[16];
-    int16_t mn[8];
-    float d, dmin;
-    int32_t q6;
-    uint32_t pad;
-} ublock;
-_Static_assert(sizeof(ublock) % 16 == 0, "ublock keeps 16-byte alignment");
-
-static void unpack_q4k(const block_q4_k *B, ublock *u) {
-    const v128_t m4 = wasm_i8x16_splat(15);
-    v128_t sm = q4k_scales(B, u->sc);
-    wasm_v128_store(u->sc + 8, wasm_i16x8_splat(0));
-    wasm_v128_store(u->mn, wasm_u16x8_extend_high_u8x16(sm));
-    for (int c = 0; c < 4; c++) {
-        v128_t A = wasm_v128_load(B->qs + 32 * c), C = wasm_v128_load(B->qs + 32 * c + 16);
-        wasm_v128_store(u->u + 64 * c, wasm_v128_and(A, m4));
-        wasm_v128_store(u->u + 64 * c + 16, wasm_v128_and(C, m4));
-        wasm_v128_store(u->u + 64 * c + 32, hi_nibbles(A));
-        wasm_v128_store(u->u + 64 * c + 48, hi_nibbles(C));
-    }
-    u->d = h2f(B->d); u->dmin = h2f(B->dmin); u->q6 = 0;
-}
-
-static void unpack_q6k(const block_q6_k *B, ublock *u) {
-    v128_t lo, hi;
-    q6k_scales(B, u->sc, &lo, &hi);
-    wasm_v128_store(u->mn, wasm_i16x8_splat(0));
-    for (int h = 0; h < 2; h++)
-        for (int v = 0; v < 2; v++) {
-            v128_t q[4];
-            q6_bytes(B, h, v, q);
-            uint8_t *o = u->u + 128 * h + 16 * v;
-            for (int k = 0; k < 4; k++) wasm_v128_store(o + 32 * k, q[k]);
-        }
-    u->d = h2f(B->d); u->dmin = 0; u->q6 = 1;
-}
-
-/* Q6_K's offset term for one token: 32 * sum_j sc_j bsums_j */
-static inline int32_t q6_offset(const ublock *u, const block_q8_k *b) {
-    return 32 * hsum(q6_corr(wasm_v128_load(u->sc), wasm_v128_load(u->sc + 8), b->bsums));
-}
-
-static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_k *b1, const block_q8_k *b2, const block_q8_k *b3, int32_t *s) {
-    v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
-    if (!u->q6) {
-        for (int j = 0; j < 8; j++) { /* sub-blocks of 32 */
-            v128_t U0 = wasm_v128_load(u->u + 32 * j), U1 = wasm_v128_load(u->u + 32 * j + 16), sp = wasm_v128_load16_splat(u->sc + j);
-            a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b0->qs + 32 * j), U0), rdot(wasm_v128_load(b0->qs + 32 * j + 16), U1)), sp));
-            a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b1->qs + 32 * j), U0), rdot(wasm_v128_load(b1->qs + 32 * j + 16), U1)), sp));
-            a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b2->qs + 32 * j), U0), rdot(wasm_v128_load(b2->qs + 32 * j + 16), U1)), sp));
-            a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b3->qs + 32 * j), U0), rdot(wasm_v128_load(b3->qs + 32 * j + 16), U1)), sp));
-        }
-        s[0] = hsum(a0); s[1] = hsum(a1); s[2] = hsum(a2); s[3] = hsum(a3);
-        return;
-    }
-    for (int j = 0; j < 16; j++) { /* sub-blocks of 16 */
-        v128_t U = wasm_v128_load(u->u + 16 * j), sp = wasm_v128_load16_splat(u->sc + j);
-        a0 = wasm_i32x4_add(a0, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b0->qs + 16 * j), U), sp));
-        a1 = wasm_i32x4_add(a1, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b1->qs + 16 * j), U), sp));
-        a2 = wasm_i32x4_add(a2, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b2->qs + 16 * j), U), sp));
-        a3 = wasm_i32x4_add(a3, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b3->qs + 16 * j), U), sp));
-    }
-    s[0] = hsum(a0) - q6_offset(u, b0); s[1] = hsum(a1) - q6_offset(u, b1);
-    s[2] = hsum(a2) - q6_offset(u, b2); s[3] = hsum(a3) - q6_offset(u, b3);
-}
-
-static inline int32_t dot1_u(const ublock *u, const block_q8_k *b) {
-    v128_t a = wasm_i32x4_splat(0);
-    if (!u->q6) {
-        for (int j = 0; j < 8; j++)
-            a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(wasm_i16x8_add(rdot(wasm_v128_load(b->qs + 32 * j), wasm_v128_load(u->u + 32 * j)),
-                                                                      rdot(wasm_v128_load(b->qs + 32 * j + 16), wasm_v128_load(u->u + 32 * j + 16))), wasm_v128_load16_splat(u->sc + j)));
-        return hsum(a);
-    }
-    for (int j = 0; j < 16; j++)
-        a = wasm_i32x4_add(a, wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(b->qs + 16 * j), wasm_v128_load(u->u + 16 * j)), wasm_v128_load16_splat(u->sc + j)));
-    return hsum(a) - q6_offset(u, b);
-}
-
-/* dot4_u for two rows (the same tensor): one row after the other. A fused
- * version (16 values a step, each activation vector loaded once for both
- * rows, 8 accumulators) measured 4-7 % slower than this in the relaxed
- * build; the SIMD128 build's fusion pays (below). */
-static inline void dot4x2_u(const ublock *u0, const ublock *u1, const block_q8_k *b0, const block_q8_k *b1,
-                            const block_q8_k *b2, const block_q8_k *b3, int32_t *s0, int32_t *s1) {
-    dot4_u(u0, b0, b1, b2, b3, s0);
-    dot4_u(u1, b0, b1, b2, b3, s1);
-}
-#else
+/* Both builds: a block unpacked to int16 products, tokens widened as they are
+ * loaded. A relaxed-SIMD variant (values as bytes, one relaxed dot per 16
+ * values) measured 15-25 % slower end to end in the relaxed build (s110m
+ * Q4_K_M, 128-token prompt, bench/thread-ratio.mjs: 165 against 195 tok/s at
+ * 1 thread, 285 against 374 at 2), though faster in a microbenchmark, and
+ * was removed. */
 
 /* An unpacked block: 256 int16 products q*sc (Q4_K) or (q-32)*sc (Q6_K), then
  * the block's float scales and, for Q4_K, its 8 mins as int16. */
@@ -720,7 +630,6 @@ static inline void dot4x2_u(const ublock *u0, const ublock *u1, const block_q8_k
     s0[0] = hsum(a00); s0[1] = hsum(a01); s0[2] = hsum(a02); s0[3] = hsum(a03);
     s1[0] = hsum(a10); s1[1] = hsum(a11); s1[2] = hsum(a12); s1[3] = hsum(a13);
 }
-#endif
 
 /* one block's float step for one token: the reference's wlm_kq_acc_minus
  * (Q4_K, with the min term) or wlm_kq_acc (Q6_K) */
