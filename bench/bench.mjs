@@ -63,28 +63,36 @@ async function readyAfterLastByte(file, threads, simd) {
   return ms;
 }
 
-async function benchOurs(file, threads, simd) {
+// Our builds and llama.cpp on one file and thread count, rep by rep in turn
+// (SIMD128, relaxed, llama.cpp, then again): a busy or drifting machine
+// slows them alike, and the ratios are read within each run of reps.
+async function openOurs(file, threads, simd) {
   const readyMs = await readyAfterLastByte(file, threads, simd);
   const t0 = performance.now();
   const m = await loadModel(file, { contextLength: 1152, batchSize: 64, threads, simd });
   if (m.simd !== simd) throw new Error(`asked for the ${simd} build, loaded ${m.simd}`);
-  const loadMs = performance.now() - t0;
-  // reusePrefix false: every rep prefills its whole prompt (the same prompt
-  // would otherwise be served from the cache of the previous rep)
-  const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true, reusePrefix: false };
-  const pre = [], dec = [], far = [];
-  for (let r = 0; r < reps; r++) {
-    const a = await m.complete(promptOf(128), { ...greedy, maxTokens: 64 });
-    if (a.stats.promptTokens !== 128) throw new Error(`prompt is ${a.stats.promptTokens} tokens, expected 128`);
-    pre.push(a.stats.prefillTokensPerSec); dec.push(a.stats.decodeTokensPerSec);
-  }
+  return { m, loadMs: performance.now() - t0, readyMs, pre: [], dec: [], far: [] };
+}
+
+// reusePrefix false: every rep prefills its whole prompt (the same prompt
+// would otherwise be served from the cache of the previous rep)
+const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true, reusePrefix: false };
+
+async function repOurs(o) {
+  const a = await o.m.complete(promptOf(128), { ...greedy, maxTokens: 64 });
+  if (a.stats.promptTokens !== 128) throw new Error(`prompt is ${a.stats.promptTokens} tokens, expected 128`);
+  o.pre.push(a.stats.prefillTokensPerSec); o.dec.push(a.stats.decodeTokensPerSec);
+}
+
+async function closeOurs(o) {
   if (!skip.has('far')) {
-    const b = await m.complete(promptOf(1000), { ...greedy, maxTokens: 32 });
-    far.push(b.stats.decodeTokensPerSec);
+    const b = await o.m.complete(promptOf(1000), { ...greedy, maxTokens: 32 });
+    o.far.push(b.stats.decodeTokensPerSec);
   }
-  const mem = await m.memory();
-  await m.dispose();
-  return { loadMs, readyMs, prefill: median(pre), decode: median(dec), decode1000: far.length ? median(far) : null, peakWasmMB: +(mem.wasmBytes / 1e6).toFixed(1), engineMB: +(mem.engineBytes / 1e6).toFixed(1) };
+  const mem = await o.m.memory();
+  await o.m.dispose();
+  return { loadMs: o.loadMs, readyMs: o.readyMs, prefill: median(o.pre), decode: median(o.dec), decode1000: o.far.length ? median(o.far) : null,
+           peakWasmMB: +(mem.wasmBytes / 1e6).toFixed(1), engineMB: +(mem.engineBytes / 1e6).toFixed(1) };
 }
 
 function benchNative(file, threads) {
@@ -104,25 +112,23 @@ try {
   llamaCpp = await getLlama({ gpu: false, build: 'never', logLevel: 'error' });
 } catch { /* not installed: column left empty */ }
 
-async function benchLlamaCpp(file, threads) {
+async function openLlamaCpp(file) {
   if (!llamaCpp) return null;
   const m = await llamaCpp.loadModel({ modelPath: file });
   const prompt = m.tokenize(promptOf(128));
-  const toks = [m.tokens.bos, ...prompt].slice(0, 128);
-  const pre = [], dec = [];
-  for (let r = 0; r < reps; r++) {
-    const ctx = await m.createContext({ contextSize: 1152, threads, batchSize: 512 });
-    const seq = ctx.getSequence();
-    let t0 = performance.now();
-    await seq.evaluateWithoutGeneratingNewTokens(toks);
-    pre.push(toks.length / ((performance.now() - t0) / 1000));
-    t0 = performance.now(); let n = 0;
-    for await (const _ of seq.evaluate([toks[1]], { temperature: 0 })) if (++n >= 64) break;
-    dec.push(64 / ((performance.now() - t0) / 1000));
-    await ctx.dispose();
-  }
-  await m.dispose();
-  return { prefill: median(pre), decode: median(dec) };
+  return { m, toks: [m.tokens.bos, ...prompt].slice(0, 128), pre: [], dec: [] };
+}
+
+async function repLlamaCpp(L, threads) {
+  const ctx = await L.m.createContext({ contextSize: 1152, threads, batchSize: 512 });
+  const seq = ctx.getSequence();
+  let t0 = performance.now();
+  await seq.evaluateWithoutGeneratingNewTokens(L.toks);
+  L.pre.push(L.toks.length / ((performance.now() - t0) / 1000));
+  t0 = performance.now(); let n = 0;
+  for await (const _ of seq.evaluate([L.toks[1]], { temperature: 0 })) if (++n >= 64) break;
+  L.dec.push(64 / ((performance.now() - t0) / 1000));
+  await ctx.dispose();
 }
 
 // the machine's memory bandwidth (streaming read of 1 GiB), per thread count
@@ -140,12 +146,20 @@ for (const shape of shapes) {
     const file = model(shape, type);
     const size = fs.statSync(file).size;
     for (const threads of threadCounts) {
-      // the engines run one after the other on the same file, in the same process
       // ours: the SIMD128 build; oursRelaxed: the relaxed-SIMD build (null when not measured)
-      const ours = simds.has('simd128') ? await benchOurs(file, threads, 'simd128') : null;
-      const oursRelaxed = simds.has('relaxed') ? await benchOurs(file, threads, 'relaxed') : null;
+      const o1 = simds.has('simd128') ? await openOurs(file, threads, 'simd128') : null;
+      const o2 = simds.has('relaxed') ? await openOurs(file, threads, 'relaxed') : null;
+      const L = await openLlamaCpp(file);
+      for (let r = 0; r < reps; r++) {
+        if (o1) await repOurs(o1);
+        if (o2) await repOurs(o2);
+        if (L) await repLlamaCpp(L, threads);
+      }
+      const ours = o1 ? await closeOurs(o1) : null;
+      const oursRelaxed = o2 ? await closeOurs(o2) : null;
+      let lc = null;
+      if (L) { lc = { prefill: median(L.pre), decode: median(L.dec) }; await L.m.dispose(); }
       const nat = fs.existsSync(native) && !skip.has('native') ? benchNative(file, threads) : null;
-      const lc = await benchLlamaCpp(file, threads);
       // decode moves (about) every weight byte once per token
       const gbs = (o) => (o ? +(size / 1e9 * o.decode).toFixed(2) : null);
       const share = (g) => (g != null && bandwidth[threads] ? +(g / bandwidth[threads]).toFixed(3) : null);
@@ -170,7 +184,7 @@ for (const r of rows) {
   const o = r.ours, x = r.oursRelaxed;
   md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(o?.peakWasmMB)} | ${gb} | ${f(o?.loadMs)} | ${f(o?.readyMs)} | ${f(o?.prefill)} | ${f(o?.decode)} | ${f(x?.prefill)} | ${f(x?.decode)} | ${f(o?.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(o?.prefill, r.llamaCpp?.prefill)} | ${ratio(o?.decode, r.llamaCpp?.decode)} | ${ratio(x?.prefill, r.llamaCpp?.prefill)} | ${ratio(x?.decode, r.llamaCpp?.decode)} | ${ratio(o?.decode, r.native?.decode)} |\n`;
 }
-md += `\nwasm = the SIMD128 build, relaxed = the relaxed-SIMD build (wasm/wasmlm-relaxed.wasm, wasm/wasmlm-mt-relaxed.wasm), the same file and thread count measured one after the other in this process; loadModel picks the relaxed build automatically wherever its known-answer probe passes. Node 20 runs relaxed SIMD only with --experimental-wasm-relaxed-simd (\`make bench\` passes it when the node binary accepts it; Node >= 22 and Chromium run it by default); where it is not available the relaxed columns are empty (—). load ms, ready ms, peak wasm MB and decode @1000 are the SIMD128 build's (the relaxed build's are in the JSON). bandwidth: streaming read of 1 GiB by native code, ${JSON.stringify(bandwidth)} GB/s by thread count; weights GB/s = file size × decode tok/s (SIMD128, then relaxed). load ms: loadModel(path) until ready; ready ms after last byte: loadModel of the file as a stream of 4 MB chunks, from the last chunk handed over to ready. peak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n`;
+md += `\nwasm = the SIMD128 build, relaxed = the relaxed-SIMD build (wasm/wasmlm-relaxed.wasm, wasm/wasmlm-mt-relaxed.wasm), the same file and thread count, rep by rep in turn with llama.cpp (SIMD128, relaxed, llama.cpp, again) in this process; loadModel picks the relaxed build automatically wherever its known-answer probe passes. Node 20 runs relaxed SIMD only with --experimental-wasm-relaxed-simd (\`make bench\` passes it when the node binary accepts it; Node >= 22 and Chromium run it by default); where it is not available the relaxed columns are empty (—). load ms, ready ms, peak wasm MB and decode @1000 are the SIMD128 build's (the relaxed build's are in the JSON). bandwidth: streaming read of 1 GiB by native code, ${JSON.stringify(bandwidth)} GB/s by thread count; weights GB/s = file size × decode tok/s (SIMD128, then relaxed). load ms: loadModel(path) until ready; ready ms after last byte: loadModel of the file as a stream of 4 MB chunks, from the last chunk handed over to ready. peak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n`;
 // tokenizer throughput (MB/s on a few MB of mixed text, SentencePiece and
 // byte-level BPE vocabularies): printed by the C test tokenizer_throughput,
 // natively and in the wasm build
