@@ -202,33 +202,26 @@ void wlm_unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n) {
     }
 }
 
-void wlm_act_i16g_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) {
+/* blocks [b0, b1) of x widened to int16 in the i16eo order (grouped = 0) or
+ * the i16g order, then their scales and exact sums */
+static void act_i16_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1, int grouped) {
     uint32_t nb = n / 32;
     int16_t *q = (int16_t *)out;
     float *d = (float *)(out + (uint64_t)n * 2);
     int32_t *sum = (int32_t *)(out + (uint64_t)n * 2 + (uint64_t)nb * 4);
     for (uint32_t b = b0; b < b1; b++) {
         int32_t s = 0;
-        for (uint32_t k = 0; k < 32; k++) { q[wlm_i16g_pos(b, nb, k)] = x[b].qs[k]; s += x[b].qs[k]; }
+        for (uint32_t k = 0; k < 32; k++) { q[grouped ? wlm_i16g_pos(b, nb, k) : b * 32 + wlm_i16eo_pos(k)] = x[b].qs[k]; s += x[b].qs[k]; }
         d[b] = wlm_f16_to_f32(x[b].d);
         sum[b] = s;
     }
 }
+
+void wlm_act_i16g_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) { act_i16_blocks(x, out, n, b0, b1, 1); }
 
 void wlm_act_i16eo(const block_q8_0 *x, uint8_t *out, uint32_t n) { wlm_act_i16eo_blocks(x, out, n, 0, n / 32); }
 
-void wlm_act_i16eo_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) {
-    uint32_t nb = n / 32;
-    int16_t *q = (int16_t *)out;
-    float *d = (float *)(out + (uint64_t)n * 2);
-    int32_t *sum = (int32_t *)(out + (uint64_t)n * 2 + (uint64_t)nb * 4);
-    for (uint32_t b = b0; b < b1; b++) {
-        int32_t s = 0;
-        for (uint32_t k = 0; k < 32; k++) { q[b * 32 + wlm_i16eo_pos(k)] = x[b].qs[k]; s += x[b].qs[k]; }
-        d[b] = wlm_f16_to_f32(x[b].d);
-        sum[b] = s;
-    }
-}
+void wlm_act_i16eo_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) { act_i16_blocks(x, out, n, b0, b1, 0); }
 
 
 void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n) {

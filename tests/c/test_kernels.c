@@ -198,6 +198,23 @@ static void rand_q4_block(block_q4_0 *b, int extreme) {
 }
 
 /* independent decode of the published layouts */
+/* nt token rows of nb Q8_0 blocks (x + t * stride): quantized random
+ * values, or (extremes) random blocks with extreme values and scales */
+static void rand_tokens(block_q8_0 *x, uint32_t stride, int nt, uint32_t nb, int extremes) {
+    float v[32];
+    for (int t = 0; t < nt; t++)
+        for (uint32_t b = 0; b < nb; b++) {
+            if (extremes) rand_q8_block(&x[t * stride + b], (int)(tst_rand() % 4));
+            else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x[t * stride + b], 32); }
+        }
+}
+
+/* an infinite, NaN, subnormal or zero f16 weight scale */
+static uint16_t odd_scale(void) {
+    static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0x0001, 0x83ff, 0x8000 };
+    return odd[tst_rand() % 7];
+}
+
 static int q4_val(const block_q4_0 *b, int j) { return j < 16 ? (b->qs[j] & 15) - 8 : (b->qs[j - 16] >> 4) - 8; }
 
 TEST(kernels_dot_q8_0_q4_0_bit_identical) {
@@ -1296,21 +1313,13 @@ TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
     for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
         uint32_t nb = NB[si], n = nb * 32;
         for (int rep = 0; rep < 6; rep++) {
-            float v[32];
-            for (int t = 0; t < MAXT; t++)
-                for (uint32_t b = 0; b < nb; b++) {
-                    if (rep % 3 == 2) rand_q8_block(&x8[t][b], (int)(tst_rand() % 4));
-                    else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x8[t][b], 32); }
-                }
+            rand_tokens(&x8[0][0], MAXB, MAXT, nb, rep % 3 == 2);
             for (int r = 0; r < MAXR; r++)
                 for (uint32_t b = 0; b < nb; b++) {
                     int ex = rep % 3 == 1 ? (int)(tst_rand() % 4) : 0;
                     rand_q8_block(&w8[r][b], ex);
                     rand_q4_block(&w4[r][b], ex);
-                    if (rep >= 3 && tst_rand() % 7 == 0) { /* non-finite or subnormal weight scales */
-                        static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0x0001, 0x83ff, 0x8000 };
-                        w8[r][b].d = w4[r][b].d = odd[tst_rand() % 7];
-                    }
+                    if (rep >= 3 && tst_rand() % 7 == 0) w8[r][b].d = w4[r][b].d = odd_scale();   /* non-finite or subnormal */
                 }
             for (int t = 0; t < MAXT; t++) wlm_act_i16eo(x8[t], x16 + t * x16s, n);
             for (int k = 0; k < N_SETS; k++)
@@ -1605,19 +1614,11 @@ TEST(kernels_gemv_q4g_equals_row_dots) {
     for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
         uint32_t nb = NB[si], n = nb * 32;
         for (int rep = 0; rep < 6; rep++) {
-            float v[32];
-            for (int t = 0; t < MAXT; t++)
-                for (uint32_t b = 0; b < nb; b++) {
-                    if (rep % 3 == 2) rand_q8_block(&x8[t][b], (int)(tst_rand() % 4));
-                    else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x8[t][b], 32); }
-                }
+            rand_tokens(&x8[0][0], MAXB, MAXT, nb, rep % 3 == 2);
             for (int r = 0; r < MAXR; r++) {
                 for (uint32_t b = 0; b < nb; b++) {
                     rand_q4_block(&w4[r][b], rep % 3 == 1 ? (int)(tst_rand() % 4) : 0);
-                    if (rep >= 3 && tst_rand() % 7 == 0) {
-                        static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0x7c01, 0x0001, 0x83ff, 0x8000 };
-                        w4[r][b].d = odd[tst_rand() % 7];
-                    }
+                    if (rep >= 3 && tst_rand() % 7 == 0) w4[r][b].d = odd_scale();
                 }
                 memcpy(wg[r], w4[r], nb * sizeof(block_q4_0));
                 wlm_q4g_from_q4_0(wg[r], n);
