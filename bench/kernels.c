@@ -9,6 +9,8 @@
  * Random Q4_0 / Q4_K / Q6_K rows (scales 1e-5..1e-2), Q8_0 / Q8_K
  * activations from a fixed LCG; every pair of variants is checked to give
  * the same bits.
+ *   0. Q4_0 decode, 1-3 tokens: gemv_q4_0 on rows in file order against
+ *      gemv_q4g on the same rows repacked at load (the q4g form).
  *   1. Q4_0 batches: gemv (blocks widened in registers for every token)
  *      against a panel of 4 rows unpacked to the i16x4 form + gemm_i16x4,
  *      and (relaxed build) to the i8x4 form + gemm_q4_i8x4; 1-8 and 64 tokens.
