@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
         wlm_quantize_row_q8_0(x, q, N);
         wlm_act_i16eo(q, XE + t * wlm_i16eo_row_bytes(N), N);
         K->unpack_i16x4(GGML_Q8_0, q, X16 + t * wlm_i16x4_row_bytes(N), N);
-        if (K->act_i8x4) K->act_i8x4(q, XA + t * wlm_act_i8x4_row_bytes(N), N);
+        if (K->gemm_q4_i8x4) K->act_q4g(q, XA + t * wlm_act_i8x4_row_bytes(N), N, 0, N / 32);   /* relaxed: the i8x4 form */
         K->act_q4g(q, XG + t * wlm_i16eo_row_bytes(N), N, 0, N / 32);
         wlm_quantize_row_q8_k(x, (block_q8_k *)XK + t * (N / QK_K), N);
     }

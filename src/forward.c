@@ -318,16 +318,13 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
         c->k->kq_rows(W->type, n, W->data + r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, n_tok,
                       y + r0, rows, wrow, c->wrow_bytes))
         return;
-    if (W->q4g && n_tok <= gemv_max_tok(c, W)) {
-        /* Q4_0 repacked at load, decode and small batches: as below */
-        c->k->gemv_q4g(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, c->act16 + c->act8_off, c->act16_row_bytes, n_tok, y + r0, rows);
-        return;
-    }
     if (i16 && n_tok <= gemv_max_tok(c, W)) {
         /* decode and small batches: the rows in one call, in memory order,
-         * each weight block widened once for every token */
-        wlm_gemv_fn gemv = W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
-        gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, c->act16, c->act16_row_bytes, n_tok, y + r0, rows);
+         * each weight block widened once for every token (q4g rows read the
+         * act_q4g form at act8_off, the others the i16eo form) */
+        wlm_gemv_fn gemv = W->q4g ? c->k->gemv_q4g : W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
+        const uint8_t *x16 = c->act16 + (W->q4g ? c->act8_off : 0);
+        gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, x16, c->act16_row_bytes, n_tok, y + r0, rows);
         return;
     }
     if (W->type == GGML_Q4_0 && c->k->gemm_q4_i8x4) {

@@ -192,13 +192,12 @@ typedef struct wlm_kernels {
     wlm_gemv_fn gemv_q8_0, gemv_q4_0;
     /* Prefill of Q4_0 weights with relaxed SIMD (NULL elsewhere): as
      * gemm_i16x4, on rows in the i8x4 form (weights: unpack_q4_i8x4, n + nb*4
-     * bytes; tokens: act_i8x4, n + nb*8 bytes); equal bit for bit to
-     * dot_q4_0. The unpackers write the bytes of wlm_unpack_q4_i8x4 /
-     * wlm_act_i8x4. */
+     * bytes; tokens: act_q4g, which in this set writes the i8x4 form, n +
+     * nb*8 bytes); equal bit for bit to dot_q4_0. The unpacker writes the
+     * bytes of wlm_unpack_q4_i8x4. */
     void (*gemm_q4_i8x4)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
                          const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
     void (*unpack_q4_i8x4)(const block_q4_0 *row, uint8_t *out, uint32_t n);
-    void (*act_i8x4)(const block_q8_0 *x, uint8_t *out, uint32_t n);
     /* Decode and small batches of Q4_0 rows in the q4g form (repacked at
      * load): as gemv_q4_0, with token t as Q8_0 blocks at x8 + t * x8s and
      * in this set's act_q4g form at x16 + t * x16s (the scalar set reads x8

@@ -483,8 +483,6 @@ static void act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint3
     block_scales((const uint8_t *)(x + b0), sizeof(block_q8_0), b1 - b0, d + b0);
 }
 
-static void act_i8x4(const block_q8_0 *x, uint8_t *out, uint32_t n) { act_i8x4_blocks(x, out, n, 0, n / 32); }
-
 /* wlm_unpack_q4g_i8x4: a q4g group's nibbles are already the i8x4 form */
 static void unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n) {
     uint32_t nb = n / 32, ng = nb / 4, b;
@@ -1157,7 +1155,7 @@ const wlm_kernels wlm_kernels_simd128 = {
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
 #ifdef __wasm_relaxed_simd__
-    .gemm_q4_i8x4 = gemm_q4_i8x4, .unpack_q4_i8x4 = unpack_q4_i8x4, .act_i8x4 = act_i8x4,
+    .gemm_q4_i8x4 = gemm_q4_i8x4, .unpack_q4_i8x4 = unpack_q4_i8x4,
 #endif
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = q4g_from_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 #ifdef __wasm_relaxed_simd__

@@ -275,25 +275,21 @@ fail:
 /* Rewrites the Q4_0 matrices into the q4g form. Only matrices that are
  * multiplied and nothing else: the token embeddings are read row by row
  * (and may be the output matrix too). */
+static void repack_matrix(const wlm_model *m, const wlm_tensor *ct) {
+    wlm_tensor *t = (wlm_tensor *)ct;   /* the model owns its tensor table */
+    if (t->type != GGML_Q4_0 || t->q4g || t == m->tok_embd || t->ne[0] % 32) return;
+    uint64_t rb = t->ne[0] / 32 * sizeof(block_q4_0);
+    for (uint64_t r = 0; r < t->nbytes / rb; r++) wlm_kernels_best()->q4g_from_q4_0((uint8_t *)t->data + r * rb, (uint32_t)t->ne[0]);
+    t->q4g = 1;
+}
+
 void wlm_model_repack_q4g(wlm_model *m) {
-    wlm_tensor *mats[7];
-    for (uint32_t l = 0; l <= m->hp.n_layer; l++) {
-        uint32_t k = 0;
-        if (l < m->hp.n_layer) {
-            wlm_layer *L = &m->layers[l];
-            const wlm_tensor *ws[] = { L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down };
-            for (uint32_t i = 0; i < 7; i++) mats[k++] = (wlm_tensor *)ws[i];
-        } else if (m->output != m->tok_embd) {
-            mats[k++] = (wlm_tensor *)m->output;
-        }
-        for (uint32_t i = 0; i < k; i++) {
-            wlm_tensor *t = mats[i];
-            if (!t || t->type != GGML_Q4_0 || t->q4g || t == m->tok_embd || t->ne[0] % 32) continue;
-            uint64_t rows = t->nbytes / (t->ne[0] / 32 * sizeof(block_q4_0)), rb = t->ne[0] / 32 * sizeof(block_q4_0);
-            for (uint64_t r = 0; r < rows; r++) wlm_kernels_best()->q4g_from_q4_0((uint8_t *)t->data + r * rb, (uint32_t)t->ne[0]);
-            t->q4g = 1;
-        }
+    for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+        const wlm_layer *L = &m->layers[l];
+        const wlm_tensor *ws[] = { L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down };
+        for (uint32_t i = 0; i < 7; i++) repack_matrix(m, ws[i]);
     }
+    repack_matrix(m, m->output);   /* (skipped when tied: it is tok_embd) */
 }
 
 wlm_status wlm_model_load_inplace(wlm_model **out, uint8_t *data, uint64_t size, wlm_err *err) {
