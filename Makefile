@@ -22,8 +22,15 @@ CORE_HDR := $(wildcard src/*.h)
 TEST_SRC := $(wildcard tests/c/*.c)
 
 COMMON_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off
-NATIVE_CFLAGS := $(COMMON_CFLAGS) -O2 -g
-SAN_CFLAGS    := $(COMMON_CFLAGS) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+# Native builds compile the SIMD kernel sets too, through SIMDe's wasm SIMD
+# intrinsics (libsimde-dev, installed by tools/setup.sh; src/simd128.h), for
+# this machine's instruction set: the C tests hold them to the reference
+# natively and under the sanitizers, and `make bench` has a native baseline
+# running the same kernels. Without SIMDe they build with the scalar set only.
+SIMDE       := $(if $(wildcard /usr/include/simde/wasm/simd128.h),-DWLM_SIMDE,)
+NATIVE_ARCH ?= -march=native
+NATIVE_CFLAGS := $(COMMON_CFLAGS) -Wno-unknown-pragmas -O2 -g $(SIMDE) $(NATIVE_ARCH)
+SAN_CFLAGS    := $(COMMON_CFLAGS) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined $(SIMDE) $(NATIVE_ARCH)
 
 # wasm product module: freestanding, no libc, imports its memory so that a
 # later threaded build can share it. SIMD128 kernels are compiled in.
@@ -43,7 +50,7 @@ WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd12
 
 all: toolchain native wasm
 
-native: $(BUILD)/wasmlm-native $(BUILD)/tests-native
+native: $(BUILD)/wasmlm-native $(BUILD)/tests-native $(if $(SIMDE),$(BUILD)/wasmlm-native-relaxed $(BUILD)/tests-native-relaxed)
 wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm wasm/wasmlm-cli.wasm
 
 toolchain:
@@ -57,9 +64,21 @@ $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
+# the relaxed-SIMD kernel set natively (SIMDe only): the same tests, and the
+# native baseline of the relaxed wasm build in `make bench`
+$(BUILD)/wasmlm-native-relaxed: $(CORE_SRC) src/native_cli.c $(CORE_HDR)
+	@mkdir -p $(BUILD)
+	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm -lpthread
+$(BUILD)/tests-native-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+	@mkdir -p $(BUILD)
+	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
+
 $(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(CLANG) $(SAN_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
+$(BUILD)/tests-san-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+	@mkdir -p $(BUILD)
+	$(CLANG) $(SAN_CFLAGS) -DWLM_SIMDE_RELAXED -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
 wasm/wasmlm.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
@@ -93,8 +112,9 @@ $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 
 test: toolchain test-c test-wasm test-wasm-relaxed test-san wasm-emcc-if-available test-js test-browser
 
-test-c: $(BUILD)/tests-native
+test-c: $(BUILD)/tests-native $(if $(SIMDE),$(BUILD)/tests-native-relaxed)
 	$(BUILD)/tests-native --data $(SHARED)
+	$(if $(SIMDE),$(BUILD)/tests-native-relaxed --data $(SHARED),@echo "libsimde-dev is missing: the native tests ran the scalar kernels only")
 
 test-wasm: $(BUILD)/tests.wasm
 	WLM_TEST_DATA=$(SHARED) node tests/c/run_wasi.mjs $(BUILD)/tests.wasm
@@ -106,8 +126,9 @@ test-wasm-relaxed: $(BUILD)/tests-relaxed.wasm wasm/probe-relaxed.wasm
 	  WLM_TEST_DATA=$(SHARED) node --experimental-wasm-relaxed-simd tests/c/run_wasi.mjs $(BUILD)/tests-relaxed.wasm kernels; \
 	else echo "relaxed SIMD probe failed in this Node: relaxed kernels not run here"; fi
 
-test-san: $(BUILD)/tests-san
+test-san: $(BUILD)/tests-san $(if $(SIMDE),$(BUILD)/tests-san-relaxed)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san --data $(SHARED)
+	$(if $(SIMDE),ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san-relaxed --data $(SHARED))
 
 test-js: wasm $(BUILD)/wasmlm-native
 	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
@@ -118,7 +139,7 @@ test-js: wasm $(BUILD)/wasmlm-native
 # behind a V8 flag, passed when this node accepts it (Node >= 22 runs it by
 # default; where the flag is refused it is left out). Expanded only here.
 BENCH_NODE_FLAGS = $(shell node --experimental-wasm-relaxed-simd -e 0 >/dev/null 2>&1 && echo --experimental-wasm-relaxed-simd)
-bench: wasm $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/tests.wasm
+bench: wasm native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node $(BENCH_NODE_FLAGS) bench/bench.mjs $(BENCH_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/scaling.mjs $(SCALING_ARGS)

@@ -7,7 +7,9 @@
 //   node bench/bench.mjs [--shapes s15m,s110m] [--types q8_0,q4_0,f16] [--threads 1,2] [--reps 3] [--out latest]
 //                        [--skip far,native] [--simd simd128,relaxed]
 // --skip leaves columns out to shorten a run while iterating on kernels: `far`
-// (decode after a 1000-token prompt), `native` (build/wasmlm-native, scalar).
+// (decode after a 1000-token prompt), `native` (build/wasmlm-native and
+// build/wasmlm-native-relaxed: the same C kernels compiled natively through
+// SIMDe, the baseline of the "wasm >= 0.8x our native build" target).
 // --simd picks the engine builds measured (loadModel's `simd` option): default
 // both where relaxed SIMD passes the known-answer probe, else simd128 only
 // (Node 20 runs relaxed SIMD only with --experimental-wasm-relaxed-simd, which
@@ -95,16 +97,16 @@ async function closeOurs(o) {
            peakWasmMB: +(mem.wasmBytes / 1e6).toFixed(1), engineMB: +(mem.engineBytes / 1e6).toFixed(1) };
 }
 
-function benchNative(file, threads) {
-  const pre = [], dec = [];
-  for (let r = 0; r < reps; r++) {
-    const p = spawnSync(native, ['generate', '-m', file, '-p', promptOf(128), '-n', '64', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos', '--ctx', '1152', '--threads', String(threads)], { encoding: 'utf8' });
-    const m = /prompt (\d+) tokens, ([\d.]+) tok\/s \| generated (\d+) tokens, ([\d.]+) tok\/s/.exec(p.stderr);
-    if (!m) throw new Error('native bench failed: ' + p.stderr);
-    pre.push(+m[2]); dec.push(+m[4]);
-  }
-  return { prefill: median(pre), decode: median(dec) };
+// one run of a native CLI (its own process: the file is loaded again, and
+// only the prompt and generation speeds it reports are kept)
+function repNative(N, file, threads) {
+  const p = spawnSync(N.bin, ['generate', '-m', file, '-p', promptOf(128), '-n', '64', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos', '--ctx', '1152', '--threads', String(threads)], { encoding: 'utf8' });
+  const m = /prompt (\d+) tokens, ([\d.]+) tok\/s \| generated (\d+) tokens, ([\d.]+) tok\/s/.exec(p.stderr);
+  if (!m) throw new Error(`native bench (${N.bin}) failed: ` + p.stderr);
+  N.pre.push(+m[2]); N.dec.push(+m[4]);
 }
+const nativeRelaxed = native + '-relaxed';
+const nativeBins = skip.has('native') ? [] : [native, nativeRelaxed].filter((b) => fs.existsSync(b));
 
 let llamaCpp = null;
 try {
@@ -150,21 +152,24 @@ for (const shape of shapes) {
       const o1 = simds.has('simd128') ? await openOurs(file, threads, 'simd128') : null;
       const o2 = simds.has('relaxed') ? await openOurs(file, threads, 'relaxed') : null;
       const L = await openLlamaCpp(file);
+      const N = nativeBins.map((bin) => ({ bin, pre: [], dec: [] }));
       for (let r = 0; r < reps; r++) {
         if (o1) await repOurs(o1);
         if (o2) await repOurs(o2);
         if (L) await repLlamaCpp(L, threads);
+        for (const n of N) repNative(n, file, threads);
       }
+      const nat = {};
+      for (const n of N) nat[n.bin === native ? 'simd128' : 'relaxed'] = { prefill: median(n.pre), decode: median(n.dec) };
       const ours = o1 ? await closeOurs(o1) : null;
       const oursRelaxed = o2 ? await closeOurs(o2) : null;
       let lc = null;
       if (L) { lc = { prefill: median(L.pre), decode: median(L.dec) }; await L.m.dispose(); }
-      const nat = fs.existsSync(native) && !skip.has('native') ? benchNative(file, threads) : null;
       // decode moves (about) every weight byte once per token
       const gbs = (o) => (o ? +(size / 1e9 * o.decode).toFixed(2) : null);
       const share = (g) => (g != null && bandwidth[threads] ? +(g / bandwidth[threads]).toFixed(3) : null);
       const weightsGBs = gbs(ours), weightsGBsRelaxed = gbs(oursRelaxed);
-      const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads, ours, oursRelaxed, native: nat, llamaCpp: lc,
+      const row = { shape, type, fileMB: +(size / 1e6).toFixed(1), threads, ours, oursRelaxed, native: nat.simd128 || null, nativeRelaxed: nat.relaxed || null, llamaCpp: lc,
         weightsGBs, bandwidthGBs: bandwidth[threads], bandwidthShare: share(weightsGBs),
         weightsGBsRelaxed, bandwidthShareRelaxed: share(weightsGBsRelaxed) };
       rows.push(row);
@@ -178,13 +183,13 @@ const ratio = (a, b) => (a && b ? (a / b).toFixed(2) + '×' : '—');
 const gbCell = (g, s) => (g == null ? '—' : `${g} (${s == null ? '—' : Math.round(s * 100) + ' %'})`);
 const flags = process.execArgv.length ? ' ' + process.execArgv.join(' ') : '';
 let md = `# wasmlm benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version}${flags} · medians of ${reps}\n\n`;
-md += '| model | type | threads | MB | peak wasm MB | weights GB/s (share of bandwidth) | load ms | ready ms after last byte | prefill tok/s (wasm) | decode tok/s (wasm) | prefill tok/s (relaxed) | decode tok/s (relaxed) | decode @1000 | native prefill | native decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | relaxed/llama.cpp prefill | relaxed/llama.cpp decode | wasm/native decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+md += '| model | type | threads | MB | peak wasm MB | weights GB/s (share of bandwidth) | load ms | ready ms after last byte | prefill tok/s (wasm) | decode tok/s (wasm) | prefill tok/s (relaxed) | decode tok/s (relaxed) | decode @1000 | native prefill | native decode | native relaxed prefill | native relaxed decode | llama.cpp prefill | llama.cpp decode | wasm/llama.cpp prefill | wasm/llama.cpp decode | relaxed/llama.cpp prefill | relaxed/llama.cpp decode | wasm/native prefill · decode | relaxed/native relaxed prefill · decode |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
   const gb = [r.ours && gbCell(r.weightsGBs, r.bandwidthShare), r.oursRelaxed && 'relaxed ' + gbCell(r.weightsGBsRelaxed, r.bandwidthShareRelaxed)].filter(Boolean).join(' · ');
   const o = r.ours, x = r.oursRelaxed;
-  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(o?.peakWasmMB)} | ${gb} | ${f(o?.loadMs)} | ${f(o?.readyMs)} | ${f(o?.prefill)} | ${f(o?.decode)} | ${f(x?.prefill)} | ${f(x?.decode)} | ${f(o?.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(o?.prefill, r.llamaCpp?.prefill)} | ${ratio(o?.decode, r.llamaCpp?.decode)} | ${ratio(x?.prefill, r.llamaCpp?.prefill)} | ${ratio(x?.decode, r.llamaCpp?.decode)} | ${ratio(o?.decode, r.native?.decode)} |\n`;
+  md += `| ${r.shape} | ${r.type} | ${r.threads} | ${r.fileMB} | ${f(o?.peakWasmMB)} | ${gb} | ${f(o?.loadMs)} | ${f(o?.readyMs)} | ${f(o?.prefill)} | ${f(o?.decode)} | ${f(x?.prefill)} | ${f(x?.decode)} | ${f(o?.decode1000)} | ${f(r.native?.prefill)} | ${f(r.native?.decode)} | ${f(r.nativeRelaxed?.prefill)} | ${f(r.nativeRelaxed?.decode)} | ${f(r.llamaCpp?.prefill)} | ${f(r.llamaCpp?.decode)} | ${ratio(o?.prefill, r.llamaCpp?.prefill)} | ${ratio(o?.decode, r.llamaCpp?.decode)} | ${ratio(x?.prefill, r.llamaCpp?.prefill)} | ${ratio(x?.decode, r.llamaCpp?.decode)} | ${ratio(o?.prefill, r.native?.prefill)} · ${ratio(o?.decode, r.native?.decode)} | ${ratio(x?.prefill, r.nativeRelaxed?.prefill)} · ${ratio(x?.decode, r.nativeRelaxed?.decode)} |\n`;
 }
-md += `\nwasm = the SIMD128 build, relaxed = the relaxed-SIMD build (wasm/wasmlm-relaxed.wasm, wasm/wasmlm-mt-relaxed.wasm), the same file and thread count, rep by rep in turn with llama.cpp (SIMD128, relaxed, llama.cpp, again) in this process; loadModel picks the relaxed build automatically wherever its known-answer probe passes. Node 20 runs relaxed SIMD only with --experimental-wasm-relaxed-simd (\`make bench\` passes it when the node binary accepts it; Node >= 22 and Chromium run it by default); where it is not available the relaxed columns are empty (—). load ms, ready ms, peak wasm MB and decode @1000 are the SIMD128 build's (the relaxed build's are in the JSON). bandwidth: streaming read of 1 GiB by native code, ${JSON.stringify(bandwidth)} GB/s by thread count; weights GB/s = file size × decode tok/s (SIMD128, then relaxed). load ms: loadModel(path) until ready; ready ms after last byte: loadModel of the file as a stream of 4 MB chunks, from the last chunk handed over to ready. peak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native (scalar reference kernels: no native SIMD yet).\n`;
+md += `\nwasm = the SIMD128 build, relaxed = the relaxed-SIMD build (wasm/wasmlm-relaxed.wasm, wasm/wasmlm-mt-relaxed.wasm), the same file and thread count, rep by rep in turn with llama.cpp and the native builds (SIMD128, relaxed, llama.cpp, native, native relaxed, again); loadModel picks the relaxed build automatically wherever its known-answer probe passes. Node 20 runs relaxed SIMD only with --experimental-wasm-relaxed-simd (\`make bench\` passes it when the node binary accepts it; Node >= 22 and Chromium run it by default); where it is not available the relaxed columns are empty (—). load ms, ready ms, peak wasm MB and decode @1000 are the SIMD128 build's (the relaxed build's are in the JSON). bandwidth: streaming read of 1 GiB by native code, ${JSON.stringify(bandwidth)} GB/s by thread count; weights GB/s = file size × decode tok/s (SIMD128, then relaxed). load ms: loadModel(path) until ready; ready ms after last byte: loadModel of the file as a stream of 4 MB chunks, from the last chunk handed over to ready. peak wasm MB: the engine wasm memory after all runs (it only grows), with a 1152-position F32 KV cache. prefill: a 128-token prompt; decode: 64 greedy tokens after it; decode @1000: 32 tokens after a 1000-token prompt. llama.cpp = node-llama-cpp prebuilt CPU binaries (same files, same thread count). native = build/wasmlm-native and build/wasmlm-native-relaxed: the same C sources and kernels (SIMD128 and relaxed-SIMD sets) compiled natively by ${'`'}cc -O3 -march=native${'`'} through SIMDe's implementation of the wasm SIMD intrinsics, same files, thread count and prompt, one process a rep (taking turns with the others); only their reported prompt and generation speeds count.\n`;
 // tokenizer throughput (MB/s on a few MB of mixed text, SentencePiece and
 // byte-level BPE vocabularies): printed by the C test tokenizer_throughput,
 // natively and in the wasm build

@@ -15,7 +15,8 @@
  *      against a panel of 4 rows unpacked to the i16x4 form + gemm_i16x4,
  *      and (relaxed build) to the i8x4 form + gemm_q4_i8x4; 1-8 and 64 tokens.
  *   2. K-quant prefill (kq_rows, 64 tokens): rows in pairs (one call for all
- *      rows) against one row at a time (a call per row). */
+ *      rows) against one row at a time (a call per row); and K-quant decode
+ *      (kq_rows, one token: the row kernels), for its cost per weight. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@
 #include "../src/internal.h"
 #include "../src/kquants.h"
 
-#ifndef __wasm_simd128__
+#if !WLM_SIMD128
 int main(void) { puts("bench/kernels.c measures the wasm SIMD kernel sets: build it for wasm32-wasi"); return 0; }
 #else
 static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
@@ -171,6 +172,9 @@ int main(int argc, char **argv) {
         const char *names[] = { "row pairs", "one row a call" };
         variant v[] = { kq_pairs, kq_single };
         compare(ti ? "Q6_K prefill 2048x256" : "Q4_K prefill 2048x256", names, v, 2, 64, rowsk, reps);
+        const char *dn[] = { "kq_rows" };
+        variant dv[] = { kq_pairs };
+        compare(ti ? "Q6_K decode 2048x256" : "Q4_K decode 2048x256", dn, dv, 1, 1, rowsk, reps);
         free(WK);
     }
     return 0;

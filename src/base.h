@@ -8,6 +8,17 @@
 #include <stdint.h>
 #include "wlm.h"
 
+/* The SIMD kernel sets this build compiles: the wasm builds by their target
+ * features; native builds with -DWLM_SIMDE compile the same kernels through
+ * SIMDe's implementation of the wasm SIMD intrinsics (simd128.h), and with
+ * -DWLM_SIMDE_RELAXED also the relaxed-SIMD variants. */
+#if defined(__wasm_simd128__) || defined(WLM_SIMDE)
+#define WLM_SIMD128 1
+#endif
+#if defined(__wasm_relaxed_simd__) || (defined(WLM_SIMDE) && defined(WLM_SIMDE_RELAXED))
+#define WLM_RELAXED 1
+#endif
+
 #define WLM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WLM_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define WLM_ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((uint64_t)(a) - 1))

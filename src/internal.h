@@ -256,7 +256,7 @@ typedef struct wlm_kernels {
 } wlm_kernels;
 
 extern const wlm_kernels wlm_kernels_scalar;
-#ifdef __wasm_simd128__
+#if WLM_SIMD128
 extern const wlm_kernels wlm_kernels_simd128;
 #endif
 const wlm_kernels *wlm_kernels_best(void);

@@ -262,14 +262,14 @@ const wlm_kernels wlm_kernels_scalar = {
 
 const wlm_kernels *const wlm_kernel_sets[] = {
     &wlm_kernels_scalar,
-#ifdef __wasm_simd128__
+#if WLM_SIMD128
     &wlm_kernels_simd128,
 #endif
 };
 const uint32_t wlm_kernel_set_count = sizeof wlm_kernel_sets / sizeof wlm_kernel_sets[0];
 
 const wlm_kernels *wlm_kernels_best(void) {
-#ifdef __wasm_simd128__
+#if WLM_SIMD128
     return &wlm_kernels_simd128;
 #else
     return &wlm_kernels_scalar;

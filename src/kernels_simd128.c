@@ -4,9 +4,8 @@
  * kernels_scalar.c, in the same order, so results are bit-identical: four
  * f32x4 accumulators are the reference's 16 running sums, folded the same
  * way; integer block sums are exact. No fused multiply-add is used. */
-#ifdef __wasm_simd128__
-#include <wasm_simd128.h>
 #include "internal.h"
+#if WLM_SIMD128
 #include "wmath.h"
 #include "simd128.h"
 
@@ -170,7 +169,7 @@ static inline v128_t isum_q8(const int8_t *w, const int8_t *x) {
     return wasm_i32x4_add(p0, p1);
 }
 
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
 /* Relaxed-SIMD build: i16x8.relaxed_dot_i8x16_i7x16_s multiplies int8
  * activations by 7-bit non-negative lanes and adds pairs (pmaddubsw on x86).
  * The nibbles q (0..15) and the constant 8 are such lanes, so
@@ -434,7 +433,7 @@ static void unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t 
 
 GEMM_TILED(gemm_i16x4, tile_i16x4, WLM_TILE_R, WLM_TILE_T)
 
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
 /* ---- relaxed-SIMD prefill of Q4_0: the i8x4 form -----------------------------------
  * Weights as their nibbles (7-bit lanes) and activations as int8, both with
  * four blocks interleaved by 4 bytes (wlm_unpack_q4_i8x4, wlm_act_i8x4): one
@@ -622,7 +621,7 @@ static inline __attribute__((always_inline)) v128_t isum_eo(const v128_t u[4], c
                           wasm_i32x4_add(wasm_i32x4_dot_i16x8(u[2], wasm_v128_load(xb + 16)), wasm_i32x4_dot_i16x8(u[3], wasm_v128_load(xb + 24))));
 }
 
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
 /* relaxed build, Q4_0: the unbiased nibbles (7-bit lanes: lo, hi) times the
  * int8 activations by i16x8.relaxed_dot_i8x16_i7x16_s (|pair sums| <= 3840) */
 static inline v128_t isum_q4_relaxed(v128_t lo, v128_t hi, const int8_t *x) {
@@ -640,7 +639,7 @@ static inline v128_t isum_q4_relaxed(v128_t lo, v128_t hi, const int8_t *x) {
 static inline __attribute__((always_inline)) v128_t pair_sums(int q4, const v128_t u0[4], const v128_t u1[4],
                                                              const block_q8_0 *x8, const int16_t *xq) {
     v128_t p0, p1;
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
     if (q4) {
         p0 = isum_q4_relaxed(u0[0], u0[1], x8[0].qs);
         p1 = isum_q4_relaxed(u1[0], u1[1], x8[1].qs);
@@ -654,7 +653,7 @@ static inline __attribute__((always_inline)) v128_t pair_sums(int q4, const v128
 }
 
 static inline __attribute__((always_inline)) void load_blk(int q4, const uint8_t *blk, v128_t u[4]) {
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
     if (q4) {
         v128_t q = wasm_v128_load(blk + 2);
         u[0] = wasm_v128_and(q, wasm_i8x16_splat(15));
@@ -786,7 +785,7 @@ static inline v128_t q4g_scales(const uint8_t *g, v128_t *bad) {
     return half4_hi_to_f32(wasm_i32x4_shl(wasm_u32x4_load16x4(g), 16), bad);
 }
 
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
 enum { Q4G_ACT_SCALE = 1 };   /* i8x4 form: bytes per value */
 #else
 enum { Q4G_ACT_SCALE = 2 };   /* i16g form */
@@ -795,7 +794,7 @@ enum { Q4G_ACT_SCALE = 2 };   /* i16g form */
 /* The partial block sums of slices 2h and 2h + 1 of a group (sp: slice
  * 2h's bytes) against token activations at xq: i16x8 (relaxed) or i32x4 */
 static inline __attribute__((always_inline)) v128_t q4g_half(const uint8_t *sp, const uint8_t *xq) {
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
     v128_t q0 = wasm_v128_load(sp), q1 = wasm_v128_load(sp + 16), m4 = wasm_i8x16_splat(15);
     v128_t a = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq), wasm_v128_and(q0, m4)),
                               wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 64), hi_nibbles(q0)));
@@ -863,7 +862,7 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
         sxp[t] = (const int32_t *)(xa + t * xas + sxo);
     }
     const uint8_t *wp = w;
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
 #pragma clang loop unroll(disable)
     for (uint32_t g = 0; g < ng; g++, wp += 72) {
         v128_t dw = q4g_scales(wp, &bad);
@@ -874,7 +873,7 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
         }
     }
 #else
-    v128_t lo[3];
+    v128_t lo[3] = { wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0) }; /* set on even i */
 #pragma clang loop unroll(disable)
     for (uint32_t i = 0; i < 2 * ng; i++) {
         v128_t pt[3];
@@ -895,7 +894,7 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
         float res = fold_lanes(acc[t]);
         for (uint32_t k = ng * 4; k < nb; k++) {
             const uint8_t *blk = w + (uint64_t)k * sizeof(block_q4_0);
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
             v128_t q = wasm_v128_load(blk + 2);
             int32_t is = lanes_sum_i32(isum_q4_relaxed(wasm_v128_and(q, wasm_i8x16_splat(15)), hi_nibbles(q), (const int8_t *)xt + k * 32));
 #else
@@ -925,7 +924,7 @@ static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, con
     }
 }
 
-#ifndef __wasm_relaxed_simd__
+#if !WLM_RELAXED
 /* wlm_act_i16g_blocks: per group the i8x4 vectors (store_t4), then their
  * even and odd bytes sign-extended to int16 lanes */
 static void act_i16g(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1) {
@@ -1142,7 +1141,7 @@ static float row_q8_0(uint32_t n, const void *w, const void *x) { return dot_q8_
 static float row_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
 
 const wlm_kernels wlm_kernels_simd128 = {
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
     .name = "relaxed-simd",
 #else
     .name = "simd128",
@@ -1154,11 +1153,11 @@ const wlm_kernels wlm_kernels_simd128 = {
              [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
     .gemm_q4_i8x4 = gemm_q4_i8x4, .unpack_q4_i8x4 = unpack_q4_i8x4,
 #endif
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = q4g_from_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
     .act_q4g = act_i8x4_blocks, .unpack_q4g_i8x4 = unpack_q4g_i8x4,
 #else
     .act_q4g = act_i16g,

@@ -17,7 +17,7 @@ float wlm_kq_dot_q3_k(uint32_t n, const void *w, const void *x);
 float wlm_kq_dot_q4_k(uint32_t n, const void *w, const void *x);
 float wlm_kq_dot_q5_k(uint32_t n, const void *w, const void *x);
 float wlm_kq_dot_q6_k(uint32_t n, const void *w, const void *x);
-#ifdef __wasm_simd128__
+#if WLM_SIMD128
 /* SIMD128 versions, bit-identical to the reference */
 float wlm_kq_dot_q4_1_simd(uint32_t n, const void *w, const void *x);
 float wlm_kq_dot_q5_0_simd(uint32_t n, const void *w, const void *x);
@@ -44,7 +44,7 @@ typedef int (*wlm_kq_rows_fn)(uint32_t type, uint32_t n, const uint8_t *w, uint6
 int wlm_kq_rows(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
                 const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
                 void *scratch, uint64_t scratch_bytes);
-#ifdef __wasm_simd128__
+#if WLM_SIMD128
 /* Q4_K and Q6_K (0 for the other types) */
 int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
                      const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,

@@ -6,9 +6,8 @@
  * kquants.h), block by block in order: results are bit-identical to the
  * reference. Products are formed in 16-bit lanes (|q| <= 63, |x| <= 128: no
  * overflow) and summed pairwise into 32-bit lanes by i32x4.dot_i16x8. */
-#ifdef __wasm_simd128__
-#include <wasm_simd128.h>
 #include "internal.h"
+#if WLM_SIMD128
 #include "simd128.h"
 
 /* exact int32x4 partial sums of 16 int8 x int8 products */
@@ -278,7 +277,7 @@ static inline v128_t pair_halves(v128_t a, v128_t b) {
  * The activation form of the decode rows (kx_t, KX_STEP values a block):
  * SIMD128 widens a token's int8 values to int16 once for all rows
  * (widen_token); relaxed SIMD takes the Q8_K values where they are. */
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
 typedef int8_t kx_t;
 #define KX_STEP sizeof(block_q8_k)
 #else
@@ -296,7 +295,7 @@ static void bsum_pairs(uint32_t nb, const block_q8_k *xb, int16_t *bp) {
     }
 }
 
-#ifndef __wasm_relaxed_simd__
+#if !WLM_RELAXED
 /* 256 int8 -> int16 */
 static inline void widen_256(const int8_t *q, int16_t *out) {
     for (int i = 0; i < QK_K; i += 16) {
@@ -481,7 +480,7 @@ float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
     float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
         bsum_pairs(1, &x[b], bp);
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
         r = q4k_row(r, 1, &w[b], x[b].qs, bp, &x[b]);
 #else
         int16_t xs[QK_K] __attribute__((aligned(16)));
@@ -496,7 +495,7 @@ float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
     const block_q6_k *w = wv; const block_q8_k *x = xv;
     float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
         r = q6k_row(r, 1, &w[b], x[b].qs, &x[b]);
 #else
         int16_t xs[QK_K] __attribute__((aligned(16)));
@@ -652,7 +651,7 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
         /* per token, once for all rows: the sub-block sums, and (SIMD128)
          * the values widened to int16 */
         uint64_t need = (uint64_t)nb * 16;
-#ifndef __wasm_relaxed_simd__
+#if !WLM_RELAXED
         need += (uint64_t)n * 2;
 #endif
         for (uint32_t t = 0; t < n_tok; t++) {
@@ -665,7 +664,7 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
             }
             int16_t *bp = scratch;
             const kx_t *x0;
-#ifdef __wasm_relaxed_simd__
+#if WLM_RELAXED
             x0 = xb->qs;
 #else
             widen_token(nb, xb, bp + 8 * nb);

@@ -1,8 +1,34 @@
-/* Small SIMD128 helpers shared by the kernel files (kernels_simd128.c,
- * kquants_simd128.c). Include only under __wasm_simd128__. */
+/* The wasm SIMD intrinsics and small helpers shared by the kernel files
+ * (kernels_simd128.c, kquants_simd128.c). Include only under WLM_SIMD128
+ * (base.h).
+ *
+ * The wasm builds take the intrinsics from clang's wasm_simd128.h. Native
+ * builds (-DWLM_SIMDE) take them from SIMDe (Debian's libsimde-dev), which
+ * implements each wasm operation with its exact semantics on the host's SIMD
+ * (SSE/AVX, NEON) or in plain C: the same kernel source runs natively, for
+ * the C tests under sanitizers and for the native baseline of the benchmark.
+ * The one relaxed operation the kernels use is defined below for that case,
+ * on the inputs where every implementation agrees (second operand 0..127). */
 #ifndef WLM_SIMD128_H
 #define WLM_SIMD128_H
+#if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
+#else
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/wasm/simd128.h>
+#include <simde/x86/ssse3.h>
+/* the unsigned constructors SIMDe 0.7 lacks */
+#define wasm_u8x16_make(...) wasm_i8x16_make(__VA_ARGS__)
+#define wasm_u32x4_make(a, b, c, d) wasm_i32x4_make((int32_t)(a), (int32_t)(b), (int32_t)(c), (int32_t)(d))
+#if WLM_RELAXED
+/* i16x8.relaxed_dot_i8x16_i7x16_s: lane i = a[2i] b[2i] + a[2i+1] b[2i+1],
+ * a signed, b in 0..127 (x86's pmaddubsw takes the unsigned operand first;
+ * with b < 128 its saturation cannot occur) */
+static inline v128_t wasm_i16x8_relaxed_dot_i8x16_i7x16(v128_t a, v128_t b) {
+    return simde_mm_maddubs_epi16(b, a);
+}
+#endif
+#endif
 
 /* four IEEE halves (in the low 16 bits of each u32 lane) to floats, exactly
  * as wlm_f16_to_f32 does it */

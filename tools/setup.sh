@@ -12,6 +12,7 @@ command -v wasm-ld-19 >/dev/null 2>&1 || need="$need lld-19"
 [ -f /usr/lib/llvm-19/lib/clang/19/lib/wasi/libclang_rt.builtins-wasm32.a ] || need="$need libclang-rt-19-dev-wasm32"
 ls /usr/lib/llvm-19/lib/clang/19/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || need="$need libclang-rt-19-dev" # ASan, UBSan, libFuzzer
 command -v node >/dev/null 2>&1 || need="$need nodejs npm"
+[ -f /usr/include/simde/wasm/simd128.h ] || need="$need libsimde-dev" # native SIMD kernels (src/simd128.h)
 [ -x /usr/bin/chromium ] || need="$need chromium"
 command -v emcc >/dev/null 2>&1 || need="$need emscripten"
 if [ -n "$need" ]; then
