@@ -233,7 +233,7 @@ test-c test-wasm test-san test-js: $(HOSTILE)
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := gguf tokenize sampler
 comma := ,
-FUZZ_CFLAGS := $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS := $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer $(SIMDE) $(NATIVE_ARCH)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_SEEDS := $(BUILD)/fuzz/models/tiny-bpe.gguf
 .PHONY: fuzz fuzz-build fuzz-replay soak
