@@ -46,7 +46,7 @@ WASM_MT_LDFLAGS := -Wl,--no-entry,--import-memory,--shared-memory,--export-dynam
 # wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
 WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
 
-.PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench bench-logprob bench-kernels
+.PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench bench-logprob bench-kernels bench-kernels-native
 
 all: toolchain native wasm
 
@@ -159,6 +159,15 @@ bench-kernels: $(BUILD)/bench-kernels.wasm $(BUILD)/bench-kernels-relaxed.wasm w
 	@if node --experimental-wasm-relaxed-simd tools/probe-relaxed.mjs; then \
 	  node --experimental-wasm-relaxed-simd --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels-relaxed.wasm $(KERNELS_REPS); \
 	else echo "relaxed SIMD probe failed in this Node: relaxed kernels not measured"; fi
+
+# the same microbenchmark compiled natively (SIMDe; both kernel sets): native
+# code against V8 on the same kernels
+bench-kernels-native: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
+	@mkdir -p $(BUILD)
+	$(CC) $(NATIVE_CFLAGS) -O3 -o $(BUILD)/bench-kernels-native $(CORE_SRC) bench/kernels.c -lm -lpthread
+	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $(BUILD)/bench-kernels-native-relaxed $(CORE_SRC) bench/kernels.c -lm -lpthread
+	$(BUILD)/bench-kernels-native $(KERNELS_REPS)
+	$(BUILD)/bench-kernels-native-relaxed $(KERNELS_REPS)
 
 # Per-token logprob over a 32000-entry vocabulary: the former wlm_expf loop
 # against the sum_exp/logit_max kernels, interleaved in one wasm process

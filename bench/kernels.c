@@ -16,7 +16,10 @@
  *      and (relaxed build) to the i8x4 form + gemm_q4_i8x4; 1-8 and 64 tokens.
  *   2. K-quant prefill (kq_rows, 64 tokens): rows in pairs (one call for all
  *      rows) against one row at a time (a call per row); and K-quant decode
- *      (kq_rows, one token: the row kernels), for its cost per weight. */
+ *      (kq_rows, one token: the row kernels), for its cost per weight.
+ *   3. F16 decode (gemv_f16, one token), 2048 x 1024.
+ * `make bench-kernels-native` runs the same program compiled natively
+ * (SIMDe, -O3 -march=native): the same kernels, native against V8. */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +71,11 @@ static void q4_i8x4(uint32_t nt) {
         K->gemm_q4_i8x4(N, P, pb, PANEL, XA, wlm_act_i8x4_row_bytes(N), nt, Y + r, rows4);
     }
 }
+
+/* ---- 3. F16 decode --------------------------------------------------------------- */
+static uint8_t *WH;
+static float *XF;
+static void f16_gemv(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4); }
 
 /* ---- 2. K-quant prefill ----------------------------------------------------------- */
 static uint8_t *WK, *XK, *SCR;
@@ -176,6 +184,15 @@ int main(int argc, char **argv) {
         variant dv[] = { kq_pairs };
         compare(ti ? "Q6_K decode 2048x256" : "Q4_K decode 2048x256", dn, dv, 1, 1, rowsk, reps);
         free(WK);
+    }
+    {
+        WH = malloc((uint64_t)N * 2 * rows4);
+        XF = malloc(sizeof(float) * N * MAXT);
+        for (uint64_t i = 0; i < (uint64_t)N * rows4; i++) ((uint16_t *)WH)[i] = wlm_f32_to_f16(rndf() * 0.05f);
+        for (int i = 0; i < N * MAXT; i++) XF[i] = rndf();
+        const char *names[] = { "gemv_f16" };
+        variant v[] = { f16_gemv };
+        compare("F16 decode 2048x1024", names, v, 1, 1, rows4, reps);
     }
     return 0;
 }

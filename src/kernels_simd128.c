@@ -63,7 +63,7 @@ static float dot_f16_exact(uint32_t n, const uint16_t *w, const float *x) {
  * NaNs would come out finite: the caller checks for them separately. */
 static inline v128_t half4_fast(v128_t h8, int high) {
     v128_t z = wasm_i32x4_splat(0);
-    v128_t v = high ? wasm_i16x8_shuffle(z, h8, 0, 12, 1, 13, 2, 14, 3, 15) : wasm_i16x8_shuffle(z, h8, 0, 8, 1, 9, 2, 10, 3, 11);
+    v128_t v = high ? wasm_i16x8_shuffle(z, h8, 4, 12, 5, 13, 6, 14, 7, 15) : wasm_i16x8_shuffle(z, h8, 0, 8, 1, 9, 2, 10, 3, 11);
     v = wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_i32x4_splat((int32_t)0x8fffffffu));
     return wasm_f32x4_mul(v, wasm_f32x4_splat(0x1p112f));
 }
