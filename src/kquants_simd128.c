@@ -249,17 +249,24 @@ static inline int32_t q4k_min_term(v128_t mn, const int16_t *bsums) {
 
 /* The 64 values of a Q6_K block at positions 16v .. 16v+15 of each of its
  * four 32-value groups of half h, unsigned (u = q + 32, 0..63) in byte
- * lanes: u[k] holds sub-block 8h + 2k + v. 16-bit shifts; the masks drop
- * the bits that cross from the neighbouring byte. */
-static inline __attribute__((always_inline)) void q6_bytes(const block_q6_k *B, int h, int v, v128_t u[4]) {
+ * lanes: u[k] holds sub-block 8h + 2k + v. L = ql + 64h + 16v, H = qh +
+ * 32h + 16v. 16-bit shifts; the masks drop the bits that cross from the
+ * neighbouring byte. */
+static inline __attribute__((always_inline)) void q6_bytes(const uint8_t *L, const uint8_t *Hp, v128_t u[4]) {
     const v128_t m4 = wasm_i8x16_splat(15), m30 = wasm_i8x16_splat(0x30);
-    v128_t L0 = wasm_v128_load(B->ql + 64 * h + 16 * v), L1 = wasm_v128_load(B->ql + 64 * h + 32 + 16 * v);
-    v128_t H = wasm_v128_load(B->qh + 32 * h + 16 * v);
+    v128_t L0 = wasm_v128_load(L), L1 = wasm_v128_load(L + 32);
+    v128_t H = wasm_v128_load(Hp);
     u[0] = wasm_v128_or(wasm_v128_and(L0, m4), wasm_v128_and(wasm_i16x8_shl(H, 4), m30));
     u[1] = wasm_v128_or(wasm_v128_and(L1, m4), wasm_v128_and(wasm_i16x8_shl(H, 2), m30));
     u[2] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L0, 4), m4), wasm_v128_and(H, m30));
     u[3] = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(L1, 4), m4), wasm_v128_and(wasm_u16x8_shr(H, 2), m30));
 }
+
+/* The four (h, v) steps of a Q6_K block in order (0,0) (0,1) (1,0) (1,1)
+ * walk ql by 16, 48, 16, qh by 16, the activations by 16, 112, 16 and the
+ * scales by 1, 7, 1: pointers advanced so (V8 keeps a loop's address
+ * arithmetic as written; the index form cost a quarter of the loop). */
+#define Q6_NEXT(i, L, H, x, sp) ((L) += ((i) & 1) ? 48 : 16, (H) += 16, (x) += ((i) & 1) ? 112 : 16, (sp) += ((i) & 1) ? 7 : 1)
 
 /* Q6_K's offset term sum_j sc_j bsums_j, as i32x4 partial sums, from the 16
  * scales as int16 (sc_lo: 0..7, sc_hi: 8..15) */
@@ -359,12 +366,12 @@ static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B
     v128_t sc_lo, sc_hi;
     q6k_scales(B, scs, &sc_lo, &sc_hi);
     v128_t acc = wasm_i32x4_splat(0);
+    const uint8_t *L = B->ql, *H = B->qh;
+    const int16_t *x = xs, *sp = scs;
 #pragma clang loop unroll(disable)
-    for (int i = 0; i < 4; i++) { /* h = i / 2, v = i % 2: positions l = 16v .. 16v+15, sub-blocks 8h + 2k + v */
-        int h = i >> 1, v = i & 1;
-        const int16_t *x = xs + 128 * h + 16 * v, *sp = scs + 8 * h + v;
+    for (int i = 0; i < 4; i++, Q6_NEXT(i - 1, L, H, x, sp)) { /* h = i / 2, v = i % 2: positions l = 16v .. 16v+15, sub-blocks 8h + 2k + v */
         v128_t u[4];
-        q6_bytes(B, h, v, u);
+        q6_bytes(L, H, u);
 #define Q6_SUB(u, k) wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_extend_low_u8x16(u), wasm_v128_load(x + 32 * (k))), \
                                                          wasm_i16x8_mul(wasm_u16x8_extend_high_u8x16(u), wasm_v128_load(x + 32 * (k) + 8))), \
                                           wasm_v128_load16_splat(sp + 2 * (k)))
@@ -409,13 +416,13 @@ static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B
     v128_t sc_lo, sc_hi;
     q6k_scales(B, scs, &sc_lo, &sc_hi);
     v128_t acc = wasm_i32x4_splat(0);
+    const uint8_t *L = B->ql, *H = B->qh;
+    const int8_t *x = xq;
+    const int16_t *sp = scs;
 #pragma clang loop unroll(disable)
-    for (int i = 0; i < 4; i++) {
-        int h = i >> 1, v = i & 1;
-        const int8_t *x = xq + 128 * h + 16 * v;
-        const int16_t *sp = scs + 8 * h + v;
+    for (int i = 0; i < 4; i++, Q6_NEXT(i - 1, L, H, x, sp)) {
         v128_t u[4];
-        q6_bytes(B, h, v, u);
+        q6_bytes(L, H, u);
         acc = wasm_i32x4_add(acc, wasm_i32x4_add(
             wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u[0]), wasm_v128_load16_splat(sp)),
                            wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u[1]), wasm_v128_load16_splat(sp + 2))),
