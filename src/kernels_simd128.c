@@ -1,4 +1,4 @@
-/* WebAssembly SIMD128 kernels (wasm_simd128.h).
+/* WebAssembly SIMD128 kernels (wasm_simd128.h; natively through SIMDe, simd128.h).
  *
  * Each kernel performs exactly the operations of its scalar reference in
  * kernels_scalar.c, in the same order, so results are bit-identical: four
