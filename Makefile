@@ -27,10 +27,11 @@ COMMON_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off
 # this machine's instruction set: the C tests hold them to the reference
 # natively and under the sanitizers, and `make bench` has a native baseline
 # running the same kernels. Without SIMDe they build with the scalar set only.
-SIMDE       := $(if $(wildcard /usr/include/simde/wasm/simd128.h),-DWLM_SIMDE,)
+# (Expanded when a recipe runs, after `toolchain` has installed SIMDe.)
+SIMDE        = $(shell test -f /usr/include/simde/wasm/simd128.h && echo -DWLM_SIMDE)
 NATIVE_ARCH ?= -march=native
-NATIVE_CFLAGS := $(COMMON_CFLAGS) -Wno-unknown-pragmas -O2 -g $(SIMDE) $(NATIVE_ARCH)
-SAN_CFLAGS    := $(COMMON_CFLAGS) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined $(SIMDE) $(NATIVE_ARCH)
+NATIVE_CFLAGS = $(COMMON_CFLAGS) -Wno-unknown-pragmas -O2 -g $(SIMDE) $(NATIVE_ARCH)
+SAN_CFLAGS    = $(COMMON_CFLAGS) -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined $(SIMDE) $(NATIVE_ARCH)
 
 # wasm product module: freestanding, no libc, imports its memory so that a
 # later threaded build can share it. SIMD128 kernels are compiled in.
@@ -50,7 +51,7 @@ WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd12
 
 all: toolchain native wasm
 
-native: $(BUILD)/wasmlm-native $(BUILD)/tests-native $(if $(SIMDE),$(BUILD)/wasmlm-native-relaxed $(BUILD)/tests-native-relaxed)
+native: $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/wasmlm-native-relaxed $(BUILD)/tests-native-relaxed
 wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm wasm/wasmlm-cli.wasm
 
 toolchain:
@@ -64,8 +65,9 @@ $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
-# the relaxed-SIMD kernel set natively (SIMDe only): the same tests, and the
-# native baseline of the relaxed wasm build in `make bench`
+# the relaxed-SIMD kernel set natively: the same tests, and the native
+# baseline of the relaxed wasm build in `make bench` (without SIMDe, the
+# scalar set again)
 $(BUILD)/wasmlm-native-relaxed: $(CORE_SRC) src/native_cli.c $(CORE_HDR)
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm -lpthread
@@ -112,9 +114,10 @@ $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 
 test: toolchain test-c test-wasm test-wasm-relaxed test-san wasm-emcc-if-available test-js test-browser
 
-test-c: $(BUILD)/tests-native $(if $(SIMDE),$(BUILD)/tests-native-relaxed)
+test-c: $(BUILD)/tests-native $(BUILD)/tests-native-relaxed
 	$(BUILD)/tests-native --data $(SHARED)
-	$(if $(SIMDE),$(BUILD)/tests-native-relaxed --data $(SHARED),@echo "libsimde-dev is missing: the native tests ran the scalar kernels only")
+	@if [ -n "$(SIMDE)" ]; then echo "$(BUILD)/tests-native-relaxed --data $(SHARED)"; $(BUILD)/tests-native-relaxed --data $(SHARED); \
+	else echo "libsimde-dev is missing: the native tests ran the scalar kernels only"; fi
 
 test-wasm: $(BUILD)/tests.wasm
 	WLM_TEST_DATA=$(SHARED) node tests/c/run_wasi.mjs $(BUILD)/tests.wasm
@@ -126,9 +129,10 @@ test-wasm-relaxed: $(BUILD)/tests-relaxed.wasm wasm/probe-relaxed.wasm
 	  WLM_TEST_DATA=$(SHARED) node --experimental-wasm-relaxed-simd tests/c/run_wasi.mjs $(BUILD)/tests-relaxed.wasm kernels; \
 	else echo "relaxed SIMD probe failed in this Node: relaxed kernels not run here"; fi
 
-test-san: $(BUILD)/tests-san $(if $(SIMDE),$(BUILD)/tests-san-relaxed)
+test-san: $(BUILD)/tests-san $(BUILD)/tests-san-relaxed
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san --data $(SHARED)
-	$(if $(SIMDE),ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san-relaxed --data $(SHARED))
+	@if [ -n "$(SIMDE)" ]; then echo "$(BUILD)/tests-san-relaxed --data $(SHARED)"; \
+	  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/tests-san-relaxed --data $(SHARED); fi
 
 test-js: wasm $(BUILD)/wasmlm-native
 	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
@@ -242,7 +246,7 @@ test-c test-wasm test-san test-js: $(HOSTILE)
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := gguf tokenize sampler
 comma := ,
-FUZZ_CFLAGS := $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer $(SIMDE) $(NATIVE_ARCH)
+FUZZ_CFLAGS = $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer $(SIMDE) $(NATIVE_ARCH)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_SEEDS := $(BUILD)/fuzz/models/tiny-bpe.gguf
 .PHONY: fuzz fuzz-build fuzz-replay soak
