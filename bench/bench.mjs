@@ -65,8 +65,9 @@ async function readyAfterLastByte(file, threads, simd) {
   return ms;
 }
 
-// Our builds and llama.cpp on one file and thread count, rep by rep in turn
-// (SIMD128, relaxed, llama.cpp, then again): a busy or drifting machine
+// Our builds, llama.cpp and our native builds on one file and thread count,
+// rep by rep in turn (SIMD128, relaxed, llama.cpp, native, native relaxed,
+// then again): a busy or drifting machine
 // slows them alike, and the ratios are read within each run of reps.
 async function openOurs(file, threads, simd) {
   const readyMs = await readyAfterLastByte(file, threads, simd);

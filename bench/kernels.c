@@ -29,7 +29,7 @@
 #include "../src/kquants.h"
 
 #if !WLM_SIMD128
-int main(void) { puts("bench/kernels.c measures the wasm SIMD kernel sets: build it for wasm32-wasi"); return 0; }
+int main(void) { puts("bench/kernels.c measures the SIMD kernel sets: build it for wasm32-wasi (make bench-kernels) or natively with SIMDe (make bench-kernels-native)"); return 0; }
 #else
 static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
 static uint32_t lcg = 12345;
@@ -72,11 +72,6 @@ static void q4_i8x4(uint32_t nt) {
     }
 }
 
-/* ---- 3. F16 decode --------------------------------------------------------------- */
-static uint8_t *WH;
-static float *XF;
-static void f16_gemv(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4); }
-
 /* ---- 2. K-quant prefill ----------------------------------------------------------- */
 static uint8_t *WK, *XK, *SCR;
 static uint32_t kq_type, rowsk;
@@ -88,6 +83,11 @@ static void kq_single(uint32_t nt) {
     for (uint32_t r = 0; r < rowsk; r++)
         K->kq_rows(kq_type, N, WK + r * kq_rb, kq_rb, 1, XK, N / QK_K * sizeof(block_q8_k), nt, Y + r, rowsk, SCR, 1 << 20);
 }
+
+/* ---- 3. F16 decode --------------------------------------------------------------- */
+static uint8_t *WH;
+static float *XF;
+static void f16_gemv(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4); }
 
 typedef void (*variant)(uint32_t nt);
 

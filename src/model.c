@@ -279,7 +279,8 @@ static void repack_matrix(const wlm_model *m, const wlm_tensor *ct) {
     wlm_tensor *t = (wlm_tensor *)ct;   /* the model owns its tensor table */
     if (t->type != GGML_Q4_0 || t->q4g || t == m->tok_embd || t->ne[0] % 32) return;
     uint64_t rb = t->ne[0] / 32 * sizeof(block_q4_0);
-    for (uint64_t r = 0; r < t->nbytes / rb; r++) wlm_kernels_best()->q4g_from_q4_0((uint8_t *)t->data + r * rb, (uint32_t)t->ne[0]);
+    void (*repack)(uint8_t *, uint32_t) = wlm_kernels_best()->q4g_from_q4_0;
+    for (uint64_t r = 0; r < t->nbytes / rb; r++) repack((uint8_t *)t->data + r * rb, (uint32_t)t->ne[0]);
     t->q4g = 1;
 }
 

@@ -16,17 +16,24 @@
 #else
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/wasm/simd128.h>
-#include <simde/x86/ssse3.h>
 /* the unsigned constructors SIMDe 0.7 lacks */
 #define wasm_u8x16_make(...) wasm_i8x16_make(__VA_ARGS__)
 #define wasm_u32x4_make(a, b, c, d) wasm_i32x4_make((int32_t)(a), (int32_t)(b), (int32_t)(c), (int32_t)(d))
 #if WLM_RELAXED
 /* i16x8.relaxed_dot_i8x16_i7x16_s: lane i = a[2i] b[2i] + a[2i+1] b[2i+1],
- * a signed, b in 0..127 (x86's pmaddubsw takes the unsigned operand first;
- * with b < 128 its saturation cannot occur) */
+ * a signed, b in 0..127 (|lane| <= 2 * 128 * 127: no overflow). x86 with
+ * SSSE3: pmaddubsw, which takes the unsigned operand first (with b < 128 its
+ * saturation cannot occur); elsewhere even and odd bytes widened to int16 */
+#if defined(__SSSE3__)
+#include <tmmintrin.h>
+static inline v128_t wasm_i16x8_relaxed_dot_i8x16_i7x16(v128_t a, v128_t b) { return _mm_maddubs_epi16(b, a); }
+#else
 static inline v128_t wasm_i16x8_relaxed_dot_i8x16_i7x16(v128_t a, v128_t b) {
-    return simde_mm_maddubs_epi16(b, a);
+    v128_t even = wasm_i16x8_mul(wasm_i16x8_shr(wasm_i16x8_shl(a, 8), 8), wasm_v128_and(b, wasm_i16x8_splat(0xff)));
+    v128_t odd = wasm_i16x8_mul(wasm_i16x8_shr(a, 8), wasm_u16x8_shr(b, 8));
+    return wasm_i16x8_add(even, odd);
 }
+#endif
 #endif
 #endif
 

@@ -197,7 +197,6 @@ static void rand_q4_block(block_q4_0 *b, int extreme) {
     }
 }
 
-/* independent decode of the published layouts */
 /* nt token rows of nb Q8_0 blocks (x + t * stride): quantized random
  * values, or (extremes) random blocks with extreme values and scales */
 static void rand_tokens(block_q8_0 *x, uint32_t stride, int nt, uint32_t nb, int extremes) {
@@ -215,6 +214,7 @@ static uint16_t odd_scale(void) {
     return odd[tst_rand() % 7];
 }
 
+/* independent decode of the published layouts */
 static int q4_val(const block_q4_0 *b, int j) { return j < 16 ? (b->qs[j] & 15) - 8 : (b->qs[j - 16] >> 4) - 8; }
 
 TEST(kernels_dot_q8_0_q4_0_bit_identical) {
