@@ -88,9 +88,10 @@ export interface GenerateOptions extends SamplingOptions {
    * model checks in one batched pass (the output follows this model's distribution; greedy
    * output is identical), or 'lookup' to draft from n-gram matches in the context. */
   draft?: Model | 'lookup';
-  /** Most draft tokens per target pass (default 4). */
+  /** Most draft tokens per target pass (default 4; 8 for 'lookup'). */
   draftTokens?: number;
-  /** Draft model only (default true): each round drafts the k in [0, draftTokens] with the most
+  /** Default true. Prompt lookup: each round drafts the tokens accepted in the last round that
+   * drafted + 2 (the first round 4), within [1, draftTokens]. A draft model: each round drafts the k in [0, draftTokens] with the most
    * expected tokens per unit of work, from the acceptance rate so far and a fixed cost model (a
    * draft token costs draft file size / target file size target steps; no timings, so a seed gives
    * the same tokens everywhere); k = 0 is a plain target step (a draft that is rarely right no longer
@@ -145,6 +146,7 @@ export interface SpeculativeStats {
   rounds?: number;
   plainRounds?: number;
   wallMs?: number;
+  /** whether the draft length was adaptive (draft models and prompt lookup) */
   adaptive?: boolean;
 }
 

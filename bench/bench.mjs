@@ -81,9 +81,10 @@ async function openOurs(file, threads, simd) {
 // would otherwise be served from the cache of the previous rep)
 const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true, reusePrefix: false };
 
-async function repOurs(o) {
+async function repOurs(o, keep = true) {
   const a = await o.m.complete(promptOf(128), { ...greedy, maxTokens: 64 });
   if (a.stats.promptTokens !== 128) throw new Error(`prompt is ${a.stats.promptTokens} tokens, expected 128`);
+  if (!keep) return;
   o.pre.push(a.stats.prefillTokensPerSec); o.dec.push(a.stats.decodeTokensPerSec);
 }
 
@@ -122,7 +123,7 @@ async function openLlamaCpp(file) {
   return { m, toks: [m.tokens.bos, ...prompt].slice(0, 128), pre: [], dec: [] };
 }
 
-async function repLlamaCpp(L, threads) {
+async function repLlamaCpp(L, threads, keep = true) {
   const ctx = await L.m.createContext({ contextSize: 1152, threads, batchSize: 512 });
   const seq = ctx.getSequence();
   let t0 = performance.now();
@@ -130,6 +131,7 @@ async function repLlamaCpp(L, threads) {
   L.pre.push(L.toks.length / ((performance.now() - t0) / 1000));
   t0 = performance.now(); let n = 0;
   for await (const _ of seq.evaluate([L.toks[1]], { temperature: 0 })) if (++n >= 64) break;
+  if (!keep) { L.pre.pop(); await ctx.dispose(); return; }
   L.dec.push(64 / ((performance.now() - t0) / 1000));
   await ctx.dispose();
 }
@@ -154,6 +156,12 @@ for (const shape of shapes) {
       const o2 = simds.has('relaxed') ? await openOurs(file, threads, 'relaxed') : null;
       const L = await openLlamaCpp(file);
       const N = nativeBins.map((bin) => ({ bin, pre: [], dec: [] }));
+      // one unmeasured run of each engine in this process first: V8 gives a
+      // wasm function its optimized code once it has run a while, compiling
+      // on threads that share the cores (see bench/scaling.mjs)
+      if (o1) await repOurs(o1, false);
+      if (o2) await repOurs(o2, false);
+      if (L) await repLlamaCpp(L, threads, false);
       for (let r = 0; r < reps; r++) {
         if (o1) await repOurs(o1);
         if (o2) await repOurs(o2);

@@ -151,10 +151,18 @@ test('speculative decoding, greedy: identical to the target alone (Q8_0 and Q4_0
 test('prompt lookup on a repetitive prompt accepts drafts and keeps the greedy output', async () => {
   const prompt = 'Tom had a red ball. Tom had a red ball. Tom had a red ball. Tom had a red';
   const plain = await model.complete(prompt, { ...GREEDY, maxTokens: 60 });
-  const look = await model.complete(prompt, { ...GREEDY, maxTokens: 60, draft: 'lookup', draftTokens: 6 });
+  const look = await model.complete(prompt, { ...GREEDY, maxTokens: 60, draft: 'lookup' });
   assert.deepEqual(look.tokens, plain.tokens);
-  assert.ok(look.stats.speculative.accepted > 0);
-  assert.ok(look.stats.speculative.tokensPerPass > 1);
+  const s = look.stats.speculative;
+  assert.ok(s.accepted > 0);
+  assert.ok(s.tokensPerPass > 1);
+  assert.equal(s.adaptive, true);
+  assert.equal(s.draftTokens, 8);   // lookup's default bound
+  // the adaptive length drafts fewer tokens than always drafting the bound
+  const fixed = await model.complete(prompt, { ...GREEDY, maxTokens: 60, draft: 'lookup', draftTokens: 8, adaptive: false });
+  assert.deepEqual(fixed.tokens, plain.tokens);
+  assert.equal(fixed.stats.speculative.adaptive, false);
+  assert.ok(s.proposed < fixed.stats.speculative.proposed, `${s.proposed} drafted against ${fixed.stats.speculative.proposed}`);
 });
 
 test('speculative sampling is deterministic for a seed and stops like plain generation', async () => {

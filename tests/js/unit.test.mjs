@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { StopMatcher, decodeGgufValue, shortF32, samplingOptions, DEFAULT_SAMPLING, ARRAY_SUMMARY_LIMIT } from '../../web/engine.js';
 import { Sha256 } from '../../web/sha256.js';
 import { parseArgs, nativeArgs, formatInfo } from '../../web/cli.js';
-import { lookupDraft } from '../../web/multi.js';
+import { lookupDraft, nextLookupTokens } from '../../web/multi.js';
 
 function feed(stops, pieces) {
   const m = new StopMatcher(stops);
@@ -201,4 +201,15 @@ test('lookupDraft: continues the latest match of the longest n-gram, running on 
   assert.deepEqual(lookupDraft([1, 1], 3), [1, 1, 1]);
   assert.deepEqual(lookupDraft([3], 4), []);
   assert.deepEqual(lookupDraft([1, 2, 1, 2], 0), []);
+});
+
+test('nextLookupTokens: starts at 4, then the last accepted run + 2, within [1, kMax]', () => {
+  assert.equal(nextLookupTokens(8, null), 4);
+  assert.equal(nextLookupTokens(3, null), 3);
+  assert.equal(nextLookupTokens(8, 4, 4, 4), 6);    // all accepted: grow
+  assert.equal(nextLookupTokens(8, 6, 6, 6), 8);    // capped at kMax
+  assert.equal(nextLookupTokens(8, 8, 8, 1), 3);    // a short run: shrink
+  assert.equal(nextLookupTokens(8, 3, 3, 0), 2);
+  assert.equal(nextLookupTokens(1, 1, 1, 0), 1);    // never below 1
+  assert.equal(nextLookupTokens(8, 5, 0, 0), 5);    // no n-gram match, nothing drafted: unchanged
 });
