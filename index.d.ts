@@ -94,9 +94,9 @@ export interface GenerateOptions extends SamplingOptions {
    * drafted + 2 (the first round 4), within [1, draftTokens]. A draft model: each round drafts the k in [0, draftTokens] with the most
    * expected tokens per unit of work, from the acceptance rate so far and a fixed cost model (a
    * draft token costs draft file size / target file size target steps; no timings, so a seed gives
-   * the same tokens everywhere); k = 0 is a plain target step (a draft that is rarely right no longer
-   * slows generation down), with a one-token probe after 8 plain rounds, the interval doubling up to 64
-   * while the draft stays poor. false: always draftTokens. */
+   * the same tokens everywhere); k = 0 is a plain target step (a draft that is rarely right then costs
+   * 10-30 %, the draft reading every token to stay in step), with a one-token probe after 8 plain rounds,
+   * the interval doubling up to 512 while the draft stays poor. false: always draftTokens. */
   adaptive?: boolean;
   /** Stop strings: generation ends before the first occurrence (not included in the text). */
   stop?: string[] | string;
