@@ -173,6 +173,11 @@ test('speculative sampling is deterministic for a seed and stops like plain gene
   assert.ok(a.tokens.length <= 30);
   assert.ok(['length', 'stop'].includes(a.finishReason));
   assert.ok(a.tokens.every((t) => t >= 0 && t < 512));
+  // prompt lookup with sampling: its draft length depends on the tokens only
+  const lo = { ...SAMPLE, maxTokens: 40, draft: 'lookup' };
+  const c = await model.complete(PROMPT, lo), d = await model.complete(PROMPT, lo);
+  assert.deepEqual(c.tokens, d.tokens);
+  assert.equal(c.stats.speculative.targetPasses, d.stats.speculative.targetPasses);
 });
 
 test('a draft with another vocabulary is refused with a clear message', async () => {
