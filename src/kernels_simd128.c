@@ -791,30 +791,18 @@ enum { Q4G_ACT_SCALE = 1 };   /* i8x4 form: bytes per value */
 enum { Q4G_ACT_SCALE = 2 };   /* i16g form */
 #endif
 
-/* The partial block sums of slices 2h and 2h + 1 of a group (sp: slice
- * 2h's bytes) against token activations at xq: i16x8 (relaxed) or i32x4 */
-static inline __attribute__((always_inline)) v128_t q4g_half(const uint8_t *sp, const uint8_t *xq) {
 #if WLM_RELAXED
+/* The partial block sums of slices 2h and 2h + 1 of a group (sp: slice
+ * 2h's bytes) against token activations at xq, in int16 lanes */
+static inline __attribute__((always_inline)) v128_t q4g_half(const uint8_t *sp, const uint8_t *xq) {
     v128_t q0 = wasm_v128_load(sp), q1 = wasm_v128_load(sp + 16), m4 = wasm_i8x16_splat(15);
     v128_t a = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq), wasm_v128_and(q0, m4)),
                               wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 64), hi_nibbles(q0)));
     v128_t b = wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 16), wasm_v128_and(q1, m4)),
                               wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 80), hi_nibbles(q1)));
     return wasm_i16x8_add(a, b);
-#else
-    v128_t r = wasm_i32x4_splat(0), m = wasm_i16x8_splat(15);
-    for (int p = 0; p < 2; p++) {
-        v128_t v = wasm_v128_load(sp + 16 * p);
-        const uint8_t *x = xq + 64 * p;
-        v128_t a = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, m), wasm_v128_load(x)),
-                                  wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 4), m), wasm_v128_load(x + 16)));
-        v128_t b = wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 8), m), wasm_v128_load(x + 32)),
-                                  wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), wasm_v128_load(x + 48)));
-        r = wasm_i32x4_add(r, wasm_i32x4_add(a, b));
-    }
-    return r;
-#endif
 }
+#endif
 
 /* dot_q4_0's float step for one group of four blocks and one token: the
  * exact block sums s (sum q x), minus 8 sum x, scaled */
@@ -839,13 +827,13 @@ static void q4g_from_q4_0(uint8_t *row, uint32_t n) {
     }
 }
 
-/* One q4g row against T tokens (T <= 3). V8 hoists a loop body's loads
- * ahead of its arithmetic: the relaxed loop (a group per iteration, 12
- * loads for one token) fits in registers, but SIMD128's 20 went to the
- * stack, so there a loop iteration takes half a group and carries its sums
- * to the second half (as gemv_row does with blocks). Relaxed, 2048 x 1024
- * in Node (make bench-kernels): 0.061-0.065 ns per weight against gemv_q4_0's
- * 0.084-0.087 for one token; SIMD128 0.148-0.160 against 0.176-0.186. */
+/* One q4g row against T tokens (T <= 3), a group per loop iteration. V8
+ * hoists a loop body's loads ahead of its arithmetic: the relaxed loop (12
+ * loads for one token) fits in registers; SIMD128's (20) is cut into its
+ * four slices by stores (below). Relaxed, 2048 x 1024 in Node (make
+ * bench-kernels): 0.061-0.065 ns per weight against gemv_q4_0's 0.084-0.087
+ * for one token; SIMD128 0.6x gemv_q4_0's time for 1-3 tokens in the same
+ * runs. */
 static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n, const uint8_t *w,
                                                               const uint8_t *x8, uint64_t x8s, const uint8_t *xa, uint64_t xas,
                                                               float *y, uint64_t ys) {
@@ -873,17 +861,34 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
         }
     }
 #else
-    v128_t lo[3] = { wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0) }; /* set on even i */
+    v128_t m = wasm_i16x8_splat(15);
+    /* Each slice's running sums are stored (volatile) before the next slice
+     * is loaded: V8 keeps loads in order with stores and computes a value
+     * where it is used, so without a store in between it issued all 20 of a
+     * group's loads first and spilled them (a half group per iteration, the
+     * former loop, took 81 instructions per 64 weights, with its sums carried
+     * across iterations). With the stores: 104 per 128 weights, no spills;
+     * make bench-kernels, 2048 x 1024: 1.25x for one token, 1.5x for 2-3. */
+    volatile v128_t order[3];
 #pragma clang loop unroll(disable)
-    for (uint32_t i = 0; i < 2 * ng; i++) {
-        v128_t pt[3];
-        for (int t = 0; t < T; t++) { pt[t] = q4g_half(wp + 8 + (i & 1) * 32, xp[t]); xp[t] += 128; }
-        if (!(i & 1)) { for (int t = 0; t < T; t++) lo[t] = pt[t]; continue; }
+    for (uint32_t g = 0; g < ng; g++, wp += 72) {
+        v128_t s[3] = { wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0) };
+        for (int p = 0; p < 4; p++) {
+            v128_t v = wasm_v128_load(wp + 8 + 16 * p);
+            v128_t n0 = wasm_v128_and(v, m), n1 = wasm_v128_and(wasm_u16x8_shr(v, 4), m);
+            v128_t n2 = wasm_v128_and(wasm_u16x8_shr(v, 8), m), n3 = wasm_u16x8_shr(v, 12);
+            for (int t = 0; t < T; t++) {
+                const uint8_t *x = xp[t] + 64 * p;
+                v128_t a = wasm_i32x4_add(wasm_i32x4_dot_i16x8(n0, wasm_v128_load(x)), wasm_i32x4_dot_i16x8(n1, wasm_v128_load(x + 16)));
+                v128_t b = wasm_i32x4_add(wasm_i32x4_dot_i16x8(n2, wasm_v128_load(x + 32)), wasm_i32x4_dot_i16x8(n3, wasm_v128_load(x + 48)));
+                s[t] = wasm_i32x4_add(s[t], wasm_i32x4_add(a, b));
+                order[t] = s[t];
+            }
+        }
         v128_t dw = q4g_scales(wp, &bad);
-        wp += 72;
         for (int t = 0; t < T; t++) {
-            acc[t] = q4g_step(acc[t], wasm_i32x4_add(lo[t], pt[t]), dw, dxp[t], sxp[t]);
-            dxp[t] += 4; sxp[t] += 4;
+            acc[t] = q4g_step(acc[t], s[t], dw, dxp[t], sxp[t]);
+            xp[t] += 256; dxp[t] += 4; sxp[t] += 4;
         }
     }
 #endif
