@@ -84,8 +84,7 @@ const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true, reusePrefix:
 async function repOurs(o, keep = true) {
   const a = await o.m.complete(promptOf(128), { ...greedy, maxTokens: 64 });
   if (a.stats.promptTokens !== 128) throw new Error(`prompt is ${a.stats.promptTokens} tokens, expected 128`);
-  if (!keep) return;
-  o.pre.push(a.stats.prefillTokensPerSec); o.dec.push(a.stats.decodeTokensPerSec);
+  if (keep) { o.pre.push(a.stats.prefillTokensPerSec); o.dec.push(a.stats.decodeTokensPerSec); }
 }
 
 async function closeOurs(o) {
@@ -128,12 +127,12 @@ async function repLlamaCpp(L, threads, keep = true) {
   const seq = ctx.getSequence();
   let t0 = performance.now();
   await seq.evaluateWithoutGeneratingNewTokens(L.toks);
-  L.pre.push(L.toks.length / ((performance.now() - t0) / 1000));
+  const pre = L.toks.length / ((performance.now() - t0) / 1000);
   t0 = performance.now(); let n = 0;
   for await (const _ of seq.evaluate([L.toks[1]], { temperature: 0 })) if (++n >= 64) break;
-  if (!keep) { L.pre.pop(); await ctx.dispose(); return; }
-  L.dec.push(64 / ((performance.now() - t0) / 1000));
+  const dec = 64 / ((performance.now() - t0) / 1000);
   await ctx.dispose();
+  if (keep) { L.pre.push(pre); L.dec.push(dec); }
 }
 
 // the machine's memory bandwidth (streaming read of 1 GiB), per thread count

@@ -832,8 +832,7 @@ static void q4g_from_q4_0(uint8_t *row, uint32_t n) {
  * loads for one token) fits in registers; SIMD128's (20) is cut into its
  * four slices by stores (below). Relaxed, 2048 x 1024 in Node (make
  * bench-kernels): 0.061-0.065 ns per weight against gemv_q4_0's 0.084-0.087
- * for one token; SIMD128 0.6x gemv_q4_0's time for 1-3 tokens in the same
- * runs. */
+ * for one token. */
 static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n, const uint8_t *w,
                                                               const uint8_t *x8, uint64_t x8s, const uint8_t *xa, uint64_t xas,
                                                               float *y, uint64_t ys) {
@@ -868,7 +867,9 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
      * group's loads first and spilled them (a half group per iteration, the
      * former loop, took 81 instructions per 64 weights, with its sums carried
      * across iterations). With the stores: 104 per 128 weights, no spills;
-     * make bench-kernels, 2048 x 1024: 1.25x for one token, 1.5x for 2-3. */
+     * make bench-kernels, 2048 x 1024, in the same runs: from 0.7-1.0x to
+     * 0.6x gemv_q4_0's time for 1-3 tokens. (The native builds compile the
+     * stores too: the same code on both sides of the wasm/native ratio.) */
     volatile v128_t order[3];
 #pragma clang loop unroll(disable)
     for (uint32_t g = 0; g < ng; g++, wp += 72) {
