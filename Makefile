@@ -154,10 +154,10 @@ bench: wasm native $(BUILD)/tests.wasm
 KERNELS_REPS ?= 15
 $(BUILD)/bench-kernels.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
-	$(WASM_CC) $(WASI_CFLAGS) -o $@ $(CORE_SRC) bench/kernels.c
+	$(WASM_CC) $(WASI_CFLAGS) -O3 -o $@ $(CORE_SRC) bench/kernels.c
 $(BUILD)/bench-kernels-relaxed.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
-	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) bench/kernels.c
+	$(WASM_CC) $(WASI_CFLAGS) -O3 -mrelaxed-simd -o $@ $(CORE_SRC) bench/kernels.c
 bench-kernels: $(BUILD)/bench-kernels.wasm $(BUILD)/bench-kernels-relaxed.wasm wasm/probe-relaxed.wasm
 	node --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels.wasm $(KERNELS_REPS)
 	@if node --experimental-wasm-relaxed-simd tools/probe-relaxed.mjs; then \

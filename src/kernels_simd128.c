@@ -866,7 +866,7 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
      * where it is used, so without a store in between it issued all 20 of a
      * group's loads first and spilled them (a half group per iteration, the
      * former loop, took 81 instructions per 64 weights, with its sums carried
-     * across iterations). With the stores: 104 per 128 weights, no spills;
+     * across iterations). With the stores: 104-113 per 128 weights (-O2, -O3), few spills;
      * make bench-kernels, 2048 x 1024, in the same runs: from 0.7-1.0x to
      * 0.6x gemv_q4_0's time for 1-3 tokens. (The native builds compile the
      * stores too: the same code on both sides of the wasm/native ratio.) */
