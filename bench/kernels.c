@@ -64,6 +64,19 @@ static void q4_i16x4(uint32_t nt) {
         K->gemm_i16x4(N, P, pb, PANEL, X16, pb, nt, Y + r, rows4);
     }
 }
+/* the relaxed build's batch paths on q4g rows: a panel unpacked to i8x4
+ * and the byte tile (forward.c before gemm_q4gb), against gemm_q4gb */
+static uint8_t *XB;
+static void q4g_i8x4(uint32_t nt) {
+    uint64_t rb = N / 32 * sizeof(block_q4_0), pb = wlm_q4_i8x4_row_bytes(N);
+    for (uint32_t r = 0; r < rows4; r += PANEL) {
+        for (int i = 0; i < PANEL; i++) K->unpack_q4g_i8x4(W4G + (r + i) * rb, P + i * pb, N);
+        K->gemm_q4_i8x4(N, P, pb, PANEL, XA, wlm_act_i8x4_row_bytes(N), nt, Y + r, rows4);
+    }
+}
+static void q4g_batch(uint32_t nt) {
+    K->gemm_q4gb(N, W4G, N / 32 * sizeof(block_q4_0), rows4, X8, N / 32 * sizeof(block_q8_0), XB, nt, Y, rows4);
+}
 static void q4_i8x4(uint32_t nt) {
     uint64_t rb = N / 32 * sizeof(block_q4_0), pb = wlm_q4_i8x4_row_bytes(N);
     for (uint32_t r = 0; r < rows4; r += PANEL) {
@@ -134,6 +147,7 @@ int main(int argc, char **argv) {
     X16 = malloc(MAXT * wlm_i16x4_row_bytes(N));
     XA = malloc(MAXT * wlm_act_i8x4_row_bytes(N));
     XK = malloc(MAXT * N / QK_K * sizeof(block_q8_k));
+    XB = malloc(MAXT / 4 * wlm_q4gb_chunk_bytes(N));
     float x[N];
     for (int t = 0; t < MAXT; t++) {
         for (int i = 0; i < N; i++) x[i] = rndf();
@@ -144,6 +158,7 @@ int main(int argc, char **argv) {
         if (K->gemm_q4_i8x4) K->act_q4g(q, XA + t * wlm_act_i8x4_row_bytes(N), N, 0, N / 32);   /* relaxed: the i8x4 form */
         K->act_q4g(q, XG + t * wlm_i16eo_row_bytes(N), N, 0, N / 32);
         wlm_quantize_row_q8_k(x, (block_q8_k *)XK + t * (N / QK_K), N);
+        if (K->act_q4gb) K->act_q4gb(q, XB, N, (uint32_t)t);
     }
     P = malloc(PANEL * wlm_i16x4_row_bytes(N));
     Y = malloc(sizeof(float) * N * MAXT);
@@ -155,6 +170,14 @@ int main(int argc, char **argv) {
         const char *names[] = { "gemv Q4_0", "gemv q4g" };
         variant v[] = { q4_gemv, q4g_gemv };
         compare("Q4_0 decode 2048x1024", names, v, 2, nt, rows4, reps);
+    }
+    if (K->gemm_q4gb) {
+        static const uint32_t BT[] = { 2, 3, 4, 8, 16, 64 };
+        for (unsigned i = 0; i < sizeof BT / sizeof BT[0]; i++) {
+            const char *names[] = { "q4gb", "i8x4 tile", "gemv q4g" };
+            variant v[] = { q4g_batch, q4g_i8x4, q4g_gemv };
+            compare("Q4_0 q4g batch 2048x1024", names, v, BT[i] > 8 ? 2 : 3, BT[i], rows4, reps);
+        }
     }
     static const uint32_t NT[] = { 1, 2, 3, 4, 8, 64 };
     for (unsigned i = 0; i < sizeof NT / sizeof NT[0]; i++) {

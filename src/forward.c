@@ -42,7 +42,7 @@ typedef struct plan {
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
              off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen, off_sort,
              off_sseq, off_tok, off_aidx, off_spec;
-    uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16, act8_off;
+    uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16, act8_off, off_actb;
 } plan;
 
 static uint64_t reserve(plan *p, uint64_t bytes) {
@@ -101,6 +101,9 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.act8_off = WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
     pl.act16_row_bytes = pl.act8_off + WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
     pl.off_act16 = reserve(&pl, B * pl.act16_row_bytes);
+    /* [kernels, relaxed SIMD] a batch's input in the q4gb form of gemm_q4gb
+     * (q4g weights), chunks of four tokens */
+    pl.off_actb = reserve(&pl, (B + 3) / 4 * wlm_q4gb_chunk_bytes((uint32_t)widest));
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
     pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
@@ -169,6 +172,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->wrow = mem + pl.off_wrow;
     c->wrow_bytes = pl.wrow_bytes;
     c->act16 = mem + pl.off_act16; c->act16_row_bytes = pl.act16_row_bytes; c->act8_off = pl.act8_off;
+    c->act_b = mem + pl.off_actb;
     c->n_thr = 1;
     c->logits = (float *)(mem + pl.off_logits);
     c->att_tile = (float *)(mem + pl.off_tile);
@@ -229,7 +233,7 @@ static float rms_scale(const float *x, uint32_t n, float eps) {
  * act_q4g forms convert block by block (act_q4g group by group), so they
  * are split across threads within one token; the batch forms come with
  * n_tok > 1, where act_step splits by tokens. */
-enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_G = 16 };
+enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_G = 16, NEED_B = 32 };
 
 /* The most tokens a Q8_0/Q4_0 product takes through gemv (each weight
  * block widened in registers for every token); more go through a tiled
@@ -250,6 +254,7 @@ static uint32_t needs_of(const wlm_ctx *c, const wlm_tensor *w, uint32_t n_tok) 
     case GGML_Q8_0:
         if (w->type != GGML_Q8_0 && w->type != GGML_Q4_0) return NEED_Q8;
         if (n_tok <= gemv_max_tok(c, w)) return NEED_Q8 | (w->q4g ? NEED_G : NEED_I16);
+        if (w->q4g && c->k->gemm_q4gb) return NEED_Q8 | NEED_B;
         return NEED_Q8 | (w->type == GGML_Q4_0 && c->k->gemm_q4_i8x4 ? NEED_G : NEED_X4);
     case GGML_Q8_K: return NEED_QK;
     default: return 0;
@@ -286,6 +291,7 @@ static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const w
         if (need & NEED_X4) c->k->unpack_i16x4(GGML_Q8_0, q8, x16, n);
         if ((need & NEED_G) && c->k->act_q4g) /* (the scalar gemv_q4g reads the Q8_0 blocks) */
             c->k->act_q4g((const block_q8_0 *)q8, x16 + c->act8_off, n, lo / QK8_0, hi / QK8_0);
+        if (need & NEED_B) c->k->act_q4gb((const block_q8_0 *)q8, c->act_b, n, t);   /* (a batch: the whole row) */
     }
 }
 
@@ -325,6 +331,12 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
         wlm_gemv_fn gemv = W->q4g ? c->k->gemv_q4g : W->type == GGML_Q4_0 ? c->k->gemv_q4_0 : c->k->gemv_q8_0;
         const uint8_t *x16 = c->act16 + (W->q4g ? c->act8_off : 0);
         gemv(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, x16, c->act16_row_bytes, n_tok, y + r0, rows);
+        return;
+    }
+    if (W->q4g && c->k->gemm_q4gb) {
+        /* relaxed SIMD, q4g rows: one row at a time against the batch's
+         * q4gb form, no unpacked copy (bit for bit dot_q4_0) */
+        c->k->gemm_q4gb(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, xs, xstride, c->act_b, n_tok, y + r0, rows);
         return;
     }
     if (W->type == GGML_Q4_0 && c->k->gemm_q4_i8x4) {

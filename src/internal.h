@@ -213,6 +213,14 @@ typedef struct wlm_kernels {
     void (*q4g_from_q4_0)(uint8_t *row, uint32_t n);
     /* wlm_unpack_q4g_i8x4, the same bytes (with gemm_q4_i8x4; NULL elsewhere) */
     void (*unpack_q4g_i8x4)(const uint8_t *row, uint8_t *out, uint32_t n);
+    /* Batches of q4g rows with relaxed SIMD (NULL elsewhere): y[t * ys + r] =
+     * row r of w (rows ws bytes apart) . token t for r < nr, t < nt, token t
+     * in the q4gb form at xb (act_q4gb, the bytes of wlm_act_q4gb_row) and
+     * as Q8_0 blocks at x8 + t * x8s. Each row is read once for the batch,
+     * with no unpacked copy. Equal bit for bit to wlm_dot_q4g. */
+    void (*gemm_q4gb)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
+                      const uint8_t *xb, uint32_t nt, float *y, uint64_t ys);
+    void (*act_q4gb)(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t t);
     /* Small batches of F16 weights: y[t * ys + r] = row r of w (rows ws
      * bytes apart) . float row x + t * xs (xs in floats) for r < nr,
      * t < nt; each 16 halves converted once for every token. Equal bit for
@@ -353,6 +361,17 @@ static inline uint32_t wlm_i16g_pos(uint32_t b, uint32_t nb, uint32_t k) {
  * same values (the type WLM_Q4G for the former) */
 #define WLM_Q4G 0x100u
 void wlm_unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n);
+/* The q4gb form of a batch of activations for gemm_q4gb (relaxed SIMD):
+ * tokens in chunks of four, a chunk wlm_q4gb_chunk_bytes(n) bytes; in a
+ * chunk, whole groups of four blocks (n / 128 of them) of 640 bytes each:
+ * byte 64v + 16j + 4i + m holds value 4v + m of block 4g + i of the
+ * chunk's token j (v < 8: the i8x4 form's vectors; j, i, m < 4),
+ * then at 512 + 16j the four block scales of token j as floats and at
+ * 576 + 16j eight times its four exact block sums as int32. Blocks after
+ * the last group are not in the form (the kernel reads their Q8_0 blocks).
+ * wlm_act_q4gb_row writes token t's part (its slots only). */
+static inline uint64_t wlm_q4gb_chunk_bytes(uint32_t n) { return (uint64_t)(n / 128) * 640; }
+void wlm_act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t t);
 /* repacks a loaded model's Q4_0 matrices into q4g (wlm_model_load_inplace
  * does it in the SIMD builds; tests call it to run the q4g paths anywhere) */
 void wlm_model_repack_q4g(wlm_model *m);
@@ -430,6 +449,7 @@ struct wlm_ctx {
     uint8_t *act16;        /* int8 activations widened to int16 + float scales (prefill) */
     uint64_t act16_row_bytes;
     uint64_t act8_off;      /* the i8x4 form of the same rows, at act16 + row * act16_row_bytes + act8_off */
+    uint8_t *act_b;         /* a batch's input in the q4gb form (relaxed SIMD, q4g weights) */
     uint64_t wrow_bytes;   /* bytes of one thread's wrow */
     wlm_pool *pool; uint32_t n_thr; /* threads running matmul/attention (1 = inline) */
     float *logits; uint32_t n_logits;

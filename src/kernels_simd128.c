@@ -930,6 +930,115 @@ static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, con
     }
 }
 
+#if WLM_RELAXED
+/* ---- relaxed-SIMD batches of q4g rows: the q4gb form --------------------------------
+ * A batch of tokens goes to q4g rows in chunks of WLM_Q4GB_T = 4 tokens. The
+ * activations of a chunk are laid out group by group, 640 bytes a group
+ * (wlm_act_q4gb_row writes them, one token at a time):
+ *   bytes 64v + 16j        i8x4 vector v (0..7) of token j of the chunk
+ *   bytes 512 + 16j        the four block scales of token j (floats)
+ *   bytes 576 + 16j        8 * the four block sums of token j (int32)
+ * so that everything one group of one row needs for the four tokens lies at
+ * fixed offsets from one pointer. One row at a time, in memory order (the
+ * weights stream from memory as in decode; the second chunk of a batch finds
+ * the row in L1): each 16-byte slice of a group is loaded once for the
+ * chunk, its nibbles split once, and multiplied by the four tokens' vectors
+ * (relaxed dots adding up in int16, as gemv_q4g does). No unpacked copy of
+ * the weights in memory (the i8x4 tile needs one per panel of rows: 20 % of
+ * a best-of-8 step went to writing it). The float steps are gemv_q4g's, so
+ * every result equals dot_q4_0 on the blocks before the repack, bit for bit. */
+static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t n, const uint8_t *w,
+                                                               const uint8_t *x8, uint64_t x8s, const uint8_t *xb,
+                                                               float *y, uint64_t ys) {
+    uint32_t nb = n / 32, ng = nb / 4;
+    const v128_t m4 = wasm_i8x16_splat(15);
+    v128_t acc[4], bad = wasm_i32x4_splat(0);
+    for (int t = 0; t < T; t++) acc[t] = wasm_f32x4_splat(0);
+    const uint8_t *wp = w, *xp = xb;
+#pragma clang loop unroll(disable)
+    for (uint32_t g = 0; g < ng; g++, wp += 72, xp += 640) {
+        v128_t s[4];
+        for (int t = 0; t < T; t++) s[t] = wasm_i16x8_splat(0);
+        const uint8_t *sp = wp + 8, *xq = xp;
+#pragma clang loop unroll(disable)
+        for (int p = 0; p < 4; p++, sp += 16, xq += 64) {
+            v128_t q = wasm_v128_load(sp), lo = wasm_v128_and(q, m4), hi = hi_nibbles(q);
+            for (int t = 0; t < T; t++)
+                s[t] = wasm_i16x8_add(s[t], wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 16 * t), lo),
+                                                           wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 256 + 16 * t), hi)));
+        }
+        v128_t dw = q4g_scales(wp, &bad);
+        for (int t = 0; t < T; t++) {
+            v128_t is = wasm_i32x4_sub(wasm_i32x4_extadd_pairwise_i16x8(s[t]), wasm_v128_load(xp + 576 + 16 * t));
+            v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(xp + 512 + 16 * t));
+            acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(is)));
+        }
+    }
+    for (int t = 0; t < T; t++) {
+        const block_q8_0 *xt = (const block_q8_0 *)(x8 + t * x8s);
+        float res = fold_lanes(acc[t]);
+        for (uint32_t k = ng * 4; k < nb; k++) {   /* blocks after the last group: plain Q4_0 */
+            const uint8_t *blk = w + (uint64_t)k * sizeof(block_q4_0);
+            v128_t q = wasm_v128_load(blk + 2);
+            v128_t x0 = wasm_v128_load(xt[k].qs), x1 = wasm_v128_load(xt[k].qs + 16);
+            int32_t is = lanes_sum_i32(wasm_i32x4_extadd_pairwise_i16x8(
+                wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(x0, wasm_v128_and(q, m4)),
+                               wasm_i16x8_relaxed_dot_i8x16_i7x16(x1, hi_nibbles(q)))));
+            int32_t sx = lanes_sum_i32(wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(x0)),
+                                                      wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(x1))));
+            uint16_t h; __builtin_memcpy(&h, blk, 2);
+            res += (wlm_f16_to_f32(h) * wlm_f16_to_f32(xt[k].d)) * (float)(is - 8 * sx);
+        }
+        y[t * ys] = res;
+    }
+    if (scales_nonfinite(bad)) /* an infinite or NaN weight scale: the exact conversion */
+        for (int t = 0; t < T; t++) y[t * ys] = wlm_dot_q4g(n, w, (const block_q8_0 *)(x8 + t * x8s));
+}
+
+static void gemm_q4gb(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
+                      const uint8_t *xb, uint32_t nt, float *y, uint64_t ys) {
+    uint64_t cs = wlm_q4gb_chunk_bytes(n);
+    for (uint32_t r = 0; r < nr; r++) {
+        const uint8_t *wr = w + r * ws;
+        uint32_t t = 0;
+        for (; t + 4 <= nt; t += 4) gemm_q4gb_row(4, n, wr, x8 + t * x8s, x8s, xb + t / 4 * cs, y + t * ys + r, ys);
+        const uint8_t *xc = xb + t / 4 * cs;
+        switch (nt - t) {
+        case 3: gemm_q4gb_row(3, n, wr, x8 + t * x8s, x8s, xc, y + t * ys + r, ys); break;
+        case 2: gemm_q4gb_row(2, n, wr, x8 + t * x8s, x8s, xc, y + t * ys + r, ys); break;
+        case 1: gemm_q4gb_row(1, n, wr, x8 + t * x8s, x8s, xc, y + t * ys + r, ys); break;
+        }
+    }
+}
+
+/* wlm_act_q4gb_row: token t's groups in the q4gb form of its chunk */
+static void act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t t) {
+    uint32_t ng = n / 128;
+    uint8_t *o = xb + t / 4 * wlm_q4gb_chunk_bytes(n) + 16 * (t % 4);
+    for (uint32_t g = 0; g < ng; g++, o += 640, x += 4) {
+        for (int h = 0; h < 2; h++) {   /* vectors 4h..4h+3: the four blocks' bytes 16h.. by 4-byte lanes */
+            v128_t b0 = wasm_v128_load(x[0].qs + 16 * h), b1 = wasm_v128_load(x[1].qs + 16 * h);
+            v128_t b2 = wasm_v128_load(x[2].qs + 16 * h), b3 = wasm_v128_load(x[3].qs + 16 * h);
+            v128_t t0 = wasm_i32x4_shuffle(b0, b1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(b0, b1, 2, 6, 3, 7);
+            v128_t t2 = wasm_i32x4_shuffle(b2, b3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(b2, b3, 2, 6, 3, 7);
+            uint8_t *v = o + 256 * h;
+            wasm_v128_store(v, wasm_i64x2_shuffle(t0, t2, 0, 2));
+            wasm_v128_store(v + 64, wasm_i64x2_shuffle(t0, t2, 1, 3));
+            wasm_v128_store(v + 128, wasm_i64x2_shuffle(t1, t3, 0, 2));
+            wasm_v128_store(v + 192, wasm_i64x2_shuffle(t1, t3, 1, 3));
+        }
+        int32_t s[4];
+        for (int i = 0; i < 4; i++) {
+            v128_t a = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs))),
+                                      wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs + 16))));
+            s[i] = 8 * lanes_sum_i32(a);
+        }
+        wasm_v128_store(o + 576, wasm_v128_load(s));
+        block_scales((const uint8_t *)x, sizeof(block_q8_0), 4, (float *)(o + 512));
+    }
+}
+#endif
+
 #if !WLM_RELAXED
 /* wlm_act_i16g_blocks: per group the i8x4 vectors (store_t4), then their
  * even and odd bytes sign-extended to int16 lanes */
@@ -1164,7 +1273,7 @@ const wlm_kernels wlm_kernels_simd128 = {
 #endif
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = q4g_from_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 #if WLM_RELAXED
-    .act_q4g = act_i8x4_blocks, .unpack_q4g_i8x4 = unpack_q4g_i8x4,
+    .act_q4g = act_i8x4_blocks, .unpack_q4g_i8x4 = unpack_q4g_i8x4, .gemm_q4gb = gemm_q4gb, .act_q4gb = act_q4gb_row,
 #else
     .act_q4g = act_i16g,
 #endif

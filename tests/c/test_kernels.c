@@ -1649,6 +1649,85 @@ TEST(kernels_gemv_q4g_equals_row_dots) {
     free(xa);
 }
 
+/* The q4gb form (batches of q4g rows, relaxed SIMD) against its documented
+ * layout, and every set's writer against the reference; then gemm_q4gb
+ * equals the scalar dot_q4_0 of the rows before the repack, bit for bit,
+ * for any row count and any token count (whole chunks of four and the
+ * remainders), with extreme values, tail blocks after the last group and
+ * subnormal, infinite or NaN weight scales */
+TEST(kernels_gemm_q4gb_equals_row_dots) {
+    enum { MAXB = 41, MAXR = 9, MAXT = 11, YS = MAXR + 3 };
+    static block_q8_0 x8[MAXT][MAXB];
+    static block_q4_0 w4[MAXR][MAXB];
+    static uint8_t wg[MAXR][MAXB * sizeof(block_q4_0)];
+    uint64_t cb = wlm_q4gb_chunk_bytes(MAXB * 32), xbytes = (MAXT + 3) / 4 * cb;
+    uint8_t *ref = malloc(xbytes), *got = malloc(xbytes);
+    static const uint32_t NB[] = { 1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 41 };
+    int checked = 0, sets = 0;
+    for (int k = 0; k < N_SETS; k++) sets += SETS[k]->gemm_q4gb != NULL;
+    for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
+        uint32_t nb = NB[si], n = nb * 32, ng = nb / 4;
+        uint64_t cs = wlm_q4gb_chunk_bytes(n);
+        for (int rep = 0; rep < 6; rep++) {
+            rand_tokens(&x8[0][0], MAXB, MAXT, nb, rep % 3 == 2);
+            memset(ref, 0x5a, xbytes);
+            for (uint32_t t = 0; t < MAXT; t++) wlm_act_q4gb_row(x8[t], ref, n, t);
+            for (uint32_t t = 0; t < MAXT; t++)   /* the documented layout */
+                for (uint32_t g = 0; g < ng; g++) {
+                    const uint8_t *o = ref + t / 4 * cs + g * 640;
+                    uint32_t j = t % 4;
+                    for (uint32_t i = 0; i < 4; i++) {
+                        const block_q8_0 *B = &x8[t][4 * g + i];
+                        int32_t s = 0, s8; float d;
+                        for (uint32_t v = 0; v < 8; v++)
+                            for (uint32_t m = 0; m < 4; m++) {
+                                CHECK((int8_t)o[64 * v + 16 * j + 4 * i + m] == B->qs[4 * v + m]);
+                                s += B->qs[4 * v + m];
+                            }
+                        memcpy(&d, o + 512 + 16 * j + 4 * i, 4);
+                        memcpy(&s8, o + 576 + 16 * j + 4 * i, 4);
+                        CHECK(fbits(d) == fbits(wlm_f16_to_f32(B->d)) && s8 == 8 * s);
+                    }
+                }
+            for (int k = 0; k < N_SETS; k++) {
+                if (!SETS[k]->act_q4gb) continue;
+                memset(got, 0x5a, xbytes);
+                for (uint32_t t = MAXT; t-- > 0;) SETS[k]->act_q4gb(x8[t], got, n, t);   /* any order: each token its own slots */
+                CHECKF(memcmp(got, ref, (MAXT + 3) / 4 * cs) == 0, "%s act_q4gb nb=%u", SETS[k]->name, nb);
+            }
+            for (int r = 0; r < MAXR; r++) {
+                for (uint32_t b = 0; b < nb; b++) {
+                    rand_q4_block(&w4[r][b], rep % 3 == 1 ? (int)(tst_rand() % 4) : 0);
+                    if (rep >= 3 && tst_rand() % 7 == 0) w4[r][b].d = odd_scale();
+                }
+                memcpy(wg[r], w4[r], nb * sizeof(block_q4_0));
+                wlm_q4g_from_q4_0(wg[r], n);
+            }
+            for (int k = 0; k < N_SETS; k++) {
+                if (!SETS[k]->gemm_q4gb) continue;
+                for (uint32_t nr = 1; nr <= MAXR; nr += 4)
+                    for (uint32_t nt = 1; nt <= MAXT; nt++) {
+                        float y[MAXT * YS];
+                        for (int i = 0; i < MAXT * YS; i++) y[i] = -1.0f;
+                        SETS[k]->gemm_q4gb(n, wg[0], sizeof wg[0], nr, (const uint8_t *)x8, sizeof x8[0], ref, nt, y, YS);
+                        for (uint32_t t = 0; t < MAXT; t++)
+                            for (uint32_t r = 0; r < YS; r++) {
+                                if (t >= nt || r >= nr) { CHECK(y[t * YS + r] == -1.0f); continue; }
+                                float want = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t]);
+                                CHECKF(same_float(y[t * YS + r], want), "%s gemm_q4gb nb=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
+                                       SETS[k]->name, nb, nr, nt, r, t, y[t * YS + r], want);
+                                checked++;
+                            }
+                    }
+            }
+        }
+    }
+    if (!sets) printf("  no kernel set here has gemm_q4gb (relaxed SIMD only); the reference layout checked\n");
+    else printf("  %d row-token dots checked in %d set(s)\n", checked, sets);
+    CHECK(!sets || checked > 20000);
+    free(ref); free(got);
+}
+
 /* the small-batch F16 kernel equals dot_f16 per (row, token) and the row
  * conversion equals wlm_f16_to_f32 per half, in every kernel set, for any
  * length, row and token count, with subnormal, infinite and NaN halves */
