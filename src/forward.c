@@ -282,7 +282,7 @@ static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const w
             for (uint32_t i = lo; i < hi; i++) y[i] = (x[i] * s) * w[i];
         }
         uint8_t *q8 = c->act + t * c->act_row_bytes;
-        if (need & NEED_Q8) wlm_quantize_row_q8_0(y + lo, (block_q8_0 *)q8 + lo / QK8_0, hi - lo);
+        if (need & NEED_Q8) c->k->quantize_q8_0(y + lo, (block_q8_0 *)q8 + lo / QK8_0, hi - lo);
         if (need & NEED_QK) wlm_quantize_row_q8_k(y + lo, (block_q8_k *)(c->act_k + t * c->act_row_bytes) + lo / QK_K, hi - lo);
         uint8_t *x16 = c->act16 + t * c->act16_row_bytes;
         /* (i16eo and i16x4 share the row's start: no product reads both at

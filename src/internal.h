@@ -254,6 +254,8 @@ typedef struct wlm_kernels {
     void (*exp_shift)(uint32_t n, float *y, float m);
     /* a[i] = wlm_silu(a[i]) * b[i] (the SwiGLU gate): the same bits in every set */
     void (*silu_mul)(uint32_t n, float *a, const float *b);
+    /* wlm_quantize_row_q8_0, the same bytes (the activations of every Q8_0 / Q4_0 product) */
+    void (*quantize_q8_0)(const float *x, block_q8_0 *y, uint32_t n);
     /* Attention's value accumulation over a tile: for i < n in order,
      * axpy(hd, e[i], row idx[i] of v (hd floats, or halves with f16), out),
      * the same bits as those axpy calls one by one */
@@ -370,7 +372,10 @@ void wlm_unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n);
  * 576 + 16j eight times its four exact block sums as int32. Blocks after
  * the last group are not in the form (the kernel reads their Q8_0 blocks).
  * wlm_act_q4gb_row writes token t's part (its slots only). */
-static inline uint64_t wlm_q4gb_chunk_bytes(uint32_t n) { return (uint64_t)(n / 128) * 640; }
+/* tokens a chunk (8 measured slower: the kernel's 8 int16 sums, 8 float
+ * accumulators and the loaded vectors do not fit V8's 15 registers) */
+#define WLM_Q4GB_T 4
+static inline uint64_t wlm_q4gb_chunk_bytes(uint32_t n) { return (uint64_t)(n / 128) * 160 * WLM_Q4GB_T; }
 void wlm_act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t t);
 /* repacks a loaded model's Q4_0 matrices into q4g (wlm_model_load_inplace
  * does it in the SIMD builds; tests call it to run the q4g paths anywhere) */

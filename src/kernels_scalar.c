@@ -257,6 +257,7 @@ const wlm_kernels wlm_kernels_scalar = {
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = wlm_q4g_from_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
+    .quantize_q8_0 = wlm_quantize_row_q8_0,
     .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
 };
 

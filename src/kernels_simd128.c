@@ -946,31 +946,38 @@ static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, con
  * (relaxed dots adding up in int16, as gemv_q4g does). No unpacked copy of
  * the weights in memory (the i8x4 tile needs one per panel of rows: 20 % of
  * a best-of-8 step went to writing it). The float steps are gemv_q4g's, so
- * every result equals dot_q4_0 on the blocks before the repack, bit for bit. */
+ * every result equals dot_q4_0 on the blocks before the repack, bit for bit.
+ * A row's scales are checked for infinities / NaNs once, before its chunks
+ * (the loop's 4-op half conversion holds for finite halves; such a row takes
+ * wlm_dot_q4g): a running check inside the loop held one more register,
+ * and V8 then spilled the accumulators (make bench-kernels: 5 % slower). */
+
+/* one row against T tokens of a chunk; the row's scales are finite */
 static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t n, const uint8_t *w,
                                                                const uint8_t *x8, uint64_t x8s, const uint8_t *xb,
                                                                float *y, uint64_t ys) {
     uint32_t nb = n / 32, ng = nb / 4;
     const v128_t m4 = wasm_i8x16_splat(15);
-    v128_t acc[4], bad = wasm_i32x4_splat(0);
+    v128_t acc[WLM_Q4GB_T];
     for (int t = 0; t < T; t++) acc[t] = wasm_f32x4_splat(0);
     const uint8_t *wp = w, *xp = xb;
 #pragma clang loop unroll(disable)
-    for (uint32_t g = 0; g < ng; g++, wp += 72, xp += 640) {
-        v128_t s[4];
+    for (uint32_t g = 0; g < ng; g++, wp += 72, xp += 160 * WLM_Q4GB_T) {
+        v128_t s[WLM_Q4GB_T];
         for (int t = 0; t < T; t++) s[t] = wasm_i16x8_splat(0);
         const uint8_t *sp = wp + 8, *xq = xp;
 #pragma clang loop unroll(disable)
-        for (int p = 0; p < 4; p++, sp += 16, xq += 64) {
+        for (int p = 0; p < 4; p++, sp += 16, xq += 16 * WLM_Q4GB_T) {
             v128_t q = wasm_v128_load(sp), lo = wasm_v128_and(q, m4), hi = hi_nibbles(q);
             for (int t = 0; t < T; t++)
                 s[t] = wasm_i16x8_add(s[t], wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 16 * t), lo),
-                                                           wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 256 + 16 * t), hi)));
+                                                           wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 64 * WLM_Q4GB_T + 16 * t), hi)));
         }
-        v128_t dw = q4g_scales(wp, &bad);
+        v128_t h = wasm_i32x4_shl(wasm_u32x4_load16x4(wp), 16);
+        v128_t dw = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(h, 3), wasm_i32x4_splat((int32_t)0x8fffe000u)), wasm_f32x4_splat(0x1p112f));
         for (int t = 0; t < T; t++) {
-            v128_t is = wasm_i32x4_sub(wasm_i32x4_extadd_pairwise_i16x8(s[t]), wasm_v128_load(xp + 576 + 16 * t));
-            v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(xp + 512 + 16 * t));
+            v128_t is = wasm_i32x4_sub(wasm_i32x4_extadd_pairwise_i16x8(s[t]), wasm_v128_load(xp + 144 * WLM_Q4GB_T + 16 * t));
+            v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(xp + 128 * WLM_Q4GB_T + 16 * t));
             acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(is)));
         }
     }
@@ -986,13 +993,19 @@ static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t 
                                wasm_i16x8_relaxed_dot_i8x16_i7x16(x1, hi_nibbles(q)))));
             int32_t sx = lanes_sum_i32(wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(x0)),
                                                       wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(x1))));
-            uint16_t h; __builtin_memcpy(&h, blk, 2);
-            res += (wlm_f16_to_f32(h) * wlm_f16_to_f32(xt[k].d)) * (float)(is - 8 * sx);
+            uint16_t hh; __builtin_memcpy(&hh, blk, 2);
+            res += (wlm_f16_to_f32(hh) * wlm_f16_to_f32(xt[k].d)) * (float)(is - 8 * sx);
         }
         y[t * ys] = res;
     }
-    if (scales_nonfinite(bad)) /* an infinite or NaN weight scale: the exact conversion */
-        for (int t = 0; t < T; t++) y[t * ys] = wlm_dot_q4g(n, w, (const block_q8_0 *)(x8 + t * x8s));
+}
+
+/* whether any of the f16 scales of a q4g row's groups is infinite or NaN
+ * (the kernel's fast conversion holds for finite halves only) */
+static int q4g_row_nonfinite(const uint8_t *w, uint32_t ng) {
+    v128_t bad = wasm_i32x4_splat(0);
+    for (uint32_t g = 0; g < ng; g++) bad = wasm_u32x4_max(bad, wasm_i32x4_shl(wasm_u32x4_load16x4(w + (uint64_t)g * 72), 17));
+    return scales_nonfinite(bad);
 }
 
 static void gemm_q4gb(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
@@ -1000,9 +1013,13 @@ static void gemm_q4gb(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, co
     uint64_t cs = wlm_q4gb_chunk_bytes(n);
     for (uint32_t r = 0; r < nr; r++) {
         const uint8_t *wr = w + r * ws;
+        if (q4g_row_nonfinite(wr, n / 128)) {   /* the exact conversion */
+            for (uint32_t t = 0; t < nt; t++) y[t * ys + r] = wlm_dot_q4g(n, wr, (const block_q8_0 *)(x8 + t * x8s));
+            continue;
+        }
         uint32_t t = 0;
-        for (; t + 4 <= nt; t += 4) gemm_q4gb_row(4, n, wr, x8 + t * x8s, x8s, xb + t / 4 * cs, y + t * ys + r, ys);
-        const uint8_t *xc = xb + t / 4 * cs;
+        for (; t + WLM_Q4GB_T <= nt; t += WLM_Q4GB_T) gemm_q4gb_row(WLM_Q4GB_T, n, wr, x8 + t * x8s, x8s, xb + t / WLM_Q4GB_T * cs, y + t * ys + r, ys);
+        const uint8_t *xc = xb + t / WLM_Q4GB_T * cs;
         switch (nt - t) {
         case 3: gemm_q4gb_row(3, n, wr, x8 + t * x8s, x8s, xc, y + t * ys + r, ys); break;
         case 2: gemm_q4gb_row(2, n, wr, x8 + t * x8s, x8s, xc, y + t * ys + r, ys); break;
@@ -1014,18 +1031,18 @@ static void gemm_q4gb(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, co
 /* wlm_act_q4gb_row: token t's groups in the q4gb form of its chunk */
 static void act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t t) {
     uint32_t ng = n / 128;
-    uint8_t *o = xb + t / 4 * wlm_q4gb_chunk_bytes(n) + 16 * (t % 4);
-    for (uint32_t g = 0; g < ng; g++, o += 640, x += 4) {
+    uint8_t *o = xb + t / WLM_Q4GB_T * wlm_q4gb_chunk_bytes(n) + 16 * (t % WLM_Q4GB_T);
+    for (uint32_t g = 0; g < ng; g++, o += 160 * WLM_Q4GB_T, x += 4) {
         for (int h = 0; h < 2; h++) {   /* vectors 4h..4h+3: the four blocks' bytes 16h.. by 4-byte lanes */
             v128_t b0 = wasm_v128_load(x[0].qs + 16 * h), b1 = wasm_v128_load(x[1].qs + 16 * h);
             v128_t b2 = wasm_v128_load(x[2].qs + 16 * h), b3 = wasm_v128_load(x[3].qs + 16 * h);
             v128_t t0 = wasm_i32x4_shuffle(b0, b1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(b0, b1, 2, 6, 3, 7);
             v128_t t2 = wasm_i32x4_shuffle(b2, b3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(b2, b3, 2, 6, 3, 7);
-            uint8_t *v = o + 256 * h;
+            uint8_t *v = o + 64 * WLM_Q4GB_T * h;
             wasm_v128_store(v, wasm_i64x2_shuffle(t0, t2, 0, 2));
-            wasm_v128_store(v + 64, wasm_i64x2_shuffle(t0, t2, 1, 3));
-            wasm_v128_store(v + 128, wasm_i64x2_shuffle(t1, t3, 0, 2));
-            wasm_v128_store(v + 192, wasm_i64x2_shuffle(t1, t3, 1, 3));
+            wasm_v128_store(v + 16 * WLM_Q4GB_T, wasm_i64x2_shuffle(t0, t2, 1, 3));
+            wasm_v128_store(v + 32 * WLM_Q4GB_T, wasm_i64x2_shuffle(t1, t3, 0, 2));
+            wasm_v128_store(v + 48 * WLM_Q4GB_T, wasm_i64x2_shuffle(t1, t3, 1, 3));
         }
         int32_t s[4];
         for (int i = 0; i < 4; i++) {
@@ -1033,8 +1050,8 @@ static void act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t 
                                       wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs + 16))));
             s[i] = 8 * lanes_sum_i32(a);
         }
-        wasm_v128_store(o + 576, wasm_v128_load(s));
-        block_scales((const uint8_t *)x, sizeof(block_q8_0), 4, (float *)(o + 512));
+        wasm_v128_store(o + 144 * WLM_Q4GB_T, wasm_v128_load(s));
+        block_scales((const uint8_t *)x, sizeof(block_q8_0), 4, (float *)(o + 128 * WLM_Q4GB_T));
     }
 }
 #endif
@@ -1249,6 +1266,34 @@ static void silu_mul(uint32_t n, float *a, const float *b) {
     for (; i < n; i++) a[i] = wlm_silu(a[i]) * b[i];
 }
 
+/* wlm_quantize_row_q8_0, 4 lanes at a time, the same bits: amax of |v|
+ * (lane maxima that skip NaN as the scalar compare does), the scale from
+ * the scalar formula, then each v * id rounded half away from zero (trunc,
+ * +1 where the fraction is >= 0.5, the sign put back) and narrowed */
+static void quantize_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
+    const v128_t absm = wasm_i32x4_splat(0x7fffffff), half = wasm_f32x4_splat(0.5f);
+    for (uint32_t b = 0; b < n / QK8_0; b++) {
+        const float *v = x + b * QK8_0;
+        v128_t m = wasm_f32x4_splat(0);
+        for (int j = 0; j < 8; j++) m = wasm_f32x4_pmax(m, wasm_v128_and(wasm_v128_load(v + 4 * j), absm));
+        m = wasm_f32x4_pmax(m, wasm_i32x4_shuffle(m, m, 2, 3, 0, 1));
+        m = wasm_f32x4_pmax(m, wasm_i32x4_shuffle(m, m, 1, 0, 3, 2));
+        float amax = wasm_f32x4_extract_lane(m, 0);
+        float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
+        y[b].d = wlm_f32_to_f16(d);
+        v128_t vid = wasm_f32x4_splat(id), q[8];
+        for (int j = 0; j < 8; j++) {
+            v128_t p = wasm_f32x4_mul(wasm_v128_load(v + 4 * j), vid), a = wasm_v128_and(p, absm);
+            v128_t i = wasm_i32x4_trunc_sat_f32x4(a);
+            i = wasm_i32x4_sub(i, wasm_f32x4_ge(wasm_f32x4_sub(a, wasm_f32x4_convert_i32x4(i)), half));
+            q[j] = wasm_v128_bitselect(wasm_i32x4_neg(i), i, wasm_f32x4_lt(p, wasm_f32x4_splat(0)));
+        }
+        for (int h = 0; h < 2; h++)
+            wasm_v128_store(y[b].qs + 16 * h, wasm_i8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(q[4 * h], q[4 * h + 1]),
+                                                                      wasm_i16x8_narrow_i32x4(q[4 * h + 2], q[4 * h + 3])));
+    }
+}
+
 static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -1278,6 +1323,7 @@ const wlm_kernels wlm_kernels_simd128 = {
     .act_q4g = act_i16g,
 #endif
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
+    .quantize_q8_0 = quantize_q8_0,
     .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
 };
 #endif

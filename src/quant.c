@@ -148,19 +148,19 @@ void wlm_act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t
 }
 
 void wlm_act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t t) {
-    uint8_t *o = xb + t / 4 * wlm_q4gb_chunk_bytes(n) + 16 * (t % 4);
-    for (uint32_t g = 0; g < n / 128; g++, o += 640)
+    uint8_t *o = xb + t / WLM_Q4GB_T * wlm_q4gb_chunk_bytes(n) + 16 * (t % WLM_Q4GB_T);
+    for (uint32_t g = 0; g < n / 128; g++, o += 160 * WLM_Q4GB_T)
         for (uint32_t i = 0; i < 4; i++) {
             const block_q8_0 *B = x + 4 * g + i;
             int32_t s = 0;
             for (uint32_t k = 0; k < 32; k++) {
-                o[64 * (k / 4) + 4 * i + k % 4] = (uint8_t)B->qs[k];
+                o[16 * WLM_Q4GB_T * (k / 4) + 4 * i + k % 4] = (uint8_t)B->qs[k];
                 s += B->qs[k];
             }
             float d = wlm_f16_to_f32(B->d);
             s *= 8;
-            wlm_memcpy(o + 512 + 4 * i, &d, 4);
-            wlm_memcpy(o + 576 + 4 * i, &s, 4);
+            wlm_memcpy(o + 128 * WLM_Q4GB_T + 4 * i, &d, 4);
+            wlm_memcpy(o + 144 * WLM_Q4GB_T + 4 * i, &s, 4);
         }
 }
 

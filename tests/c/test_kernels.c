@@ -1768,3 +1768,31 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
     printf("  %d row-token dots checked, %d non-finite\n", checked, nonfinite);
     CHECK(checked > 500 && nonfinite > 5);
 }
+
+/* every set's quantize_q8_0 writes wlm_quantize_row_q8_0's bytes: random
+ * rows over many binades, zero blocks, and values that land exactly on .5
+ * after scaling (amax 127 gives id 1: v = k + 0.5 rounds away from zero) */
+TEST(kernels_quantize_q8_0_equals_reference) {
+    enum { NB = 9 };
+    static float x[NB * 32];
+    static block_q8_0 ref[NB], got[NB];
+    int checked = 0;
+    for (int rep = 0; rep < 300; rep++) {
+        uint32_t nb = 1 + tst_rand() % NB;
+        for (uint32_t i = 0; i < nb * 32; i++) x[i] = rep % 3 == 0 ? rand_wide() : tst_randf() * (float)(1 + rep % 50);
+        if (rep % 5 == 1) for (int i = 0; i < 32; i++) x[i] = 0.0f;
+        if (rep % 5 == 2) {
+            x[32 * (nb - 1)] = rep % 2 ? 127.0f : -127.0f;
+            for (int i = 1; i < 32; i++) x[32 * (nb - 1) + i] = (float)((int)(tst_rand() % 253) - 126) + 0.5f;
+        }
+        if (rep % 7 == 3) x[tst_rand() % (nb * 32)] = -0.0f;
+        wlm_quantize_row_q8_0(x, ref, nb * 32);
+        for (int k = 0; k < N_SETS; k++) {
+            memset(got, 0xa5, sizeof got);
+            SETS[k]->quantize_q8_0(x, got, nb * 32);
+            CHECKF(memcmp(got, ref, nb * sizeof(block_q8_0)) == 0, "%s quantize_q8_0 rep %d nb=%u", SETS[k]->name, rep, nb);
+            checked++;
+        }
+    }
+    printf("  %d rows checked\n", checked);
+}
