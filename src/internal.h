@@ -434,6 +434,7 @@ struct wlm_ctx {
      * use each cache slot (bit s of slot_seq[j]; 0 = the slot is free) */
     uint32_t n_seq_max, n_outputs;
     uint32_t seq_pos[WLM_MAX_SEQ];
+    uint32_t seq_next[WLM_MAX_SEQ];  /* the slot after each sequence's highest slot (0: none) */
     uint64_t *slot_seq;
     uint32_t n_slots;      /* slots [0, n_slots) may be in use: attention scans these */
     uint32_t n_free;       /* free slots */
@@ -499,6 +500,8 @@ float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t
 
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */
 void wlm_kv_reset(wlm_ctx *c);
+/* slots a sequence fills before it takes another block (src/kvcache.c) */
+#define WLM_KV_BLOCK 16u
 /* takes a free slot (the caller checked c->n_free > 0) for seq at pos */
 uint32_t wlm_kv_take(wlm_ctx *c, uint32_t seq, int32_t pos);
 

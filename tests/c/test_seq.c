@@ -3,7 +3,8 @@
  *   - candidates forked from one prefilled prompt and decoded together in
  *     one batch per step give exactly the tokens and logits of running each
  *     alone (F32, Q8_0 and Q4_0 weights);
- *   - removed sequences free their slots, which are reused;
+ *   - removed sequences free their slots, which are reused; side-by-side
+ *     sequences fill blocks of slots of their own;
  *   - truncating a sequence and re-evaluating reproduces its logits;
  *   - a full cache fails without changing state; bad arguments are refused;
  *   - the acceptance rule emits tokens distributed as the target (chi-square)
@@ -258,6 +259,45 @@ TEST(seq_full_cache_and_bad_arguments) {
     CHECK(strstr(err.msg, "sliding-window policy works with one sequence") != NULL);
     cp.full_policy = WLM_FULL_ERROR; cp.n_seq_max = 65;
     CHECK(wlm_ctx_new(&c, sm.m, &cp, &err) == WLM_ERR_ARG);
+    sm_free(&sm);
+}
+
+/* Where new tokens go: candidates decoded side by side each fill blocks of
+ * WLM_KV_BLOCK slots of their own, in ascending order (so each reads its
+ * keys in runs), the prompt's slots shared; a truncated sequence goes on in
+ * the slots it freed; a cache too full for whole blocks still takes every
+ * free slot (seq_full_cache_and_bad_arguments). */
+TEST(seq_slots_in_blocks_per_sequence) {
+    smodel sm;
+    REQUIRE(sm_load(&sm));
+    wlm_err err = { 0 };
+    wlm_ctx *c = ctx_seq(sm.m, 256, 4, 4);
+    REQUIRE(c);
+    int32_t p[10] = { 1, 20, 30, 40, 50, 60, 70, 80, 90, 100 };
+    REQUIRE(wlm_eval(c, p, 10, &err) == WLM_OK);
+    for (uint32_t s = 1; s < 4; s++) REQUIRE(wlm_seq_fork(c, 0, s, &err) == WLM_OK);
+    int32_t t4[4] = { 5, 6, 7, 8 }; uint32_t s4[4] = { 0, 1, 2, 3 };
+    for (int step = 0; step < 20; step++) REQUIRE(wlm_eval_batch(c, t4, s4, NULL, 4, &err) == WLM_OK);
+    for (uint32_t s = 0; s < 4; s++) {
+        int32_t last = -1; uint32_t runs = 0, own = 0, prev = 0;
+        for (uint32_t j = 0; j < c->n_slots; j++) {
+            if (!(c->slot_seq[j] & (1ull << s))) continue;
+            CHECKF(c->slot_pos[j] == last + 1, "seq %u: slot %u holds position %d after %d", s, j, c->slot_pos[j], last);
+            last = c->slot_pos[j];
+            if (c->slot_pos[j] >= 10) { own++; if (own == 1 || j != prev + 1) runs++; prev = j; }
+        }
+        CHECK(own == 20 && last == 29);
+        CHECKF(runs <= 3, "seq %u: its 20 slots in %u runs", s, runs);   /* the prompt block's rest, then whole blocks */
+    }
+    CHECK(c->n_slots <= 10 + 4 * 32);
+    /* seq 2 truncated to 15: its next tokens take the slots it freed */
+    uint32_t before = wlm_ctx_free_slots(c), slots = c->n_slots;
+    REQUIRE(wlm_seq_truncate(c, 2, 15, &err) == WLM_OK);
+    CHECK(wlm_ctx_free_slots(c) == before + 15);
+    uint32_t two = 2;
+    for (int i = 0; i < 15; i++) REQUIRE(wlm_eval_batch(c, t4, &two, NULL, 1, &err) == WLM_OK);
+    CHECK(wlm_ctx_free_slots(c) == before && c->n_slots == slots);
+    wlm_ctx_free(c);
     sm_free(&sm);
 }
 
