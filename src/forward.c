@@ -236,19 +236,22 @@ static float rms_scale(const float *x, uint32_t n, float eps) {
 enum { NEED_Q8 = 1, NEED_I16 = 2, NEED_QK = 4, NEED_X4 = 8, NEED_G = 16, NEED_B = 32 };
 
 /* The most tokens a Q8_0/Q4_0 product takes through gemv (each weight
- * block widened in registers for every token); more go through a tiled
- * kernel. Relaxed SIMD's Q4_0 byte tile wins from 3 tokens on against
- * gemv_q4_0 (make bench-kernels, 2048 x 1024: about 0.08 against 0.09-0.10
- * ns per weight per token at 3, even at 2), but not against gemv_q4g on
- * repacked rows (0.041 against 0.047-0.050 at 3; the tile wins from 4). */
+ * block widened in registers for every token); more go through a batch
+ * kernel. Relaxed SIMD: gemm_q4gb on q4g rows from 2 tokens on (make
+ * bench-kernels, 2048 x 1024: 0.053 / 0.047 ns per weight per token at 2 / 3
+ * tokens against gemv_q4g's 0.060 / 0.057); the Q4_0 byte tile on rows in
+ * file order from 3 (about 0.08 against gemv_q4_0's 0.09-0.10 at 3, even at
+ * 2). */
 static uint32_t gemv_max_tok(const wlm_ctx *c, const wlm_tensor *w) {
+    if (w->q4g && c->k->gemm_q4gb) return 1;
     return w->type == GGML_Q4_0 && !w->q4g && c->k->gemm_q4_i8x4 ? 2 : WLM_GEMV_MAX_TOK;
 }
 
 /* The forms a product with w over n_tok tokens reads: NEED_I16 the i16eo
  * form (gemv), NEED_X4 the i16x4 form (gemm_i16x4), NEED_G the act_q4g
  * form (gemv_q4g; in the relaxed build also gemm_q4_i8x4, for which it is
- * the i8x4 form). */
+ * the i8x4 form), NEED_B the q4gb form (gemm_q4gb: batches on q4g rows in
+ * the relaxed build). */
 static uint32_t needs_of(const wlm_ctx *c, const wlm_tensor *w, uint32_t n_tok) {
     switch (wlm_act_type(w->type)) {
     case GGML_Q8_0:

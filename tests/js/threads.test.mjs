@@ -54,7 +54,7 @@ test('abort stops a threaded generation within a token and the model stays usabl
   } finally { await m.dispose(); }
 });
 
-test('the relaxed-SIMD build gives the tokens of the SIMD128 build (Node with relaxed SIMD enabled)', async () => {
+test('the relaxed-SIMD build gives the tokens of the SIMD128 build: decode, best-of-5, prompt lookup (Node with relaxed SIMD enabled)', async () => {
   const { spawnSync } = await import('node:child_process');
   const q4 = path.join(dir, 'm-q4_0.gguf');
   const src = await loadModel(file, { threads: 1 });
@@ -66,7 +66,11 @@ test('the relaxed-SIMD build gives the tokens of the SIMD128 build (Node with re
       if (simd === 'relaxed' && !out.probe) break;
       const m = await loadModel(${JSON.stringify(q4)}, { simd, threads: 1, contextLength: 128 });
       const r = await m.complete(${JSON.stringify(PROMPT)}, { maxTokens: 24, temperature: 0.7, seed: 3, ignoreEos: true });
-      out[simd] = { simd: m.simd, tokens: r.tokens, logprobs: r.logprobs };
+      // 5 candidates in one batch (a chunk of 4 and a remainder of 1 in the
+      // relaxed build's gemm_q4gb) and a verification pass of prompt lookup
+      const b = await m.bestOfN(${JSON.stringify(PROMPT)}, { n: 5, maxTokens: 12, temperature: 0.8, seed: 9, ignoreEos: true });
+      const l = await m.complete(${JSON.stringify(PROMPT + ' ' + PROMPT)}, { maxTokens: 16, temperature: 0, draft: 'lookup', ignoreEos: true });
+      out[simd] = { simd: m.simd, tokens: r.tokens, logprobs: r.logprobs, best: b.candidates.map((c) => [c.index, c.tokens, c.logprobs]), lookup: l.tokens };
       await m.dispose();
     }
     console.log(JSON.stringify(out));`;
@@ -80,6 +84,9 @@ test('the relaxed-SIMD build gives the tokens of the SIMD128 build (Node with re
   assert.equal(out.simd128.simd, 'simd128');
   assert.deepEqual(out.relaxed.tokens, out.simd128.tokens);
   assert.deepEqual(out.relaxed.logprobs, out.simd128.logprobs);
+  assert.deepEqual(out.relaxed.best, out.simd128.best);
+  assert.deepEqual(out.relaxed.lookup, out.simd128.lookup);
+  assert.equal(out.relaxed.best.length, 5);
 });
 
 test('memory(): the wasm memory stays within file + KV cache + 64 MB, and flat across generations', async () => {
