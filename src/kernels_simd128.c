@@ -986,15 +986,8 @@ static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t 
         float res = fold_lanes(acc[t]);
         for (uint32_t k = ng * 4; k < nb; k++) {   /* blocks after the last group: plain Q4_0 */
             const uint8_t *blk = w + (uint64_t)k * sizeof(block_q4_0);
-            v128_t q = wasm_v128_load(blk + 2);
-            v128_t x0 = wasm_v128_load(xt[k].qs), x1 = wasm_v128_load(xt[k].qs + 16);
-            int32_t is = lanes_sum_i32(wasm_i32x4_extadd_pairwise_i16x8(
-                wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(x0, wasm_v128_and(q, m4)),
-                               wasm_i16x8_relaxed_dot_i8x16_i7x16(x1, hi_nibbles(q)))));
-            int32_t sx = lanes_sum_i32(wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(x0)),
-                                                      wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(x1))));
             uint16_t hh; __builtin_memcpy(&hh, blk, 2);
-            res += (wlm_f16_to_f32(hh) * wlm_f16_to_f32(xt[k].d)) * (float)(is - 8 * sx);
+            res += (wlm_f16_to_f32(hh) * wlm_f16_to_f32(xt[k].d)) * (float)lanes_sum_i32(isum_q4(blk + 2, xt[k].qs));
         }
         y[t * ys] = res;
     }
