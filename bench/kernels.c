@@ -14,6 +14,8 @@
  *   1. Q4_0 batches: gemv (blocks widened in registers for every token)
  *      against a panel of 4 rows unpacked to the i16x4 form + gemm_i16x4,
  *      and (relaxed build) to the i8x4 form + gemm_q4_i8x4; 1-8 and 64 tokens.
+ *   1b. (relaxed build) batches on q4g rows, 2-64 tokens: gemm_q4gb against
+ *      the byte tile on the same rows in file order and gemv_q4g (<= 8).
  *   2. K-quant prefill (kq_rows, 64 tokens): rows in pairs (one call for all
  *      rows) against one row at a time (a call per row); and K-quant decode
  *      (kq_rows, one token: the row kernels), for its cost per weight.
@@ -64,16 +66,9 @@ static void q4_i16x4(uint32_t nt) {
         K->gemm_i16x4(N, P, pb, PANEL, X16, pb, nt, Y + r, rows4);
     }
 }
-/* the relaxed build's batch paths on q4g rows: a panel unpacked to i8x4
- * and the byte tile (forward.c before gemm_q4gb), against gemm_q4gb */
+/* the relaxed build's batches on q4g rows (gemm_q4gb) against the byte
+ * tile on the same rows in file order (a panel unpacked to i8x4: q4_i8x4) */
 static uint8_t *XB;
-static void q4g_i8x4(uint32_t nt) {
-    uint64_t rb = N / 32 * sizeof(block_q4_0), pb = wlm_q4_i8x4_row_bytes(N);
-    for (uint32_t r = 0; r < rows4; r += PANEL) {
-        for (int i = 0; i < PANEL; i++) K->unpack_q4g_i8x4(W4G + (r + i) * rb, P + i * pb, N);
-        K->gemm_q4_i8x4(N, P, pb, PANEL, XA, wlm_act_i8x4_row_bytes(N), nt, Y + r, rows4);
-    }
-}
 static void q4g_batch(uint32_t nt) {
     K->gemm_q4gb(N, W4G, N / 32 * sizeof(block_q4_0), rows4, X8, N / 32 * sizeof(block_q8_0), XB, nt, Y, rows4);
 }
@@ -175,7 +170,7 @@ int main(int argc, char **argv) {
         static const uint32_t BT[] = { 2, 3, 4, 8, 16, 64 };
         for (unsigned i = 0; i < sizeof BT / sizeof BT[0]; i++) {
             const char *names[] = { "q4gb", "i8x4 tile", "gemv q4g" };
-            variant v[] = { q4g_batch, q4g_i8x4, q4g_gemv };
+            variant v[] = { q4g_batch, q4_i8x4, q4g_gemv };
             compare("Q4_0 q4g batch 2048x1024", names, v, BT[i] > 8 ? 2 : 3, BT[i], rows4, reps);
         }
     }

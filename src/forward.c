@@ -102,8 +102,9 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.act16_row_bytes = pl.act8_off + WLM_ALIGN_UP(widest * 2 + (widest / 32 + 1) * 8, 64);
     pl.off_act16 = reserve(&pl, B * pl.act16_row_bytes);
     /* [kernels, relaxed SIMD] a batch's input in the q4gb form of gemm_q4gb
-     * (q4g weights), chunks of four tokens */
-    pl.off_actb = reserve(&pl, (B + 3) / 4 * wlm_q4gb_chunk_bytes((uint32_t)widest));
+     * (q4g weights), chunks of four tokens; nothing where the set has none */
+    if (wlm_kernels_best()->gemm_q4gb)
+        pl.off_actb = reserve(&pl, (B + WLM_Q4GB_T - 1) / WLM_Q4GB_T * wlm_q4gb_chunk_bytes((uint32_t)widest));
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
     pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
@@ -350,8 +351,7 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
             uint32_t nr = WLM_MIN(WLM_MM_PANEL, r1 - r);
             for (uint32_t i = 0; i < nr; i++) {
                 const uint8_t *src = W->data + (uint64_t)(r + i) * row_bytes;
-                if (W->q4g) c->k->unpack_q4g_i8x4(src, wrow + i * rb, n);
-                else c->k->unpack_q4_i8x4((const block_q4_0 *)src, wrow + i * rb, n);
+                c->k->unpack_q4_i8x4((const block_q4_0 *)src, wrow + i * rb, n);   /* (q4g rows took gemm_q4gb) */
             }
             c->k->gemm_q4_i8x4(n, wrow, rb, nr, c->act16 + c->act8_off, c->act16_row_bytes, n_tok, y + r, rows);
         }

@@ -211,8 +211,6 @@ typedef struct wlm_kernels {
     void (*act_q4g)(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1);
     /* wlm_q4g_from_q4_0, the same bytes (the load-time repack) */
     void (*q4g_from_q4_0)(uint8_t *row, uint32_t n);
-    /* wlm_unpack_q4g_i8x4, the same bytes (with gemm_q4_i8x4; NULL elsewhere) */
-    void (*unpack_q4g_i8x4)(const uint8_t *row, uint8_t *out, uint32_t n);
     /* Batches of q4g rows with relaxed SIMD (NULL elsewhere): y[t * ys + r] =
      * row r of w (rows ws bytes apart) . token t for r < nr, t < nt, token t
      * in the q4gb form at xb (act_q4gb, the bytes of wlm_act_q4gb_row) and
@@ -359,10 +357,9 @@ static inline uint32_t wlm_i16g_pos(uint32_t b, uint32_t nb, uint32_t k) {
     uint32_t j = k % 4, f = (j & 1) * 2 + (k >= 16);
     return (b / 4) * 128 + ((k & 15) / 4) * 32 + f * 8 + (b % 4) * 2 + j / 2;
 }
-/* Q4_0 prefill from q4g rows: wlm_unpack_i16x4 / wlm_unpack_q4_i8x4 of the
- * same values (the type WLM_Q4G for the former) */
+/* Q4_0 prefill from q4g rows in the SIMD128 set: wlm_unpack_i16x4 of the
+ * same values with the type WLM_Q4G */
 #define WLM_Q4G 0x100u
-void wlm_unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n);
 /* The q4gb form of a batch of activations for gemm_q4gb (relaxed SIMD):
  * tokens in chunks of four, a chunk wlm_q4gb_chunk_bytes(n) bytes; in a
  * chunk, whole groups of four blocks (n / 128 of them) of 640 bytes each:

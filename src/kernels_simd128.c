@@ -482,29 +482,6 @@ static void act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint3
     block_scales((const uint8_t *)(x + b0), sizeof(block_q8_0), b1 - b0, d + b0);
 }
 
-/* wlm_unpack_q4g_i8x4: a q4g group's nibbles are already the i8x4 form */
-static void unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n) {
-    uint32_t nb = n / 32, ng = nb / 4, b;
-    const v128_t m4 = wasm_i8x16_splat(15);
-    float *d = (float *)(out + n);
-    for (uint32_t g = 0; g < ng; g++) {
-        const uint8_t *gp = row + (uint64_t)g * 72;
-        for (int p = 0; p < 4; p++) {
-            v128_t q = wasm_v128_load(gp + 8 + 16 * p);
-            wasm_v128_store(out + g * 128 + 16 * p, wasm_v128_and(q, m4));
-            wasm_v128_store(out + g * 128 + 64 + 16 * p, hi_nibbles(q));
-        }
-        wasm_v128_store(d + 4 * g, half4_to_f32(wasm_u32x4_load16x4(gp)));
-    }
-    for (b = ng * 4; b < nb; b++) {
-        const block_q4_0 *B = (const block_q4_0 *)row + b;
-        v128_t q = wasm_v128_load(B->qs);
-        wasm_v128_store(out + b * 32, wasm_v128_and(q, m4));
-        wasm_v128_store(out + b * 32 + 16, hi_nibbles(q));
-        d[b] = wlm_f16_to_f32(B->d);
-    }
-}
-
 static inline __attribute__((always_inline)) void tile_i8x4(int R, int T, uint32_t n, const uint8_t *w, uint64_t ws,
                                                            const uint8_t *x, uint64_t xs, float *y, uint64_t ys) {
     uint32_t nb = n / 32, ng = nb / 4;
@@ -1311,7 +1288,7 @@ const wlm_kernels wlm_kernels_simd128 = {
 #endif
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = q4g_from_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 #if WLM_RELAXED
-    .act_q4g = act_i8x4_blocks, .unpack_q4g_i8x4 = unpack_q4g_i8x4, .gemm_q4gb = gemm_q4gb, .act_q4gb = act_q4gb_row,
+    .act_q4g = act_i8x4_blocks, .gemm_q4gb = gemm_q4gb, .act_q4gb = act_q4gb_row,
 #else
     .act_q4g = act_i16g,
 #endif

@@ -210,15 +210,6 @@ void wlm_dequantize_q4g_row(const uint8_t *row, float *y, uint32_t n) {
     }
 }
 
-void wlm_unpack_q4g_i8x4(const uint8_t *row, uint8_t *out, uint32_t n) {
-    uint32_t nb = n / 32;
-    float *d = (float *)(out + n);
-    for (uint32_t b = 0; b < nb; b++) {
-        for (uint32_t k = 0; k < 32; k++) out[i8x4_at(b, nb, k)] = (uint8_t)wlm_q4g_q(row, nb, b, k);
-        d[b] = wlm_f16_to_f32(wlm_q4g_d(row, nb, b));
-    }
-}
-
 /* blocks [b0, b1) of x widened to int16 in the i16eo order (grouped = 0) or
  * the i16g order, then their scales and exact sums */
 static void act_i16_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0, uint32_t b1, int grouped) {

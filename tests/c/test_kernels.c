@@ -1549,17 +1549,7 @@ TEST(kernels_q4g_layout) {
             SETS[k]->unpack_i16x4(WLM_Q4G, g, got, n);
             CHECKF(memcmp(got, ref, wlm_i16x4_row_bytes(n)) == 0, "%s unpack_i16x4(q4g) nb=%u", SETS[k]->name, nb);
             checked++;
-            if (SETS[k]->unpack_q4g_i8x4) {
-                wlm_unpack_q4_i8x4(w4, ref, n);
-                memset(got, 0xa5, wlm_q4_i8x4_row_bytes(n));
-                SETS[k]->unpack_q4g_i8x4(g, got, n);
-                CHECKF(memcmp(got, ref, wlm_q4_i8x4_row_bytes(n)) == 0, "%s unpack_q4g_i8x4 nb=%u", SETS[k]->name, nb);
-                checked++;
-            }
         }
-        wlm_unpack_q4g_i8x4(g, got, n);
-        wlm_unpack_q4_i8x4(w4, ref, n);
-        CHECK(memcmp(got, ref, wlm_q4_i8x4_row_bytes(n)) == 0);
         /* i16g: every value of the row at its own place, each group's
          * values where a q4g group's nibbles fall when read as int16 lanes
          * (lane l of vector f of slice p: byte 2l + (f >= 2), nibble f & 1) */
