@@ -1588,6 +1588,22 @@ TEST(kernels_q4g_layout) {
     free(g); free(ref); free(got); free(fa); free(fb);
 }
 
+/* nr random Q4_0 rows of nb blocks (rows `stride` blocks apart in w4 and in
+ * wg) and their q4g copies in wg; by rep: extreme values (rep % 3 == 1),
+ * subnormal, infinite or NaN scales (rep >= 3) */
+static void rand_q4g_rows(block_q4_0 *w4, uint8_t *wg, uint32_t stride, int nr, uint32_t nb, int rep) {
+    for (int r = 0; r < nr; r++) {
+        block_q4_0 *w = w4 + (uint64_t)r * stride;
+        for (uint32_t b = 0; b < nb; b++) {
+            rand_q4_block(&w[b], rep % 3 == 1 ? (int)(tst_rand() % 4) : 0);
+            if (rep >= 3 && tst_rand() % 7 == 0) w[b].d = odd_scale();
+        }
+        uint8_t *g = wg + (uint64_t)r * stride * sizeof(block_q4_0);
+        memcpy(g, w, nb * sizeof(block_q4_0));
+        wlm_q4g_from_q4_0(g, nb * 32);
+    }
+}
+
 /* gemv_q4g (decode and small batches of q4g rows) equals the scalar
  * dot_q4_0 of the rows before the repack, bit for bit, in every kernel set,
  * for any row and token count, with extreme values and subnormal, infinite
@@ -1605,15 +1621,9 @@ TEST(kernels_gemv_q4g_equals_row_dots) {
         uint32_t nb = NB[si], n = nb * 32;
         for (int rep = 0; rep < 6; rep++) {
             rand_tokens(&x8[0][0], MAXB, MAXT, nb, rep % 3 == 2);
-            for (int r = 0; r < MAXR; r++) {
-                for (uint32_t b = 0; b < nb; b++) {
-                    rand_q4_block(&w4[r][b], rep % 3 == 1 ? (int)(tst_rand() % 4) : 0);
-                    if (rep >= 3 && tst_rand() % 7 == 0) w4[r][b].d = odd_scale();
-                }
-                memcpy(wg[r], w4[r], nb * sizeof(block_q4_0));
-                wlm_q4g_from_q4_0(wg[r], n);
+            rand_q4g_rows(&w4[0][0], &wg[0][0], MAXB, MAXR, nb, rep);
+            for (int r = 0; r < MAXR; r++)
                 for (int t = 0; t < 2; t++) CHECK(same_float(wlm_dot_q4g(n, wg[r], x8[t]), wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t])));
-            }
             for (int k = 0; k < N_SETS; k++) {
                 if (SETS[k]->act_q4g)
                     for (int t = 0; t < MAXT; t++) SETS[k]->act_q4g(x8[t], xa + t * xs, n, 0, nb);
@@ -1685,14 +1695,7 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
                 for (uint32_t t = MAXT; t-- > 0;) SETS[k]->act_q4gb(x8[t], got, n, t);   /* any order: each token its own slots */
                 CHECKF(memcmp(got, ref, (MAXT + 3) / 4 * cs) == 0, "%s act_q4gb nb=%u", SETS[k]->name, nb);
             }
-            for (int r = 0; r < MAXR; r++) {
-                for (uint32_t b = 0; b < nb; b++) {
-                    rand_q4_block(&w4[r][b], rep % 3 == 1 ? (int)(tst_rand() % 4) : 0);
-                    if (rep >= 3 && tst_rand() % 7 == 0) w4[r][b].d = odd_scale();
-                }
-                memcpy(wg[r], w4[r], nb * sizeof(block_q4_0));
-                wlm_q4g_from_q4_0(wg[r], n);
-            }
+            rand_q4g_rows(&w4[0][0], &wg[0][0], MAXB, MAXR, nb, rep);
             for (int k = 0; k < N_SETS; k++) {
                 if (!SETS[k]->gemm_q4gb) continue;
                 for (uint32_t nr = 1; nr <= MAXR; nr += 4)
