@@ -312,16 +312,26 @@ static inline __attribute__((always_inline)) void widen_half(int q4, const uint8
     *b = wasm_i16x8_extend_high_i8x16(v);
 }
 
-/* the 32-bit lanes of b0..b3 transposed into the 64 bytes at g: vector p
- * holds lane p of b0, b1, b2, b3 (the i16x4 and i8x4 forms' interleave) */
-static inline __attribute__((always_inline)) void store_t4(void *g, v128_t b0, v128_t b1, v128_t b2, v128_t b3) {
+/* the 32-bit lanes of b0..b3 transposed into 4 vectors `stride` bytes
+ * apart at g: vector p holds lane p of b0, b1, b2, b3 (the i16x4 and i8x4
+ * forms' interleave; store_t4: the 64 bytes at g) */
+static inline __attribute__((always_inline)) void store_t4_strided(void *g, uint32_t stride, v128_t b0, v128_t b1, v128_t b2, v128_t b3) {
     uint8_t *o = g;
     v128_t t0 = wasm_i32x4_shuffle(b0, b1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(b0, b1, 2, 6, 3, 7);
     v128_t t2 = wasm_i32x4_shuffle(b2, b3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(b2, b3, 2, 6, 3, 7);
     wasm_v128_store(o, wasm_i64x2_shuffle(t0, t2, 0, 2));
-    wasm_v128_store(o + 16, wasm_i64x2_shuffle(t0, t2, 1, 3));
-    wasm_v128_store(o + 32, wasm_i64x2_shuffle(t1, t3, 0, 2));
-    wasm_v128_store(o + 48, wasm_i64x2_shuffle(t1, t3, 1, 3));
+    wasm_v128_store(o + stride, wasm_i64x2_shuffle(t0, t2, 1, 3));
+    wasm_v128_store(o + 2 * stride, wasm_i64x2_shuffle(t1, t3, 0, 2));
+    wasm_v128_store(o + 3 * stride, wasm_i64x2_shuffle(t1, t3, 1, 3));
+}
+static inline __attribute__((always_inline)) void store_t4(void *g, v128_t b0, v128_t b1, v128_t b2, v128_t b3) {
+    store_t4_strided(g, 16, b0, b1, b2, b3);
+}
+
+/* the exact sum of a Q8_0 block's 32 values */
+static inline int32_t q8_block_sum(const int8_t *qs) {
+    return lanes_sum_i32(wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(qs))),
+                                        wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(qs + 16)))));
 }
 
 /* the f16 scales of nb blocks (bsz bytes apart, the first at row) as floats,
@@ -475,9 +485,7 @@ static void act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint3
         wasm_v128_store(out + b * 32 + 16, wasm_v128_load(x[b].qs + 16));
     }
     for (b = b0; b < b1; b++) {
-        v128_t s = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs))),
-                                  wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs + 16))));
-        sum[b] = lanes_sum_i32(s);
+        sum[b] = q8_block_sum(x[b].qs);
     }
     block_scales((const uint8_t *)(x + b0), sizeof(block_q8_0), b1 - b0, d + b0);
 }
@@ -1003,23 +1011,11 @@ static void act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t 
     uint32_t ng = n / 128;
     uint8_t *o = xb + t / WLM_Q4GB_T * wlm_q4gb_chunk_bytes(n) + 16 * (t % WLM_Q4GB_T);
     for (uint32_t g = 0; g < ng; g++, o += 160 * WLM_Q4GB_T, x += 4) {
-        for (int h = 0; h < 2; h++) {   /* vectors 4h..4h+3: the four blocks' bytes 16h.. by 4-byte lanes */
-            v128_t b0 = wasm_v128_load(x[0].qs + 16 * h), b1 = wasm_v128_load(x[1].qs + 16 * h);
-            v128_t b2 = wasm_v128_load(x[2].qs + 16 * h), b3 = wasm_v128_load(x[3].qs + 16 * h);
-            v128_t t0 = wasm_i32x4_shuffle(b0, b1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(b0, b1, 2, 6, 3, 7);
-            v128_t t2 = wasm_i32x4_shuffle(b2, b3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(b2, b3, 2, 6, 3, 7);
-            uint8_t *v = o + 64 * WLM_Q4GB_T * h;
-            wasm_v128_store(v, wasm_i64x2_shuffle(t0, t2, 0, 2));
-            wasm_v128_store(v + 16 * WLM_Q4GB_T, wasm_i64x2_shuffle(t0, t2, 1, 3));
-            wasm_v128_store(v + 32 * WLM_Q4GB_T, wasm_i64x2_shuffle(t1, t3, 0, 2));
-            wasm_v128_store(v + 48 * WLM_Q4GB_T, wasm_i64x2_shuffle(t1, t3, 1, 3));
-        }
+        for (int h = 0; h < 2; h++)   /* vectors 4h..4h+3: the four blocks' bytes 16h.. by 4-byte lanes */
+            store_t4_strided(o + 64 * WLM_Q4GB_T * h, 16 * WLM_Q4GB_T, wasm_v128_load(x[0].qs + 16 * h), wasm_v128_load(x[1].qs + 16 * h),
+                             wasm_v128_load(x[2].qs + 16 * h), wasm_v128_load(x[3].qs + 16 * h));
         int32_t s[4];
-        for (int i = 0; i < 4; i++) {
-            v128_t a = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs))),
-                                      wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs + 16))));
-            s[i] = 8 * lanes_sum_i32(a);
-        }
+        for (int i = 0; i < 4; i++) s[i] = 8 * q8_block_sum(x[i].qs);
         wasm_v128_store(o + 144 * WLM_Q4GB_T, wasm_v128_load(s));
         block_scales((const uint8_t *)x, sizeof(block_q8_0), 4, (float *)(o + 128 * WLM_Q4GB_T));
     }
@@ -1048,9 +1044,7 @@ static void act_i16g(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0,
     }
     if (b < b1) wlm_act_i16eo_blocks(x, out, n, b, b1);   /* the blocks after the last group */
     for (b = b0; b < b1; b++) {
-        v128_t s = wasm_i32x4_add(wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs))),
-                                  wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[b].qs + 16))));
-        sum[b] = lanes_sum_i32(s);
+        sum[b] = q8_block_sum(x[b].qs);
     }
     block_scales((const uint8_t *)(x + b0), sizeof(block_q8_0), b1 - b0, d + b0);
 }

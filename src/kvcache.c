@@ -21,8 +21,7 @@
  * its own, so that the keys and values of several sequences decoded side
  * by side (best-of-N, beams) are read in runs instead of one slot in
  * every N (attention: 12 % of a best-of-8 step of s110m before, 9-11 % in
- * profiles since);
- * when no whole block is free, any free slot will do. */
+ * profiles since); when no whole block is free, any free slot will do. */
 #include "internal.h"
 
 void wlm_kv_reset(wlm_ctx *c) {
