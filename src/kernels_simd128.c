@@ -1075,11 +1075,31 @@ static void axpy_f16(uint32_t n, float a, const uint16_t *x, float *y) {
  * `out` for every slot); each element still takes out + e[i] * v in row
  * order, as the axpy calls would */
 static void att_accum(uint32_t n, uint32_t hd, const float *e, const void *v, int f16, const uint32_t *idx, float *out) {
-    if (f16) { /* 16 output floats in registers; halves converted as axpy_f16 does */
+    if (f16) { /* 16 output floats in registers */
         const uint16_t *H = v;
+        const v128_t m = wasm_i16x8_splat(0x7fff);
         uint32_t d = 0;
         for (; d + 16 <= hd; d += 16) {
             v128_t o0 = wasm_v128_load(out + d), o1 = wasm_v128_load(out + d + 4), o2 = wasm_v128_load(out + d + 8), o3 = wasm_v128_load(out + d + 12);
+            /* the 4-op conversion (half4_fast), exact for finite halves; the
+             * largest magnitude seen tells whether an infinity or NaN came by,
+             * and then these 16 outputs are redone from `out` (still as it
+             * was) with the exact conversion */
+            v128_t mx = wasm_i32x4_splat(0);
+            for (uint32_t i = 0; i < n; i++) {
+                const uint16_t *x = H + (uint64_t)idx[i] * hd + d;
+                v128_t a = wasm_f32x4_splat(e[i]), h0 = wasm_v128_load(x), h1 = wasm_v128_load(x + 8);
+                mx = wasm_u16x8_max(mx, wasm_u16x8_max(wasm_v128_and(h0, m), wasm_v128_and(h1, m)));
+                o0 = wasm_f32x4_add(o0, wasm_f32x4_mul(a, half4_fast(h0, 0)));
+                o1 = wasm_f32x4_add(o1, wasm_f32x4_mul(a, half4_fast(h0, 1)));
+                o2 = wasm_f32x4_add(o2, wasm_f32x4_mul(a, half4_fast(h1, 0)));
+                o3 = wasm_f32x4_add(o3, wasm_f32x4_mul(a, half4_fast(h1, 1)));
+            }
+            if (wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00)))) {
+                wasm_v128_store(out + d, o0); wasm_v128_store(out + d + 4, o1); wasm_v128_store(out + d + 8, o2); wasm_v128_store(out + d + 12, o3);
+                continue;
+            }
+            o0 = wasm_v128_load(out + d), o1 = wasm_v128_load(out + d + 4), o2 = wasm_v128_load(out + d + 8), o3 = wasm_v128_load(out + d + 12);
             for (uint32_t i = 0; i < n; i++) {
                 const uint16_t *x = H + (uint64_t)idx[i] * hd + d;
                 v128_t a = wasm_f32x4_splat(e[i]), l0, h0, l1, h1;

@@ -346,6 +346,47 @@ TEST(kernels_axpy_scale_bit_identical) {
     free(x); free(y0); free(yr); free(yk); free(h);
 }
 
+/* att_accum (exp-weighted sum of the value rows idx[0..n) into out) of each
+ * set against the scalar kernel, bit for bit, F32 and F16 caches: head
+ * sizes around the SIMD widths, up to a whole tile of slots picked out of
+ * order, and halves that are moderate, any finite (subnormals included), or
+ * moderate with some infinities (the 4-op conversion's redo path). */
+TEST(kernels_att_accum_bit_identical) {
+    enum { SLOTS = 96, MAXHD = 80 };
+    static const uint32_t hds[] = { 4, 8, 13, 16, 31, 32, 48, 64, 80 };
+    float *V = malloc(SLOTS * MAXHD * 4), *yr = malloc(MAXHD * 4), *yk = malloc(MAXHD * 4), *y0 = malloc(MAXHD * 4);
+    uint16_t *H = malloc(SLOTS * MAXHD * 2);
+    float e[WLM_ATT_TILE];
+    uint32_t idx[WLM_ATT_TILE];
+    int cases = 0;
+    for (uint32_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
+        for (int rep = 0; rep < 12; rep++) {
+            uint32_t hd = hds[hi], n = rep == 0 ? 1 : rep == 1 ? WLM_ATT_TILE : 1 + tst_rand() % WLM_ATT_TILE;
+            for (uint32_t i = 0; i < SLOTS * hd; i++) {
+                V[i] = rand_wide();
+                int kind = rep % 3;
+                H[i] = kind == 0 ? rand_half_moderate() : kind == 1 ? rand_half_finite() : (tst_rand() % 31 ? rand_half_moderate() : (uint16_t)(tst_rand() & 1 ? 0x7c00 : 0xfc00));
+            }
+            for (uint32_t i = 0; i < n; i++) { e[i] = tst_randf() + 0.5f; idx[i] = tst_rand() % SLOTS; }
+            for (uint32_t i = 0; i < hd; i++) y0[i] = rand_wide();
+            for (int f16 = 0; f16 < 2; f16++) {
+                const void *v = f16 ? (const void *)H : (const void *)V;
+                memcpy(yr, y0, hd * 4);
+                wlm_kernels_scalar.att_accum(n, hd, e, v, f16, idx, yr);
+                for (int k = 0; k < N_SETS; k++) {
+                    memcpy(yk, y0, hd * 4);
+                    SETS[k]->att_accum(n, hd, e, v, f16, idx, yk);
+                    int bad = 0;
+                    for (uint32_t i = 0; i < hd; i++) bad += !same_float(yk[i], yr[i]);
+                    CHECKF(bad == 0, "%s att_accum f16=%d hd=%u n=%u rep=%d: %d outputs differ", SETS[k]->name, f16, hd, n, rep, bad);
+                    cases++;
+                }
+            }
+        }
+    printf("  %d cases\n", cases);
+    free(V); free(yr); free(yk); free(y0); free(H);
+}
+
 /* Every one of the 65536 halves through each set's f16 path: axpy with a = 1
  * onto -0 gives the converted half itself (-0 + v == v for every v). */
 TEST(kernels_f16_all_halves_through_kernels) {
