@@ -20,6 +20,10 @@
  *      rows) against one row at a time (a call per row); and K-quant decode
  *      (kq_rows, one token: the row kernels), for its cost per weight.
  *   3. F16 decode (gemv_f16, one token), 2048 x 1024.
+ *   4. Tiled attention (wlm_attention_tiled) of one query over 1024 cached
+ *      positions, head size 64, F32 and F16 caches: ns per multiply-add
+ *      (2 x 1024 x 64 a query), and its two kernels alone (att_scores,
+ *      att_accum: ns per multiply-add of each).
  * `make bench-kernels-native` runs the same program compiled natively
  * (SIMDe, -O3 -march=native): the same kernels, native against V8. */
 #define _POSIX_C_SOURCE 199309L
@@ -211,6 +215,40 @@ int main(int argc, char **argv) {
         const char *names[] = { "gemv_f16" };
         variant v[] = { f16_gemv };
         compare("F16 decode 2048x1024", names, v, 1, 1, rows4, reps);
+    }
+    {   /* 4. attention: 16 heads' caches of 1024 positions, one query each */
+        enum { S = 1024, HD = 64, HEADS = 16 };
+        float *Kf = malloc(sizeof(float) * S * HD * HEADS), *Vf = malloc(sizeof(float) * S * HD * HEADS), q[HD], out[HD], tile[WLM_ATT_TILE];
+        uint16_t *Kh = malloc(2 * S * HD * HEADS), *Vh = malloc(2 * S * HD * HEADS);
+        int32_t *pos = malloc(sizeof(int32_t) * S);
+        uint32_t idx[WLM_ATT_TILE];
+        for (uint32_t i = 0; i < S * HD * HEADS; i++) { Kf[i] = rndf(); Vf[i] = rndf(); Kh[i] = wlm_f32_to_f16(Kf[i]); Vh[i] = wlm_f32_to_f16(Vf[i]); }
+        for (int i = 0; i < HD; i++) q[i] = rndf();
+        for (int j = 0; j < S; j++) pos[j] = j;
+        for (int i = 0; i < WLM_ATT_TILE; i++) idx[i] = (uint32_t)i;
+        for (int f16 = 0; f16 < 2; f16++) {
+            double ta[64], ts[64], tv[64];
+            for (int r = -3; r < reps; r++) {
+                double t0 = now_ms();
+                for (int h = 0; h < HEADS; h++)
+                    wlm_attention_tiled(K, q, f16 ? (const void *)(Kh + h * S * HD) : (const void *)(Kf + h * S * HD),
+                                        f16 ? (const void *)(Vh + h * S * HD) : (const void *)(Vf + h * S * HD), f16, pos, S, S - 1, 0, HD, 0.125f, out, tile);
+                double t1 = now_ms();
+                for (int h = 0; h < HEADS; h++)
+                    for (int j = 0; j < S; j += WLM_ATT_TILE)
+                        K->att_scores(WLM_ATT_TILE, HD, q, f16 ? (const void *)(Kh + h * S * HD + j * HD) : (const void *)(Kf + h * S * HD + j * HD), f16, idx, 0.125f, tile);
+                double t2 = now_ms();
+                for (int h = 0; h < HEADS; h++)
+                    for (int j = 0; j < S; j += WLM_ATT_TILE)
+                        K->att_accum(WLM_ATT_TILE, HD, tile, f16 ? (const void *)(Vh + h * S * HD + j * HD) : (const void *)(Vf + h * S * HD + j * HD), f16, idx, out);
+                double t3 = now_ms();
+                if (r >= 0) { ta[r] = t1 - t0; ts[r] = t2 - t1; tv[r] = t3 - t2; }
+            }
+            double macs = 2.0 * S * HD * HEADS;
+            printf("attention 1024 x hd 64 %s: %.4f ns per multiply-add; att_scores alone %.4f, att_accum alone %.4f (median of %d)\n", f16 ? "F16" : "F32",
+                   median(ta, reps) * 1e6 / macs, median(ts, reps) * 1e6 / (macs / 2), median(tv, reps) * 1e6 / (macs / 2), reps);
+        }
+        free(Kf); free(Vf); free(Kh); free(Vh); free(pos);
     }
     return 0;
 }
