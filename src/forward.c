@@ -41,7 +41,7 @@ typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
              off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen, off_sort,
-             off_sseq, off_tok, off_aidx, off_spec;
+             off_sseq, off_tok, off_aidx, off_spec, off_kvt;
     uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16, act8_off, off_actb;
 } plan;
 
@@ -109,6 +109,9 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     pl.off_aidx = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
+    /* F16 caches: per thread one tile of keys and one of values as floats (wlm_attention_block) */
+    if (p->kv_type == WLM_KV_F16)
+        pl.off_kvt = reserve(&pl, p->n_threads * 2ull * WLM_ATT_TILE * WLM_MAX(hp->head_dim, hp->head_dim_v) * 4);
     pl.off_rope = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
     pl.off_rcs = reserve(&pl, B * (hp->n_rot / 2 + 1) * 8);
     pl.off_cid = reserve(&pl, (uint64_t)hp->n_vocab * 4);
@@ -178,6 +181,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->logits = (float *)(mem + pl.off_logits);
     c->att_tile = (float *)(mem + pl.off_tile);
     c->att_idx = (uint32_t *)(mem + pl.off_aidx);
+    c->att_kvt = pl.off_kvt ? (float *)(mem + pl.off_kvt) : 0;
     c->spec_q = (float *)(mem + pl.off_spec);
     wlm_memset(c->spec_q, 0, (uint64_t)hp->n_vocab * 4);
     c->rope_freq = (double *)(mem + pl.off_rope); c->rope_cs = (float *)(mem + pl.off_rcs);
@@ -447,35 +451,115 @@ void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, c
  * A tile is the next WLM_ATT_TILE slots the query may see (slots it may
  * not see are skipped, not padded), so the result depends only on the
  * visible slots and their order, not on what lies between them. */
+/* One tile of the online softmax for one query: the scores of the tn slots
+ * idx[0..tn) of kc, the running max *m raised if needed (the running sum and
+ * the output rescaled by exp(m_old - m_new)), then out += exp(s - m) v. */
+static void att_tile_step(const wlm_kernels *k, const float *q, const void *kc, const void *vc, int kv_f16,
+                          const uint32_t *idx, uint32_t tn, uint32_t hd_k, uint32_t hd, float scale,
+                          float *out, float *tile, float *m, float *sum) {
+    k->att_scores(tn, hd_k, q, kc, kv_f16, idx, scale, tile);
+    float tmax = -3.0e38f;
+    for (uint32_t i = 0; i < tn; i++) if (tile[i] > tmax) tmax = tile[i];
+    if (tmax > *m) {
+        float corr = wlm_expf_fast(*m - tmax);
+        *sum *= corr;
+        k->scale(hd, corr, out);
+        *m = tmax;
+    }
+    k->exp_shift(tn, tile, *m);  /* the tile's weights exp(s - m) */
+    float s = *sum;
+    for (uint32_t i = 0; i < tn; i++) s += tile[i];
+    *sum = s;
+    k->att_accum(tn, hd, tile, vc, kv_f16, idx, out);
+}
+
+/* the next tile of the slots mk lets its query see, from slot *j on: their
+ * indices in idx, their count returned (0: none left) */
+static uint32_t att_next_tile(const wlm_att_mask *mk, uint32_t *j, uint32_t *idx) {
+    uint32_t tn = 0, i = *j;
+    for (; i < mk->n_slots && tn < WLM_ATT_TILE; i++) {
+        int32_t p = mk->slot_pos[i];
+        if (p < 0 || p > mk->qpos || p < mk->window_lo) continue;
+        if (mk->slot_seq && !(mk->slot_seq[i] & mk->seq_bit)) continue;
+        idx[tn++] = i;
+    }
+    *j = i;
+    return tn;
+}
+
 void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
                             int kv_f16, const wlm_att_mask *mk, uint32_t hd_k, uint32_t hd,
                             float scale, float *out, float *tile, uint32_t *idx) {
     float m = -3.0e38f, sum = 0.0f;
     for (uint32_t i = 0; i < hd; i++) out[i] = 0.0f;
-    uint32_t j = 0;
-    while (j < mk->n_slots) {
-        uint32_t tn = 0;
-        for (; j < mk->n_slots && tn < WLM_ATT_TILE; j++) {
-            int32_t p = mk->slot_pos[j];
-            if (p < 0 || p > mk->qpos || p < mk->window_lo) continue;
-            if (mk->slot_seq && !(mk->slot_seq[j] & mk->seq_bit)) continue;
-            idx[tn++] = j;
-        }
-        if (!tn) break;
-        k->att_scores(tn, hd_k, q, kc, kv_f16, idx, scale, tile);
-        float tmax = -3.0e38f;
-        for (uint32_t i = 0; i < tn; i++) if (tile[i] > tmax) tmax = tile[i];
-        if (tmax > m) {
-            float corr = wlm_expf_fast(m - tmax);
-            sum *= corr;
-            k->scale(hd, corr, out);
-            m = tmax;
-        }
-        k->exp_shift(tn, tile, m);  /* the tile's weights exp(s - m) */
-        for (uint32_t i = 0; i < tn; i++) sum += tile[i];
-        k->att_accum(tn, hd, tile, vc, kv_f16, idx, out);
-    }
+    uint32_t j = 0, tn;
+    while ((tn = att_next_tile(mk, &j, idx)))
+        att_tile_step(k, q, kc, vc, kv_f16, idx, tn, hd_k, hd, scale, out, tile, &m, &sum);
     if (sum > 0) k->scale(hd, 1.0f / sum, out);
+}
+
+/* Whether the slots mk lets its query see hold ascending positions in slot
+ * order: then what a query of the same sequence at an earlier position sees
+ * is a prefix of them, and its tiles are the first ones of mk's query, the
+ * last maybe cut short (wlm_attention_block relies on it). */
+int wlm_att_ascending(const wlm_att_mask *mk) {
+    int32_t last = -1;
+    for (uint32_t i = 0; i < mk->n_slots; i++) {
+        int32_t p = mk->slot_pos[i];
+        if (p < 0 || p > mk->qpos || p < mk->window_lo) continue;
+        if (mk->slot_seq && !(mk->slot_seq[i] & mk->seq_bit)) continue;
+        if (p <= last) return 0;
+        last = p;
+    }
+    return 1;
+}
+
+/* Flash-attention order for nq queries that read one KV head of one
+ * sequence (the query heads of a GQA group, and/or consecutive tokens):
+ * tile by tile of the slots mk's query sees (mk->qpos = the largest of
+ * qpos[]), every query takes the part of the tile it sees, so each tile of
+ * keys and values is read from memory once for all of them and then from
+ * the cache. Query i sees the slots with position <= qpos[i]; they must be a
+ * prefix of mk's (wlm_att_ascending), so its tiles are the ones it would
+ * take alone and every output equals wlm_attention_tiled_kv's bit for bit.
+ * kvt (F16 caches; else NULL): room for one tile of keys and one of values
+ * as floats (2 x WLM_ATT_TILE x max(hd_k, hd) floats): the tile is converted
+ * once (exactly) and the queries run the F32 kernels on it, which take the
+ * same operations in the same order as the F16 ones. */
+void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *q, float *const *out, const int32_t *qpos,
+                         const void *kc, const void *vc, int kv_f16, const wlm_att_mask *mk, uint32_t hd_k, uint32_t hd,
+                         float scale, float *tile, uint32_t *idx, float *kvt) {
+    float m[WLM_ATT_MAXQ], sum[WLM_ATT_MAXQ];
+    uint32_t iota[WLM_ATT_TILE];
+    for (uint32_t i = 0; i < WLM_ATT_TILE; i++) iota[i] = i;
+    float *kt = kvt, *vt = kvt ? kvt + (uint64_t)WLM_ATT_TILE * WLM_MAX(hd_k, hd) : 0;
+    for (uint32_t q0 = 0; q0 < nq; q0 += WLM_ATT_MAXQ) {
+        uint32_t q1 = WLM_MIN(nq, q0 + WLM_ATT_MAXQ);
+        for (uint32_t i = q0; i < q1; i++) {
+            m[i - q0] = -3.0e38f; sum[i - q0] = 0.0f;
+            for (uint32_t d = 0; d < hd; d++) out[i][d] = 0.0f;
+        }
+        uint32_t j = 0, tn;
+        while ((tn = att_next_tile(mk, &j, idx))) {
+            const void *kk = kc, *vv = vc;
+            const uint32_t *ix = idx;
+            int f16 = kv_f16;
+            if (kv_f16 && kvt) {
+                for (uint32_t r = 0; r < tn; r++) {
+                    k->cvt_f16(hd_k, (const uint16_t *)kc + (uint64_t)idx[r] * hd_k, kt + (uint64_t)r * hd_k);
+                    k->cvt_f16(hd, (const uint16_t *)vc + (uint64_t)idx[r] * hd, vt + (uint64_t)r * hd);
+                }
+                kk = kt; vv = vt; ix = iota; f16 = 0;
+            }
+            for (uint32_t i = q0; i < q1; i++) {
+                uint32_t n = 0;   /* the tile's first n slots are the ones query i sees */
+                while (n < tn && mk->slot_pos[idx[n]] <= qpos[i]) n++;
+                if (n) att_tile_step(k, q[i], kk, vv, f16, ix, n, hd_k, hd, scale, out[i], tile, &m[i - q0], &sum[i - q0]);
+            }
+        }
+        for (uint32_t i = q0; i < q1; i++)
+            if (sum[i - q0] > 0) k->scale(hd, 1.0f / sum[i - q0], out[i]);
+    }
 }
 
 /* The ring of the sliding window (one sequence): past n_ctx, position pos
@@ -537,26 +621,60 @@ static uint32_t min_rows(const wlm_tensor *W) {
 
 /* Attention for every (token, query head) pair of a chunk, each thread with
  * its own tile of scores. Token t sees the slots of its own sequence up to
- * its own position (causal mask). */
+ * its own position (causal mask). An item is one KV head for a run of
+ * consecutive tokens of one sequence (at most WLM_ATT_QB tokens, and at most
+ * WLM_ATT_MAXQ queries with the query heads of a GQA group): its queries
+ * go through wlm_attention_block together, so each tile of keys and values
+ * is read once for all of them, where their visible slots hold ascending
+ * positions (a fresh prompt, decode); elsewhere (slots reused out of order)
+ * each query runs alone. Either way every output is the same bits. */
 static void attention_step(const fwd *f, uint32_t layer, float scale, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     const wlm_hparams *hp = &c->m->hp;
     uint32_t hd = hp->head_dim, hdv = hp->head_dim_v, qd = hp->n_head * hd, od = hp->n_head * hdv;
     uint32_t group = hp->n_head / hp->n_head_kv, lo, hi;
+    uint32_t qb = WLM_MAX(1u, WLM_MIN((uint32_t)WLM_ATT_QB, WLM_ATT_MAXQ / group));
+    uint32_t nblk = (f->n + qb - 1) / qb;
     int f16 = c->p.kv_type == WLM_KV_F16;
     uint64_t esz = f16 ? 2 : 4;
     float *tile = c->att_tile + (uint64_t)tid * WLM_ATT_TILE;
     uint32_t *idx = c->att_idx + (uint64_t)tid * WLM_ATT_TILE;
-    while (take(s, f->n * hp->n_head, 1, &lo, &hi))
-        for (uint32_t i = lo; i < hi; i++) {
-            uint32_t t = i / hp->n_head, hq = i % hp->n_head, hk = hq / group;
+    float *kvt = f16 ? c->att_kvt + (uint64_t)tid * 2 * WLM_ATT_TILE * WLM_MAX(hd, hdv) : 0;
+    const float *qs[WLM_ATT_MAXQ];
+    float *outs[WLM_ATT_MAXQ];
+    int32_t qpos[WLM_ATT_MAXQ];
+    while (take(s, nblk * hp->n_head_kv, 1, &lo, &hi))
+        for (uint32_t it = lo; it < hi; it++) {
+            uint32_t b = it / hp->n_head_kv, hk = it % hp->n_head_kv;
+            uint32_t t0 = b * qb, tend = WLM_MIN(f->n, t0 + qb);
             uint64_t off = layer * c->kv_layer_stride + hk * c->kv_head_stride;
             uint64_t off_v = layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
-            wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t],
-                                  c->n_slots, c->tok_pos[t], 0 };
-            wlm_attention_tiled_kv(c->k, c->q + (uint64_t)t * qd + hq * hd,
-                                   (const uint8_t *)c->k_cache + off * esz, (const uint8_t *)c->v_cache + off_v * esz,
-                                   f16, &mask, hd, hdv, scale, c->att + (uint64_t)t * od + hq * hdv, tile, idx);
+            const void *kc = (const uint8_t *)c->k_cache + off * esz, *vc = (const uint8_t *)c->v_cache + off_v * esz;
+            while (t0 < tend) {   /* runs of one sequence within the block */
+                uint32_t t1 = t0 + 1;
+                while (t1 < tend && c->tok_seq[t1] == c->tok_seq[t0]) t1++;
+                uint32_t nq = 0, tw = t0;
+                for (uint32_t t = t0; t < t1; t++) {
+                    if (c->tok_pos[t] > c->tok_pos[tw]) tw = t;
+                    for (uint32_t g = 0; g < group; g++) {
+                        uint32_t hq = hk * group + g;
+                        qs[nq] = c->q + (uint64_t)t * qd + hq * hd;
+                        outs[nq] = c->att + (uint64_t)t * od + hq * hdv;
+                        qpos[nq] = c->tok_pos[t];
+                        nq++;
+                    }
+                }
+                wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0],
+                                      c->n_slots, c->tok_pos[tw], 0 };
+                if (nq > 1 && (t1 - t0 == 1 || wlm_att_ascending(&mask)))
+                    wlm_attention_block(c->k, nq, qs, outs, qpos, kc, vc, f16, &mask, hd, hdv, scale, tile, idx, kvt);
+                else
+                    for (uint32_t i = 0; i < nq; i++) {
+                        mask.qpos = qpos[i];
+                        wlm_attention_tiled_kv(c->k, qs[i], kc, vc, f16, &mask, hd, hdv, scale, outs[i], tile, idx);
+                    }
+                t0 = t1;
+            }
         }
 }
 

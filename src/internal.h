@@ -458,6 +458,7 @@ struct wlm_ctx {
     float *logits; uint32_t n_logits;
     float *att_tile;       /* one tile of scores per thread */
     uint32_t *att_idx;     /* the cache slots of that tile, per thread */
+    float *att_kvt;        /* F16 caches: a tile of keys and values as floats, per thread (else NULL) */
     float *spec_q;         /* n_vocab: a dense draft distribution (wlm_spec_accept) */
     double *rope_freq;     /* n_rot/2 inverse frequencies base^(-2i/n_rot) */
     float *rope_cs;        /* cos/sin pairs for the position of each token of a chunk (n_rot floats apart) */
@@ -468,6 +469,8 @@ struct wlm_ctx {
 };
 
 #define WLM_ATT_TILE 64
+#define WLM_ATT_QB 8      /* tokens of one sequence whose queries share a pass over the cache */
+#define WLM_ATT_MAXQ 64   /* queries one wlm_attention_block pass holds */
 
 /* attention of one query head over cache slots (used by forward and tests) */
 void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
@@ -484,6 +487,14 @@ typedef struct wlm_att_mask {
 void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
                             int kv_f16, const wlm_att_mask *mask, uint32_t hd_k, uint32_t hd_v,
                             float scale, float *out, float *tile, uint32_t *idx);
+
+/* nq queries on one KV head of one sequence in one pass over its tiles
+ * (forward.c explains); their outputs equal wlm_attention_tiled_kv's */
+void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *q, float *const *out, const int32_t *qpos,
+                         const void *kc, const void *vc, int kv_f16, const wlm_att_mask *mask, uint32_t hd_k, uint32_t hd_v,
+                         float scale, float *tile, uint32_t *idx, float *kvt);
+/* whether the slots mask lets its query see hold ascending positions */
+int wlm_att_ascending(const wlm_att_mask *mask);
 
 /* log P(tok) under softmax(logits) at T = 1 (sampler.c): the vocabulary in
  * 32 fixed blocks, each by k->logit_max / k->sum_exp, blocks added in order;
