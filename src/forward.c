@@ -473,16 +473,18 @@ static void att_tile_step(const wlm_kernels *k, const float *q, const void *kc, 
     k->att_accum(tn, hd, tile, vc, kv_f16, idx, out);
 }
 
+/* whether mk lets its query see slot i */
+static int att_visible(const wlm_att_mask *mk, uint32_t i) {
+    int32_t p = mk->slot_pos[i];
+    return p >= 0 && p <= mk->qpos && p >= mk->window_lo && (!mk->slot_seq || (mk->slot_seq[i] & mk->seq_bit));
+}
+
 /* the next tile of the slots mk lets its query see, from slot *j on: their
  * indices in idx, their count returned (0: none left) */
 static uint32_t att_next_tile(const wlm_att_mask *mk, uint32_t *j, uint32_t *idx) {
     uint32_t tn = 0, i = *j;
-    for (; i < mk->n_slots && tn < WLM_ATT_TILE; i++) {
-        int32_t p = mk->slot_pos[i];
-        if (p < 0 || p > mk->qpos || p < mk->window_lo) continue;
-        if (mk->slot_seq && !(mk->slot_seq[i] & mk->seq_bit)) continue;
-        idx[tn++] = i;
-    }
+    for (; i < mk->n_slots && tn < WLM_ATT_TILE; i++)
+        if (att_visible(mk, i)) idx[tn++] = i;
     *j = i;
     return tn;
 }
@@ -505,11 +507,9 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
 int wlm_att_ascending(const wlm_att_mask *mk) {
     int32_t last = -1;
     for (uint32_t i = 0; i < mk->n_slots; i++) {
-        int32_t p = mk->slot_pos[i];
-        if (p < 0 || p > mk->qpos || p < mk->window_lo) continue;
-        if (mk->slot_seq && !(mk->slot_seq[i] & mk->seq_bit)) continue;
-        if (p <= last) return 0;
-        last = p;
+        if (!att_visible(mk, i)) continue;
+        if (mk->slot_pos[i] <= last) return 0;
+        last = mk->slot_pos[i];
     }
     return 1;
 }
