@@ -651,27 +651,30 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
             uint64_t off_v = layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
             const void *kc = (const uint8_t *)c->k_cache + off * esz, *vc = (const uint8_t *)c->v_cache + off_v * esz;
             while (t0 < tend) {   /* runs of one sequence within the block */
-                uint32_t t1 = t0 + 1;
+                uint32_t t1 = t0 + 1, tw = t0;
                 while (t1 < tend && c->tok_seq[t1] == c->tok_seq[t0]) t1++;
-                uint32_t nq = 0, tw = t0;
-                for (uint32_t t = t0; t < t1; t++) {
-                    if (c->tok_pos[t] > c->tok_pos[tw]) tw = t;
+                for (uint32_t t = t0; t < t1; t++) if (c->tok_pos[t] > c->tok_pos[tw]) tw = t;
+                wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0],
+                                      c->n_slots, c->tok_pos[tw], 0 };
+                int together = t1 - t0 == 1 || wlm_att_ascending(&mask);
+                /* the run's queries, WLM_ATT_MAXQ at a time (a GQA group can be wider) */
+                uint32_t nq = 0;
+                for (uint32_t t = t0; t < t1; t++)
                     for (uint32_t g = 0; g < group; g++) {
                         uint32_t hq = hk * group + g;
                         qs[nq] = c->q + (uint64_t)t * qd + hq * hd;
                         outs[nq] = c->att + (uint64_t)t * od + hq * hdv;
                         qpos[nq] = c->tok_pos[t];
-                        nq++;
-                    }
-                }
-                wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0],
-                                      c->n_slots, c->tok_pos[tw], 0 };
-                if (nq > 1 && (t1 - t0 == 1 || wlm_att_ascending(&mask)))
-                    wlm_attention_block(c->k, nq, qs, outs, qpos, kc, vc, f16, &mask, hd, hdv, scale, tile, idx, kvt);
-                else
-                    for (uint32_t i = 0; i < nq; i++) {
-                        mask.qpos = qpos[i];
-                        wlm_attention_tiled_kv(c->k, qs[i], kc, vc, f16, &mask, hd, hdv, scale, outs[i], tile, idx);
+                        if (++nq < WLM_ATT_MAXQ && !(t + 1 == t1 && g + 1 == group)) continue;
+                        if (nq > 1 && together)
+                            wlm_attention_block(c->k, nq, qs, outs, qpos, kc, vc, f16, &mask, hd, hdv, scale, tile, idx, kvt);
+                        else
+                            for (uint32_t i = 0; i < nq; i++) {
+                                wlm_att_mask one = mask;
+                                one.qpos = qpos[i];
+                                wlm_attention_tiled_kv(c->k, qs[i], kc, vc, f16, &one, hd, hdv, scale, outs[i], tile, idx);
+                            }
+                        nq = 0;
                     }
                 t0 = t1;
             }

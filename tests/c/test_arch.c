@@ -447,3 +447,53 @@ TEST(arch_memory_plan_uses_head_sizes) {
     double e = check_variant(&a, 0);
     CHECKF(e < 1e-4, "max |logit diff| %g", e);
 }
+
+/* GQA groups through the attention items (forward.c, wlm_attention_block):
+ * 8 query heads a KV head, and 66 on one KV head (wider than one pass of
+ * WLM_ATT_MAXQ queries). A prompt as one batch, whose queries of up to
+ * WLM_ATT_QB tokens share a pass over the cache, gives the logits decoding
+ * it token by token gives, bit for bit: F32 and F16 caches, 1 and 2 threads. */
+TEST(arch_gqa_groups_batch_equals_decode) {
+    static const uint32_t shapes[][3] = { { 64, 16, 2 }, { 132, 66, 1 } };   /* n_embd, n_head, n_head_kv */
+    enum { T = 21 };
+    for (int si = 0; si < 2; si++) {
+        gb_file *f = malloc(sizeof *f);
+        gb_llama p = { shapes[si][0], 2, shapes[si][1], shapes[si][2], 48, 0, 0, 5 };
+        gb_tiny_llama(f, &p);
+        size_t size = 0;
+        unsigned char *bytes = gb_serialize(f, &size), *keep = NULL;
+        gb_free(f); free(f);
+        wlm_err err = { 0 };
+        wlm_model *m = load_bytes(bytes, size, &keep, &err);
+        free(bytes);
+        REQUIRE(m != NULL);
+        uint32_t V = m->hp.n_vocab;
+        int32_t tok[T];
+        for (int i = 0; i < T; i++) tok[i] = (int32_t)((i * 7 + 3) % V);
+        float *step = malloc(sizeof(float) * T * V);
+        for (int kv = 0; kv < 2; kv++)
+            for (uint32_t th = 1; th <= 2; th++) {
+                wlm_ctx_params cp; wlm_ctx_default_params(&cp);
+                cp.n_ctx = 64; cp.kv_type = kv ? WLM_KV_F16 : WLM_KV_F32; cp.n_threads = th;
+                wlm_ctx *a = NULL, *b = NULL;
+                cp.n_batch = 1;
+                REQUIRE(wlm_ctx_new(&a, m, &cp, &err) == WLM_OK);
+                for (int i = 0; i < T; i++) {
+                    REQUIRE(wlm_eval(a, &tok[i], 1, &err) == WLM_OK);
+                    memcpy(step + (size_t)i * V, wlm_ctx_logits(a), sizeof(float) * V);
+                }
+                cp.n_batch = T; cp.logits_all = 1;
+                REQUIRE(wlm_ctx_new(&b, m, &cp, &err) == WLM_OK);
+                REQUIRE(wlm_eval(b, tok, T, &err) == WLM_OK);
+                REQUIRE(wlm_ctx_n_logits(b) == T);
+                int bad = 0;
+                for (int i = 0; i < T; i++) bad += memcmp(wlm_ctx_logits(b) + (size_t)i * V, step + (size_t)i * V, sizeof(float) * V) != 0;
+                CHECKF(bad == 0, "%u heads on %u KV heads, kv %s, %u threads: %d of %d positions differ",
+                       shapes[si][1], shapes[si][2], kv ? "f16" : "f32", th, bad, T);
+                wlm_ctx_free(a); wlm_ctx_free(b);
+            }
+        free(step);
+        wlm_model_free(m);
+        wlm_sys_free(keep);
+    }
+}
