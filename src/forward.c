@@ -81,7 +81,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_v = reserve(&pl, v_bytes);
     pl.off_slot = reserve(&pl, (uint64_t)p->n_ctx * 4);
     pl.off_sseq = reserve(&pl, (uint64_t)p->n_ctx * 8);
-    pl.off_tok = reserve(&pl, B * 16);
+    pl.off_tok = reserve(&pl, B * 24);
     pl.off_x = reserve(&pl, B * d * 4);
     pl.off_xb = reserve(&pl, B * WLM_MAX(d, qd) * 4);
     pl.off_q = reserve(&pl, B * qd * 4);
@@ -169,6 +169,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->n_seq_max = p.n_seq_max; c->n_outputs = p.n_outputs;
     c->tok_seq = (uint32_t *)(mem + pl.off_tok); c->tok_slot = c->tok_seq + p.n_batch;
     c->tok_pos = (int32_t *)(c->tok_slot + p.n_batch); c->out_tok = (uint32_t *)(c->tok_pos + p.n_batch);
+    c->att_run = c->out_tok + p.n_batch; c->att_wpos = (int32_t *)(c->att_run + p.n_batch);
     c->x = (float *)(mem + pl.off_x); c->xb = (float *)(mem + pl.off_xb);
     c->q = (float *)(mem + pl.off_q); c->kk = (float *)(mem + pl.off_kk); c->vv = (float *)(mem + pl.off_vv);
     c->att = (float *)(mem + pl.off_att); c->hb = (float *)(mem + pl.off_hb); c->hb2 = (float *)(mem + pl.off_hb2);
@@ -447,10 +448,6 @@ void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, c
     wlm_attention_tiled_kv(k, q, kc, vc, kv_f16, &mask, hd, hd, scale, out, tile, idx);
 }
 
-/* The same, with keys (and the query) of hd_k elements and values of hd_v.
- * A tile is the next WLM_ATT_TILE slots the query may see (slots it may
- * not see are skipped, not padded), so the result depends only on the
- * visible slots and their order, not on what lies between them. */
 /* One tile of the online softmax for one query: the scores of the tn slots
  * idx[0..tn) of kc, the running max *m raised if needed (the running sum and
  * the output rescaled by exp(m_old - m_new)), then out += exp(s - m) v. */
@@ -489,6 +486,10 @@ static uint32_t att_next_tile(const wlm_att_mask *mk, uint32_t *j, uint32_t *idx
     return tn;
 }
 
+/* wlm_attention_tiled with keys (and the query) of hd_k elements and values of hd_v.
+ * A tile is the next WLM_ATT_TILE slots the query may see (slots it may
+ * not see are skipped, not padded), so the result depends only on the
+ * visible slots and their order, not on what lies between them. */
 void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
                             int kv_f16, const wlm_att_mask *mk, uint32_t hd_k, uint32_t hd,
                             float scale, float *out, float *tile, uint32_t *idx) {
@@ -619,6 +620,39 @@ static uint32_t min_rows(const wlm_tensor *W) {
     return (uint32_t)WLM_MAX(4u, WLM_MIN(64u, (16384 + row_bytes - 1) / row_bytes));
 }
 
+/* tokens a block of attention items holds (at most WLM_ATT_MAXQ queries with the GQA group) */
+static uint32_t att_block_tokens(const wlm_hparams *hp) {
+    return WLM_MAX(1u, WLM_MIN((uint32_t)WLM_ATT_QB, WLM_ATT_MAXQ / (hp->n_head / hp->n_head_kv)));
+}
+
+/* the slots a token of the run starting at t0 may see, up to position wpos */
+static wlm_att_mask att_run_mask(const wlm_ctx *c, uint32_t t0, int32_t wpos) {
+    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0 };
+    return mk;
+}
+
+#define ATT_TOGETHER 0x80000000u
+
+/* Once per chunk, before its layers: cuts each block of att_block_tokens
+ * tokens into runs of consecutive tokens of one sequence. For a run from
+ * t0: att_run[t0] = its end, with ATT_TOGETHER when its queries may share
+ * passes (a lone token, or visible slots at ascending positions: the same
+ * for every layer and head, so checked here once), att_wpos[t0] = its
+ * latest position. */
+static void att_plan_runs(wlm_ctx *c, uint32_t n) {
+    uint32_t qb = att_block_tokens(&c->m->hp);
+    for (uint32_t b0 = 0; b0 < n; b0 += qb) {
+        uint32_t tend = WLM_MIN(n, b0 + qb);
+        for (uint32_t t0 = b0, t1; t0 < tend; t0 = t1) {
+            int32_t wpos = c->tok_pos[t0];
+            for (t1 = t0 + 1; t1 < tend && c->tok_seq[t1] == c->tok_seq[t0]; t1++) wpos = WLM_MAX(wpos, c->tok_pos[t1]);
+            wlm_att_mask mk = att_run_mask(c, t0, wpos);
+            c->att_run[t0] = t1 | (t1 - t0 == 1 || wlm_att_ascending(&mk) ? ATT_TOGETHER : 0);
+            c->att_wpos[t0] = wpos;
+        }
+    }
+}
+
 /* Attention for every (token, query head) pair of a chunk, each thread with
  * its own tile of scores. Token t sees the slots of its own sequence up to
  * its own position (causal mask). An item is one KV head for a run of
@@ -633,8 +667,7 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
     const wlm_hparams *hp = &c->m->hp;
     uint32_t hd = hp->head_dim, hdv = hp->head_dim_v, qd = hp->n_head * hd, od = hp->n_head * hdv;
     uint32_t group = hp->n_head / hp->n_head_kv, lo, hi;
-    uint32_t qb = WLM_MAX(1u, WLM_MIN((uint32_t)WLM_ATT_QB, WLM_ATT_MAXQ / group));
-    uint32_t nblk = (f->n + qb - 1) / qb;
+    uint32_t qb = att_block_tokens(hp), nblk = (f->n + qb - 1) / qb;
     int f16 = c->p.kv_type == WLM_KV_F16;
     uint64_t esz = f16 ? 2 : 4;
     float *tile = c->att_tile + (uint64_t)tid * WLM_ATT_TILE;
@@ -650,13 +683,10 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
             uint64_t off = layer * c->kv_layer_stride + hk * c->kv_head_stride;
             uint64_t off_v = layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
             const void *kc = (const uint8_t *)c->k_cache + off * esz, *vc = (const uint8_t *)c->v_cache + off_v * esz;
-            while (t0 < tend) {   /* runs of one sequence within the block */
-                uint32_t t1 = t0 + 1, tw = t0;
-                while (t1 < tend && c->tok_seq[t1] == c->tok_seq[t0]) t1++;
-                for (uint32_t t = t0; t < t1; t++) if (c->tok_pos[t] > c->tok_pos[tw]) tw = t;
-                wlm_att_mask mask = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0],
-                                      c->n_slots, c->tok_pos[tw], 0 };
-                int together = t1 - t0 == 1 || wlm_att_ascending(&mask);
+            while (t0 < tend) {   /* the block's runs (att_plan_runs) */
+                uint32_t t1 = c->att_run[t0] & ~ATT_TOGETHER;
+                int together = (c->att_run[t0] & ATT_TOGETHER) != 0;
+                wlm_att_mask mask = att_run_mask(c, t0, c->att_wpos[t0]);
                 /* the run's queries, WLM_ATT_MAXQ at a time (a GQA group can be wider) */
                 uint32_t nq = 0;
                 for (uint32_t t = t0; t < t1; t++)
@@ -803,6 +833,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
  * in c->out_tok into rows out_row.. of c->logits. */
 static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_t n_out, uint32_t out_row) {
     fwd f = { c, tokens, n, n_out, out_row, { 0, 0 } };
+    att_plan_runs(c, n);
     /* waking the other threads and the barriers cost microseconds: a model
      * whose largest layer matrix times the tokens is small stays on one */
     const wlm_layer *L = &c->m->layers[0];

@@ -439,6 +439,7 @@ struct wlm_ctx {
     /* the tokens of the chunk being evaluated: sequence, position, cache slot */
     uint32_t *tok_seq, *tok_slot; int32_t *tok_pos;
     uint32_t *out_tok;     /* chunk tokens whose logits are wanted, in order */
+    uint32_t *att_run; int32_t *att_wpos;   /* attention's runs of the chunk (forward.c, att_plan_runs) */
     /* KV cache: [layer][kv_head][slot][head_dim], f32 or f16 */
     void *k_cache, *v_cache;
     uint64_t kv_layer_stride, kv_head_stride; /* in elements (K cache) */
