@@ -50,6 +50,16 @@ static wlm_ctx *ctx_seq(wlm_model *m, uint32_t n_ctx, uint32_t n_seq, uint32_t n
     return c;
 }
 
+/* a 10-token prompt into sequence 0, forked to sequences 1..n_seq-1 */
+static int prompt_forked(wlm_ctx *c, uint32_t n_seq) {
+    static const int32_t p[10] = { 1, 20, 30, 40, 50, 60, 70, 80, 90, 100 };
+    wlm_err err = { 0 };
+    if (wlm_eval(c, p, 10, &err) != WLM_OK) { fprintf(stderr, "  eval: %s\n", err.msg); return 0; }
+    for (uint32_t s = 1; s < n_seq; s++)
+        if (wlm_seq_fork(c, 0, s, &err) != WLM_OK) { fprintf(stderr, "  fork: %s\n", err.msg); return 0; }
+    return 1;
+}
+
 static uint32_t prompt_ids(const wlm_model *m, int32_t *ids, uint32_t cap) {
     const char *text = "Once upon a time, there was a little dog";
     uint32_t n = 0; wlm_err err = { 0 };
@@ -221,10 +231,7 @@ TEST(seq_full_cache_and_bad_arguments) {
     wlm_err err = { 0 };
     wlm_ctx *c = ctx_seq(sm.m, 16, 3, 3);
     REQUIRE(c);
-    int32_t p[10] = { 1, 20, 30, 40, 50, 60, 70, 80, 90, 100 };
-    REQUIRE(wlm_eval(c, p, 10, &err) == WLM_OK);
-    REQUIRE(wlm_seq_fork(c, 0, 1, &err) == WLM_OK);
-    REQUIRE(wlm_seq_fork(c, 0, 2, &err) == WLM_OK);
+    REQUIRE(prompt_forked(c, 3));
     /* 6 free slots: two steps of 3 fit, the third does not */
     int32_t t3[3] = { 5, 6, 7 }; uint32_t s3[3] = { 0, 1, 2 }; uint8_t w3[3] = { 1, 1, 1 };
     REQUIRE(wlm_eval_batch(c, t3, s3, w3, 3, &err) == WLM_OK);
@@ -247,6 +254,7 @@ TEST(seq_full_cache_and_bad_arguments) {
     /* more rows of logits than planned */
     c = ctx_seq(sm.m, 64, 1, 2);
     REQUIRE(c);
+    int32_t p[4] = { 1, 20, 30, 40 };
     uint8_t w[4] = { 1, 1, 1, 1 };
     CHECK(wlm_eval_batch(c, p, NULL, w, 4, &err) == WLM_ERR_ARG);
     CHECK(strstr(err.msg, "4 rows of logits asked for, the context keeps 2") != NULL);
@@ -273,9 +281,7 @@ TEST(seq_slots_in_blocks_per_sequence) {
     wlm_err err = { 0 };
     wlm_ctx *c = ctx_seq(sm.m, 256, 4, 4);
     REQUIRE(c);
-    int32_t p[10] = { 1, 20, 30, 40, 50, 60, 70, 80, 90, 100 };
-    REQUIRE(wlm_eval(c, p, 10, &err) == WLM_OK);
-    for (uint32_t s = 1; s < 4; s++) REQUIRE(wlm_seq_fork(c, 0, s, &err) == WLM_OK);
+    REQUIRE(prompt_forked(c, 4));
     int32_t t4[4] = { 5, 6, 7, 8 }; uint32_t s4[4] = { 0, 1, 2, 3 };
     for (int step = 0; step < 20; step++) REQUIRE(wlm_eval_batch(c, t4, s4, NULL, 4, &err) == WLM_OK);
     for (uint32_t s = 0; s < 4; s++) {
