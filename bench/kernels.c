@@ -19,7 +19,10 @@
  *   2. K-quant prefill (kq_rows, 64 tokens): rows in pairs (one call for all
  *      rows) against one row at a time (a call per row); and K-quant decode
  *      (kq_rows, one token: the row kernels), for its cost per weight.
- *   3. F16 decode (gemv_f16, one token), 2048 x 1024.
+ *   3. F16 decode (gemv_f16, one token), 2048 x 1024; F16 batches of 2-64
+ *      tokens (a panel of rows converted + gemm_f32, against a row converted
+ *      + dot_f32 per token and gemv_f16); F32 batches (gemm_f32 against
+ *      dot_f32 per row and token).
  *   4. Tiled attention (wlm_attention_tiled) of one query over 1024 cached
  *      positions, head size 64, F32 and F16 caches: ns per multiply-add
  *      (2 x 1024 x 64 a query), and its two kernels alone (att_scores,
@@ -100,6 +103,28 @@ static void kq_single(uint32_t nt) {
 static uint8_t *WH;
 static float *XF;
 static void f16_gemv(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4); }
+
+/* F16 batches: the row converted to floats, then dot_f32 per token (before
+ * gemm_f32); a panel of 4 rows converted, then gemm_f32 (forward.c's mm) */
+static float *WF, *WROW;
+static void f16_cvt_dot(uint32_t nt) {
+    for (uint32_t r = 0; r < rows4; r++) {
+        K->cvt_f16(N, (const uint16_t *)WH + (uint64_t)r * N, WROW);
+        for (uint32_t t = 0; t < nt; t++) Y[t * rows4 + r] = K->dot_f32(N, WROW, XF + t * N);
+    }
+}
+static void f16_cvt_gemm(uint32_t nt) {
+    for (uint32_t r = 0; r < rows4; r += 4) {
+        for (uint32_t i = 0; i < 4; i++) K->cvt_f16(N, (const uint16_t *)WH + (uint64_t)(r + i) * N, WROW + i * N);
+        K->gemm_f32(N, WROW, N, 4, XF, N, nt, Y + r, rows4);
+    }
+}
+/* F32 batches: dot_f32 per (row, token) against gemm_f32 */
+static void f32_dot(uint32_t nt) {
+    for (uint32_t r = 0; r < rows4; r++)
+        for (uint32_t t = 0; t < nt; t++) Y[t * rows4 + r] = K->dot_f32(N, WF + (uint64_t)r * N, XF + t * N);
+}
+static void f32_gemm(uint32_t nt) { K->gemm_f32(N, WF, N, rows4, XF, N, nt, Y, rows4); }
 
 typedef void (*variant)(uint32_t nt);
 
@@ -215,6 +240,26 @@ int main(int argc, char **argv) {
         const char *names[] = { "gemv_f16" };
         variant v[] = { f16_gemv };
         compare("F16 decode 2048x1024", names, v, 1, 1, rows4, reps);
+        WROW = malloc(sizeof(float) * N * 4);
+        const char *bn[] = { "cvt+gemm_f32", "cvt+dot_f32", "gemv_f16" };
+        variant bv[] = { f16_cvt_gemm, f16_cvt_dot, f16_gemv };
+        uint32_t bt[] = { 2, 3, 5, 9, 16, 64 };
+        for (int i = 0; i < 6; i++) compare("F16 batch 2048x1024", bn, bv, bt[i] <= 9 ? 3 : 2, bt[i], rows4, reps);
+        {   /* the conversion alone */
+            double tc[64];
+            for (int r = 0; r < reps; r++) {
+                double t0 = now_ms();
+                for (uint32_t i = 0; i < rows4; i++) K->cvt_f16(N, (const uint16_t *)WH + (uint64_t)i * N, WROW + (i % 4) * N);
+                tc[r] = now_ms() - t0;
+            }
+            printf("cvt_f16 alone 2048x1024: %.4f ns/weight (median of %d)\n", median(tc, reps) * 1e6 / ((double)N * rows4), reps);
+        }
+        WF = malloc(sizeof(float) * N * rows4);
+        for (uint64_t i = 0; i < (uint64_t)N * rows4; i++) WF[i] = wlm_f16_to_f32(((uint16_t *)WH)[i]);
+        const char *fn[] = { "gemm_f32", "dot_f32" };
+        variant fv[] = { f32_gemm, f32_dot };
+        for (int i = 0; i < 6; i++) compare("F32 batch 2048x1024", fn, fv, 2, bt[i], rows4, reps);
+        free(WF); free(WROW);
     }
     {   /* 4. attention: 16 heads' caches of 1024 positions, one query each */
         enum { S = 1024, HD = 64, HEADS = 16 };

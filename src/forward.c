@@ -20,6 +20,8 @@
 
 /* prefill: weight rows widened to int16 per pass of the tiled kernel */
 #define WLM_MM_PANEL 4
+/* F16 / BF16 rows converted to floats at a time for gemm_f32 (a batch) */
+#define WLM_F32_PANEL 4
 /* Q8_0/Q4_0 batches up to this many tokens go through gemv (each weight
  * block widened in registers for every token); larger ones unpack rows once
  * into the i16x4 form for the register-tiled gemm_i16x4 (gemv_max_tok: the
@@ -93,7 +95,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_act = reserve(&pl, B * pl.act_row_bytes);
     pl.off_actk = reserve(&pl, B * pl.act_row_bytes);
     /* [kernels] per thread: one F32 row, or a panel of i16x4 rows (prefill) */
-    pl.wrow_bytes = WLM_ALIGN_UP(WLM_MAX(widest * 4, WLM_MM_PANEL * wlm_i16x4_row_bytes((uint32_t)widest)), 64);
+    pl.wrow_bytes = WLM_ALIGN_UP(WLM_MAX(WLM_F32_PANEL * widest * 4, WLM_MM_PANEL * wlm_i16x4_row_bytes((uint32_t)widest)), 64);
     /* [kernels] int16 activations: i16x4 (prefill) or i16eo (decode) rows,
      * each followed (at act8_off) by the same values in the kernel set's
      * act_q4g form: i8x4 (relaxed SIMD: gemv_q4g, gemm_q4_i8x4) or i16g
@@ -325,7 +327,7 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
         c->k->gemv_f16(n, W->data + (uint64_t)r0 * row_bytes, row_bytes, r1 - r0, (const float *)xs, xstride / 4, n_tok, y + r0, rows);
         return;
     }
-    wlm_dot_fn dot = c->k->dot[W->type], udot = c->k->dot[GGML_F32];
+    wlm_dot_fn dot = c->k->dot[W->type];
     uint8_t *wrow = c->wrow + tid * c->wrow_bytes;
     /* K-quants: the kernel set's batched path (kquants*.c) does the whole
      * range for every token, equal to the row dot bit for bit; 0 = none */
@@ -374,15 +376,30 @@ static void mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, 
         }
         return;
     }
-    for (uint32_t r = r0; r < r1; r++) {
-        const uint8_t *w = W->data + r * row_bytes;
-        if (unpack) {
-            if (W->type == GGML_F16) c->k->cvt_f16(n, (const uint16_t *)w, (float *)wrow);
-            else wlm_dequantize_row(W->type, w, (float *)wrow, n);
-            for (uint32_t t = 0; t < n_tok; t++)
-                y[(uint64_t)t * rows + r] = udot(n, wrow, xs + t * xstride);
-            continue;
+    if (n_tok > 1 && W->type == GGML_F32) {
+        /* float rows: the register tile of rows x tokens (dot_f32's bits) */
+        c->k->gemm_f32(n, (const float *)(W->data + (uint64_t)r0 * row_bytes), row_bytes / 4, r1 - r0,
+                       (const float *)xs, xstride / 4, n_tok, y + r0, rows);
+        return;
+    }
+    if (unpack) {
+        /* F16 / BF16 rows: a panel converted to floats once, then the tile;
+         * the conversion is exact, so the results are dot_f16's / dot_bf16's */
+        uint32_t np = WLM_F32_PANEL;
+        for (uint32_t r = r0; r < r1; r += np) {
+            uint32_t nr = WLM_MIN(np, r1 - r);
+            for (uint32_t i = 0; i < nr; i++) {
+                const uint8_t *w = W->data + (uint64_t)(r + i) * row_bytes;
+                float *f = (float *)wrow + (uint64_t)i * n;
+                if (W->type == GGML_F16) c->k->cvt_f16(n, (const uint16_t *)w, f);
+                else wlm_dequantize_row(W->type, w, f, n);
+            }
+            c->k->gemm_f32(n, (const float *)wrow, n, nr, (const float *)xs, xstride / 4, n_tok, y + r, rows);
         }
+        return;
+    }
+    for (uint32_t r = r0; r < r1; r++) {   /* one token, or a type with no batched kernel */
+        const uint8_t *w = W->data + r * row_bytes;
         for (uint32_t t = 0; t < n_tok; t++)
             y[(uint64_t)t * rows + r] = dot(n, w, xs + t * xstride);
     }

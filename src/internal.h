@@ -225,6 +225,13 @@ typedef struct wlm_kernels {
      * bit to dot_f16. */
     void (*gemv_f16)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
                      const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
+    /* Batches of float rows: y[t * ys + r] = row r of w (rows ws floats
+     * apart) . row t of x (xs floats apart) for r < nr, t < nt, equal bit
+     * for bit to dot_f32. The SIMD set keeps a register tile of rows x
+     * tokens, one accumulator each (see kernels_simd128.c). F32 weights take
+     * it directly, F16 / BF16 rows after converting a panel of rows. */
+    void (*gemm_f32)(uint32_t n, const float *w, uint64_t ws, uint32_t nr,
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
     /* n halves -> floats exactly as wlm_f16_to_f32 (batched F16 rows are
      * converted once, then dot_f32 gives dot_f16's bits) */
     void (*cvt_f16)(uint32_t n, const uint16_t *h, float *y);

@@ -166,6 +166,12 @@ static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
         for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = dot_f16(n, (const uint16_t *)(w + r * ws), x + t * xs);
 }
 
+static void gemm_f32(uint32_t n, const float *w, uint64_t ws, uint32_t nr,
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = dot_f32(n, w + r * ws, x + t * xs);
+}
+
 static void cvt_f16(uint32_t n, const uint16_t *h, float *y) {
     for (uint32_t i = 0; i < n; i++) y[i] = wlm_f16_to_f32(h[i]);
 }
@@ -255,7 +261,7 @@ const wlm_kernels wlm_kernels_scalar = {
              [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = wlm_q4g_from_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = wlm_q4g_from_q4_0, .gemv_f16 = gemv_f16, .gemm_f32 = gemm_f32, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
     .quantize_q8_0 = wlm_quantize_row_q8_0,
     .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,

@@ -30,6 +30,68 @@ static float dot_f32(uint32_t n, const float *w, const float *x) {
     return r;
 }
 
+/* ---- batches of float rows: gemm_f32 -----------------------------------------------
+ * dot_f32's accumulator a (0..3) adds the products at positions 16i + 4a ..
+ * 16i + 4a + 3 for i = 0, 1, ... in that order, and none reads another
+ * before the fold. So the four can be computed one after the other, and a
+ * tile of R rows x T tokens needs one register per (row, token), not four:
+ * each weight vector loaded serves T tokens, each token vector R rows. The
+ * rows are walked in stretches of F32_KB floats, which stay in L1 for the
+ * four passes; between stretches a pass's sums wait in part[a]. Fold and
+ * tail are dot_f32's, so every result has dot_f32's bits. */
+#define F32_KB 256u
+static inline __attribute__((always_inline)) void gemm_f32_tile(int R, int T, uint32_t n, const float *w, uint64_t ws,
+                                                                const float *x, uint64_t xs, float *y, uint64_t ys) {
+    v128_t part[4][2][4];
+    for (int a = 0; a < 4; a++)
+        for (int r = 0; r < R; r++)
+            for (int t = 0; t < T; t++) part[a][r][t] = wasm_f32x4_splat(0);
+    uint32_t n16 = n / 16 * 16;
+    for (uint32_t k0 = 0; k0 < n16; k0 += F32_KB) {
+        uint32_t k1 = WLM_MIN(k0 + F32_KB, n16);
+        for (int a = 0; a < 4; a++) {
+            v128_t acc[2][4];
+            for (int r = 0; r < R; r++)
+                for (int t = 0; t < T; t++) acc[r][t] = part[a][r][t];
+            for (uint32_t i = k0 + 4 * (uint32_t)a; i < k1; i += 16) {
+                v128_t wv[2], xv[4];
+                for (int r = 0; r < R; r++) wv[r] = wasm_v128_load(w + r * ws + i);
+                for (int t = 0; t < T; t++) xv[t] = wasm_v128_load(x + t * xs + i);
+                for (int r = 0; r < R; r++)
+                    for (int t = 0; t < T; t++) acc[r][t] = wasm_f32x4_add(acc[r][t], wasm_f32x4_mul(wv[r], xv[t]));
+            }
+            for (int r = 0; r < R; r++)
+                for (int t = 0; t < T; t++) part[a][r][t] = acc[r][t];
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int t = 0; t < T; t++) {
+            const float *wr = w + r * ws, *xt = x + t * xs;
+            float s = fold4(part[0][r][t], part[1][r][t], part[2][r][t], part[3][r][t]);
+            for (uint32_t k = n16; k < n; k++) s += wr[k] * xt[k];
+            y[t * ys + r] = s;
+        }
+}
+
+/* rows in pairs, tokens in fours (then the remainders) */
+static inline __attribute__((always_inline)) void gemm_f32_rows(int R, uint32_t n, const float *w, uint64_t ws,
+                                                                const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    uint32_t t = 0;
+    for (; t + 4 <= nt; t += 4) gemm_f32_tile(R, 4, n, w, ws, x + t * xs, xs, y + t * ys, ys);
+    switch (nt - t) {
+    case 3: gemm_f32_tile(R, 3, n, w, ws, x + t * xs, xs, y + t * ys, ys); break;
+    case 2: gemm_f32_tile(R, 2, n, w, ws, x + t * xs, xs, y + t * ys, ys); break;
+    case 1: gemm_f32_tile(R, 1, n, w, ws, x + t * xs, xs, y + t * ys, ys); break;
+    }
+}
+
+static void gemm_f32(uint32_t n, const float *w, uint64_t ws, uint32_t nr,
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    uint32_t r = 0;
+    for (; r + 2 <= nr; r += 2) gemm_f32_rows(2, n, w + r * ws, ws, x, xs, nt, y + r, ys);
+    if (r < nr) gemm_f32_rows(1, n, w + r * ws, ws, x, xs, nt, y + r, ys);
+}
+
 static inline void load_half8(const uint16_t *p, v128_t *lo, v128_t *hi) {
     v128_t h = wasm_v128_load(p);
     *lo = half4_to_f32(wasm_u32x4_extend_low_u16x8(h));
@@ -114,21 +176,24 @@ static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
     }
 }
 
-/* halves -> floats: the 4-op conversion, infinities and NaNs redone exactly */
+/* halves -> floats: the 4-op conversion, and if the row holds an infinity or
+ * a NaN (the running maximum of the magnitudes says so at the end), the
+ * whole row again with the exact one: no test and branch per 8 halves */
 static void cvt_f16(uint32_t n, const uint16_t *h, float *y) {
-    v128_t m = wasm_i16x8_splat(0x7fff);
+    v128_t m = wasm_i16x8_splat(0x7fff), mx = wasm_i16x8_splat(0);
     uint32_t i = 0;
     for (; i + 8 <= n; i += 8) {
         v128_t h8 = wasm_v128_load(h + i);
-        if (!wasm_i16x8_all_true(wasm_i16x8_lt(wasm_v128_and(h8, m), wasm_i16x8_splat(0x7c00)))) {
-            v128_t lo, hi;
-            load_half8(h + i, &lo, &hi);
-            wasm_v128_store(y + i, lo); wasm_v128_store(y + i + 4, hi);
-            continue;
-        }
+        mx = wasm_u16x8_max(mx, wasm_v128_and(h8, m));
         wasm_v128_store(y + i, half4_fast(h8, 0));
         wasm_v128_store(y + i + 4, half4_fast(h8, 1));
     }
+    if (!wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00))))
+        for (uint32_t k = 0; k + 8 <= n; k += 8) {
+            v128_t lo, hi;
+            load_half8(h + k, &lo, &hi);
+            wasm_v128_store(y + k, lo); wasm_v128_store(y + k + 4, hi);
+        }
     for (; i < n; i++) y[i] = wlm_f16_to_f32(h[i]);
 }
 
@@ -1300,7 +1365,7 @@ const wlm_kernels wlm_kernels_simd128 = {
 #if WLM_RELAXED
     .gemm_q4_i8x4 = gemm_q4_i8x4, .unpack_q4_i8x4 = unpack_q4_i8x4,
 #endif
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = q4g_from_q4_0, .gemv_f16 = gemv_f16, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = q4g_from_q4_0, .gemv_f16 = gemv_f16, .gemm_f32 = gemm_f32, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
 #if WLM_RELAXED
     .act_q4g = act_i8x4_blocks, .gemm_q4gb = gemm_q4gb, .act_q4gb = act_q4gb_row,
 #else

@@ -1762,6 +1762,37 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
     free(ref); free(got);
 }
 
+/* the float tile kernel equals dot_f32 per (row, token) in every kernel set:
+ * lengths across several of its stretches (256 floats) and with tails, 1-7
+ * rows and 1-9 tokens (every tile shape and remainder), padded strides,
+ * values of mixed magnitude with now and then an infinity or a NaN */
+TEST(kernels_gemm_f32_equals_dot_f32) {
+    enum { N = 700, R = 7, T = 9, WS = N + 5, XS = N + 3, YS = R + 2 };
+    static float w[R * WS], x[T * XS], y[T * YS];
+    int checked = 0;
+    for (int rep = 0; rep < 60; rep++) {
+        uint32_t n = rep < 4 ? (uint32_t[]){ 16, 256, 512, 700 }[rep] : 1 + tst_rand() % N;
+        for (int i = 0; i < R * WS; i++) w[i] = tst_randf() * (rep % 3 ? 1.0f : 1e6f);
+        for (int i = 0; i < T * XS; i++) x[i] = tst_randf() * (rep % 5 ? 1.0f : 1e-6f);
+        if (rep % 7 == 3) w[tst_rand() % (R * WS)] = (rep & 1) ? INFINITY : NAN;
+        for (int k = 0; k < N_SETS; k++) {
+            uint32_t nr = 1 + tst_rand() % R, nt = 1 + tst_rand() % T;
+            for (int i = 0; i < T * YS; i++) y[i] = -1.0f;
+            SETS[k]->gemm_f32(n, w, WS, nr, x, XS, nt, y, YS);
+            for (uint32_t t = 0; t < T; t++)
+                for (uint32_t r = 0; r < YS; r++) {
+                    if (t >= nt || r >= nr) { CHECK(y[t * YS + r] == -1.0f); continue; }
+                    float ref = wlm_kernels_scalar.dot_f32(n, w + r * WS, x + t * XS);
+                    CHECKF(same_float(y[t * YS + r], ref), "%s gemm_f32 n=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
+                           SETS[k]->name, n, nr, nt, r, t, y[t * YS + r], ref);
+                    checked++;
+                }
+        }
+    }
+    printf("  %d row-token dots checked\n", checked);
+    CHECK(checked > 1000);
+}
+
 /* the small-batch F16 kernel equals dot_f16 per (row, token) and the row
  * conversion equals wlm_f16_to_f32 per half, in every kernel set, for any
  * length, row and token count, with subnormal, infinite and NaN halves */
