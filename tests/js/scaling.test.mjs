@@ -123,7 +123,8 @@ test('cancelling best-of-N mid-run rejects with AbortError and leaves the model 
   assert.deepEqual(g.tokens, REF.results[0].generated_token_ids);
 });
 
-test('speculative decoding, greedy: identical to the target alone (Q8_0 and Q4_0 drafts, prompt lookup)', async () => {
+test('speculative decoding, greedy: identical to the target alone (Q8_0 and Q4_0 drafts, prompt lookup)', async (t) => {
+  const seen = {};
   for (const r of REF.results) {
     const want = r.generated_token_ids;
     for (const [name, draft] of [['q8_0', q8], ['q4_0', q4], ['lookup', 'lookup']]) {
@@ -141,8 +142,16 @@ test('speculative decoding, greedy: identical to the target alone (Q8_0 and Q4_0
         assert.ok(s.acceptanceRate > 0.3, `${name} acceptance ${s.acceptanceRate}`);
         assert.ok(s.tokensPerPass > 1.2, `${name} tokens per pass ${s.tokensPerPass}`);
       }
+      const a = (seen[name] ||= { proposed: 0, accepted: 0 });
+      a.proposed += s.proposed; a.accepted += s.accepted;
     }
   }
+  // A trained model agrees with its own quantized copies far more often than
+  // the random-weight models of the speed benchmarks do (25-57 %)
+  const rate = (n) => seen[n].accepted / seen[n].proposed;
+  t.diagnostic(`greedy draft acceptance over the reference prompts: Q8_0 ${rate('q8_0').toFixed(3)}, Q4_0 ${rate('q4_0').toFixed(3)}`);
+  assert.ok(rate('q8_0') > 0.9, `Q8_0 acceptance ${rate('q8_0')}`);
+  assert.ok(rate('q4_0') > 0.6, `Q4_0 acceptance ${rate('q4_0')}`);
   // complete() takes a draft too
   const c = await model.complete(PROMPT, { ...GREEDY, maxTokens: 50, draft: q8 });
   assert.deepEqual(c.tokens, REF.results[0].generated_token_ids.slice(0, 50));
