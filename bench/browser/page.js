@@ -21,10 +21,10 @@ function env() {
   };
 }
 
-async function oursLoad(url, { threads, contextLength }) {
+async function oursLoad(url, { threads, contextLength, maxSequences }) {
   if (ours) await ours.dispose();
   const t0 = performance.now();
-  ours = await loadModel(url, { threads, contextLength });
+  ours = await loadModel(url, { threads, contextLength, ...(maxSequences ? { maxSequences } : {}) });
   return { loadMs: performance.now() - t0, threads: ours.threads, simd: ours.simd ?? null };
 }
 
@@ -67,7 +67,25 @@ async function oursPrefixTexts(ids) {
   return out;
 }
 
-async function oursDispose() { if (ours) await ours.dispose(); ours = null; }
+async function oursDispose() { if (ours) await ours.dispose(); ours = null; if (draft) await draft.dispose(); draft = null; }
+
+// Inference-time scaling (bench/browser-scaling.mjs): a second model as the
+// draft, and one timed call of a mode: 'single' (complete), 'best' (bestOfN),
+// 'draft' (complete with the draft model), 'lookup' (complete with prompt lookup)
+let draft = null;
+async function oursLoadDraft(url, { threads, contextLength }) {
+  if (draft) await draft.dispose();
+  draft = await loadModel(url, { threads, contextLength });
+  return { simd: draft.simd ?? null };
+}
+async function oursTimed(mode, prompt, o) {
+  const t0 = performance.now();
+  const r = mode === 'best' ? await ours.bestOfN(prompt, o)
+    : await ours.complete(prompt, mode === 'draft' ? { ...o, draft } : mode === 'lookup' ? { ...o, draft: 'lookup' } : o);
+  const ms = performance.now() - t0;
+  if (mode === 'best') return { ms, lengths: r.candidates.map((c) => c.tokens.length) };
+  return { ms, tokens: r.tokens, spec: r.stats.speculative || null };
+}
 
 async function wllamaLoad(url, { threads, contextLength }) {
   if (wl) await wl.exit();
@@ -118,5 +136,5 @@ async function wllamaRun(prompt, { maxTokens, topLogprobs = 0 }) {
 
 async function wllamaExit() { if (wl) await wl.exit(); wl = null; }
 
-window.bench = { env, oursLoad, oursRun, oursTokenize, oursDetokenize, oursPrefixTexts, oursFirstLogprobs, oursDispose, wllamaLoad, wllamaRun, wllamaExit };
+window.bench = { env, oursLoad, oursLoadDraft, oursTimed, oursRun, oursTokenize, oursDetokenize, oursPrefixTexts, oursFirstLogprobs, oursDispose, wllamaLoad, wllamaRun, wllamaExit };
 window.benchReady = true;

@@ -1,0 +1,133 @@
+// Inference-time scaling in headless Chromium (part of `npm run bench:browser`):
+// the ratios of bench/scaling.mjs, measured in a page (web/index.js, workers,
+// Chromium's own V8 and its relaxed SIMD) instead of Node. Side by side in
+// one page, interleaved, every mode run once at full length before the timed
+// reps (V8 tiers up hot wasm functions on background threads), medians.
+//   best-of-8 wall time / one generation's wall time (same length, s110m Q4_0)
+//   speculative decoding: F16 target + Q4_0 draft of the same model, greedy, speedup at identical output
+//   prompt lookup on a repetitive prompt, greedy, speedup at identical output
+// Writes bench/results/browser-scaling.{json,md}.
+//
+//   node bench/browser-scaling.mjs [--shapes s110m,tl1b] [--reps 5] [--tokens 64] [--threads 2] [--quiet]
+// Needs Debian's chromium and playwright-core: sh tools/setup-browser.sh.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { model as sharedModel, promptOf, root } from './common.mjs';
+import { startServer } from './browser/server.mjs';
+
+const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const reps = +(args.reps || 5);
+const N = +(args.tokens || 64);
+const threads = +(args.threads || 2);
+const shapes = String(args.shapes || 's110m,tl1b').split(',');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const log = (...a) => { if (!args.quiet) console.error('[browser-scaling]', ...a); };
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+let chromium;
+try {
+  ({ chromium } = await import('playwright-core'));
+} catch {
+  console.error('playwright-core is not installed: run sh tools/setup-browser.sh (or npm run bench:browser)');
+  process.exit(2);
+}
+if (!fs.existsSync(CHROMIUM)) { console.error(`${CHROMIUM} not found: run sh tools/setup-browser.sh`); process.exit(2); }
+
+// every file first (generation / quantization is not timed)
+const url = (shape, type) => '/' + path.relative(root, sharedModel(shape, type, log)).split(path.sep).join('/');
+const files = { best: url('s110m', 'q4_0') };
+for (const s of shapes) files[s] = { f16: url(s, 'f16'), q4: url(s, 'q4_0') };
+
+const server = await startServer(root);
+const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-scaling-chromium-'));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: CHROMIUM,
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const watchdog = setTimeout(() => { console.error('browser scaling bench: watchdog (40 min) fired'); process.exit(3); }, 40 * 60 * 1000);
+watchdog.unref();
+
+const rows = [];
+let env = null, build = null, browserVersion = null;
+try {
+  const page = await context.newPage();
+  page.on('pageerror', (e) => log('[pageerror]', e));
+  await page.goto(`${server.url}/bench/browser/index.html`);
+  await page.waitForFunction(() => window.benchReady === true, null, { timeout: 60000 });
+  env = await page.evaluate(() => window.bench.env());
+  browserVersion = context.browser()?.version() || env.userAgent.match(/Chrome\/([\d.]+)/)?.[1] || '?';
+  if (!env.crossOriginIsolated) throw new Error('the page is not crossOriginIsolated: no threads');
+  const load = (u, o) => page.evaluate(([u, o]) => window.bench.oursLoad(u, o), [u, o]);
+  const loadDraft = (u, o) => page.evaluate(([u, o]) => window.bench.oursLoadDraft(u, o), [u, o]);
+  const timed = (mode, p, o) => page.evaluate(([m, p, o]) => window.bench.oursTimed(m, p, o), [mode, p, o]);
+
+  // ---- best-of-8 ----
+  {
+    const l = await load(files.best, { threads, contextLength: 1024, maxSequences: 8 });
+    build = l.simd;
+    const prompt = promptOf(16);
+    const o = { maxTokens: N, temperature: 0.8, topK: 40, topP: 0.95, minP: 0, repeatPenalty: 1, ignoreEos: true, seed: 7 };
+    await timed('single', prompt, o);
+    await timed('best', prompt, { ...o, n: 8 });
+    const one = [], eight = [];
+    for (let r = 0; r < reps; r++) {
+      one.push((await timed('single', prompt, o)).ms);
+      const b = await timed('best', prompt, { ...o, n: 8 });
+      if (b.lengths.some((n) => n !== N)) throw new Error('best-of-8 candidates of unequal length');
+      eight.push(b.ms);
+    }
+    const row = { bench: 'best-of-8', model: 's110m Q4_0', threads, tokens: N, singleMs: median(one), bestOf8Ms: median(eight) };
+    row.ratio = row.bestOf8Ms / row.singleMs;
+    log(row); rows.push(row);
+  }
+
+  // ---- speculative decoding (F16 target, Q4_0 draft) and prompt lookup ----
+  for (const shape of shapes) {
+    await load(files[shape].f16, { threads, contextLength: 512 });
+    await loadDraft(files[shape].q4, { threads, contextLength: 512 });
+    const g = { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: N };
+    const r = shape === 'tl1b' ? Math.max(1, Math.min(reps, 2)) : reps;
+    const modes = [['speculative', 'draft', promptOf(32), { ...g, draftTokens: 4 }]];
+    if (shape === 's110m') modes.push(['prompt-lookup', 'lookup', Array(6).fill(promptOf(12)).join(' '), { ...g, draftTokens: 8 }]);
+    for (const [bench, mode, prompt, so] of modes) {
+      await timed('single', prompt, g);
+      await timed(mode, prompt, so);
+      const plain = [], spec = [];
+      let same = true, st = null;
+      for (let i = 0; i < r; i++) {
+        const a = await timed('single', prompt, g);
+        const b = await timed(mode, prompt, so);
+        plain.push(a.ms); spec.push(b.ms);
+        if (a.tokens.join() !== b.tokens.join()) same = false;
+        st = b.spec;
+      }
+      const row = { bench, model: bench === 'speculative' ? `${shape} F16 + Q4_0 draft` : `${shape} F16, repetitive prompt`, threads, tokens: N,
+        plainMs: median(plain), specMs: median(spec), identical: same, acceptanceRate: st.acceptanceRate, tokensPerPass: st.tokensPerPass };
+      row.speedup = row.plainMs / row.specMs;
+      log(row); rows.push(row);
+    }
+    await page.evaluate(() => window.bench.oursDispose());
+  }
+} finally {
+  await context.close().catch(() => {});
+  await server.close();
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+}
+
+const version = browserVersion;
+const f = (x, d = 2) => Number(x).toFixed(d);
+let md = `# Inference-time scaling benchmark in Chromium\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Chromium ${version} (headless) · wasm build ${build} · ${threads} threads · medians of ${reps} (tl1b: ${Math.max(1, Math.min(reps, 2))}), interleaved\n\n`;
+md += '| bench | model | tokens | baseline ms | scaled ms | ratio | target | notes |\n|---|---|---|---|---|---|---|---|\n';
+for (const r of rows) {
+  if (r.bench === 'best-of-8') md += `| best-of-8 / single | ${r.model} | ${r.tokens} | ${f(r.singleMs, 0)} | ${f(r.bestOf8Ms, 0)} | ${f(r.ratio)}× | ≤ 2.5× | one batch of 8 forked sequences |\n`;
+  else md += `| ${r.bench} speedup | ${r.model} | ${r.tokens} | ${f(r.plainMs, 0)} | ${f(r.specMs, 0)} | ${f(r.speedup)}× | ≥ 1.5× | output identical: ${r.identical ? 'yes' : 'NO'}; acceptance ${f(r.acceptanceRate)}, ${f(r.tokensPerPass)} tokens/pass |\n`;
+}
+md += '\nThe same modes, options and prompts as `bench/scaling.mjs` (Node), run by web/index.js in a crossOriginIsolated page (compute in its workers).\n';
+fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
+fs.writeFileSync(path.join(root, 'bench', 'results', 'browser-scaling.json'), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, chromium: version, simd: build }, rows }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', 'browser-scaling.md'), md);
+console.log(md);
+if (rows.some((r) => r.identical === false)) process.exitCode = 1;
