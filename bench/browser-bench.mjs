@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { model as sharedModel, promptOf, root } from './common.mjs';
-import { startServer } from './browser/server.mjs';
+import { launchBench } from './browser/chromium.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
 const shapes = String(args.shapes || 's15m,s110m').split(',');
@@ -24,7 +24,6 @@ const reps = +(args.reps || 3);
 const maxTokens = +(args['max-tokens'] || 64);
 const promptTokens = +(args['prompt-tokens'] || 128);
 const WARMUP = 2;
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const log = (...a) => { if (!args.quiet) console.error(...a); };
 
 
@@ -32,14 +31,6 @@ const model = (shape, type) => sharedModel(shape, type, log);
 
 const median = (xs) => { const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
 
-let chromium;
-try {
-  ({ chromium } = await import('playwright-core'));
-} catch {
-  console.error('playwright-core is not installed: run sh tools/setup-browser.sh (or npm run bench:browser)');
-  process.exit(2);
-}
-if (!fs.existsSync(CHROMIUM)) { console.error(`${CHROMIUM} not found: run sh tools/setup-browser.sh`); process.exit(2); }
 if (!fs.existsSync(path.join(root, 'node_modules', '@wllama', 'wllama', 'esm', 'index.js'))) {
   console.error('@wllama/wllama is not installed: run sh tools/setup-browser.sh'); process.exit(2);
 }
@@ -73,16 +64,7 @@ async function busyCores(ms = 1000) {
 const busyStart = await busyCores();
 if (busyStart > 0.3) log(`WARNING: ${busyStart} cores are busy before the run: other work is running, numbers will be noisy`);
 const t0All = performance.now();
-const server = await startServer(root);
-const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-bench-chromium-'));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const watchdog = setTimeout(() => { console.error('browser bench: watchdog (30 min) fired'); process.exit(3); }, 30 * 60 * 1000);
-watchdog.unref();
+const { server, context, close: closeBrowser } = await launchBench(root, { name: 'browser bench' });
 
 const pageErrors = [];
 let page;
@@ -216,9 +198,7 @@ try {
     log(JSON.stringify({ ...row, ours: oursShort, wllama: wlShort, oursTokens: undefined }));
   }
 } finally {
-  await context.close().catch(() => {});
-  await server.close();
-  fs.rmSync(userDataDir, { recursive: true, force: true });
+  await closeBrowser();
 }
 
 // the same model at different thread counts must give the same tokens (bit-identical engine)

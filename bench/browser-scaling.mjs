@@ -14,41 +14,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { model as sharedModel, promptOf, root } from './common.mjs';
-import { startServer } from './browser/server.mjs';
+import { launchBench } from './browser/chromium.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
 const reps = +(args.reps || 5);
 const N = +(args.tokens || 64);
 const threads = +(args.threads || 2);
 const shapes = String(args.shapes || 's110m,tl1b').split(',');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const log = (...a) => { if (!args.quiet) console.error('[browser-scaling]', ...a); };
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
-
-let chromium;
-try {
-  ({ chromium } = await import('playwright-core'));
-} catch {
-  console.error('playwright-core is not installed: run sh tools/setup-browser.sh (or npm run bench:browser)');
-  process.exit(2);
-}
-if (!fs.existsSync(CHROMIUM)) { console.error(`${CHROMIUM} not found: run sh tools/setup-browser.sh`); process.exit(2); }
 
 // every file first (generation / quantization is not timed)
 const url = (shape, type) => '/' + path.relative(root, sharedModel(shape, type, log)).split(path.sep).join('/');
 const files = { best: url('s110m', 'q4_0') };
 for (const s of shapes) files[s] = { f16: url(s, 'f16'), q4: url(s, 'q4_0') };
 
-const server = await startServer(root);
-const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-scaling-chromium-'));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: CHROMIUM,
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
-const watchdog = setTimeout(() => { console.error('browser scaling bench: watchdog (40 min) fired'); process.exit(3); }, 40 * 60 * 1000);
-watchdog.unref();
+const { server, context, close: closeBrowser } = await launchBench(root, { name: 'browser scaling bench', watchdogMinutes: 40 });
 
 const rows = [];
 let env = null, build = null, browserVersion = null;
@@ -112,9 +93,7 @@ try {
     await page.evaluate(() => window.bench.oursDispose());
   }
 } finally {
-  await context.close().catch(() => {});
-  await server.close();
-  fs.rmSync(userDataDir, { recursive: true, force: true });
+  await closeBrowser();
 }
 
 const version = browserVersion;
