@@ -94,7 +94,8 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_hb2 = reserve(&pl, B * hp->n_ff * 4);
     pl.off_act = reserve(&pl, B * pl.act_row_bytes);
     pl.off_actk = reserve(&pl, B * pl.act_row_bytes);
-    /* [kernels] per thread: one F32 row, or a panel of i16x4 rows (prefill) */
+    /* [kernels] per thread: a panel of WLM_F32_PANEL rows as floats (F16 /
+     * BF16 batches, gemm_f32), or a panel of i16x4 rows (prefill) */
     pl.wrow_bytes = WLM_ALIGN_UP(WLM_MAX(WLM_F32_PANEL * widest * 4, WLM_MM_PANEL * wlm_i16x4_row_bytes((uint32_t)widest)), 64);
     /* [kernels] int16 activations: i16x4 (prefill) or i16eo (decode) rows,
      * each followed (at act8_off) by the same values in the kernel set's
