@@ -13,7 +13,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { model as sharedModel, promptOf, root } from './common.mjs';
+import { model as sharedModel, root, scalingTable, scalingWorkloads } from './common.mjs';
 import { launchBench } from './browser/chromium.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
@@ -31,6 +31,7 @@ for (const s of shapes) files[s] = { f16: url(s, 'f16'), q4: url(s, 'q4_0') };
 
 const { server, context, close: closeBrowser } = await launchBench(root, { name: 'browser scaling bench', watchdogMinutes: 40 });
 
+const W = scalingWorkloads(N);
 const rows = [];
 let env = null, build = null, browserVersion = null;
 try {
@@ -49,8 +50,7 @@ try {
   {
     const l = await load(files.best, { threads, contextLength: 1024, maxSequences: 8 });
     build = l.simd;
-    const prompt = promptOf(16);
-    const o = { maxTokens: N, temperature: 0.8, topK: 40, topP: 0.95, minP: 0, repeatPenalty: 1, ignoreEos: true, seed: 7 };
+    const prompt = W.bestPrompt, o = W.bestOptions;
     await timed('single', prompt, o);
     await timed('best', prompt, { ...o, n: 8 });
     const one = [], eight = [];
@@ -69,10 +69,10 @@ try {
   for (const shape of shapes) {
     await load(files[shape].f16, { threads, contextLength: 512 });
     await loadDraft(files[shape].q4, { threads, contextLength: 512 });
-    const g = { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: N };
+    const g = W.greedy;
     const r = shape === 'tl1b' ? Math.max(1, Math.min(reps, 2)) : reps;
-    const modes = [['speculative', 'draft', promptOf(32), { ...g, draftTokens: 4 }]];
-    if (shape === 's110m') modes.push(['prompt-lookup', 'lookup', Array(6).fill(promptOf(12)).join(' '), { ...g, draftTokens: 8 }]);
+    const modes = [['speculative', 'draft', W.specPrompt, { ...g, draftTokens: W.specDraftTokens }]];
+    if (shape === 's110m') modes.push(['prompt-lookup', 'lookup', W.lookupPrompt, { ...g, draftTokens: W.lookupDraftTokens }]);
     for (const [bench, mode, prompt, so] of modes) {
       await timed('single', prompt, g);
       await timed(mode, prompt, so);
@@ -97,13 +97,8 @@ try {
 }
 
 const version = browserVersion;
-const f = (x, d = 2) => Number(x).toFixed(d);
 let md = `# Inference-time scaling benchmark in Chromium\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Chromium ${version} (headless) · wasm build ${build} · ${threads} threads · medians of ${reps} (tl1b: ${Math.max(1, Math.min(reps, 2))}), interleaved\n\n`;
-md += '| bench | model | tokens | baseline ms | scaled ms | ratio | target | notes |\n|---|---|---|---|---|---|---|---|\n';
-for (const r of rows) {
-  if (r.bench === 'best-of-8') md += `| best-of-8 / single | ${r.model} | ${r.tokens} | ${f(r.singleMs, 0)} | ${f(r.bestOf8Ms, 0)} | ${f(r.ratio)}× | ≤ 2.5× | one batch of 8 forked sequences |\n`;
-  else md += `| ${r.bench} speedup | ${r.model} | ${r.tokens} | ${f(r.plainMs, 0)} | ${f(r.specMs, 0)} | ${f(r.speedup)}× | ≥ 1.5× | output identical: ${r.identical ? 'yes' : 'NO'}; acceptance ${f(r.acceptanceRate)}, ${f(r.tokensPerPass)} tokens/pass |\n`;
-}
+md += scalingTable(rows);
 md += '\nThe same modes, options and prompts as `bench/scaling.mjs` (Node), run by web/index.js in a crossOriginIsolated page (compute in its workers).\n';
 fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
 fs.writeFileSync(path.join(root, 'bench', 'results', 'browser-scaling.json'), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, chromium: version, simd: build }, rows }, null, 2));

@@ -1,6 +1,6 @@
-// Shared by bench/bench.mjs and bench/browser-bench.mjs: the synthetic model
-// files (generated on demand into bench/cache/, never committed) and the
-// benchmark prompt.
+// Shared by the benchmarks in bench/: the synthetic model files (generated
+// on demand into bench/cache/, never committed), the benchmark prompt, and
+// the scaling benchmarks' workloads and table.
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -32,4 +32,31 @@ export function promptOf(n) {
   const w = [];
   for (let i = 0; i < n - 1; i++) w.push(L[(i * 7) % 26] + L[(i * 11 + 3) % 26]);
   return w.join(' ');
+}
+
+/** The inference-time scaling benchmarks' workloads (bench/scaling.mjs in
+ * Node, bench/browser-scaling.mjs in Chromium: the same in both), n tokens
+ * generated: best-of-8 with its sampling options, the greedy options,
+ * speculative decoding's prompt and prompt lookup's repetitive one. */
+export function scalingWorkloads(n) {
+  return {
+    bestPrompt: promptOf(16),
+    bestOptions: { maxTokens: n, temperature: 0.8, topK: 40, topP: 0.95, minP: 0, repeatPenalty: 1, ignoreEos: true, seed: 7 },
+    greedy: { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: n },
+    specPrompt: promptOf(32),
+    specDraftTokens: 4,
+    lookupPrompt: Array(6).fill(promptOf(12)).join(' '),
+    lookupDraftTokens: 8,
+  };
+}
+
+/** The markdown table of the scaling benchmarks' result rows. */
+export function scalingTable(rows) {
+  const f = (x, d = 2) => Number(x).toFixed(d);
+  let md = '| bench | model | tokens | baseline ms | scaled ms | ratio | target | notes |\n|---|---|---|---|---|---|---|---|\n';
+  for (const r of rows) {
+    if (r.bench === 'best-of-8') md += `| best-of-8 / single | ${r.model} | ${r.tokens} | ${f(r.singleMs, 0)} | ${f(r.bestOf8Ms, 0)} | ${f(r.ratio)}× | ≤ 2.5× | one batch of 8 forked sequences |\n`;
+    else md += `| ${r.bench} speedup | ${r.model} | ${r.tokens} | ${f(r.plainMs, 0)} | ${f(r.specMs, 0)} | ${f(r.speedup)}× | ≥ 1.5× | output identical: ${r.identical ? 'yes' : 'NO'}; acceptance ${f(r.acceptanceRate)}, ${f(r.tokensPerPass)} tokens/pass |\n`;
+  }
+  return md;
 }

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { model, promptOf, root } from './common.mjs';
+import { model, root, scalingTable, scalingWorkloads } from './common.mjs';
 import { loadModel } from '../web/index.js';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
@@ -18,6 +18,7 @@ const threads = +(args.threads || 2);
 const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const log = (...a) => console.error('[scaling]', ...a);
+const W = scalingWorkloads(N);
 const rows = [];
 let build = null;   // the engine build loadModel picked (relaxed SIMD where its probe passes)
 
@@ -33,8 +34,7 @@ async function timed(fn) { const t = performance.now(); const r = await fn(); re
   const file = model('s110m', 'q4_0', log);
   const m = await loadModel(file, { threads, contextLength: 1024, maxSequences: 8 });
   build = m.simd;
-  const prompt = promptOf(16);
-  const o = { maxTokens: N, temperature: 0.8, topK: 40, topP: 0.95, minP: 0, repeatPenalty: 1, ignoreEos: true, seed: 7 };
+  const prompt = W.bestPrompt, o = W.bestOptions;
   await m.complete(prompt, o);          // warm up
   await m.bestOfN(prompt, { ...o, n: 8 });
   const one = [], eight = [];
@@ -54,16 +54,15 @@ async function timed(fn) { const t = performance.now(); const r = await fn(); re
 for (const shape of shapes) {
   const target = await loadModel(model(shape, 'f16', log), { threads, contextLength: 512 });
   const draft = await loadModel(model(shape, 'q4_0', log), { threads, contextLength: 512 });
-  const prompt = promptOf(32);
-  const g = { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: N };
+  const prompt = W.specPrompt, g = W.greedy, k = W.specDraftTokens;
   const r = shape === 'tl1b' ? Math.max(1, Math.min(reps, 2)) : reps;
   await target.complete(prompt, g);
-  await target.complete(prompt, { ...g, draft, draftTokens: 4 });
+  await target.complete(prompt, { ...g, draft, draftTokens: k });
   const plain = [], spec = [];
   let last = null, same = true;
   for (let i = 0; i < r; i++) {
     const [a, pa] = await timed(() => target.complete(prompt, g));
-    const [b, sb] = await timed(() => target.complete(prompt, { ...g, draft, draftTokens: 4 }));
+    const [b, sb] = await timed(() => target.complete(prompt, { ...g, draft, draftTokens: k }));
     plain.push(a); spec.push(b);
     if (pa.tokens.join() !== sb.tokens.join()) same = false;
     last = sb.stats.speculative;
@@ -77,16 +76,14 @@ for (const shape of shapes) {
 // ---- prompt lookup on a repetitive prompt -------------------------------------------------
 {
   const m = await loadModel(model('s110m', 'f16', log), { threads, contextLength: 512 });
-  const unit = promptOf(12);
-  const prompt = Array(6).fill(unit).join(' ');
-  const g = { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: N };
+  const prompt = W.lookupPrompt, g = W.greedy, k = W.lookupDraftTokens;
   await m.complete(prompt, g);
-  await m.complete(prompt, { ...g, draft: 'lookup', draftTokens: 8 });
+  await m.complete(prompt, { ...g, draft: 'lookup', draftTokens: k });
   const plain = [], look = [];
   let same = true, st = null;
   for (let i = 0; i < reps; i++) {
     const [a, pa] = await timed(() => m.complete(prompt, g));
-    const [b, lb] = await timed(() => m.complete(prompt, { ...g, draft: 'lookup', draftTokens: 8 }));
+    const [b, lb] = await timed(() => m.complete(prompt, { ...g, draft: 'lookup', draftTokens: k }));
     plain.push(a); look.push(b);
     if (pa.tokens.join() !== lb.tokens.join()) same = false;
     st = lb.stats.speculative;
@@ -97,13 +94,8 @@ for (const shape of shapes) {
   await m.dispose();
 }
 
-const f = (x, d = 2) => Number(x).toFixed(d);
 let md = `# Inference-time scaling benchmark\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version}${process.execArgv.length ? ' ' + process.execArgv.join(' ') : ''} · wasm build ${build} · ${threads} threads · medians of ${reps} (tl1b: ${Math.max(1, Math.min(reps, 2))}), interleaved\n\n`;
-md += '| bench | model | tokens | baseline ms | scaled ms | ratio | target | notes |\n|---|---|---|---|---|---|---|---|\n';
-for (const r of rows) {
-  if (r.bench === 'best-of-8') md += `| best-of-8 / single | ${r.model} | ${r.tokens} | ${f(r.singleMs, 0)} | ${f(r.bestOf8Ms, 0)} | ${f(r.ratio)}× | ≤ 2.5× | one batch of 8 forked sequences |\n`;
-  else md += `| ${r.bench} speedup | ${r.model} | ${r.tokens} | ${f(r.plainMs, 0)} | ${f(r.specMs, 0)} | ${f(r.speedup)}× | ≥ 1.5× | output identical: ${r.identical ? 'yes' : 'NO'}; acceptance ${f(r.acceptanceRate)}, ${f(r.tokensPerPass)} tokens/pass |\n`;
-}
+md += scalingTable(rows);
 fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
 fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'scaling'}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version, nodeFlags: process.execArgv, simd: build }, rows }, null, 2));
 fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'scaling'}.md`), md);
