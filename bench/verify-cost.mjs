@@ -2,7 +2,9 @@
 // what one more token in a batched target pass costs, as a fraction of a
 // one-token pass. A cached 60-token prefix, then j new tokens in one pass
 // (complete(prefix + j tokens, {maxTokens: 1}): the pass plus one sample);
-// medians of --reps, j interleaved.
+// medians of --reps, j interleaved. Such a pass computes logits for its
+// last token only, a verification pass for all of them (one more classifier
+// row a token), so this v is a lower bound of the verification's.
 //
 //   node bench/verify-cost.mjs [--shape s110m] [--types f16,q4_0] [--reps 7] [--threads 2]
 import { model, promptOf } from './common.mjs';

@@ -31,10 +31,12 @@
 #define WLM_GEMV_MAX_TOK 3
 #endif
 /* F16 batches up to this many tokens convert each 16 halves once in
- * registers for every token (gemv_f16); larger ones convert a row once to
- * floats in memory and take the F32 dot per token. The kernel takes up to 8
- * tokens, but from 3 on the row conversion wins (768 x 8192 in Node, per
- * token: 2 tokens 2.76 ms against 3.81; 3: 2.97 / 2.69; 8: 2.65 / 1.87). */
+ * registers for every token (gemv_f16); larger ones convert a panel of
+ * WLM_F32_PANEL rows to floats in memory and take gemm_f32. The kernel
+ * takes up to 8 tokens, but from 3 on the panel wins (make bench-kernels,
+ * "F16 batch" lines: at 2 tokens gemv_f16 took 0.8-0.9x the panel's time,
+ * at 3 1.0-1.15x, from 5 on 1.15-1.45x; the row-at-a-time
+ * conversion before gemm_f32 lost from 3 tokens on as well). */
 #ifndef WLM_GEMV_F16_MAX_TOK
 #define WLM_GEMV_F16_MAX_TOK 2
 #endif

@@ -233,7 +233,7 @@ typedef struct wlm_kernels {
     void (*gemm_f32)(uint32_t n, const float *w, uint64_t ws, uint32_t nr,
                      const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
     /* n halves -> floats exactly as wlm_f16_to_f32 (batched F16 rows are
-     * converted once, then dot_f32 gives dot_f16's bits) */
+     * converted once, then gemm_f32 gives dot_f16's bits) */
     void (*cvt_f16)(uint32_t n, const uint16_t *h, float *y);
     /* y += a * x (attention value accumulation), f32 and f16 sources */
     void (*axpy_f32)(uint32_t n, float a, const float *x, float *y);

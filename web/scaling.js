@@ -144,8 +144,9 @@ async function checkVocab(target, draft) {
  * streams the weights), and a target pass over k drafts costs 1 + v k steps
  * (v = 1/4, whose small-batch kernels load each weight once for every
  * token; up to 0.45 when the target's matrices are F16/BF16, whose batches
- * are float arithmetic. bench/verify-cost.mjs measures v: s110m, 2 threads,
- * 2-9 tokens a pass, 0.36-0.46 for F16 and 0.28-0.39 for Q4_0). A round with k drafts emits on average
+ * are float arithmetic. bench/verify-cost.mjs measures v without the extra
+ * logits rows a verification computes: s110m, 2 threads, 2-9 tokens a
+ * pass, 0.36-0.46 for F16 and 0.28-0.39 for Q4_0). A round with k drafts emits on average
  * (1 - a^(k+1)) / (1 - a) tokens; the k in [0, draftTokens] with the most
  * tokens per step wins. The rate is taken with 4 pseudo-drafts at 0.7 (so
  * one lucky draft is not read as a perfect draft), and the first round
