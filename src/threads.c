@@ -28,10 +28,23 @@
 #ifndef WLM_NO_THREADS
 static int32_t load32(volatile int32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 
+/* The longest sleep in one wait, in nanoseconds. Every caller re-checks its
+ * condition in a loop, so a bounded sleep is always correct. Seen once, for
+ * about a quarter of an hour on a freshly booted host (Node 20.20, V8 11.3,
+ * Intel Sapphire Rapids under KVM): with no timeout a 2-thread F16 prefill
+ * of s110m hung in about one fresh process of three, both threads asleep in
+ * memory.atomic.wait32 (gdb) and the pool's counters showing the job done,
+ * so the coordinator had missed the worker's notify. A build that trapped
+ * whenever a bounded wait timed out with its value already changed never
+ * trapped, but later the unbounded build stopped hanging as well, so the
+ * cause could not be pinned down (tests/soak/threads-wake.mjs repeats the
+ * experiment). With the bound a missed notify costs at most this long. */
+#define WAIT_NS 100000000LL
+
 static void wait32(volatile int32_t *p, int32_t expected, int spin) {
     for (int i = 0; i < spin; i++) if (load32(p) != expected) return;
 #ifdef __wasm__
-    __builtin_wasm_memory_atomic_wait32((int32_t *)p, expected, -1);
+    __builtin_wasm_memory_atomic_wait32((int32_t *)p, expected, WAIT_NS);
 #else
     wlm_sys_wait32(p, expected);
 #endif
