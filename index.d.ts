@@ -92,11 +92,13 @@ export interface GenerateOptions extends SamplingOptions {
   draftTokens?: number;
   /** Default true. Prompt lookup: each round drafts the tokens accepted in the last round that
    * drafted + 2 (the first round 4), within [1, draftTokens]. A draft model: each round drafts the k in [0, draftTokens] with the most
-   * expected tokens per unit of work, from the acceptance rate so far and a fixed cost model (a
-   * draft token costs draft file size / target file size target steps; no timings, so a seed gives
-   * the same tokens everywhere); k = 0 is a plain target step (a draft that is rarely right then costs
-   * 10-30 %, the draft reading every token to stay in step), with a one-token probe after 8 plain rounds,
-   * the interval doubling up to 512 while the draft stays poor. false: always draftTokens. */
+   * expected tokens per unit of work, from the acceptance rate so far and a cost model: what a draft token
+   * and one more verified token cost in target steps. Sampled decoding uses a fixed model (a draft token
+   * costs draft file size / target file size target steps; no timings, so a seed gives the same tokens
+   * everywhere); greedy decoding (temperature 0 or topK 1, whose output does not depend on k) measures
+   * both costs from the rounds' wall times as it goes. k = 0 is a plain target step (a draft that is rarely
+   * right then costs 10-30 %, the draft reading every token to stay in step), with a one-token probe after 8
+   * plain rounds, the interval doubling up to 512 while the draft stays poor. false: always draftTokens. */
   adaptive?: boolean;
   /** Stop strings: generation ends before the first occurrence (not included in the text). */
   stop?: string[] | string;
@@ -148,6 +150,12 @@ export interface SpeculativeStats {
   wallMs?: number;
   /** whether the draft length was adaptive (draft models and prompt lookup) */
   adaptive?: boolean;
+  /** adaptive with a draft model: where the last round's costs came from ('measured': greedy decoding,
+   * timed as it went; 'fixed': the file-size model) and the costs, in target steps: a draft token, and one
+   * more token in a target pass */
+  costModel?: 'measured' | 'fixed';
+  draftCost?: number;
+  verifyCost?: number;
 }
 
 export interface GenerationStats {

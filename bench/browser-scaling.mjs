@@ -24,14 +24,14 @@ const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const log = (...a) => { if (!args.quiet) console.error('[browser-scaling]', ...a); };
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
+const W = scalingWorkloads(N);
 // every file first (generation / quantization is not timed)
 const url = (shape, type) => '/' + path.relative(root, sharedModel(shape, type, log)).split(path.sep).join('/');
 const files = { best: url('s110m', 'q4_0') };
-for (const s of shapes) files[s] = { f16: url(s, 'f16'), q4: url(s, 'q4_0') };
+for (const s of shapes) files[s] = { f16: url(s, 'f16'), drafts: Object.fromEntries(W.specDrafts(s).map((t) => [t, url(s, t)])) };
 
 const { server, context, close: closeBrowser } = await launchBench(root, { name: 'browser scaling bench', watchdogMinutes: 40 });
 
-const W = scalingWorkloads(N);
 const rows = [];
 let env = null, build = null, browserVersion = null;
 try {
@@ -65,15 +65,15 @@ try {
     log(row); rows.push(row);
   }
 
-  // ---- speculative decoding (F16 target, Q4_0 draft) and prompt lookup ----
+  // ---- speculative decoding (F16 target, Q4_0 draft; s110m: Q8_0 too) and prompt lookup ----
   for (const shape of shapes) {
     await load(files[shape].f16, { threads, contextLength: 512 });
-    await loadDraft(files[shape].q4, { threads, contextLength: 512 });
     const g = W.greedy;
     const r = shape === 'tl1b' ? Math.max(1, Math.min(reps, 2)) : reps;
-    const modes = [['speculative', 'draft', W.specPrompt, { ...g, draftTokens: W.specDraftTokens }]];
-    if (shape === 's110m') modes.push(['prompt-lookup', 'lookup', W.lookupPrompt, { ...g, draftTokens: W.lookupDraftTokens }]);
-    for (const [bench, mode, prompt, so] of modes) {
+    const modes = W.specDrafts(shape).map((t) => ['speculative', 'draft', W.specPrompt, { ...g, draftTokens: W.specDraftTokens }, t]);
+    if (shape === 's110m') modes.push(['prompt-lookup', 'lookup', W.lookupPrompt, { ...g, draftTokens: W.lookupDraftTokens }, null]);
+    for (const [bench, mode, prompt, so, dtype] of modes) {
+      if (dtype) await loadDraft(files[shape].drafts[dtype], { threads, contextLength: 512 });
       await timed('single', prompt, g);
       await timed(mode, prompt, so);
       const plain = [], spec = [];
@@ -85,8 +85,9 @@ try {
         if (a.tokens.join() !== b.tokens.join()) same = false;
         st = b.spec;
       }
-      const row = { bench, model: bench === 'speculative' ? `${shape} F16 + Q4_0 draft` : `${shape} F16, repetitive prompt`, threads, tokens: N,
-        plainMs: median(plain), specMs: median(spec), identical: same, acceptanceRate: st.acceptanceRate, tokensPerPass: st.tokensPerPass };
+      const row = { bench, model: bench === 'speculative' ? `${shape} F16 + ${dtype.toUpperCase()} draft` : `${shape} F16, repetitive prompt`, threads, tokens: N,
+        plainMs: median(plain), specMs: median(spec), identical: same, acceptanceRate: st.acceptanceRate, tokensPerPass: st.tokensPerPass,
+        ...(dtype && dtype !== 'q4_0' ? { target: '(none)' } : {}), ...(dtype ? { draftCost: st.draftCost, verifyCost: st.verifyCost } : {}) };
       row.speedup = row.plainMs / row.specMs;
       log(row); rows.push(row);
     }

@@ -445,11 +445,16 @@ export function startDraft(eng, opts = {}) {
     propose(ids, k) {
       if (closed) throw new WasmlmError('draft session closed', 7);
       const tokens = [], qs = [];
-      const { status } = eng._prefill(ids);
-      if (status === STATUS_CONTEXT_FULL) return { tokens, qs };
+      const { status, reused } = eng._prefill(ids);
+      const caughtUp = ids.length - reused;   // tokens the draft had not seen (1 after a drafting round)
+      if (status === STATUS_CONTEXT_FULL) return { tokens, qs, caughtUp };
       eng._check(status, 'draft prefill');
       const history = ids.slice(-Math.max(o.repeatLastN, 1));
+      // stepMs: the mean time of a draft step after the first (one token's
+      // evaluation and its sampling), NaN when k = 1 (the caller's cost model)
+      let tStep = 0, steps = 0;
       for (let i = 0; i < k; i++) {
+        if (i === 1) tStep = now();
         const logitsP = eng.x.wlm_ctx_logits(eng.ctx) >>> 0;
         const sp = eng._writeSampler(o);
         const nh = eng._writeHist(history, o.repeatLastN);
@@ -466,9 +471,10 @@ export function startDraft(eng, opts = {}) {
         tokens.push(x); qs.push({ ids: qi, probs: qp });
         history.push(x);
         if (eng.isEog(x) && !o.ignoreEos) break;
+        if (i >= 1) steps++;
         if (i + 1 < k && eng._evalTokens([x]) !== 0) break;
       }
-      return { tokens, qs };
+      return { tokens, qs, caughtUp, stepMs: steps ? (now() - tStep) / steps : NaN };
     },
     close() { if (!closed) { closed = true; eng.free(idsP); eng.free(probsP); eng.free(st); } },
   };

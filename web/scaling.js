@@ -11,6 +11,7 @@
 // thread, concurrently (Promise.all) once the candidates are complete.
 
 import { abortError, withSignal } from './abort.js';
+import { DEFAULT_SAMPLING } from './engine.js';
 
 function scorerOf(scorer) {
   if (scorer == null || scorer === 'mean-logprob') {
@@ -139,27 +140,36 @@ async function checkVocab(target, draft) {
  * distribution; greedy output equals the target's own).
  *
  * With `adaptive` (default) k is chosen each round from the acceptance rate
- * a seen so far (over proposed tokens) and a fixed cost model: a draft token
- * costs c target steps, c = draft file size / target file size (decode
- * streams the weights), and a target pass over k drafts costs 1 + v k steps
- * (v = 1/4, whose small-batch kernels load each weight once for every
- * token; up to 0.45 when the target's matrices are F16/BF16, whose batches
- * are float arithmetic. bench/verify-cost.mjs measures v without the extra
- * logits rows a verification computes: s110m, 2 threads, 2-9 tokens a
- * pass, 0.36-0.46 for F16 and 0.28-0.39 for Q4_0). A round with k drafts emits on average
- * (1 - a^(k+1)) / (1 - a) tokens; the k in [0, draftTokens] with the most
- * tokens per step wins. The rate is taken with 4 pseudo-drafts at 0.7 (so
- * one lucky draft is not read as a perfect draft), and the first round
- * takes the k picked for 0.7 (at least 1). k = 0 is a plain target step, so a draft that is
- * rarely right costs only its catch-up at the probes (0.72-0.91x plain in the
- * benchmark, against 0.52x when it drafted every round); after `PROBE` plain rounds
- * one round drafts a token again so a draft that starts agreeing is noticed,
- * the interval doubling (up to `PROBE_MAX`) while the draft stays poor: a
- * probe costs the draft's catch-up over every token it missed, which with a
- * poor draft cost more than the probes found (tl1b F16 / Q4_0 on random
- * weights: 0.80x plain with the interval capped at 64). The choice depends
- * only on the models and the tokens, never on timings: a seed gives the same
- * tokens on every run and machine.
+ * a seen so far (over proposed tokens) and a cost model: a draft token costs
+ * c target steps, and a target pass over k drafts costs 1 + v k steps. A
+ * round with k drafts emits on average (1 - a^(k+1)) / (1 - a) tokens; the
+ * k in [0, draftTokens] with the most tokens per step wins. The rate is
+ * taken with 4 pseudo-drafts at 0.7 (so one lucky draft is not read as a
+ * perfect draft), and the first round takes the k picked for 0.7 (at least
+ * 1). k = 0 is a plain target step, so a draft that is rarely right costs
+ * only its catch-up at the probes (0.72-0.91x plain in the benchmark, against
+ * 0.52x when it drafted every round); after `PROBE` plain rounds one round
+ * drafts a token again so a draft that starts agreeing is noticed, the
+ * interval doubling (up to `PROBE_MAX`) while the draft stays poor: a probe
+ * costs the draft's catch-up over every token it missed, which with a poor
+ * draft cost more than the probes found (tl1b F16 / Q4_0 on random weights:
+ * 0.80x plain with the interval capped at 64).
+ *
+ * Where c and v come from depends on whether the output can depend on k:
+ * - Sampled decoding: which tokens come out depends on what was drafted, so
+ *   k must not depend on timings (a seed gives the same tokens on every run
+ *   and machine). A fixed model: c = draft file size / target file size
+ *   (decode streams the weights) and v = verifyCostOf(target).
+ * - Greedy decoding (temperature 0 or topK 1: the target's distribution is
+ *   one-hot, so the output is the target's own whatever k is): c and v are
+ *   measured as the generation goes (measuredCosts: the rounds' wall times
+ *   by k, fitted by a line, and the draft's time per token, timed in the
+ *   draft's own loop), because the fixed model can be far off: on an Intel
+ *   host whose L3 holds the weights, s110m F16 target with its Q8_0 as
+ *   draft, c = 0.16 measured against the fixed 0.53 and v = 0-0.1 against
+ *   0.45. The fixed model never drafted there (0.99x plain); timed, the
+ *   rounds drafted 4 tokens at 0.79 acceptance: 1.51x (both in one Node
+ *   process, runs alternating, medians of 3).
  */
 export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25) {
   const a = Math.min(Math.max(acceptance, 0), 0.999);
@@ -172,8 +182,14 @@ export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25
 }
 const PROBE = 8, PROBE_MAX = 512, PRIOR_ACCEPTANCE = 0.7, PRIOR_WEIGHT = 4;
 
-/** v of the cost model: 1/4, plus 0.2 times the share of the target's
- * matrix elements stored as halves (F16 1, BF16 30 in GGML's ids) */
+/** The fixed v of the cost model: 1/4, plus 0.2 times the share of the
+ * target's matrix elements stored as halves (F16 1, BF16 30 in GGML's ids),
+ * whose batches are float arithmetic. bench/verify-cost.mjs measures v
+ * (without the extra logits rows a verification computes, so a lower
+ * bound): on a Zen 3 host, s110m, 2 threads, 2-9 tokens a pass, 0.36-0.46
+ * for F16 and 0.28-0.39 for Q4_0; on an Intel host whose L3 holds the
+ * weights, 0.02-0.1 for F16 (decode there is bound by the half conversion,
+ * which a batch shares) and 0.03-0.15 for Q4_0. */
 export function verifyCostOf(info) {
   let all = 0, flt = 0;
   for (const t of info?.tensors || []) {
@@ -183,6 +199,42 @@ export function verifyCostOf(info) {
     if (t.type === 1 || t.type === 30) flt += n;
   }
   return 0.25 + (all ? 0.2 * flt / all : 0);
+}
+
+/** Whether the target's next-token distribution is one-hot under these
+ * options (temperature 0: argmax after the penalties; topK 1), so that the
+ * output cannot depend on what was drafted. */
+export function oneHotSampling(opts = {}) {
+  const t = opts.temperature ?? DEFAULT_SAMPLING.temperature, k = opts.topK ?? DEFAULT_SAMPLING.topK;
+  return Number(t) <= 0 || Number(k) === 1;
+}
+
+/**
+ * c and v of the cost model from a generation's own timings: passMs[k] the
+ * mean wall time of a target round with k drafts (NaN: none yet), draftMs
+ * the draft's mean time per drafted token. The target rounds are fitted by
+ * a line T(k) = T0 (1 + v k) (least squares over the k seen; with one k seen,
+ * v = fixedV and T0 follows from it); c = draftMs / T0. null until a target
+ * round and a draft have been timed.
+ */
+export function measuredCosts(passMs, draftMs, fixedV) {
+  const pts = [];
+  passMs.forEach((t, k) => { if (Number.isFinite(t) && t > 0) pts.push([k, t]); });
+  if (!pts.length || !(draftMs > 0)) return null;
+  let t0, v;
+  if (pts.length === 1) {
+    const [k, t] = pts[0];
+    t0 = t / (1 + fixedV * k); v = fixedV;
+  } else {
+    const n = pts.length, mk = pts.reduce((a, p) => a + p[0], 0) / n, mt = pts.reduce((a, p) => a + p[1], 0) / n;
+    let sxy = 0, sxx = 0;
+    for (const [k, t] of pts) { sxy += (k - mk) * (t - mt); sxx += (k - mk) ** 2; }
+    const slope = sxy / sxx;
+    t0 = mt - slope * mk;
+    if (!(t0 > 0)) t0 = Math.min(...pts.map((p) => p[1]));
+    v = Math.min(Math.max(slope / t0, 0), 2);
+  }
+  return { draftCost: Math.min(draftMs / t0, 4), verifyCost: v };
 }
 
 export async function* speculative(target, draft, prompt, opts = {}) {
@@ -197,20 +249,38 @@ export async function* speculative(target, draft, prompt, opts = {}) {
   const { committed } = await withSignal(target._client, 'specStart', { session, prompt, options }, signal);
   try {
     await draft._client.call('draftStart', { session, options: rest });
-    const draftCost = (draft.info?.fileSize || 1) / (target.info?.fileSize || 1), verifyCost = verifyCostOf(target.info);
-    let k = adaptive ? Math.max(1, chooseDraftTokens(kMax, PRIOR_ACCEPTANCE, draftCost, verifyCost)) : kMax;
+    const fixed = { draftCost: (draft.info?.fileSize || 1) / (target.info?.fileSize || 1), verifyCost: verifyCostOf(target.info) };
+    const timed = adaptive && oneHotSampling(rest);   // greedy: costs from this generation's timings
+    let costs = fixed;
+    // the first round drafts at least 1 token (2 when timed: its second draft
+    // step times a draft token)
+    let k = adaptive ? Math.min(kMax, Math.max(timed ? 2 : 1, chooseDraftTokens(kMax, PRIOR_ACCEPTANCE, costs.draftCost, costs.verifyCost))) : kMax;
     let draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0, probeEvery = PROBE;
     let proposed = 0, accepted = 0;
+    // running means (timed): a target round's ms by its number of drafts, the draft's ms per token
+    const passMs = new Array(kMax + 1).fill(NaN), passN = new Array(kMax + 1).fill(0);
+    let draftTokMs = NaN, draftN = 0;
+    const mean = (m, n, x) => (n === 0 ? x : m + (x - m) / Math.min(n + 1, 8));   // the last ~8 weigh most
     for (;;) {
       if (signal && signal.aborted) throw abortError(signal);
       let p = { tokens: [], qs: [] };
       if (k > 0) {
         const td = performance.now();
         p = await draft._client.call('draftPropose', { session, ids: committed, k });
-        draftMs += performance.now() - td;
+        const ms = performance.now() - td;
+        draftMs += ms;
+        // a draft token's cost: a step of the draft's loop (timed there, in
+        // its worker), or a one-token round's time when it caught up over only
+        // the 1-2 tokens the last round added; the long catch-up after plain
+        // rounds is the probes' cost, not a draft token's
+        const tok = Number.isFinite(p.stepMs) ? p.stepMs : p.tokens.length && p.caughtUp <= 2 ? ms / p.tokens.length : NaN;
+        if (tok > 0) { draftTokMs = mean(draftTokMs, draftN, tok); draftN++; }
       }
       const transfer = p.qs.flatMap((q) => [q.ids.buffer, q.probs.buffer]);
+      const tr = performance.now();
       const r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
+      const nd = p.tokens.length;
+      if (timed && nd <= kMax) { passMs[nd] = mean(passMs[nd], passN[nd], performance.now() - tr); passN[nd]++; }
       rounds++;
       if (!p.tokens.length) plainRounds++;
       for (const c of r.chunks || []) {
@@ -223,7 +293,10 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         if (r.tail) yield { text: r.tail, token: -1, logprob: 0 };
         if (r.finishReason === 'abort') throw abortError(signal);
         const { done, tail, chunks, ...result } = r;
-        result.stats.speculative = { ...result.stats.speculative, draftMs, rounds, plainRounds, wallMs: Date.now() - t0, adaptive };
+        result.stats.speculative = {
+          ...result.stats.speculative, draftMs, rounds, plainRounds, wallMs: Date.now() - t0, adaptive,
+          ...(adaptive ? { costModel: costs === fixed ? 'fixed' : 'measured', draftCost: costs.draftCost, verifyCost: costs.verifyCost } : {}),
+        };
         return result;
       }
       proposed += p.tokens.length; accepted += r.accepted || 0;
@@ -231,7 +304,8 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         // the rate with PRIOR_WEIGHT pseudo-drafts at PRIOR_ACCEPTANCE: one
         // lucky first draft no longer reads as a perfect draft (1 of 1 made
         // the next rounds draft kMax tokens)
-        k = chooseDraftTokens(kMax, (accepted + PRIOR_WEIGHT * PRIOR_ACCEPTANCE) / (proposed + PRIOR_WEIGHT), draftCost, verifyCost);
+        if (timed) costs = measuredCosts(passMs, draftTokMs, fixed.verifyCost) || fixed;
+        k = chooseDraftTokens(kMax, (accepted + PRIOR_WEIGHT * PRIOR_ACCEPTANCE) / (proposed + PRIOR_WEIGHT), costs.draftCost, costs.verifyCost);
         if (k > 0) probeEvery = PROBE;
         else if (++sincePlain >= probeEvery) { k = 1; sincePlain = 0; probeEvery = Math.min(probeEvery * 2, PROBE_MAX); }
       }

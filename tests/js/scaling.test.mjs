@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { MODEL_PATH, reference } from './helpers.mjs';
 import { loadModel } from '../../web/index.js';
+import * as scaling from '../../web/scaling.js';
 import { makeModel, SHAPES } from '../../models/make-model.js';
 
 const REF = reference();
@@ -130,7 +131,11 @@ test('speculative decoding, greedy: identical to the target alone (Q8_0 and Q4_0
     for (const [name, draft] of [['q8_0', q8], ['q4_0', q4], ['lookup', 'lookup']]) {
       const chunks = [];
       let res;
-      const it = model.generate(r.prompt, { ...GREEDY, maxTokens: 200, draft, draftTokens: 4 });
+      // adaptive: false drafts 4 tokens every round, so the acceptance and
+      // tokens-per-pass checks below do not depend on timings (greedy adaptive
+      // rounds are timed: for this 260K-parameter model a draft token costs
+      // about a target step, and drafting rightly stops)
+      const it = model.generate(r.prompt, { ...GREEDY, maxTokens: 200, draft, draftTokens: 4, adaptive: false });
       for (;;) { const x = await it.next(); if (x.done) { res = x.value; break; } chunks.push(x.value); }
       assert.deepEqual(res.tokens, want, `${name}: ${r.prompt}`);
       assert.equal(res.text, r.generated_text, `${name} text`);
@@ -152,9 +157,38 @@ test('speculative decoding, greedy: identical to the target alone (Q8_0 and Q4_0
   t.diagnostic(`greedy draft acceptance over the reference prompts: Q8_0 ${rate('q8_0').toFixed(3)}, Q4_0 ${rate('q4_0').toFixed(3)}`);
   assert.ok(rate('q8_0') > 0.9, `Q8_0 acceptance ${rate('q8_0')}`);
   assert.ok(rate('q4_0') > 0.6, `Q4_0 acceptance ${rate('q4_0')}`);
-  // complete() takes a draft too
-  const c = await model.complete(PROMPT, { ...GREEDY, maxTokens: 50, draft: q8 });
-  assert.deepEqual(c.tokens, REF.results[0].generated_token_ids.slice(0, 50));
+  // complete() takes a draft too; adaptive (the default) greedy rounds take
+  // their costs from timings, and the output stays the target's own
+  for (const draft of [q8, q4]) {
+    const c = await model.complete(PROMPT, { ...GREEDY, maxTokens: 50, draft });
+    assert.deepEqual(c.tokens, REF.results[0].generated_token_ids.slice(0, 50));
+    assert.equal(c.stats.speculative.costModel, 'measured');
+    assert.ok(c.stats.speculative.draftCost > 0 && c.stats.speculative.verifyCost >= 0);
+  }
+});
+
+test('the adaptive cost model: measured for greedy decoding only, fitted by a line', () => {
+  assert.equal(scaling.oneHotSampling({ temperature: 0 }), true);
+  assert.equal(scaling.oneHotSampling({ temperature: 0.7, topK: 1 }), true);
+  assert.equal(scaling.oneHotSampling({}), false);   // the defaults sample
+  assert.equal(scaling.oneHotSampling({ temperature: 0.7 }), false);
+  // nothing timed yet: null (the caller keeps the fixed model)
+  assert.equal(scaling.measuredCosts([NaN, NaN, NaN], 5, 0.45), null);
+  assert.equal(scaling.measuredCosts([40, NaN, NaN], NaN, 0.45), null);
+  // one k seen: v is the fixed one and T0 follows from it
+  let m = scaling.measuredCosts([NaN, NaN, 38], 5.7, 0.45);
+  assert.ok(Math.abs(m.verifyCost - 0.45) < 1e-12 && Math.abs(m.draftCost - 5.7 / (38 / 1.9)) < 1e-12);
+  // T(k) = 40 (1 + 0.1 k) exactly: T0 = 40, v = 0.1, c = 8 / 40
+  m = scaling.measuredCosts([40, 44, NaN, 52, 56], 8, 0.45);
+  assert.ok(Math.abs(m.verifyCost - 0.1) < 1e-9 && Math.abs(m.draftCost - 0.2) < 1e-9, JSON.stringify(m));
+  // passes that get no dearer with more tokens: v = 0, not negative
+  m = scaling.measuredCosts([41, 40, 39], 4, 0.45);
+  assert.equal(m.verifyCost, 0);
+  // with those costs a good draft drafts, a poor one does not
+  assert.equal(scaling.chooseDraftTokens(4, 0.9, 0.16, 0.05), 4);
+  assert.equal(scaling.chooseDraftTokens(4, 0.1, 0.16, 0.05), 0);
+  // while the fixed file-size model (Q8_0 / F16: c 0.53, v 0.45) keeps even a perfect-looking draft off
+  assert.equal(scaling.chooseDraftTokens(4, 0.85, 0.53, 0.45), 0);
 });
 
 test('prompt lookup on a repetitive prompt accepts drafts and keeps the greedy output', async () => {
