@@ -28,7 +28,7 @@ const W = scalingWorkloads(N);
 // every file first (generation / quantization is not timed)
 const url = (shape, type) => '/' + path.relative(root, sharedModel(shape, type, log)).split(path.sep).join('/');
 const files = { best: url('s110m', 'q4_0') };
-for (const s of shapes) files[s] = { f16: url(s, 'f16'), drafts: Object.fromEntries(W.specDrafts(s).map((t) => [t, url(s, t)])) };
+const specFiles = W.specCases(shapes).map((sc) => ({ ...sc, f16: url(sc.shape, 'f16'), draftUrl: url(sc.shape, sc.draft) }));
 
 const { server, context, close: closeBrowser } = await launchBench(root, { name: 'browser scaling bench', watchdogMinutes: 40 });
 
@@ -65,34 +65,34 @@ try {
     log(row); rows.push(row);
   }
 
-  // ---- speculative decoding (F16 target, Q4_0 draft; s110m: Q8_0 too) and prompt lookup ----
-  for (const shape of shapes) {
-    await load(files[shape].f16, { threads, contextLength: 512 });
-    const g = W.greedy;
-    const r = shape === 'tl1b' ? Math.max(1, Math.min(reps, 2)) : reps;
-    const modes = W.specDrafts(shape).map((t) => ['speculative', 'draft', W.specPrompt, { ...g, draftTokens: W.specDraftTokens }, t]);
-    if (shape === 's110m') modes.push(['prompt-lookup', 'lookup', W.lookupPrompt, { ...g, draftTokens: W.lookupDraftTokens }, null]);
-    for (const [bench, mode, prompt, so, dtype] of modes) {
-      if (dtype) await loadDraft(files[shape].drafts[dtype], { threads, contextLength: 512 });
-      await timed('single', prompt, g);
-      await timed(mode, prompt, so);
-      const plain = [], spec = [];
-      let same = true, st = null;
-      for (let i = 0; i < r; i++) {
-        const a = await timed('single', prompt, g);
-        const b = await timed(mode, prompt, so);
-        plain.push(a.ms); spec.push(b.ms);
-        if (a.tokens.join() !== b.tokens.join()) same = false;
-        st = b.spec;
-      }
-      const row = { bench, model: bench === 'speculative' ? `${shape} F16 + ${dtype.toUpperCase()} draft` : `${shape} F16, repetitive prompt`, threads, tokens: N,
-        plainMs: median(plain), specMs: median(spec), identical: same, acceptanceRate: st.acceptanceRate, tokensPerPass: st.tokensPerPass,
-        ...(dtype && dtype !== 'q4_0' ? { target: '(none)' } : {}), ...(dtype ? { draftCost: st.draftCost, verifyCost: st.verifyCost } : {}) };
-      row.speedup = row.plainMs / row.specMs;
-      log(row); rows.push(row);
+  // ---- speculative decoding (F16 targets with their own Q4_0: scalingWorkloads) and prompt lookup ----
+  const g = W.greedy;
+  const cases = specFiles.map((sc) => ({ ...sc, bench: 'speculative', mode: 'draft', so: { ...g, draftTokens: W.specDraftTokens } }));
+  if (shapes.includes('s110m')) cases.push({ bench: 'prompt-lookup', mode: 'lookup', shape: 's110m', f16: url('s110m', 'f16'), prompt: W.lookupPrompt,
+    so: { ...g, draftTokens: W.lookupDraftTokens }, label: 's110m F16, repetitive prompt' });
+  let loaded = null;
+  for (const sc of cases) {
+    if (loaded !== sc.f16) { await load(sc.f16, { threads, contextLength: 512 }); loaded = sc.f16; }
+    if (sc.draftUrl) await loadDraft(sc.draftUrl, { threads, contextLength: 512 });
+    const r = sc.shape.startsWith('tl1b') ? Math.max(1, Math.min(reps, 2)) : reps;
+    await timed('single', sc.prompt, g);
+    await timed(sc.mode, sc.prompt, sc.so);
+    const plain = [], spec = [];
+    let same = true, st = null;
+    for (let i = 0; i < r; i++) {
+      const a = await timed('single', sc.prompt, g);
+      const b = await timed(sc.mode, sc.prompt, sc.so);
+      plain.push(a.ms); spec.push(b.ms);
+      if (a.tokens.join() !== b.tokens.join()) same = false;
+      st = b.spec;
     }
-    await page.evaluate(() => window.bench.oursDispose());
+    const row = { bench: sc.bench, model: sc.label, threads, tokens: N,
+      plainMs: median(plain), specMs: median(spec), identical: same, acceptanceRate: st.acceptanceRate, tokensPerPass: st.tokensPerPass,
+      ...(sc.target ? { target: sc.target } : {}), ...(sc.draftUrl ? { draftCost: st.draftCost, verifyCost: st.verifyCost } : {}) };
+    row.speedup = row.plainMs / row.specMs;
+    log(row); rows.push(row);
   }
+  await page.evaluate(() => window.bench.oursDispose());
 } finally {
   await closeBrowser();
 }

@@ -6,16 +6,25 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { makeModel } from '../models/make-model.js';
+import { embedTrained } from './embed-trained.mjs';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const cache = path.join(root, 'bench', 'cache');
 export const native = path.join(root, 'build', 'wasmlm-native');
+/** The trained model that bench/embed-trained.mjs places in benchmark shapes (WLM_SHARED as in the tests). */
+export const trained = path.join(path.resolve(root, process.env.WLM_SHARED || '../shared'), 'models', 'stories260K.gguf');
 
-/** Path of the synthetic model `shape` in `type`: F16 generated, other types quantized from it. */
+/** Path of the synthetic model `shape` in `type`: F16 generated, other types
+ * quantized from it. `shape`-st (s110m-st, tl1b-st): the trained stories260K
+ * inside that shape (bench/embed-trained.mjs), else random weights. */
 export function model(shape, type, log = console.error) {
   fs.mkdirSync(cache, { recursive: true });
   const f16 = path.join(cache, `${shape}_f16.gguf`);
-  if (!fs.existsSync(f16)) { log(`generating ${f16}`); makeModel(f16, shape, 'f16'); }
+  if (!fs.existsSync(f16)) {
+    log(`generating ${f16}`);
+    if (shape.endsWith('-st')) embedTrained(trained, f16, shape.slice(0, -3), 'f16');
+    else makeModel(f16, shape, 'f16');
+  }
   if (type === 'f16') return f16;
   const out = path.join(cache, `${shape}_${type}.gguf`);
   if (!fs.existsSync(out)) {
@@ -43,13 +52,22 @@ export function scalingWorkloads(n) {
     bestPrompt: promptOf(16),
     bestOptions: { maxTokens: n, temperature: 0.8, topK: 40, topP: 0.95, minP: 0, repeatPenalty: 1, ignoreEos: true, seed: 7 },
     greedy: { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: n },
-    specPrompt: promptOf(32),
     specDraftTokens: 4,
-    // the drafts each target shape is measured with: the issue's Q4_0, and for
-    // s110m its Q8_0 as well, which agrees with the F16 target far more often
-    // (with random weights: 0.8 against 0.13-0.57), to show what a draft
-    // that is often right gains (no target of its own)
-    specDrafts: (shape) => (shape === 's110m' ? ['q4_0', 'q8_0'] : ['q4_0']),
+    // Speculative decoding's pairs for the given target shapes: the F16 model
+    // with its own Q4_0 as draft, with random weights (`promptOf` prompts) and
+    // with the trained stories260K inside the same shape (`-st`, a story
+    // prompt); for s110m with random weights its Q8_0 as well, which agrees
+    // with the F16 model far more often (0.8 against 0.13-0.57), to show what
+    // a draft that is often right gains (no target of its own). With random
+    // weights a Q4_0 draft agrees on too few tokens to pay (see README); the
+    // trained network decodes at its shape's speed but agrees like a trained
+    // pair (0.69).
+    specCases: (shapes) => shapes.flatMap((shape) => [
+      { shape, draft: 'q4_0', prompt: promptOf(32), label: `${shape} F16 + Q4_0 draft` },
+      ...(shape === 's110m' ? [{ shape, draft: 'q8_0', prompt: promptOf(32), label: `${shape} F16 + Q8_0 draft`, target: '(none)' }] : []),
+      { shape: `${shape}-st`, draft: 'q4_0', prompt: 'Once upon a time, there was a little girl named Lily. She loved to',
+        label: `${shape} shape, trained (stories260K inside): F16 + Q4_0 draft` },
+    ]),
     lookupPrompt: Array(6).fill(promptOf(12)).join(' '),
     lookupDraftTokens: 8,
   };

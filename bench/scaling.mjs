@@ -1,7 +1,8 @@
 // Inference-time scaling benchmark (part of `make bench`): ratios measured
 // side by side in one run, interleaved, medians.
 //   best-of-8 wall time / one generation's wall time (same length, s110m Q4_0, 2 threads)
-//   speculative decoding: F16 target + Q4_0 draft of the same model (s110m: + Q8_0 too), greedy, speedup at identical output
+//   speculative decoding: F16 target + Q4_0 draft of the same model (random weights, and the trained
+//   stories260K inside the same shape; s110m: + Q8_0 too), greedy, speedup at identical output
 //   prompt lookup on a repetitive prompt, greedy, speedup at identical output
 //
 //   node bench/scaling.mjs [--shapes s110m,tl1b] [--reps 3] [--tokens 64] [--threads 2] [--out scaling]
@@ -50,12 +51,12 @@ async function timed(fn) { const t = performance.now(); const r = await fn(); re
   await m.dispose();
 }
 
-// ---- speculative decoding: F16 target, Q4_0 draft (s110m: Q8_0 as well) -------------------
-for (const shape of shapes) for (const dtype of W.specDrafts(shape)) {
-  const target = await loadModel(model(shape, 'f16', log), { threads, contextLength: 512 });
-  const draft = await loadModel(model(shape, dtype, log), { threads, contextLength: 512 });
-  const prompt = W.specPrompt, g = W.greedy, k = W.specDraftTokens;
-  const r = shape === 'tl1b' ? Math.max(1, Math.min(reps, 2)) : reps;
+// ---- speculative decoding: F16 targets with their own Q4_0 (see scalingWorkloads) ----------
+for (const sc of W.specCases(shapes)) {
+  const target = await loadModel(model(sc.shape, 'f16', log), { threads, contextLength: 512 });
+  const draft = await loadModel(model(sc.shape, sc.draft, log), { threads, contextLength: 512 });
+  const prompt = sc.prompt, g = W.greedy, k = W.specDraftTokens;
+  const r = sc.shape.startsWith('tl1b') ? Math.max(1, Math.min(reps, 2)) : reps;
   await target.complete(prompt, g);
   await target.complete(prompt, { ...g, draft, draftTokens: k });
   const plain = [], spec = [];
@@ -67,8 +68,8 @@ for (const shape of shapes) for (const dtype of W.specDrafts(shape)) {
     if (pa.tokens.join() !== sb.tokens.join()) same = false;
     last = sb.stats.speculative;
   }
-  const row = { bench: 'speculative', model: `${shape} F16 + ${dtype.toUpperCase()} draft`, threads, tokens: N, plainMs: median(plain), specMs: median(spec), identical: same, acceptanceRate: last.acceptanceRate, tokensPerPass: last.tokensPerPass,
-    ...(dtype === 'q4_0' ? {} : { target: '(none)' }), draftCost: last.draftCost, verifyCost: last.verifyCost };
+  const row = { bench: 'speculative', model: sc.label, threads, tokens: N, plainMs: median(plain), specMs: median(spec), identical: same, acceptanceRate: last.acceptanceRate, tokensPerPass: last.tokensPerPass,
+    ...(sc.target ? { target: sc.target } : {}), draftCost: last.draftCost, verifyCost: last.verifyCost };
   row.speedup = row.plainMs / row.specMs;
   log(row); rows.push(row);
   await target.dispose(); await draft.dispose();

@@ -31,7 +31,7 @@ function rng(seed) {
 }
 
 const f32buf = new Float32Array(1), u32buf = new Uint32Array(f32buf.buffer);
-function toHalf(f) {
+export function toHalf(f) {
   // round-to-nearest-even float -> half (normal range is all we produce)
   f32buf[0] = f;
   const x = u32buf[0], sign = (x >>> 16) & 0x8000, ax = x & 0x7fffffff;
