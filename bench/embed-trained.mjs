@@ -33,12 +33,14 @@ export function embedTrained(srcPath, outPath, shape, type = 'f16') {
   const h = meta['llama.attention.head_count'], kvh = meta['llama.attention.head_count_kv'];
   const shd = d / h, gs = h / kvh, sv = meta['tokenizer.ggml.tokens'].length;
   const D = big.dim, H = big.heads, KV = big.kvHeads, F = big.ffn, L = big.layers, V = big.vocab, hd = D / H, bgs = H / KV;
-  if (D < d || F < f || L < nl || V < sv || hd < shd || H < h || KV < kvh || hd % shd) throw new Error('the large shape must hold the small model');
+  if (D < d || F < f || L < nl || V < sv || hd < shd || H < h || KV < kvh || hd % shd || (bgs < gs && gs % bgs))
+    throw new Error('the large shape must hold the small model');
   // query head j of small KV group g = j / gs: large head qmap(j), KV head qmap(j) / bgs;
   // the gs heads of a group go to consecutive large heads of one large group when
-  // bgs >= gs, else each to its own large group (that KV head then holds a copy)
+  // bgs >= gs, else in order, bgs to a large group (each such KV head holds a
+  // copy of the small one; bgs divides gs, so no large group mixes two)
   const qmap = (j) => (bgs >= gs ? Math.floor(j / gs) * bgs + (j % gs) : j);
-  if ((h - 1) >= H || qmap(h - 1) >= H) throw new Error('not enough query heads');
+  if (qmap(h - 1) >= H) throw new Error('not enough query heads');
   const dimIn = (p) => p * (hd / shd);   // small head dim p -> large head dim (pairs stay pairs)
   const headDim = (q) => dimIn(q & ~1) + (q & 1);
   const normScale = Math.sqrt(d / D), qScale = Math.sqrt(hd / shd);

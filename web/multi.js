@@ -452,7 +452,7 @@ export function startDraft(eng, opts = {}) {
       const history = ids.slice(-Math.max(o.repeatLastN, 1));
       // stepMs: the mean time of a draft step after the first (one token's
       // evaluation and its sampling), NaN when k = 1 (the caller's cost model)
-      let tStep = 0, steps = 0;
+      let tStep = 0;
       for (let i = 0; i < k; i++) {
         if (i === 1) tStep = now();
         const logitsP = eng.x.wlm_ctx_logits(eng.ctx) >>> 0;
@@ -471,10 +471,9 @@ export function startDraft(eng, opts = {}) {
         tokens.push(x); qs.push({ ids: qi, probs: qp });
         history.push(x);
         if (eng.isEog(x) && !o.ignoreEos) break;
-        if (i >= 1) steps++;
         if (i + 1 < k && eng._evalTokens([x]) !== 0) break;
       }
-      return { tokens, qs, caughtUp, stepMs: steps ? (now() - tStep) / steps : NaN };
+      return { tokens, qs, caughtUp, stepMs: tokens.length > 1 ? (now() - tStep) / (tokens.length - 1) : NaN };
     },
     close() { if (!closed) { closed = true; eng.free(idsP); eng.free(probsP); eng.free(st); } },
   };

@@ -280,7 +280,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       const tr = performance.now();
       const r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
       const nd = p.tokens.length;
-      if (timed && nd <= kMax) { passMs[nd] = mean(passMs[nd], passN[nd], performance.now() - tr); passN[nd]++; }
+      if (timed) { passMs[nd] = mean(passMs[nd], passN[nd], performance.now() - tr); passN[nd]++; }
       rounds++;
       if (!p.tokens.length) plainRounds++;
       for (const c of r.chunks || []) {
