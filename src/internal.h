@@ -373,7 +373,10 @@ static inline uint32_t wlm_i16g_pos(uint32_t b, uint32_t nb, uint32_t k) {
  * byte 64v + 16j + 4i + m holds value 4v + m of block 4g + i of the
  * chunk's token j (v < 8: the i8x4 form's vectors; j, i, m < 4),
  * then at 512 + 16j the four block scales of token j as floats and at
- * 576 + 16j eight times its four exact block sums as int32. Blocks after
+ * 576 + 16j eight int16: at 2i + h, -8 times the sum of block i's values
+ * 4v + m with m / 2 = h (the values whose products gemm_q4gb's dots add into
+ * that lane; the kernel's sums start there, so no -8 * sum correction is
+ * left for the float step; |sum| <= 16256 at every step). Blocks after
  * the last group are not in the form (the kernel reads their Q8_0 blocks).
  * wlm_act_q4gb_row writes token t's part (its slots only). */
 /* tokens a chunk (8 measured slower: the kernel's 8 int16 sums, 8 float

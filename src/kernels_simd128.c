@@ -987,7 +987,9 @@ static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, con
  * (wlm_act_q4gb_row writes them, one token at a time):
  *   bytes 64v + 16j        i8x4 vector v (0..7) of token j of the chunk
  *   bytes 512 + 16j        the four block scales of token j (floats)
- *   bytes 576 + 16j        8 * the four block sums of token j (int32)
+ *   bytes 576 + 16j        token j's int16 starting sums: lanes 2i and 2i + 1
+ *                          -8 * the sum of block i's values 4v + m at m < 2
+ *                          and m >= 2, the ones the dots add into those lanes
  * so that everything one group of one row needs for the four tokens lies at
  * fixed offsets from one pointer. One row at a time, in memory order (the
  * weights stream from memory as in decode; the second chunk of a batch finds
@@ -1014,7 +1016,7 @@ static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t 
 #pragma clang loop unroll(disable)
     for (uint32_t g = 0; g < ng; g++, wp += 72, xp += 160 * WLM_Q4GB_T) {
         v128_t s[WLM_Q4GB_T];
-        for (int t = 0; t < T; t++) s[t] = wasm_i16x8_splat(0);
+        for (int t = 0; t < T; t++) s[t] = wasm_v128_load(xp + 144 * WLM_Q4GB_T + 16 * t);   /* -8 x the sums */
         const uint8_t *sp = wp + 8, *xq = xp;
 #pragma clang loop unroll(disable)
         for (int p = 0; p < 4; p++, sp += 16, xq += 16 * WLM_Q4GB_T) {
@@ -1026,7 +1028,7 @@ static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t 
         v128_t h = wasm_i32x4_shl(wasm_u32x4_load16x4(wp), 16);
         v128_t dw = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(h, 3), wasm_i32x4_splat((int32_t)0x8fffe000u)), wasm_f32x4_splat(0x1p112f));
         for (int t = 0; t < T; t++) {
-            v128_t is = wasm_i32x4_sub(wasm_i32x4_extadd_pairwise_i16x8(s[t]), wasm_v128_load(xp + 144 * WLM_Q4GB_T + 16 * t));
+            v128_t is = wasm_i32x4_extadd_pairwise_i16x8(s[t]);
             v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(xp + 128 * WLM_Q4GB_T + 16 * t));
             acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(is)));
         }
@@ -1079,9 +1081,16 @@ static void act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t 
         for (int h = 0; h < 2; h++)   /* vectors 4h..4h+3: the four blocks' bytes 16h.. by 4-byte lanes */
             store_t4_strided(o + 64 * WLM_Q4GB_T * h, 16 * WLM_Q4GB_T, wasm_v128_load(x[0].qs + 16 * h), wasm_v128_load(x[1].qs + 16 * h),
                              wasm_v128_load(x[2].qs + 16 * h), wasm_v128_load(x[3].qs + 16 * h));
-        int32_t s[4];
-        for (int i = 0; i < 4; i++) s[i] = 8 * q8_block_sum(x[i].qs);
-        wasm_v128_store(o + 144 * WLM_Q4GB_T, wasm_v128_load(s));
+        v128_t h[4];   /* block i: -8 x its values at k % 4 < 2 and at k % 4 >= 2, as int16 lanes 0 and 1 */
+        for (int i = 0; i < 4; i++) {
+            v128_t p = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs)),
+                                      wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs + 16)));
+            p = wasm_i16x8_add(p, wasm_i64x2_shuffle(p, p, 1, 0));
+            p = wasm_i16x8_add(p, wasm_i32x4_shuffle(p, p, 1, 0, 3, 2));
+            h[i] = wasm_i16x8_mul(p, wasm_i16x8_splat(-8));
+        }
+        wasm_v128_store(o + 144 * WLM_Q4GB_T, wasm_i64x2_shuffle(wasm_i32x4_shuffle(h[0], h[1], 0, 4, 0, 4),
+                                                                 wasm_i32x4_shuffle(h[2], h[3], 0, 4, 0, 4), 0, 2));
         block_scales((const uint8_t *)x, sizeof(block_q8_0), 4, (float *)(o + 128 * WLM_Q4GB_T));
     }
 }

@@ -152,15 +152,14 @@ void wlm_act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t t) 
     for (uint32_t g = 0; g < n / 128; g++, o += 160 * WLM_Q4GB_T)
         for (uint32_t i = 0; i < 4; i++) {
             const block_q8_0 *B = x + 4 * g + i;
-            int32_t s = 0;
+            int16_t s[2] = { 0, 0 };   /* -8 x the values the kernel's int16 lanes 2i, 2i + 1 take */
             for (uint32_t k = 0; k < 32; k++) {
                 o[16 * WLM_Q4GB_T * (k / 4) + 4 * i + k % 4] = (uint8_t)B->qs[k];
-                s += B->qs[k];
+                s[k % 4 / 2] = (int16_t)(s[k % 4 / 2] - 8 * B->qs[k]);
             }
             float d = wlm_f16_to_f32(B->d);
-            s *= 8;
             wlm_memcpy(o + 128 * WLM_Q4GB_T + 4 * i, &d, 4);
-            wlm_memcpy(o + 144 * WLM_Q4GB_T + 4 * i, &s, 4);
+            wlm_memcpy(o + 144 * WLM_Q4GB_T + 4 * i, s, 4);
         }
 }
 

@@ -1719,15 +1719,15 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
                     uint32_t j = t % 4;
                     for (uint32_t i = 0; i < 4; i++) {
                         const block_q8_0 *B = &x8[t][4 * g + i];
-                        int32_t s = 0, s8; float d;
+                        int32_t s[2] = { 0, 0 }; int16_t s8[2]; float d;
                         for (uint32_t v = 0; v < 8; v++)
                             for (uint32_t m = 0; m < 4; m++) {
                                 CHECK((int8_t)o[64 * v + 16 * j + 4 * i + m] == B->qs[4 * v + m]);
-                                s += B->qs[4 * v + m];
+                                s[m / 2] += B->qs[4 * v + m];
                             }
                         memcpy(&d, o + 512 + 16 * j + 4 * i, 4);
-                        memcpy(&s8, o + 576 + 16 * j + 4 * i, 4);
-                        CHECK(fbits(d) == fbits(wlm_f16_to_f32(B->d)) && s8 == 8 * s);
+                        memcpy(s8, o + 576 + 16 * j + 4 * i, 4);
+                        CHECK(fbits(d) == fbits(wlm_f16_to_f32(B->d)) && s8[0] == -8 * s[0] && s8[1] == -8 * s[1]);
                     }
                 }
             for (int k = 0; k < N_SETS; k++) {
