@@ -376,7 +376,7 @@ static inline uint32_t wlm_i16g_pos(uint32_t b, uint32_t nb, uint32_t k) {
  * 576 + 16j eight int16: at 2i + h, -8 times the sum of block i's values
  * 4v + m with m / 2 = h (the values whose products gemm_q4gb's dots add into
  * that lane; the kernel's sums start there, so no -8 * sum correction is
- * left for the float step; |sum| <= 16256 at every step). Blocks after
+ * left for the float step; |sum| <= 8 x 16 x 128 = 16384 at every step). Blocks after
  * the last group are not in the form (the kernel reads their Q8_0 blocks).
  * wlm_act_q4gb_row writes token t's part (its slots only). */
 /* tokens a chunk (8 measured slower: the kernel's 8 int16 sums, 8 float

@@ -1710,7 +1710,9 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
         uint32_t nb = NB[si], n = nb * 32, ng = nb / 4;
         uint64_t cs = wlm_q4gb_chunk_bytes(n);
         for (int rep = 0; rep < 6; rep++) {
-            rand_tokens(&x8[0][0], MAXB, MAXT, nb, rep % 3 == 2);
+            /* rep 1: extreme values in weights and tokens at once (the int16
+             * sums' widest range: -8 x 16 x -128 = 16384) */
+            rand_tokens(&x8[0][0], MAXB, MAXT, nb, rep % 3 == 2 || rep == 1);
             memset(ref, 0x5a, xbytes);
             for (uint32_t t = 0; t < MAXT; t++) wlm_act_q4gb_row(x8[t], ref, n, t);
             for (uint32_t t = 0; t < MAXT; t++)   /* the documented layout */
