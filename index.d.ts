@@ -151,11 +151,16 @@ export interface SpeculativeStats {
   /** whether the draft length was adaptive (draft models and prompt lookup) */
   adaptive?: boolean;
   /** adaptive with a draft model: where the last round's costs came from ('measured': greedy decoding,
-   * timed as it went; 'fixed': the file-size model) and the costs, in target steps: a draft token, and one
-   * more token in a target pass */
+   * timed as it went; 'fixed': the file-size model) and the costs, in target steps: a draft token, one
+   * more token in a target pass, and what a drafting round of the draft costs beyond its tokens (its
+   * catch-up and the call; measured only, 0 in the fixed model) */
   costModel?: 'measured' | 'fixed';
   draftCost?: number;
   verifyCost?: number;
+  draftOverhead?: number;
+  /** adaptive and timed: the measured costs said no draft length could pay even at full acceptance, so the
+   * rounds stopped probing the draft */
+  stoppedDrafting?: boolean;
 }
 
 export interface GenerationStats {

@@ -153,7 +153,10 @@ async function checkVocab(target, draft) {
  * interval doubling (up to `PROBE_MAX`) while the draft stays poor: a probe
  * costs the draft's catch-up over every token it missed, which with a poor
  * draft cost more than the probes found (tl1b F16 / Q4_0 on random weights:
- * 0.80x plain with the interval capped at 64).
+ * 0.80x plain with the interval capped at 64). Timed probes draft two
+ * tokens, so that each times a draft step, and they stop for good once the
+ * measured costs say that no k could pay even at full acceptance
+ * (draftingCanPay; stats.speculative.stoppedDrafting).
  *
  * Where c and v come from depends on whether the output can depend on k:
  * - Sampled decoding: which tokens come out depends on what was drafted, so
@@ -163,24 +166,34 @@ async function checkVocab(target, draft) {
  * - Greedy decoding (temperature 0 or topK 1: the target's distribution is
  *   one-hot, so the output is the target's own whatever k is): c and v are
  *   measured as the generation goes (measuredCosts: the rounds' wall times
- *   by k, fitted by a line, and the draft's time per token, timed in the
- *   draft's own loop), because the fixed model can be far off: on an Intel
+ *   by k, fitted by a line, the draft's time per token, timed in the
+ *   draft's own loop, and the rest of its drafting rounds), because the fixed model can be far off: on an Intel
  *   host whose L3 holds the weights, s110m F16 target with its Q8_0 as
  *   draft, c = 0.16 measured against the fixed 0.53 and v = 0-0.1 against
  *   0.45. The fixed model never drafted there (0.99x plain); timed, the
  *   rounds drafted 4 tokens at 0.79 acceptance: 1.51x (both in one Node
  *   process, runs alternating, medians of 3).
  */
-export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25) {
+export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25, draftOverhead = 0) {
   const a = Math.min(Math.max(acceptance, 0), 0.999);
+  const o = Math.max(Number(draftOverhead) || 0, 0);
   let best = 0, bestRate = 1;
   for (let k = 1; k <= kMax; k++) {
-    const rate = ((1 - a ** (k + 1)) / (1 - a)) / (k * draftCost + 1 + k * verifyCost);
+    const rate = ((1 - a ** (k + 1)) / (1 - a)) / (k * draftCost + o + 1 + k * verifyCost);
     if (rate > bestRate * 1.02) { best = k; bestRate = rate; }
   }
   return best;
 }
 const PROBE = 8, PROBE_MAX = 512, PRIOR_ACCEPTANCE = 0.7, PRIOR_WEIGHT = 4;
+
+/** Whether drafting up to kMax tokens could pay at these costs (target
+ * steps: c a draft token, v one more token in a pass, o a drafting round's
+ * overhead) if every draft were accepted. Measured costs at which it could
+ * not stop the probes: the pair is too dear on this host whatever it agrees
+ * on (s110m F16 / Q8_0 on Zen 3: c 0.45, v 0.7). */
+export function draftingCanPay(kMax, costs) {
+  return chooseDraftTokens(kMax, 1, costs.draftCost, costs.verifyCost, costs.draftOverhead || 0) > 0;
+}
 
 /** The fixed v of the cost model: 1/4, plus 0.2 times the share of the
  * target's matrix elements stored as halves (F16 1, BF16 30 in GGML's ids),
@@ -212,12 +225,15 @@ export function oneHotSampling(opts = {}) {
 /**
  * c and v of the cost model from a generation's own timings: passMs[k] the
  * mean wall time of a target round with k drafts (NaN: none yet), draftMs
- * the draft's mean time per drafted token. The target rounds are fitted by
- * a line T(k) = T0 (1 + v k) (least squares over the k seen; with one k seen,
- * v = fixedV and T0 follows from it); c = draftMs / T0. null until a target
- * round and a draft have been timed.
+ * the draft's mean time per drafted token, overheadMs what a drafting round
+ * of the draft costs beyond its k tokens (its catch-up over the tokens the
+ * last round added, the call; 0 when not known). The target rounds are
+ * fitted by a line T(k) = T0 (1 + v k) (least squares over the k seen; with
+ * one k seen, v = fixedV and T0 follows from it); c = draftMs / T0, the
+ * overhead o = overheadMs / T0 (at least 0). null until a target round and
+ * a draft have been timed.
  */
-export function measuredCosts(passMs, draftMs, fixedV) {
+export function measuredCosts(passMs, draftMs, fixedV, overheadMs = 0) {
   const pts = [];
   passMs.forEach((t, k) => { if (Number.isFinite(t) && t > 0) pts.push([k, t]); });
   if (!pts.length || !(draftMs > 0)) return null;
@@ -234,7 +250,8 @@ export function measuredCosts(passMs, draftMs, fixedV) {
     if (!(t0 > 0)) t0 = Math.min(...pts.map((p) => p[1]));
     v = Math.min(Math.max(slope / t0, 0), 2);
   }
-  return { draftCost: Math.min(draftMs / t0, 4), verifyCost: v };
+  const o = Number.isFinite(overheadMs) ? Math.min(Math.max(overheadMs / t0, 0), 4) : 0;
+  return { draftCost: Math.min(draftMs / t0, 4), verifyCost: v, draftOverhead: o };
 }
 
 export async function* speculative(target, draft, prompt, opts = {}) {
@@ -255,11 +272,19 @@ export async function* speculative(target, draft, prompt, opts = {}) {
     // the first round drafts at least 1 token (2 when timed: its second draft
     // step times a draft token)
     let k = adaptive ? Math.min(kMax, Math.max(timed ? 2 : 1, chooseDraftTokens(kMax, PRIOR_ACCEPTANCE, costs.draftCost, costs.verifyCost))) : kMax;
-    let draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0, probeEvery = PROBE;
+    let draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0, probeEvery = PROBE, hopeless = false;
     let proposed = 0, accepted = 0;
-    // running means (timed): a target round's ms by its number of drafts, the draft's ms per token
-    const passMs = new Array(kMax + 1).fill(NaN), passN = new Array(kMax + 1).fill(0);
-    let draftTokMs = NaN, draftN = 0;
+    // timings (timed): a target round's ms by its number of drafts, the
+    // draft's ms per token, the rest of its drafting rounds. The first two
+    // are the least of their last 8 samples: a round's work is the same each
+    // time, and what varies is one-sided (a collection, a function compiled
+    // by V8's optimizing tier only after its first calls: one first-round
+    // draft step took 16 ms against 5 ms later, and by a mean that one
+    // sample set the costs of the whole generation)
+    const passS = Array.from({ length: kMax + 1 }, () => []), draftS = [];
+    let overMs = NaN, overN = 0;
+    const push8 = (a, x) => { a.push(x); if (a.length > 8) a.shift(); };
+    const least = (a) => (a.length ? Math.min(...a) : NaN);
     const mean = (m, n, x) => (n === 0 ? x : m + (x - m) / Math.min(n + 1, 8));   // the last ~8 weigh most
     for (;;) {
       if (signal && signal.aborted) throw abortError(signal);
@@ -274,13 +299,20 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         // the 1-2 tokens the last round added; the long catch-up after plain
         // rounds is the probes' cost, not a draft token's
         const tok = Number.isFinite(p.stepMs) ? p.stepMs : p.tokens.length && p.caughtUp <= 2 ? ms / p.tokens.length : NaN;
-        if (tok > 0) { draftTokMs = mean(draftTokMs, draftN, tok); draftN++; }
+        if (tok > 0) push8(draftS, tok);
+        // the rest of a drafting round's draft time (its catch-up over the 1-2
+        // tokens the last round added, the call), which k c leaves out (s110m
+        // Q8_0 on Zen 3, one draft a round: 8.6 ms a round against a 5.5 ms step)
+        if (Number.isFinite(p.stepMs) && p.caughtUp <= 2) { overMs = mean(overMs, overN, ms - p.tokens.length * p.stepMs); overN++; }
       }
       const transfer = p.qs.flatMap((q) => [q.ids.buffer, q.probs.buffer]);
       const tr = performance.now();
       const r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
       const nd = p.tokens.length;
-      if (timed) { passMs[nd] = mean(passMs[nd], passN[nd], performance.now() - tr); passN[nd]++; }
+      // a pass's time, without the prompt prefill the first round also does
+      // (a cached prompt's last token: it made the first pass over 2 drafts
+      // 40 ms against 30 later, and v 1.3-1.7 against 0.7)
+      if (timed && !r.done) push8(passS[nd], performance.now() - tr - (r.prefillMs || 0));
       rounds++;
       if (!p.tokens.length) plainRounds++;
       for (const c of r.chunks || []) {
@@ -295,7 +327,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         const { done, tail, chunks, ...result } = r;
         result.stats.speculative = {
           ...result.stats.speculative, draftMs, rounds, plainRounds, wallMs: Date.now() - t0, adaptive,
-          ...(adaptive ? { costModel: costs === fixed ? 'fixed' : 'measured', draftCost: costs.draftCost, verifyCost: costs.verifyCost } : {}),
+          ...(adaptive ? { costModel: costs === fixed ? 'fixed' : 'measured', draftCost: costs.draftCost, verifyCost: costs.verifyCost, draftOverhead: costs.draftOverhead || 0, stoppedDrafting: hopeless } : {}),
         };
         return result;
       }
@@ -304,10 +336,17 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         // the rate with PRIOR_WEIGHT pseudo-drafts at PRIOR_ACCEPTANCE: one
         // lucky first draft no longer reads as a perfect draft (1 of 1 made
         // the next rounds draft kMax tokens)
-        if (timed) costs = measuredCosts(passMs, draftTokMs, fixed.verifyCost) || fixed;
-        k = chooseDraftTokens(kMax, (accepted + PRIOR_WEIGHT * PRIOR_ACCEPTANCE) / (proposed + PRIOR_WEIGHT), costs.draftCost, costs.verifyCost);
+        if (timed) costs = measuredCosts(passS.map(least), least(draftS), fixed.verifyCost, overMs) || fixed;
+        k = chooseDraftTokens(kMax, (accepted + PRIOR_WEIGHT * PRIOR_ACCEPTANCE) / (proposed + PRIOR_WEIGHT), costs.draftCost, costs.verifyCost, costs.draftOverhead || 0);
+        // timed costs at which no k pays even if every draft were accepted:
+        // this host's draft and verification are too dear for this pair, so
+        // probing only costs catch-ups (Zen 3, s110m F16 / Q8_0: c 0.44, v
+        // 0.6; 0.82x plain while probing). Two drafting rounds and two
+        // draft lengths timed first, so one slow round does not decide it.
+        if (timed && costs !== fixed && draftS.length >= 2 && passS.filter((a) => a.length).length >= 2 && !draftingCanPay(kMax, costs)) hopeless = true;
         if (k > 0) probeEvery = PROBE;
-        else if (++sincePlain >= probeEvery) { k = 1; sincePlain = 0; probeEvery = Math.min(probeEvery * 2, PROBE_MAX); }
+        // a probe drafts one token (two when timed: its second step times a draft token)
+        else if (!hopeless && ++sincePlain >= probeEvery) { k = timed ? Math.min(2, kMax) : 1; sincePlain = 0; probeEvery = Math.min(probeEvery * 2, PROBE_MAX); }
       }
     }
   } finally {

@@ -164,6 +164,7 @@ test('speculative decoding, greedy: identical to the target alone (Q8_0 and Q4_0
     assert.deepEqual(c.tokens, REF.results[0].generated_token_ids.slice(0, 50));
     assert.equal(c.stats.speculative.costModel, 'measured');
     assert.ok(c.stats.speculative.draftCost > 0 && c.stats.speculative.verifyCost >= 0);
+    assert.ok(c.stats.speculative.draftOverhead >= 0 && typeof c.stats.speculative.stoppedDrafting === 'boolean');
   }
 });
 
@@ -189,6 +190,55 @@ test('the adaptive cost model: measured for greedy decoding only, fitted by a li
   assert.equal(scaling.chooseDraftTokens(4, 0.1, 0.16, 0.05), 0);
   // while the fixed file-size model (Q8_0 / F16: c 0.53, v 0.45) keeps even a perfect-looking draft off
   assert.equal(scaling.chooseDraftTokens(4, 0.85, 0.53, 0.45), 0);
+  // a drafting round's overhead beyond its tokens, in target steps (overheadMs / T0; none known: 0)
+  m = scaling.measuredCosts([40, 44, NaN, 52, 56], 8, 0.45, 12);
+  assert.ok(Math.abs(m.draftOverhead - 0.3) < 1e-9, JSON.stringify(m));
+  assert.equal(scaling.measuredCosts([40, 44], 8, 0.45, -3).draftOverhead, 0);
+  assert.equal(scaling.measuredCosts([40, 44], 8, 0.45, NaN).draftOverhead, 0);
+  assert.equal(scaling.measuredCosts([40, 44], 8, 0.45).draftOverhead, 0);
+  // s110m F16 with its Q8_0 on a Zen 3 host (a 0.87, c 0.25, v 0.44): one draft a round pays
+  // without the overhead, and no k does once a round's catch-up of 0.3 steps is counted
+  assert.equal(scaling.chooseDraftTokens(4, 0.87, 0.25, 0.44), 1);
+  assert.equal(scaling.chooseDraftTokens(4, 0.87, 0.25, 0.44, 0.3), 0);
+  // a very good, cheap draft pays through the overhead
+  assert.equal(scaling.chooseDraftTokens(4, 0.95, 0.05, 0.05, 0.3), 4);
+  // whether any k could pay at full acceptance: the probes stop where none could
+  assert.equal(scaling.draftingCanPay(4, { draftCost: 0.45, verifyCost: 0.7, draftOverhead: 0.24 }), false);   // Zen 3, F16 / Q8_0
+  assert.equal(scaling.draftingCanPay(4, { draftCost: 0.16, verifyCost: 0.05 }), true);                        // Intel, the same pair
+  assert.equal(scaling.draftingCanPay(4, { draftCost: 1, verifyCost: 0 }), false);                             // as dear as the target
+  assert.equal(scaling.draftingCanPay(1, { draftCost: 0.3, verifyCost: 0.5 }), true);                           // 2 tokens for 1.8 steps
+});
+
+test("the draft's step time counts an evaluation and a sampling a token", async () => {
+  // an engine whose evaluations take at least 15 ms (busy) and whose sampling is instant:
+  // a step timed without its evaluation (the clock once started at the second sampling:
+  // k = 2 timed a sampling alone) reads near 0
+  const { startDraft } = await import('../../web/multi.js');
+  const busy = (ms) => { const t = performance.now(); while (performance.now() - t < ms); };
+  const mem = new ArrayBuffer(1 << 16);
+  let next = 1, evals = 0;
+  const eng = {
+    _requireModel() {}, hparams: { nVocab: 8 }, i32: new Int32Array(mem), f32: new Float32Array(mem), histBuf: 0,
+    alloc: (n) => { const p = next * 256; next += Math.ceil(n / 256) + 1; return p; }, free() {},
+    x: {
+      wlm_rng_seed() {}, wlm_rng_float: () => 0.5, wlm_ctx_logits: () => 0,
+      wlm_sample_dist: (ctx, lp, sp, hb, nh, idsP) => { eng.i32[idsP >>> 2] = 3; return 1; },   // one-hot: token 3
+    },
+    _prefill: (ids) => ({ status: 0, reused: ids.length - 1 }), _check() {},
+    _writeSampler: () => 0, _writeHist: () => 0, isEog: () => false,
+    _evalTokens: () => { evals++; busy(15); return 0; },
+  };
+  const d = startDraft(eng, { temperature: 0, ignoreEos: true });
+  for (const k of [2, 4]) {
+    evals = 0;
+    const p = d.propose([1, 2, 3], k);
+    assert.deepEqual(p.tokens, Array(k).fill(3));
+    assert.equal(evals, k - 1);
+    assert.ok(p.stepMs >= 14, `k ${k}: stepMs ${p.stepMs}`);
+    assert.equal(p.caughtUp, 1);
+  }
+  assert.ok(Number.isNaN(d.propose([1, 2, 3], 1).stepMs));   // one token: no step to time
+  d.close();
 });
 
 test('prompt lookup on a repetitive prompt accepts drafts and keeps the greedy output', async () => {
