@@ -185,6 +185,30 @@ export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25
   return best;
 }
 const PROBE = 8, PROBE_MAX = 512, PRIOR_ACCEPTANCE = 0.7, PRIOR_WEIGHT = 4;
+// Greedy timings carry from one generation of a target / draft pair to the
+// next, which starts from them instead of timing its own first rounds (a
+// first round over 2 drafts and a probe cost 5-10 % of a 64-token generation
+// where drafting does not pay); every CARRY_FRESH-th generation of a pair
+// times afresh, so that a change in the host's load is seen.
+const carried = new WeakMap();   // target -> WeakMap(draft -> timings)
+const CARRY_FRESH = 8;
+/** The greedy timings carried for a target / draft pair (live; created
+ * empty): gens (generations so far), passS[k] (a target pass's ms over k
+ * drafts, the last 8), draftS (a draft step's ms, the last 8), overMs and
+ * overN (a drafting round's overhead: mean, count). For inspection, and for
+ * tests that need a pair whose costs say no k pays. */
+export function speculativeTimings(target, draft) {
+  let byDraft = carried.get(target);
+  if (!byDraft) carried.set(target, (byDraft = new WeakMap()));
+  let t = byDraft.get(draft);
+  if (!t) byDraft.set(draft, (t = { gens: 0, passS: null, draftS: null, overMs: NaN, overN: 0 }));
+  return t;
+}
+function carriedTimings(target, draft) {
+  const t = speculativeTimings(target, draft);
+  if (t.gens++ % CARRY_FRESH === 0) Object.assign(t, { passS: null, draftS: null, overMs: NaN, overN: 0 });
+  return t;
+}
 
 /** Whether drafting up to kMax tokens could pay at these costs (target
  * steps: c a draft token, v one more token in a pass, o a drafting round's
@@ -264,14 +288,12 @@ export async function* speculative(target, draft, prompt, opts = {}) {
   let ended = false;
   const options = { ...rest, draftTokens: kMax };
   const { committed } = await withSignal(target._client, 'specStart', { session, prompt, options }, signal);
+  let saveTimings = () => {};
   try {
     await draft._client.call('draftStart', { session, options: rest });
     const fixed = { draftCost: (draft.info?.fileSize || 1) / (target.info?.fileSize || 1), verifyCost: verifyCostOf(target.info) };
     const timed = adaptive && oneHotSampling(rest);   // greedy: costs from this generation's timings
     let costs = fixed;
-    // the first round drafts at least 1 token (2 when timed: its second draft
-    // step times a draft token)
-    let k = adaptive ? Math.min(kMax, Math.max(timed ? 2 : 1, chooseDraftTokens(kMax, PRIOR_ACCEPTANCE, costs.draftCost, costs.verifyCost))) : kMax;
     let draftMs = 0, rounds = 0, plainRounds = 0, sincePlain = 0, probeEvery = PROBE, hopeless = false;
     let proposed = 0, accepted = 0;
     // timings (timed): a target round's ms by its number of drafts, the
@@ -281,11 +303,25 @@ export async function* speculative(target, draft, prompt, opts = {}) {
     // by V8's optimizing tier only after its first calls: one first-round
     // draft step took 16 ms against 5 ms later, and by a mean that one
     // sample set the costs of the whole generation)
-    const passS = Array.from({ length: kMax + 1 }, () => []), draftS = [];
-    let overMs = NaN, overN = 0;
+    const memo = timed ? carriedTimings(target, draft) : null;
+    const passS = Array.from({ length: kMax + 1 }, (_, i) => (memo?.passS?.[i] || []).slice()), draftS = (memo?.draftS || []).slice();
+    let overMs = memo ? memo.overMs : NaN, overN = memo ? memo.overN : 0;
     const push8 = (a, x) => { a.push(x); if (a.length > 8) a.shift(); };
     const least = (a) => (a.length ? Math.min(...a) : NaN);
     const mean = (m, n, x) => (n === 0 ? x : m + (x - m) / Math.min(n + 1, 8));   // the last ~8 weigh most
+    saveTimings = () => { if (memo) Object.assign(memo, { passS, draftS, overMs, overN }); };
+    const measured = () => measuredCosts(passS.map(least), least(draftS), fixed.verifyCost, overMs);
+    // whether the timings so far say that no k could pay: two drafting rounds
+    // and two draft lengths timed first, so that one slow round does not decide it
+    const noKPays = () => draftS.length >= 2 && passS.filter((a) => a.length).length >= 2 && !draftingCanPay(kMax, costs);
+    if (timed && draftS.length) {
+      costs = measured() || fixed;
+      if (costs !== fixed && noKPays()) hopeless = true;
+    }
+    // the first round drafts at least 1 token (2 when timed afresh: its second
+    // draft step times a draft token); none when carried timings say no k pays
+    let k = !adaptive ? kMax : hopeless ? 0
+      : Math.min(kMax, Math.max(timed && costs === fixed ? 2 : 1, chooseDraftTokens(kMax, PRIOR_ACCEPTANCE, costs.draftCost, costs.verifyCost, costs.draftOverhead || 0)));
     for (;;) {
       if (signal && signal.aborted) throw abortError(signal);
       let p = { tokens: [], qs: [] };
@@ -307,12 +343,46 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       }
       const transfer = p.qs.flatMap((q) => [q.ids.buffer, q.probs.buffer]);
       const tr = performance.now();
-      const r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
+      let r;
+      if (hopeless) {
+        // no more drafts: the target's worker runs the rest as plain rounds,
+        // streaming their tokens, without a call a token (which cost 5 % of
+        // an s110m F16 step here)
+        const queue = [];
+        let waiter = null, fin = null, failure = null;
+        const wake = () => { if (waiter) { const w = waiter; waiter = null; w(); } };
+        const { id, promise } = target._client.request('specRound', { session, drafts: [], qs: [], plain: 2 ** 31 },
+          { onEvent: (ev) => { queue.push(ev); wake(); } });
+        promise.then((x) => { fin = x; wake(); }, (e) => { failure = e; wake(); });
+        const onAbort = () => target._client.abort(id);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+          for (;;) {
+            if (signal && signal.aborted) throw abortError(signal);
+            if (queue.length) {
+              const c = queue.shift();
+              if (c.token >= 0) { committed.push(c.token); rounds++; plainRounds++; }
+              yield { text: c.text, token: c.token, logprob: c.logprob };
+              continue;
+            }
+            if (failure) throw failure;
+            if (fin) break;
+            await new Promise((res) => { waiter = res; });
+          }
+        } finally {
+          signal?.removeEventListener('abort', onAbort);
+          if (!fin && !failure) target._client.abort(id);   // the caller stopped reading: stop the worker's run
+          promise.catch(() => {});
+        }
+        r = fin;
+      } else {
+        r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
+      }
       const nd = p.tokens.length;
       // a pass's time, without the prompt prefill the first round also does
       // (a cached prompt's last token: it made the first pass over 2 drafts
       // 40 ms against 30 later, and v 1.3-1.7 against 0.7)
-      if (timed && !r.done) push8(passS[nd], performance.now() - tr - (r.prefillMs || 0));
+      if (timed && !hopeless && !r.done) push8(passS[nd], performance.now() - tr - (r.prefillMs || 0));
       rounds++;
       if (!p.tokens.length) plainRounds++;
       for (const c of r.chunks || []) {
@@ -336,20 +406,20 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         // the rate with PRIOR_WEIGHT pseudo-drafts at PRIOR_ACCEPTANCE: one
         // lucky first draft no longer reads as a perfect draft (1 of 1 made
         // the next rounds draft kMax tokens)
-        if (timed) costs = measuredCosts(passS.map(least), least(draftS), fixed.verifyCost, overMs) || fixed;
+        if (timed) costs = measured() || fixed;
         k = chooseDraftTokens(kMax, (accepted + PRIOR_WEIGHT * PRIOR_ACCEPTANCE) / (proposed + PRIOR_WEIGHT), costs.draftCost, costs.verifyCost, costs.draftOverhead || 0);
         // timed costs at which no k pays even if every draft were accepted:
         // this host's draft and verification are too dear for this pair, so
         // probing only costs catch-ups (Zen 3, s110m F16 / Q8_0: c 0.44, v
-        // 0.6; 0.82x plain while probing). Two drafting rounds and two
-        // draft lengths timed first, so one slow round does not decide it.
-        if (timed && costs !== fixed && draftS.length >= 2 && passS.filter((a) => a.length).length >= 2 && !draftingCanPay(kMax, costs)) hopeless = true;
+        // 0.6; 0.82x plain while probing)
+        if (timed && costs !== fixed && noKPays()) hopeless = true;
         if (k > 0) probeEvery = PROBE;
         // a probe drafts one token (two when timed: its second step times a draft token)
         else if (!hopeless && ++sincePlain >= probeEvery) { k = timed ? Math.min(2, kMax) : 1; sincePlain = 0; probeEvery = Math.min(probeEvery * 2, PROBE_MAX); }
       }
     }
   } finally {
+    saveTimings();
     draft._client.call('draftEnd', { session }).catch(() => {});
     if (!ended) target._client.call('specEnd', { session }).catch(() => {});
   }

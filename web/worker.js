@@ -16,6 +16,7 @@
 //     {id, op:'bestOfN', prompt, options, stream}     n candidates in one batch; 'chunk' events carry `index`
 //     {id, op:'beamSearch', prompt, options}
 //     {id, op:'specStart'|'specRound'|'specEnd', session, ...}   target side of speculative decoding
+//                                                     (specRound with plain: n streams n plain rounds as 'chunk' events)
 //     {id, op:'draftStart'|'draftPropose'|'draftEnd', session, ...} draft side
 //     {id, op:'vocab'}                                vocabulary fingerprint (draft/target check)
 //     {op:'abort', target}                            stops request `target` (queued or running)
@@ -200,12 +201,19 @@ const ops = {
     sessions.set(m.session, g);
     return { committed: g.committed.slice() };
   },
-  specRound(m) {
+  // plain: n runs up to n rounds without drafts here, each round's tokens
+  // sent as 'chunk' events as they come (the reply: the last round, its
+  // chunks not sent)
+  async specRound(m) {
     const g = sessions.get(m.session);
     if (!g) throw new Error('no speculative session ' + m.session);
-    const r = g.round(m.drafts, m.qs, () => isAborted(m.id));
-    if (r.done) sessions.delete(m.session);
-    return r;
+    for (let i = 1; ; i++) {
+      const r = g.round(m.drafts, m.qs, () => isAborted(m.id));
+      if (r.done) sessions.delete(m.session);
+      if (r.done || !(m.plain > i)) return r;
+      for (const c of r.chunks) post({ id: m.id, event: 'chunk', ...c });
+      await yieldNow();
+    }
   },
   specRoom(m) {
     const g = sessions.get(m.session);

@@ -396,3 +396,45 @@ test('adaptive draft length: the cost model drafts more for a good, cheap draft 
   assert.deepEqual(fixed.tokens, res.tokens);
   assert.equal(fixed.stats.speculative.plainRounds, 0);
 });
+
+test('greedy timings carry to the next generation of a pair; where no k pays, the rest runs as one streamed plain run', async () => {
+  const want = REF.results[0].generated_token_ids.slice(0, 60);
+  const draft = await loadModel((await model.quantize('q8_0')).bytes, { threads: 1 });   // a pair of its own
+  try {
+    // timings at which no k could pay (a draft step as dear as a target step, v = 1)
+    const seed = () => Object.assign(scaling.speculativeTimings(model, draft),
+      { gens: 1, passS: [[10], [], [30]], draftS: [10, 10], overMs: 0, overN: 1 });
+    seed();
+    const chunks = [];
+    let res;
+    const it = model.generate(PROMPT, { ...GREEDY, maxTokens: 60, draft });
+    for (;;) { const x = await it.next(); if (x.done) { res = x.value; break; } chunks.push(x.value); }
+    assert.deepEqual(res.tokens, want);
+    assert.deepEqual(chunks.filter((c) => c.token >= 0).map((c) => c.token), want);   // streamed token by token
+    const sp = res.stats.speculative;
+    assert.equal(sp.stoppedDrafting, true);
+    assert.equal(sp.proposed, 0);
+    assert.equal(sp.costModel, 'measured');
+    assert.equal(sp.targetPasses, 60);
+    // aborting inside the plain run, then breaking out of it, leave the model usable
+    seed();
+    const ac = new AbortController();
+    let n = 0;
+    await assert.rejects(async () => {
+      for await (const c of model.generate(PROMPT, { ...GREEDY, maxTokens: 200, draft, signal: ac.signal })) {
+        if (c.token >= 0 && ++n === 5) ac.abort();
+      }
+    }, (e) => e.name === 'AbortError');
+    assert.equal(n, 5);
+    seed();
+    n = 0;
+    for await (const c of model.generate(PROMPT, { ...GREEDY, maxTokens: 200, draft })) if (c.token >= 0 && ++n === 7) break;
+    assert.equal((await model.complete(PROMPT, { ...GREEDY, maxTokens: 60 })).tokens.join(), want.join());
+    assert.equal((await model.complete(PROMPT, { ...GREEDY, maxTokens: 60, draft })).tokens.join(), want.join());
+    // the carried record counts generations and keeps the timings it was given
+    const t = scaling.speculativeTimings(model, draft);
+    assert.ok(t.gens >= 3 && t.draftS.length >= 2, JSON.stringify(t));
+  } finally {
+    await draft.dispose();
+  }
+});
