@@ -6,9 +6,9 @@
 //   best-of-8 wall time / one generation's wall time (same length, s110m Q4_0)
 //   speculative decoding: F16 target + Q4_0 draft of the same model, greedy, speedup at identical output
 //   prompt lookup on a repetitive prompt, greedy, speedup at identical output
-// Writes bench/results/browser-scaling.{json,md}.
+// Writes bench/results/browser-scaling.{json,md} (--out NAME: NAME.{json,md}).
 //
-//   node bench/browser-scaling.mjs [--shapes s110m,tl1b] [--reps 5] [--tokens 64] [--threads 2] [--quiet]
+//   node bench/browser-scaling.mjs [--shapes s110m,tl1b] [--reps 5] [--tokens 64] [--threads 2] [--quiet] [--out NAME]
 // Needs Debian's chromium and playwright-core: sh tools/setup-browser.sh.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -102,7 +102,7 @@ let md = `# Inference-time scaling benchmark in Chromium\n\n${new Date().toISOSt
 md += scalingTable(rows);
 md += '\nThe same modes, options and prompts as `bench/scaling.mjs` (Node), run by web/index.js in a crossOriginIsolated page (compute in its workers).\n';
 fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
-fs.writeFileSync(path.join(root, 'bench', 'results', 'browser-scaling.json'), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, chromium: version, simd: build }, rows }, null, 2));
-fs.writeFileSync(path.join(root, 'bench', 'results', 'browser-scaling.md'), md);
+fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'browser-scaling'}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, chromium: version, simd: build }, rows }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', `${args.out || 'browser-scaling'}.md`), md);
 console.log(md);
 if (rows.some((r) => r.identical === false)) process.exitCode = 1;
