@@ -7,7 +7,7 @@ import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
 import { Sha256 } from './sha256.js';
 import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
-import { abortError, withSignal } from './abort.js';
+import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 
@@ -443,33 +443,15 @@ export class Model {
     }
     return (async function* gen() {
       self._check();
-      if (signal && signal.aborted) throw abortError(signal);
-      const queue = [];
-      let waiter = null, final = null, failure = null, aborted = false;
-      const wake = () => { if (waiter) { const w = waiter; waiter = null; w(); } };
-      const { id, promise } = client.request('generate', { prompt, options: rest, stream: true }, {
-        onEvent: (ev) => { queue.push(ev); wake(); },
-      });
-      promise.then((r) => { final = r; wake(); }, (e) => { failure = e; wake(); });
-      const onAbort = () => { aborted = true; client.abort(id); wake(); };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      let settled = false;
+      const it = streamRequest(client, 'generate', { prompt, options: rest, stream: true }, signal);
       try {
         for (;;) {
-          if (aborted) throw abortError(signal);
-          if (queue.length) {
-            const ev = queue.shift();
-            yield { text: ev.text, token: ev.token, logprob: ev.logprob };
-            continue;
-          }
-          if (failure) { settled = true; throw failure; }
-          if (final) { settled = true; return final; }
-          await new Promise((r) => { waiter = r; });
+          const r = await it.next();
+          if (r.done) return r.value;
+          yield { text: r.value.text, token: r.value.token, logprob: r.value.logprob };
         }
       } finally {
-        signal?.removeEventListener('abort', onAbort);
-        if (!settled && !final && !failure && !aborted) client.abort(id);
-        promise.catch(() => {});
+        await it.return();
       }
     })();
   }

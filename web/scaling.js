@@ -10,7 +10,7 @@
 // attention heads. Scoring functions (verifiers) run here, on the caller's
 // thread, concurrently (Promise.all) once the candidates are complete.
 
-import { abortError, withSignal } from './abort.js';
+import { abortError, withSignal, streamRequest } from './abort.js';
 import { DEFAULT_SAMPLING } from './engine.js';
 
 function scorerOf(scorer) {
@@ -348,33 +348,18 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         // no more drafts: the target's worker runs the rest as plain rounds,
         // streaming their tokens, without a call a token (which cost 5 % of
         // an s110m F16 step here)
-        const queue = [];
-        let waiter = null, fin = null, failure = null;
-        const wake = () => { if (waiter) { const w = waiter; waiter = null; w(); } };
-        const { id, promise } = target._client.request('specRound', { session, drafts: [], qs: [], plain: 2 ** 31 },
-          { onEvent: (ev) => { queue.push(ev); wake(); } });
-        promise.then((x) => { fin = x; wake(); }, (e) => { failure = e; wake(); });
-        const onAbort = () => target._client.abort(id);
-        signal?.addEventListener('abort', onAbort, { once: true });
+        const it = streamRequest(target._client, 'specRound', { session, drafts: [], qs: [], plain: 2 ** 31 }, signal);
         try {
           for (;;) {
-            if (signal && signal.aborted) throw abortError(signal);
-            if (queue.length) {
-              const c = queue.shift();
-              if (c.token >= 0) { committed.push(c.token); rounds++; plainRounds++; }
-              yield { text: c.text, token: c.token, logprob: c.logprob };
-              continue;
-            }
-            if (failure) throw failure;
-            if (fin) break;
-            await new Promise((res) => { waiter = res; });
+            const x = await it.next();
+            if (x.done) { r = x.value; break; }
+            const c = x.value;
+            if (c.token >= 0) { committed.push(c.token); rounds++; plainRounds++; }
+            yield { text: c.text, token: c.token, logprob: c.logprob };
           }
         } finally {
-          signal?.removeEventListener('abort', onAbort);
-          if (!fin && !failure) target._client.abort(id);   // the caller stopped reading: stop the worker's run
-          promise.catch(() => {});
+          await it.return();
         }
-        r = fin;
       } else {
         r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
       }

@@ -333,17 +333,22 @@ test('a prompt sharing a prefix with the previous one skips re-prefilling it', a
   } finally { await fresh.dispose(); }
 });
 
+// a greedy speculative generation with `draft`, aborted at its 5th token: rejects with AbortError there
+async function abortsAfter5(draft) {
+  const ac = new AbortController();
+  let n = 0;
+  await assert.rejects(async () => {
+    for await (const c of model.generate(PROMPT, { ...GREEDY, maxTokens: 200, draft, signal: ac.signal })) {
+      if (c.token >= 0 && ++n === 5) ac.abort();
+    }
+  }, (e) => e.name === 'AbortError');
+  assert.equal(n, 5);
+}
+
 test('aborting speculative decoding mid-stream (draft model and lookup) leaves both models usable', async () => {
   const want = REF.results[0].generated_token_ids.slice(0, 60);
   for (const draft of [q8, 'lookup']) {
-    const ac = new AbortController();
-    let n = 0;
-    await assert.rejects(async () => {
-      for await (const c of model.generate(PROMPT, { ...GREEDY, maxTokens: 200, draft, signal: ac.signal })) {
-        if (c.token >= 0 && ++n === 5) ac.abort();
-      }
-    }, (e) => e.name === 'AbortError');
-    assert.equal(n, 5);
+    await abortsAfter5(draft);
     const again = await model.complete(PROMPT, { ...GREEDY, maxTokens: 60, draft });
     assert.deepEqual(again.tokens, want);
   }
@@ -418,16 +423,9 @@ test('greedy timings carry to the next generation of a pair; where no k pays, th
     assert.equal(sp.targetPasses, 60);
     // aborting inside the plain run, then breaking out of it, leave the model usable
     seed();
-    const ac = new AbortController();
-    let n = 0;
-    await assert.rejects(async () => {
-      for await (const c of model.generate(PROMPT, { ...GREEDY, maxTokens: 200, draft, signal: ac.signal })) {
-        if (c.token >= 0 && ++n === 5) ac.abort();
-      }
-    }, (e) => e.name === 'AbortError');
-    assert.equal(n, 5);
+    await abortsAfter5(draft);
     seed();
-    n = 0;
+    let n = 0;
     for await (const c of model.generate(PROMPT, { ...GREEDY, maxTokens: 200, draft })) if (c.token >= 0 && ++n === 7) break;
     assert.equal((await model.complete(PROMPT, { ...GREEDY, maxTokens: 60 })).tokens.join(), want.join());
     assert.equal((await model.complete(PROMPT, { ...GREEDY, maxTokens: 60, draft })).tokens.join(), want.join());
