@@ -1,0 +1,50 @@
+// One error type for every failure the package reports. `code` is stable
+// (tests and apps branch on it); the message says what happened in words.
+//
+// Codes used across the package (index.d.ts documents them):
+//   BAD_OPTION      an option, argument or callback is of the wrong type, out of range or unknown
+//   DISPOSED        the model was disposed (in flight and queued requests reject with it)
+//   ABORTED         an AbortSignal fired (the error's name is 'AbortError')
+//   TEMPLATE_LIMIT  a chat template went past its time, step or output budget
+//   TEMPLATE_ERROR  a chat template does not parse or failed to render
+//   NO_CHAT_TEMPLATE the model has no chat template and none was given
+//   NETWORK         a download failed: connection, HTTP status, stall, truncated body
+//   INTEGRITY       downloaded or cached bytes do not match their digest
+//   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
+//   WORKER          the model's worker died
+// Engine failures carry the C status name (WLM_ERR_ARG, WLM_ERR_NOMEM, ...).
+
+export class WasmlmError extends Error {
+  /**
+   * @param {string} code stable code (see above)
+   * @param {string} message
+   * @param {object} [props] extra fields (option, value, url, status, ...)
+   */
+  constructor(code, message, props) {
+    super(message, props && props.cause !== undefined ? { cause: props.cause } : undefined);
+    this.name = 'WasmlmError';
+    this.code = code;
+    if (props) for (const [k, v] of Object.entries(props)) if (k !== 'cause') this[k] = v;
+  }
+}
+
+/** A BAD_OPTION error naming the option, the value it got and what is allowed. */
+export function badOption(option, value, allowed) {
+  return new WasmlmError('BAD_OPTION', `option ${option}: ${allowed}, got ${describe(value)}`, { option });
+}
+
+/** A short, safe rendering of any value for an error message. */
+export function describe(v) {
+  try {
+    if (typeof v === 'string') return JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v);
+    if (typeof v === 'bigint') return v + 'n';
+    if (typeof v === 'function') return 'a function';
+    if (typeof v === 'symbol') return 'a symbol';
+    if (v === null || typeof v !== 'object') return String(v);
+    if (Array.isArray(v)) return `an array of ${v.length}`;
+    const name = v.constructor && v.constructor.name;
+    return name && name !== 'Object' ? `a ${name}` : 'an object';
+  } catch {
+    return 'a value';
+  }
+}
