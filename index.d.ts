@@ -56,6 +56,8 @@ export interface LoadOptions {
   cache?: boolean;
   /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
   wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
+  /** Network loading: fail with code NETWORK when no byte arrives for this many ms (0 = never). */
+  timeout?: number;
   signal?: AbortSignal;
 }
 
@@ -72,7 +74,7 @@ export interface SamplingOptions {
   temperature?: number;
   /** 0 = off */
   topK?: number;
-  /** 1 = off */
+  /** 1 = off; 0 = only the most likely token */
   topP?: number;
   /** 0 = off */
   minP?: number;
@@ -237,7 +239,7 @@ export interface ModelInfo {
 
 export interface TokenProb { token: number; prob: number; text: string }
 
-export type QuantType = 'f32' | 'f16' | 'q8_0' | 'q4_0';
+export type QuantType = 'f32' | 'f16' | 'q8_0' | 'q4_0' | 'q4_1' | 'q5_0' | 'q5_1' | 'q2_k' | 'q3_k' | 'q4_k' | 'q5_k' | 'q6_k' | 'q4_k_m' | 'q5_k_m';
 
 export interface QuantizeResult {
   /** one line per tensor */
@@ -397,8 +399,30 @@ export declare class Model {
   beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
   quantize(type: QuantType, options?: { outPath?: string }): Promise<QuantizeResult>;
-  /** Frees the model and ends its worker. */
+  /** Frees the model and ends its worker at once: requests in flight or queued reject with code 'DISPOSED'. */
   dispose(): Promise<void>;
+}
+
+/**
+ * Stable error codes. Options are checked on the caller's thread before any
+ * work: unknown keys (with the closest known key suggested), wrong types and
+ * out-of-range values reject with BAD_OPTION naming the option. Engine
+ * failures carry the C status name (WLM_ERR_ARG, WLM_ERR_NOMEM, ...).
+ */
+export type WasmlmErrorCode =
+  | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
+  | 'NETWORK' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER'
+  | 'WLM_ERR_ARG' | 'WLM_ERR_FORMAT' | 'WLM_ERR_TRUNCATED' | 'WLM_ERR_UNSUPPORTED' | 'WLM_ERR_NOMEM' | 'WLM_ERR_CONTEXT_FULL' | 'WLM_ERR_STATE'
+  | (string & {});
+
+/** Every failure the package reports; `code` is stable, `option` names the option for BAD_OPTION. */
+export declare class WasmlmError extends Error {
+  constructor(code: WasmlmErrorCode, message: string, props?: Record<string, unknown>);
+  readonly code: WasmlmErrorCode;
+  /** BAD_OPTION: the option (or argument) at fault */
+  readonly option?: string;
+  /** BAD_OPTION for an unknown key: the closest known option, when one is close */
+  readonly suggestion?: string | null;
 }
 
 export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;

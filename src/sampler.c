@@ -108,7 +108,7 @@ uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *t
 static wlm_status check_params(const wlm_sampler_params *sp, wlm_err *err) {
     if (!(sp->temperature >= 0) || !wlm_isfinite(sp->temperature))
         return wlm_fail(err, WLM_ERR_ARG, "temperature must be a finite number >= 0");
-    if (!(sp->top_p > 0 && sp->top_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "top_p must be in (0, 1]");
+    if (!(sp->top_p >= 0 && sp->top_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "top_p must be in [0, 1]");
     if (!(sp->min_p >= 0 && sp->min_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "min_p must be in [0, 1]");
     if (!(sp->repeat_penalty > 0) || !wlm_isfinite(sp->repeat_penalty))
         return wlm_fail(err, WLM_ERR_ARG, "repeat_penalty must be a finite number > 0");

@@ -227,7 +227,7 @@ WLM_API void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n);
 typedef struct wlm_sampler_params {
     float temperature;     /* 0 = greedy (argmax, lowest id wins ties) */
     uint32_t top_k;        /* 0 = off */
-    float top_p;           /* 1 = off */
+    float top_p;           /* 1 = off; 0 = the most likely token only */
     float min_p;           /* 0 = off */
     float repeat_penalty;  /* 1 = off */
     uint32_t repeat_last_n;/* window of recent tokens the penalty looks at */

@@ -99,6 +99,12 @@ export function parseArgs(argv) {
   return { cmd, opts, positional };
 }
 
+/** A BAD_OPTION message in the CLI's words: the flag the user typed, not the API's option name. */
+function flagMessage(e) {
+  const flag = Object.keys(VALUE_FLAGS).filter((f) => f.startsWith('--') && VALUE_FLAGS[f] === e.option)[0];
+  return flag ? e.message.replace(`option ${e.option}`, `option ${flag}`) : e.message;
+}
+
 /** Builds the native CLI's argument list (explicit values for every sampling default). */
 export function nativeArgs(cmd, opts, positional, modelPath) {
   if (cmd === 'generate') {
@@ -364,6 +370,7 @@ export async function main(argv) {
     }
   } catch (e) {
     if (e instanceof UsageError) { process.stderr.write(`error: ${e.message}\n${USAGE}\n`); return 2; }
+    if (e && e.code === 'BAD_OPTION') { process.stderr.write(`error: ${flagMessage(e)}\n`); return 2; }
     process.stderr.write(`error: ${e && e.message || e}\n`);
     return 1;
   }

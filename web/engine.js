@@ -7,6 +7,8 @@
 //
 // Struct layouts (wasm32, little-endian) follow src/wlm.h.
 
+import { DEFAULT_SAMPLING } from './options.js';
+
 export const STATUS_NAMES = [
   'WLM_OK', 'WLM_ERR_ARG', 'WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'WLM_ERR_UNSUPPORTED',
   'WLM_ERR_NOMEM', 'WLM_ERR_CONTEXT_FULL', 'WLM_ERR_STATE',
@@ -19,17 +21,8 @@ export const QUANT_TYPES = {
   q2_k: 10, q3_k: 11, q4_k: 12, q5_k: 13, q6_k: 14, q4_k_m: 1000, q5_k_m: 1001,
 };
 
-/** Default sampling options (documented in README / index.d.ts). */
-export const DEFAULT_SAMPLING = Object.freeze({
-  maxTokens: 256,
-  temperature: 0.8,
-  topK: 40,
-  topP: 0.95,
-  minP: 0.05,
-  repeatPenalty: 1.1,
-  repeatLastN: 64,
-  seed: 0xC0FFEE,
-});
+/** Default sampling options: from the options schema (web/options.js). */
+export { DEFAULT_SAMPLING };
 
 /** An error raised by the engine; `code` is the wlm_status name. */
 export class WasmlmError extends Error {

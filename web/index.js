@@ -3,7 +3,9 @@
 // Node, a module Web Worker in browsers) with its own wasm memory, so the
 // caller's event loop never blocks on inference.
 import { probeRelaxedSimd } from './simd-probe.js';
-import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
+import { QUANT_TYPES } from './engine.js';
+import { DEFAULT_SAMPLING, checkOptions, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
+import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
 import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
@@ -11,7 +13,7 @@ import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 
-export { DEFAULT_SAMPLING, QUANT_TYPES };
+export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
 export { resolveModel, registryEntries };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 
@@ -25,9 +27,8 @@ const STAGE_BYTES = 4 << 20; // chunk size for streaming bytes to the worker
 
 
 function reviveError(plain) {
-  const e = new Error(plain.message);
-  e.name = plain.name || 'Error';
-  if (plain.code) e.code = plain.code;
+  const e = new WasmlmError(plain.code || (plain.name === 'AbortError' ? 'ABORTED' : 'ERROR'), plain.message);
+  e.name = plain.name || 'WasmlmError';
   if (plain.status != null) e.status = plain.status;
   if (plain.partial) e.partial = plain.partial;
   return e;
@@ -99,7 +100,7 @@ export async function defaultThreads() {
 /** Threads that can really be used: shared memory needs SharedArrayBuffer (crossOriginIsolated pages). */
 async function resolveThreads(options) {
   // a custom engine build (options.wasm) is single-threaded unless threads are asked for
-  let want = options.threads == null ? (options.wasm ? 1 : await defaultThreads()) : Math.max(1, Math.floor(+options.threads) || 1);
+  let want = options.threads == null ? (options.wasm ? 1 : await defaultThreads()) : options.threads;
   const canShare = typeof SharedArrayBuffer !== 'undefined' && (isNode || globalThis.crossOriginIsolated === true);
   if (want > 1 && !canShare) {
     if (!warnedNoThreads) {
@@ -181,11 +182,25 @@ class WorkerClient {
     if (m.id === 0 && m.ok === false) { this._fail(reviveError(m.error)); return; }
     const p = this.pending.get(m.id);
     if (!p) return;
-    if (m.event) { if (p.onEvent) p.onEvent(m); return; }
-    this.pending.delete(m.id);
+    if (m.event) {
+      // a caller's callback runs here: its throw fails this request (which
+      // the worker then stops), never the process
+      if (p.onEvent) {
+        try { p.onEvent(m); } catch (e) { this._settle(m.id, null, e); this.abort(m.id); }
+      }
+      return;
+    }
+    if (m.ok) this._settle(m.id, m.result);
+    else this._settle(m.id, null, reviveError(m.error));
+  }
+
+  _settle(id, result, error) {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
     this._ref();
-    if (m.ok) p.resolve(m.result);
-    else p.reject(reviveError(m.error));
+    if (error) p.reject(error);
+    else p.resolve(result);
   }
 
   _fail(err) {
@@ -202,7 +217,11 @@ class WorkerClient {
     if (this.dead) return { id, promise: Promise.reject(this.dead) };
     const promise = new Promise((resolve, reject) => this.pending.set(id, { resolve, reject, onEvent }));
     this._ref();
-    this.w.postMessage({ ...payload, id, op }, transfer || []);
+    try {
+      this.w.postMessage({ ...payload, id, op }, transfer || []);
+    } catch (e) { // a value the structured clone cannot copy: nothing was sent
+      this._settle(id, null, new WasmlmError('BAD_OPTION', `${op}: an argument cannot be sent to the model's worker (${e.message})`, { cause: e }));
+    }
     return { id, promise };
   }
 
@@ -214,8 +233,9 @@ class WorkerClient {
     this.w.postMessage({ op: 'abort', target: id });
   }
 
+  /** Rejects every request in flight or queued with DISPOSED and ends the worker at once. */
   async terminate() {
-    this._fail(Object.assign(new Error('model disposed'), { code: 'DISPOSED' }));
+    this._fail(new WasmlmError('DISPOSED', 'model disposed'));
     await this.w.terminate();
   }
 }
@@ -386,6 +406,7 @@ async function loadInto(client, src, options) {
  * @returns {Promise<Model>}
  */
 export async function loadModel(source, options = {}) {
+  options = checkOptions('loadModel', options);
   const { signal } = options;
   if (signal && signal.aborted) throw abortError(signal);
   const src = await resolveSource(source, options);
@@ -407,11 +428,8 @@ export async function loadModel(source, options = {}) {
   }
 }
 
-function splitOpts(opts) {
-  const { signal, ...rest } = opts || {};
-  return { signal, rest };
-}
-
+// Every Model method checks its options (web/options.js) on the caller's
+// thread first; only checked, cloneable options travel to the worker.
 export class Model {
   constructor(client, info) {
     this._client = client;
@@ -422,28 +440,25 @@ export class Model {
     /** The engine build's SIMD flavour: 'relaxed' or 'simd128' ('custom' for options.wasm). */
     this.simd = client.simd;
     this._disposed = false;
+    this[MODEL_BRAND] = true;
   }
 
   get disposed() { return this._disposed; }
-  _check() { if (this._disposed) throw new Error('model disposed'); }
+  _check() { if (this._disposed) throw new WasmlmError('DISPOSED', 'model disposed'); }
+  _prompt(prompt) { return checkPrompt(prompt, this.info.hparams.nVocab); }
 
   /**
    * Streams a completion: an async iterator of {text, token, logprob}
    * chunks. Its return value (when iterated by hand) is the CompletionResult.
    */
   generate(prompt, opts = {}) {
-    const client = this._client;
     const self = this;
-    const { signal, rest } = splitOpts(opts);
-    if (rest.draft != null) {
-      if (rest.draft instanceof Model) return scaling.speculative(this, rest.draft, prompt, { ...rest, signal });
-      if (rest.draft !== 'lookup') throw new TypeError("options.draft must be a Model (a draft model) or 'lookup' (prompt lookup)");
-      delete rest.draft;
-      rest.lookup = true;
-    }
     return (async function* gen() {
       self._check();
-      const it = streamRequest(client, 'generate', { prompt, options: rest, stream: true }, signal);
+      const o = checkOptions('generate', opts);
+      const p = self._prompt(prompt);
+      if (o.draft && o.draft !== 'lookup') return yield* scaling.speculative(self, o.draft, p, o);
+      const it = streamRequest(self._client, 'generate', { prompt: p, options: generateWorkerOptions(o), stream: true }, o.signal);
       try {
         for (;;) {
           const r = await it.next();
@@ -459,21 +474,23 @@ export class Model {
   /** Runs a whole completion; resolves with {text, tokens, logprobs, finishReason, stats}. */
   async complete(prompt, opts = {}) {
     this._check();
-    const { signal, rest } = splitOpts(opts);
-    if (signal && signal.aborted) throw abortError(signal);
-    if (typeof rest.onToken === 'function' || rest.draft instanceof Model) {
-      const onToken = rest.onToken || (() => {});
-      delete rest.onToken;
-      const it = this.generate(prompt, { ...rest, signal });
-      for (;;) {
-        const r = await it.next();
-        if (r.done) return r.value;
-        onToken(r.value);
+    const o = checkOptions('complete', opts);
+    const p = this._prompt(prompt);
+    if (o.signal && o.signal.aborted) throw abortError(o.signal);
+    if (o.onToken || (o.draft && o.draft !== 'lookup')) {
+      const { onToken = () => {}, ...rest } = o;
+      const it = this.generate(p, rest);
+      try {
+        for (;;) {
+          const r = await it.next();
+          if (r.done) return r.value;
+          onToken(r.value);
+        }
+      } finally {
+        await it.return(); // a throwing onToken stops the generation in the worker too
       }
     }
-    if (rest.draft === 'lookup') { delete rest.draft; rest.lookup = true; }
-    else if (rest.draft != null) throw new TypeError("options.draft must be a Model (a draft model) or 'lookup' (prompt lookup)");
-    return withSignal(this._client, 'generate', { prompt, options: rest, stream: false }, signal);
+    return withSignal(this._client, 'generate', { prompt: p, options: generateWorkerOptions(o), stream: false }, o.signal);
   }
 
   /**
@@ -484,10 +501,11 @@ export class Model {
    */
   async applyChatTemplate(messages, opts = {}) {
     this._check();
-    const template = chatTemplateFor(this.info, opts);
+    const o = checkOptions('applyChatTemplate', opts);
+    const template = chatTemplateFor(this.info, o);
     return renderChat(template, messages, {
       bosToken: this.info.specialTokens?.bos, eosToken: this.info.specialTokens?.eos,
-      addGenerationPrompt: opts.addGenerationPrompt !== false, variables: opts.variables,
+      addGenerationPrompt: o.addGenerationPrompt !== false, variables: o.variables,
     });
   }
 
@@ -501,16 +519,18 @@ export class Model {
     const self = this;
     return (async function* chatGen() {
       self._check();
-      const prompt = await self.applyChatTemplate(messages, opts);
-      return yield* self.generate(prompt, chatGenerateOptions(prompt, self.info, opts));
+      const o = checkOptions('chat', opts);
+      const prompt = await self.applyChatTemplate(messages, templateOptions(o));
+      return yield* self.generate(prompt, chatGenerateOptions(prompt, self.info, o));
     })();
   }
 
   /** The whole reply to a conversation; resolves with a CompletionResult (onToken streams). */
   async chatComplete(messages, opts = {}) {
     this._check();
-    const prompt = await this.applyChatTemplate(messages, opts);
-    return this.complete(prompt, chatGenerateOptions(prompt, this.info, opts));
+    const o = checkOptions('chatComplete', opts);
+    const prompt = await this.applyChatTemplate(messages, templateOptions(o));
+    return this.complete(prompt, chatGenerateOptions(prompt, this.info, o));
   }
 
   /**
@@ -519,7 +539,10 @@ export class Model {
    */
   async logits(tokens, opts = {}) {
     this._check();
-    const r = await this._client.call('logits', { ids: Array.from(tokens, Number), all: !!opts.all });
+    const o = checkOptions('logits', opts);
+    const ids = checkPrompt(tokens, this.info.hparams.nVocab, 'tokens');
+    if (typeof ids === 'string' || ids.length === 0) throw badOption('tokens', tokens, 'must be a non-empty array of token ids');
+    const r = await this._client.call('logits', { ids, all: !!o.all });
     return r.rows;
   }
 
@@ -537,48 +560,84 @@ export class Model {
   /** @returns {Promise<number[]>} */
   async tokenize(text, opts = {}) {
     this._check();
-    return this._client.call('tokenize', { text: String(text ?? ''), addBos: opts.addBos, parseSpecial: !!opts.parseSpecial });
+    const o = checkOptions('tokenize', opts);
+    if (typeof text !== 'string') throw badOption('text', text, 'must be a string');
+    return this._client.call('tokenize', { text, addBos: o.addBos, parseSpecial: !!o.parseSpecial });
   }
 
   /** @returns {Promise<string>} */
   async detokenize(ids) {
     this._check();
-    return this._client.call('detokenize', { ids: Array.from(ids, Number) });
+    if (ids == null || typeof ids === 'string' || typeof ids[Symbol.iterator] !== 'function') throw badOption('ids', ids, 'must be an iterable of token ids');
+    const list = checkPrompt(Array.from(ids), this.info.hparams.nVocab, 'ids');
+    return this._client.call('detokenize', { ids: list });
   }
 
   /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20). */
   async nextTokenDistribution(text, opts = {}) {
     this._check();
-    return this._client.call('distribution', { text, options: opts });
+    const o = checkOptions('nextTokenDistribution', opts);
+    return this._client.call('distribution', { text: this._prompt(text), options: o });
   }
 
-  /**
-   * Re-quantizes the model to `type` ('f32'|'f16'|'q8_0'|'q4_0').
-   * With {outPath} (Node) the GGUF is written there; otherwise the result has `bytes`.
-   */
   // ---- inference-time scaling (web/scaling.js, web/multi.js) ----
 
   /** n candidates decoded as one batch, scored and sorted (best first). */
-  async bestOfN(prompt, opts = {}) { this._check(); return scaling.bestOfN(this, prompt, opts); }
-  /** Majority vote over answers extracted from n samples. */
-  async selfConsistency(prompt, opts = {}) { this._check(); return scaling.selfConsistency(this, prompt, opts); }
-  /** Resamples until verify() accepts (or maxAttempts). */
-  async generateUntil(prompt, opts = {}) { this._check(); return scaling.generateUntil(this, prompt, opts); }
-  /** Deterministic beam search on forked sequences. */
-  async beamSearch(prompt, opts = {}) { this._check(); return scaling.beamSearch(this, prompt, opts); }
-
-  async quantize(type, opts = {}) {
+  async bestOfN(prompt, opts = {}) {
     this._check();
-    return this._client.call('quantize', { type, outPath: opts.outPath });
+    return scaling.bestOfN(this, this._prompt(prompt), checkOptions('bestOfN', opts));
+  }
+  /** Majority vote over answers extracted from n samples. */
+  async selfConsistency(prompt, opts = {}) {
+    this._check();
+    return scaling.selfConsistency(this, this._prompt(prompt), checkOptions('selfConsistency', opts));
+  }
+  /** Resamples until verify() accepts (or maxAttempts). */
+  async generateUntil(prompt, opts = {}) {
+    this._check();
+    return scaling.generateUntil(this, this._prompt(prompt), checkOptions('generateUntil', opts));
+  }
+  /** Deterministic beam search on forked sequences. */
+  async beamSearch(prompt, opts = {}) {
+    this._check();
+    return scaling.beamSearch(this, this._prompt(prompt), checkOptions('beamSearch', opts));
   }
 
-  /** Frees the model and ends its worker. */
+  /**
+   * Re-quantizes the model to `type` (a QUANT_TYPES name: 'q4_0', 'q4_k_m', ...).
+   * With {outPath} (Node) the GGUF is written there; otherwise the result has `bytes`.
+   */
+  async quantize(type, opts = {}) {
+    this._check();
+    const o = checkOptions('quantize', opts);
+    if (typeof type !== 'string' || !Object.hasOwn(QUANT_TYPES, type.toLowerCase())) {
+      throw new WasmlmError('BAD_OPTION', `unknown quantization type ${describe(type)} (use ${Object.keys(QUANT_TYPES).join(', ')})`, { option: 'type' });
+    }
+    return this._client.call('quantize', { type: type.toLowerCase(), outPath: o.outPath });
+  }
+
+  /**
+   * Frees the model and ends its worker at once: requests in flight or
+   * queued reject with code DISPOSED (a running generation is not waited for).
+   */
   async dispose() {
     if (this._disposed) return;
     this._disposed = true;
-    await this._client.call('dispose').catch(() => {});
     await this._client.terminate().catch(() => {});
   }
+}
+
+/** The worker's form of checked generate options ('lookup' drafting is a flag there). */
+function generateWorkerOptions(o) {
+  const w = workerOptions(o);
+  if (o.draft === 'lookup') w.lookup = true;
+  return w;
+}
+
+function templateOptions(o) {
+  const t = {};
+  for (const k of ['template', 'addGenerationPrompt', 'variables']) if (o[k] !== undefined) t[k] = o[k];
+  return t;
 }
 
 if (typeof Symbol.asyncDispose === 'symbol') {

@@ -588,7 +588,6 @@ TEST(sampler_nonfinite_and_bad_params) {
         { { -0.5f, 0, 1.0f, 0.0f, 1.0f, 64 }, "temperature" },
         { { NAN, 0, 1.0f, 0.0f, 1.0f, 64 }, "temperature" },
         { { INFINITY, 0, 1.0f, 0.0f, 1.0f, 64 }, "temperature" },
-        { { 1.0f, 0, 0.0f, 0.0f, 1.0f, 64 }, "top_p" },
         { { 1.0f, 0, 1.5f, 0.0f, 1.0f, 64 }, "top_p" },
         { { 1.0f, 0, -0.1f, 0.0f, 1.0f, 64 }, "top_p" },
         { { 1.0f, 0, NAN, 0.0f, 1.0f, 64 }, "top_p" },
@@ -605,6 +604,19 @@ TEST(sampler_nonfinite_and_bad_params) {
         wlm_status st = wlm_sample(s.c, l, &bad[i].p, NULL, 0, &r, &t, NULL, &err);
         CHECKF(st == WLM_ERR_ARG && err.code == WLM_ERR_ARG && strstr(err.msg, bad[i].msg), "bad params %zu: %d '%s'", i, (int)st, err.msg);
         CHECK(wlm_sample_dist(s.c, l, &bad[i].p, NULL, 0, ids, probs, 4) == 0);
+    }
+    /* top_p 0 keeps the single most likely token (as other engines do):
+     * sampling gives the argmax at any temperature, the distribution one entry */
+    {
+        random_logits(l, 1.0f);
+        wlm_sampler_params z = p; z.top_p = 0; z.temperature = 1.5f; z.top_k = 0; z.min_p = 0; z.repeat_penalty = 1;
+        int32_t best = 0;
+        for (int32_t i = 1; i < NV; i++) if (l[i] > l[best]) best = i;
+        for (int rep = 0; rep < 20; rep++) {
+            memset(&err, 0, sizeof err); t = -7;
+            CHECKF(wlm_sample(s.c, l, &z, NULL, 0, &r, &t, NULL, &err) == WLM_OK && t == best, "top_p 0: %d vs %d '%s'", t, best, err.msg);
+        }
+        CHECK(wlm_sample_dist(s.c, l, &z, NULL, 0, ids, probs, 4) == 1 && ids[0] == best && probs[0] == 1.0f);
     }
     /* missing arguments */
     memset(&err, 0, sizeof err);
