@@ -267,8 +267,22 @@ $(FUZZ_SEEDS): tools/fuzz-seeds.mjs tools/make-hostile.mjs models/make-model.js 
 
 fuzz-build: $(FUZZ_BINS) $(FUZZ_SEEDS)
 
-fuzz: fuzz-build
+fuzz: fuzz-build fuzz-options fuzz-protocol
 	sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# JS fuzz targets (fuzz/*.mjs): the public API's option layer against a live
+# model, and the worker protocol spoken directly; FUZZ_SEED replays a run.
+# `make test` runs each for 5 s with a fixed seed (fuzz-js-quick).
+FUZZ_SEED ?=
+.PHONY: fuzz-options fuzz-protocol fuzz-js-quick
+fuzz-options: wasm
+	WLM_SHARED=$(abspath $(SHARED)) timeout $$(( $(FUZZ_SECONDS) + 120 )) node fuzz/fuzz_options.mjs $(FUZZ_SECONDS) $(FUZZ_SEED)
+fuzz-protocol: wasm
+	WLM_SHARED=$(abspath $(SHARED)) timeout $$(( $(FUZZ_SECONDS) + 120 )) node fuzz/fuzz_protocol.mjs $(FUZZ_SECONDS) $(FUZZ_SEED)
+fuzz-js-quick: wasm
+	WLM_SHARED=$(abspath $(SHARED)) timeout 150 node fuzz/fuzz_options.mjs 5 1
+	WLM_SHARED=$(abspath $(SHARED)) timeout 150 node fuzz/fuzz_protocol.mjs 5 1
+test: fuzz-js-quick
 
 # each target once over its seeds and fuzz/regressions/<target> (no mutation)
 fuzz-replay: fuzz-build

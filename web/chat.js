@@ -3,6 +3,8 @@
 // engine is imported lazily, on the first chat call, so loading a model and
 // plain generation never need it.
 
+import { WasmlmError } from './errors.js';
+
 let jinjaPromise = null;
 const templateCache = new Map(); // template source -> compiled Template
 
@@ -88,7 +90,5 @@ export function chatTemplateFor(info, options) {
     return options.template;
   }
   if (info.chatTemplate) return info.chatTemplate;
-  const e = new Error(`model ${info.name ? `'${info.name}' ` : ''}has no chat template (tokenizer.chat_template is not in the file): pass one as options.template (CLI: --template FILE), or use generate() with your own prompt`);
-  e.code = 'NO_CHAT_TEMPLATE';
-  throw e;
+  throw new WasmlmError('NO_CHAT_TEMPLATE', `model ${info.name ? `'${info.name}' ` : ''}has no chat template (tokenizer.chat_template is not in the file): pass one as options.template (CLI: --template FILE), or use generate() with your own prompt`);
 }

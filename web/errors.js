@@ -12,6 +12,7 @@
 //   INTEGRITY       downloaded or cached bytes do not match their digest
 //   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
 //   WORKER          the model's worker died
+//   UNSUPPORTED     this runtime lacks what was asked for (relaxed SIMD, ...)
 // Engine failures carry the C status name (WLM_ERR_ARG, WLM_ERR_NOMEM, ...).
 
 export class WasmlmError extends Error {

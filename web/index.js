@@ -56,7 +56,7 @@ async function resolveSimd(options) {
   const want = options.simd || (isNode && process.env.WASMLM_SIMD) || 'auto';
   if (want === 'simd128') return 'simd128';
   const ok = await relaxedSimdAvailable();
-  if (want === 'relaxed' && !ok) throw new Error('relaxed SIMD is not available here (the known-answer probe failed)');
+  if (want === 'relaxed' && !ok) throw new WasmlmError('UNSUPPORTED', 'relaxed SIMD is not available here (the known-answer probe failed)');
   return ok ? 'relaxed' : 'simd128';
 }
 
@@ -67,7 +67,11 @@ async function resolveSimd(options) {
  */
 export function getWasmModule(wasm, threaded = false, simd = 'simd128') {
   if (wasm instanceof WebAssembly.Module) return Promise.resolve(wasm);
-  if (wasm) return compileFrom(wasm);
+  if (wasm) {
+    return compileFrom(wasm).catch((e) => {
+      throw new WasmlmError('BAD_OPTION', `option wasm: not a usable engine build: ${e.message}`, { option: 'wasm', cause: e });
+    });
+  }
   const key = (threaded ? 'mt' : 'st') + (simd === 'relaxed' ? '-relaxed' : '');
   if (!wasmModulePromises[key]) {
     const override = isNode ? process.env[threaded ? 'WASMLM_WASM_MT' : 'WASMLM_WASM'] : undefined; // development: another build
@@ -112,7 +116,17 @@ async function resolveThreads(options) {
   return want;
 }
 
+// Failures are BAD_FILE errors naming the engine file (a missing or broken
+// build); options.wasm failures are turned into BAD_OPTION by getWasmModule.
 async function compileFrom(src) {
+  try {
+    return await compileOnce(src);
+  } catch (e) {
+    throw e instanceof WasmlmError ? e : new WasmlmError('BAD_FILE', `the wasm engine does not compile: ${e.message}`, { cause: e });
+  }
+}
+
+async function compileOnce(src) {
   if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(src);
   const url = src instanceof URL ? src : (isNode && !/^[a-z]+:/i.test(String(src)) ? null : new URL(String(src), globalThis.location?.href));
   if (isNode && (!url || url.protocol === 'file:')) {
@@ -121,12 +135,12 @@ async function compileFrom(src) {
     try {
       bytes = fs.readFileSync(url || String(src));
     } catch (e) {
-      throw new Error(`cannot read the wasm engine ${url ? url.pathname : src}: ${e.code || e.message} (build it with 'make wasm')`);
+      throw new WasmlmError('BAD_FILE', `cannot read the wasm engine ${url ? url.pathname : src}: ${e.code || e.message} (build it with 'make wasm')`);
     }
     return WebAssembly.compile(bytes);
   }
   const res = await fetch(url);
-  if (!res.ok) throw new Error(`cannot fetch the wasm engine ${url}: HTTP ${res.status}`);
+  if (!res.ok) throw new WasmlmError('NETWORK', `cannot fetch the wasm engine ${url}: HTTP ${res.status}`, { url: String(url), status: res.status });
   if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
     return WebAssembly.compileStreaming(res);
   }
@@ -134,6 +148,16 @@ async function compileFrom(src) {
 }
 
 // ---- worker client --------------------------------------------------------
+
+/** Calls a caller's callback; a throw or a rejected returned promise goes to onError, never up the stack. */
+function callGuarded(fn, arg, onError) {
+  try {
+    const r = fn(arg);
+    if (r && typeof r.then === 'function') r.then(undefined, onError);
+  } catch (e) {
+    onError(e);
+  }
+}
 
 class WorkerClient {
   static async create(options) {
@@ -185,9 +209,7 @@ class WorkerClient {
     if (m.event) {
       // a caller's callback runs here: its throw fails this request (which
       // the worker then stops), never the process
-      if (p.onEvent) {
-        try { p.onEvent(m); } catch (e) { this._settle(m.id, null, e); this.abort(m.id); }
-      }
+      if (p.onEvent) callGuarded(p.onEvent, m, (e) => { this._settle(m.id, null, e); this.abort(m.id); });
       return;
     }
     if (m.ok) this._settle(m.id, m.result);
@@ -271,12 +293,14 @@ class ChunkSender {
     if (this.inflight) await this.inflight;
     this.inflight = this.client.call('loadChunk', { bytes }, { transfer: [bytes.buffer] });
     this.loaded += n;
-    if (this.onProgress) this.onProgress({ loaded: this.loaded, total: this.total || this.loaded });
+    if (this.onProgress) callGuarded(this.onProgress, { loaded: this.loaded, total: this.total || this.loaded }, (e) => { this.failed = this.failed || e; });
+    if (this.failed) throw this.failed;
   }
   async end() {
     await this._send();
     if (this.inflight) await this.inflight;
     this.inflight = null;
+    if (this.failed) throw this.failed;
   }
 }
 
@@ -484,7 +508,7 @@ export class Model {
         for (;;) {
           const r = await it.next();
           if (r.done) return r.value;
-          onToken(r.value);
+          await onToken(r.value); // an async onToken is awaited (back-pressure); its rejection fails the call
         }
       } finally {
         await it.return(); // a throwing onToken stops the generation in the worker too

@@ -36,7 +36,7 @@ export async function bestOfN(model, prompt, opts = {}) {
     texts.set(ev.index, text);
     const n = (texts.get('n' + ev.index) || 0) + (ev.token >= 0 ? 1 : 0);
     texts.set('n' + ev.index, n);
-    onCandidate({ index: ev.index, text, delta: ev.text, token: ev.token, tokens: n, done: false });
+    return onCandidate({ index: ev.index, text, delta: ev.text, token: ev.token, tokens: n, done: false });
   } : undefined;
   const r = await withSignal(model._client, 'bestOfN', { prompt, options: rest, stream: !!onCandidate }, signal, onEvent);
   const t0 = Date.now();
