@@ -215,6 +215,27 @@ test('issue #25 item 4: a throwing onCandidate / onToken / onProgress fails its 
   assert.equal(r.tokens.length, 4);
 });
 
+test('fuzz findings: async callbacks that reject fail their call (no unhandled rejection); a bad wasm option is BAD_OPTION', async () => {
+  const unhandled = [];
+  const onUnhandled = (e) => unhandled.push(e);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const boom = new Error('async boom');
+    await assert.rejects(model.bestOfN('Once', { n: 2, maxTokens: 20, ignoreEos: true, onCandidate: async () => { throw boom; } }), (e) => e === boom);
+    await assert.rejects(model.complete('Once', { maxTokens: 20, ignoreEos: true, onToken: async () => { throw boom; } }), (e) => e === boom);
+    await assert.rejects(loadModel(fs.readFileSync(MODEL_PATH), { threads: 1, onProgress: async () => { throw boom; } }), (e) => e === boom);
+    await assert.rejects(loadModel(MODEL_PATH, { threads: 1, wasm: '/nonexistent/engine.wasm' }), isBad('wasm'));
+    await assert.rejects(loadModel(MODEL_PATH, { threads: 1, wasm: new Uint8Array(16) }), isBad('wasm'));
+    await assert.rejects(model.applyChatTemplate([{ role: 'user', content: 'x' }]), (e) => e instanceof WasmlmError && e.code === 'NO_CHAT_TEMPLATE');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(unhandled.map((e) => e.message), []);
+  } finally { process.off('unhandledRejection', onUnhandled); }
+  // an async onToken is awaited: tokens arrive one at a time
+  let busy = false, overlapped = false;
+  await model.complete('Once', { maxTokens: 5, ignoreEos: true, onToken: async () => { overlapped ||= busy; busy = true; await new Promise((r) => setTimeout(r, 5)); busy = false; } });
+  assert.equal(overlapped, false);
+});
+
 // ---- non-cloneable values and orphaned requests (item 5) --------------------------
 
 test('issue #25 item 5: non-cloneable options reject cleanly and leave nothing pending: the process exits by itself', async () => {
