@@ -49,6 +49,10 @@ WLM_API void wlm_sys_free(void *p);
 WLM_API uint64_t wlm_sys_limit(void);
 WLM_API uint64_t wlm_sys_in_use(void);
 WLM_API void wlm_sys_set_limit(uint64_t bytes);
+/* The one way every failed allocation is reported: "<what> needs N more
+ * bytes of memory (X in use, limit M)", so that N + X > M whenever the limit
+ * is the cause; below the limit it adds that the memory could not grow. */
+wlm_status wlm_fail_nomem(wlm_err *err, const char *what, uint64_t bytes);
 
 /* A bump arena inside one wlm_sys_alloc block: every buffer of a context is
  * carved from one planned block. */

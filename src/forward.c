@@ -154,12 +154,8 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     if (p.full_policy == WLM_FULL_SLIDE && p.n_keep >= p.n_ctx)
         return wlm_fail(err, WLM_ERR_ARG, "n_keep %u must be smaller than the context length %u", p.n_keep, p.n_ctx);
     plan pl = make_plan(m, &p);
-    uint64_t limit = wlm_sys_limit(), used = wlm_sys_in_use();
-    uint64_t avail = limit > used ? limit - used : 0;
-    if (pl.total > avail)
-        return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory, limit %llu", (unsigned long long)pl.total, (unsigned long long)avail);
-    uint8_t *mem = wlm_sys_alloc(pl.total);
-    if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory, limit %llu", (unsigned long long)pl.total, (unsigned long long)avail);
+    uint8_t *mem = wlm_sys_alloc(pl.total);   /* checks the limit before touching memory */
+    if (!mem) return wlm_fail_nomem(err, "the context", pl.total);
     wlm_ctx *c = (wlm_ctx *)mem;
     const wlm_hparams *hp = &m->hp;
     c->m = m; c->k = wlm_kernels_best(); c->p = p;

@@ -159,9 +159,9 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
 
     g->data = data; g->size = size; g->version = version; g->n_kv = n_kv; g->n_tensors = n_tensors; g->alignment = 32;
     /* index: metadata pairs | tensor infos | tensor order by offset (overlap check) */
-    g->mem = wlm_sys_alloc(WLM_ALIGN_UP(n_kv * sizeof(wlm_kv), 64) + WLM_ALIGN_UP(n_tensors * sizeof(wlm_tensor), 64) + n_tensors * sizeof(uint64_t) + 64);
-    if (!g->mem) return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory for the GGUF index, limit %llu",
-                                 (unsigned long long)(n_kv * sizeof(wlm_kv) + n_tensors * sizeof(wlm_tensor)), (unsigned long long)wlm_sys_limit());
+    uint64_t index_bytes = WLM_ALIGN_UP(n_kv * sizeof(wlm_kv), 64) + WLM_ALIGN_UP(n_tensors * sizeof(wlm_tensor), 64) + n_tensors * sizeof(uint64_t) + 64;
+    g->mem = wlm_sys_alloc(index_bytes);
+    if (!g->mem) return wlm_fail_nomem(err, "the GGUF index", index_bytes);
     g->kv = (wlm_kv *)g->mem;
     g->tensors = (wlm_tensor *)((uint8_t *)g->mem + WLM_ALIGN_UP(n_kv * sizeof(wlm_kv), 64));
 

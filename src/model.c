@@ -256,7 +256,7 @@ wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, w
     if ((s = load_hparams(&tmp, err))) { wlm_gguf_free(&g); return s; }
     uint64_t bytes = sizeof(wlm_model) + 64 + (uint64_t)tmp.hp.n_layer * sizeof(wlm_layer);
     wlm_model *m = wlm_sys_alloc(bytes);
-    if (!m) { wlm_gguf_free(&g); return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory, limit %llu", (unsigned long long)bytes, (unsigned long long)wlm_sys_limit()); }
+    if (!m) { wlm_gguf_free(&g); return wlm_fail_nomem(err, "the model tables", bytes); }
     *m = tmp;
     m->mem = m;
     m->layers = (wlm_layer *)((uint8_t *)m + WLM_ALIGN_UP(sizeof(wlm_model), 64));

@@ -129,7 +129,7 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
     for (uint64_t i = 0; i < g->n_tensors; i++) if (converts(m, &g->tensors[i], type) && g->tensors[i].ne[0] > widest) widest = g->tensors[i].ne[0];
     if (out && widest) {
         row = wlm_sys_alloc(widest * 4);
-        if (!row) return wlm_fail(err, WLM_ERR_NOMEM, "needs %llu bytes of memory, limit %llu", (unsigned long long)(widest * 4), (unsigned long long)wlm_sys_limit());
+        if (!row) return wlm_fail_nomem(err, "quantize", widest * 4);
     }
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const wlm_tensor *t = &g->tensors[i];

@@ -49,8 +49,9 @@ uint64_t wlm_sys_in_use(void) { return S.in_use; }
 WLM_API void *wlm_sys_alloc(uint64_t bytes) {
     sys_init();
     if (bytes == 0) bytes = 1;
+    /* the limit bounds the bytes in use, as natively (what NOMEM messages report) */
+    if (bytes > S.limit || S.in_use + bytes > S.limit) return 0;
     bytes = WLM_ALIGN_UP(bytes, 64);
-    if (bytes > S.limit) return 0;
     blk *prev = 0, *b = S.head;
     for (; b; prev = b, b = b->next) {
         if (b->free && b->size >= bytes) {
@@ -70,7 +71,7 @@ WLM_API void *wlm_sys_alloc(uint64_t bytes) {
     uint64_t start = prev ? (uint64_t)(uintptr_t)prev + WLM_SYS_HDR + prev->size
                           : WLM_ALIGN_UP((uint64_t)(uintptr_t)&__heap_base, 64);
     uint64_t end = start + WLM_SYS_HDR + bytes;
-    if (end > S.limit || end > (uint64_t)65536 * 65536) return 0;
+    if (end > (uint64_t)65536 * 65536) return 0;
     uint64_t have = mem_end();
     if (end > have) {
         uint64_t pages = (end - have + 65535) / 65536;
@@ -127,6 +128,16 @@ void wlm_sys_free(void *q) {
     free(p);
 }
 #endif
+
+wlm_status wlm_fail_nomem(wlm_err *err, const char *what, uint64_t bytes) {
+    uint64_t used = wlm_sys_in_use(), limit = wlm_sys_limit();
+    if (bytes > limit || used + bytes > limit)
+        return wlm_fail(err, WLM_ERR_NOMEM, "%s needs %llu more bytes of memory (%llu in use, limit %llu)", what,
+                        (unsigned long long)bytes, (unsigned long long)used, (unsigned long long)limit);
+    /* under the limit: the host refused to grow the memory, or no free gap is large enough */
+    return wlm_fail(err, WLM_ERR_NOMEM, "%s needs %llu more bytes of memory (%llu in use, limit %llu) and the memory could not grow",
+                    what, (unsigned long long)bytes, (unsigned long long)used, (unsigned long long)limit);
+}
 
 #if !defined(__wasm__)
 /* futex-based sleep/wake for the native thread pool (threads.c) */

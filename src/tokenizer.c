@@ -173,8 +173,7 @@ static wlm_status load_specials(wlm_vocab *v, wlm_err *err) {
     while (cap < 2 * ns) cap *= 2;
     uint64_t total = (uint64_t)cap * 4 + (uint64_t)ns * 4;
     uint8_t *mem = wlm_sys_alloc(total);
-    if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "special-token table needs %llu bytes of memory, limit %llu",
-                              (unsigned long long)total, (unsigned long long)wlm_sys_limit());
+    if (!mem) return wlm_fail_nomem(err, "the special-token table", total);
     v->mem_sp = mem;
     v->sp_hash = (uint32_t *)mem;
     v->sp_lens = (uint32_t *)(mem + (uint64_t)cap * 4);
@@ -321,8 +320,7 @@ wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
     uint64_t off_type = WLM_ALIGN_UP(off_hash + (uint64_t)hcap * 4, 64);
     uint64_t total = off_type + n;
     uint8_t *mem = wlm_sys_alloc(total);
-    if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "vocabulary needs %llu bytes of memory, limit %llu",
-                              (unsigned long long)total, (unsigned long long)wlm_sys_limit());
+    if (!mem) return wlm_fail_nomem(err, "the vocabulary", total);
     v->mem = mem;
     v->n = n;
     v->text = (const char **)(mem + off_text);
@@ -509,8 +507,7 @@ static wlm_status spm_encode(const wlm_vocab *v, const uint8_t *in, uint32_t len
     uint64_t off_sym = WLM_ALIGN_UP(tlen, 64);
     uint64_t total = off_sym + max_sym * sizeof(sym);
     uint8_t *mem = wlm_sys_alloc(total);
-    if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "tokenize: needs %llu bytes of memory, limit %llu",
-                              (unsigned long long)total, (unsigned long long)wlm_sys_limit());
+    if (!mem) return wlm_fail_nomem(err, "tokenize", total);
     uint8_t *txt = mem;
     sym *s = (sym *)(mem + off_sym);
 
@@ -549,8 +546,7 @@ static wlm_status spm_encode(const wlm_vocab *v, const uint8_t *in, uint32_t len
     bigram *heap = wlm_sys_alloc(hbytes);
     if (!heap) {
         wlm_sys_free(mem);
-        return wlm_fail(err, WLM_ERR_NOMEM, "tokenize: needs %llu bytes of memory, limit %llu",
-                        (unsigned long long)hbytes, (unsigned long long)wlm_sys_limit());
+        return wlm_fail_nomem(err, "tokenize", hbytes);
     }
     for (uint32_t first = 0; first < ns;) {
         uint32_t last = first;

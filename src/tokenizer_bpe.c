@@ -359,8 +359,7 @@ wlm_status wlm_bpe_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
     uint64_t off_tmp = WLM_ALIGN_UP(off_id + (uint64_t)cap * 4, 64);
     uint64_t total = off_tmp + 2ull * v->max_len + 8;
     uint8_t *mem = wlm_sys_alloc(total);
-    if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "merge table needs %llu bytes of memory, limit %llu",
-                              (unsigned long long)total, (unsigned long long)wlm_sys_limit());
+    if (!mem) return wlm_fail_nomem(err, "the merge table", total);
     v->mem_bpe = mem;
     v->mg_key = (uint64_t *)mem;
     v->mg_rank = (uint32_t *)(mem + off_rank);
@@ -583,8 +582,7 @@ wlm_status wlm_bpe_encode(const wlm_vocab *v, const uint8_t *text, uint32_t len,
     if (len == 0) return WLM_OK;
     uint64_t total = split_bytes(len);
     uint8_t *mem = wlm_sys_alloc(total);
-    if (!mem) return wlm_fail(err, WLM_ERR_NOMEM, "tokenize: needs %llu bytes of memory, limit %llu",
-                              (unsigned long long)total, (unsigned long long)wlm_sys_limit());
+    if (!mem) return wlm_fail_nomem(err, "tokenize", total);
     uint32_t *off; uint8_t *cut;
     uint32_t n = decode_split(v->pre, text, len, mem, &off, &cut);
 
@@ -605,8 +603,7 @@ wlm_status wlm_bpe_encode(const wlm_vocab *v, const uint8_t *text, uint32_t len,
     uint8_t *mem2 = wlm_sys_alloc(total2);
     if (!mem2) {
         wlm_sys_free(mem);
-        return wlm_fail(err, WLM_ERR_NOMEM, "tokenize: needs %llu bytes of memory, limit %llu",
-                        (unsigned long long)total2, (unsigned long long)wlm_sys_limit());
+        return wlm_fail_nomem(err, "tokenize", total2);
     }
     bpe_work wk = { (int32_t *)mem2, (uint32_t *)(mem2 + o_pr), (int32_t *)(mem2 + o_nx), (int32_t *)(mem2 + o_pv),
                     (mgcand *)(mem2 + o_heap), mem2 + o_map };

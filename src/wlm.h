@@ -152,7 +152,8 @@ typedef struct wlm_ctx_params {
 
 WLM_API void wlm_ctx_default_params(wlm_ctx_params *p);
 /* Plans and allocates every buffer of the context (KV cache, scratch, sampler
- * work space). Fails with "needs N bytes of memory, limit M" when it cannot. */
+ * work space). Fails with "the context needs N more bytes of memory (X in use,
+ * limit M)" when it cannot. */
 WLM_API wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *p, wlm_err *err);
 WLM_API void wlm_ctx_free(wlm_ctx *c);
 /* Bytes the context would need, without allocating (memory planning). */

@@ -6,6 +6,7 @@
 // which re-create them when the underlying buffer changed.
 //
 // Struct layouts (wasm32, little-endian) follow src/wlm.h.
+import { WasmlmError as CodedError } from './errors.js';
 
 import { DEFAULT_SAMPLING } from './options.js';
 
@@ -42,13 +43,43 @@ const FIXED_SIZE = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 
 export const ARRAY_SUMMARY_LIMIT = 16;
 const ARRAY_HEAD = 8;
 
-const utf8dec = new TextDecoder('utf-8');
+// ignoreBOM: a U+FEFF is text like any other (the default drops a leading one
+// from every decoded piece, so detokenized and streamed text lost it)
+const utf8dec = new TextDecoder('utf-8', { ignoreBOM: true });
 // Browsers refuse views of a SharedArrayBuffer (the threaded build's wasm
 // memory) in TextDecoder.decode (Node accepts them): decode a copy then.
 const utf8 = {
   decode: (v) => utf8dec.decode(typeof SharedArrayBuffer !== 'undefined' && v.buffer instanceof SharedArrayBuffer ? v.slice() : v),
 };
 const utf8enc = new TextEncoder();
+
+/** The one shape of every out-of-memory message (as the C side's wlm_fail_nomem). */
+export function nomemMessage(what, bytes, inUse, limit) {
+  const msg = `${what} needs ${bytes} more bytes of memory (${inUse} in use, limit ${limit})`;
+  // under the limit the cause is elsewhere: the host would not grow the memory
+  return bytes + inUse > limit ? msg : msg + ' and the memory could not grow';
+}
+
+const GGUF_MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
+
+/**
+ * Why the first bytes of a model file are not a GGUF header, or null when
+ * they start as one. `atEnd`: these are all the bytes there are.
+ */
+export function ggufHeaderProblem(bytes, atEnd = false) {
+  if (bytes.byteLength >= 4) {
+    const magic = (bytes[0] | (bytes[1] << 8) | (bytes[2] << 16) | (bytes[3] << 24)) >>> 0;
+    return magic === GGUF_MAGIC ? null : `not a GGUF file (magic 0x${magic.toString(16)}, a GGUF file starts with "GGUF")`;
+  }
+  if (!atEnd) return null;
+  return bytes.byteLength === 0 ? 'not a GGUF file: empty file' : `not a GGUF file: only ${bytes.byteLength} bytes`;
+}
+
+/** A BAD_FILE error for a model file (or stream) `name` whose header is wrong. */
+export function badFileError(name, problem) {
+  // status: the C engine's WLM_ERR_FORMAT, which the same bytes would get from it
+  return new CodedError('BAD_FILE', `${name}: ${problem}`, { status: 2, file: name });
+}
 // ... and TextEncoder.encodeInto a shared destination: encode, then copy.
 function encodeUtf8Into(text, dst) {
   if (typeof SharedArrayBuffer === 'undefined' || !(dst.buffer instanceof SharedArrayBuffer)) return utf8enc.encodeInto(text, dst);
@@ -228,7 +259,11 @@ export function promptIdsOf(eng, prompt, o) {
   if (ids.length === 0) {
     // nothing to condition on: start from BOS when the model has one
     if (hp.bosId >= 0) ids.push(hp.bosId);
-    else throw new WasmlmError('empty prompt and the model has no BOS token', 1);
+    else if (Array.isArray(prompt)) throw new WasmlmError('the prompt has no tokens and the model has no BOS token to start from', 1);
+    else {
+      const what = String(prompt ?? '') === '' ? 'the prompt is empty' : `the prompt text (${String(prompt).length} characters) tokenized to no tokens`;
+      throw new WasmlmError(`${what} and the model has no BOS token to start from`, 1);
+    }
   }
   for (const t of ids) if (!Number.isInteger(t) || t < 0 || t >= hp.nVocab) throw new WasmlmError(`token id ${t} out of range [0, ${hp.nVocab})`, 1);
   return ids;
@@ -364,9 +399,9 @@ export class Engine {
   get i32() { this._views(); return this._i32; }
   get f32() { this._views(); return this._f32; }
 
-  alloc(bytes) {
+  alloc(bytes, what = 'an engine buffer') {
     const p = this.x.wlm_sys_alloc(BigInt(Math.max(1, bytes)));
-    if (!p) throw new WasmlmError(`out of memory: cannot allocate ${bytes} bytes (in use ${this.x.wlm_sys_in_use()})`, 5);
+    if (!p) throw new WasmlmError(nomemMessage(what, bytes, Number(this.x.wlm_sys_in_use()), Number(this.x.wlm_sys_limit())), 5);
     return p >>> 0;
   }
   free(p) { if (p) this.x.wlm_sys_free(p); }
@@ -408,9 +443,11 @@ export class Engine {
     this.free(this.file);
     this.file = p; this.fileCap = cap;
   }
-  /** Copies a chunk of file bytes after those already written. */
-  write(chunk) {
+  /** Copies a chunk of file bytes after those already written; the first
+   * ones must start a GGUF header (checked before the block grows). */
+  write(chunk, name = 'the model bytes') {
     const bytes = chunk instanceof Uint8Array ? chunk : new Uint8Array(chunk);
+    if (this.fileLen < 4) this._checkHead(bytes, name);
     this.reserve(bytes.byteLength);
     this.u8.set(bytes, this.file + this.fileLen);
     this.fileLen += bytes.byteLength;
@@ -421,6 +458,15 @@ export class Engine {
     return this.u8.subarray(this.file + this.fileLen, this.file + this.fileLen + n);
   }
   advance(n) { this.fileLen += n; }
+  /** Throws BAD_FILE when the bytes written so far plus `next` cannot start a GGUF file. */
+  _checkHead(next, name) {
+    const have = this.u8.slice(this.file, this.file + this.fileLen);
+    const head = new Uint8Array(Math.min(4, have.byteLength + next.byteLength));
+    head.set(have.subarray(0, head.byteLength));
+    if (head.byteLength > have.byteLength) head.set(next.subarray(0, head.byteLength - have.byteLength), have.byteLength);
+    const problem = ggufHeaderProblem(head);
+    if (problem) throw badFileError(name, problem);
+  }
 
   /**
    * Parses the written bytes and creates the context.

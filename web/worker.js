@@ -32,6 +32,7 @@
 // even without yielding.
 import { Engine } from './engine.js';
 import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint } from './multi.js';
+import { readModelFile } from './model-file.js';
 
 // Node built-ins are imported through a variable: bundlers then leave them
 // alone, so a browser bundle of this worker is one self-contained file
@@ -47,6 +48,7 @@ let abortFlag = null;
 const aborted = new Set();
 let chain = Promise.resolve();
 const live = new Set(); // ids queued or running: aborts of finished requests are ignored
+const abortHooks = new Map(); // id -> fn: requests waiting on I/O are woken by their abort
 let initDone;
 const ready = new Promise((r) => { initDone = r; });
 
@@ -110,35 +112,17 @@ async function spawnThread(msg) {
 const ops = {
   async loadFile(m) {
     const fs = nodeFs || (nodeFs = await nodeImport('node:fs'));
-    let fd;
+    const net = await nodeImport('node:net');
     try {
-      fd = fs.openSync(m.path, 'r');
-    } catch (e) {
-      throw Object.assign(new Error(`cannot open model file ${m.path}: ${e.code || e.message}`), { code: e.code });
-    }
-    try {
-      const total = fs.fstatSync(fd).size;
-      engine.beginLoad(total);
-      const CHUNK = 16 << 20;
-      let loaded = 0, lastReport = 0;
-      while (loaded < total) {
-        if (isAborted(m.id)) throw Object.assign(new Error('load aborted'), { name: 'AbortError' });
-        const n = Math.min(CHUNK, total - loaded);
-        const got = fs.readSync(fd, engine.writeView(n), 0, n, loaded);
-        if (got <= 0) throw new Error(`unexpected end of file ${m.path} at ${loaded} of ${total} bytes`);
-        engine.advance(got);
-        loaded += got;
-        if (m.progress && (loaded === total || loaded - lastReport >= CHUNK)) {
-          lastReport = loaded;
-          post({ id: m.id, event: 'progress', loaded, total });
-        }
-      }
-      if (m.progress && total === 0) post({ id: m.id, event: 'progress', loaded: 0, total: 0 });
+      await readModelFile(engine, m.path, {
+        fs, net,
+        aborted: () => isAborted(m.id),
+        onAbort: (fn) => { abortHooks.set(m.id, fn); return () => abortHooks.delete(m.id); },
+        progress: m.progress ? (loaded, total) => post({ id: m.id, event: 'progress', loaded, total }) : null,
+      });
     } catch (e) {
       engine.unload();
       throw e;
-    } finally {
-      fs.closeSync(fd);
     }
     return finishLoad(m.options);
   },
@@ -335,7 +319,13 @@ function onMessage(m) {
       (e) => { post({ id: 0, ok: false, error: errToPlain(e) }); initDone(); });
     return;
   }
-  if (m.op === 'abort') { if (live.has(m.target)) aborted.add(m.target); return; }
+  if (m.op === 'abort') {
+    if (!live.has(m.target)) return;
+    aborted.add(m.target);
+    const hook = abortHooks.get(m.target);
+    if (hook) hook();
+    return;
+  }
   live.add(m.id);
   chain = chain.then(() => run(m));
 }

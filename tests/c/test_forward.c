@@ -823,8 +823,10 @@ TEST(forward_memory_limit) {
     wlm_sys_set_limit(old);
     CHECK(s == WLM_ERR_NOMEM);
     CHECK(c == NULL);
-    char want[128];
-    snprintf(want, sizeof want, "needs %llu bytes of memory, limit %llu", (unsigned long long)need, 1000ull);
+    /* the numbers agree with each other: N more bytes on top of X in use pass the limit M */
+    char want[160];
+    snprintf(want, sizeof want, "the context needs %llu more bytes of memory (%llu in use, limit %llu)",
+             (unsigned long long)need, (unsigned long long)used, (unsigned long long)(used + 1000));
     CHECKF(strstr(err.msg, want) != NULL, "message '%s', expected '%s'", err.msg, want);
     /* exactly enough works */
     wlm_sys_set_limit(used + need);
@@ -833,6 +835,43 @@ TEST(forward_memory_limit) {
     CHECKF(s == WLM_OK, "%s", err.msg);
     if (s == WLM_OK) wlm_ctx_free(c);
     CHECK(wlm_sys_limit() == old);
+    tm_free(&t);
+}
+
+/* Every NOMEM message has the same shape and its numbers agree: a small
+ * block refused under a limit far above it said "needs 4368 bytes ... limit
+ * 2000000" before; now N more bytes on top of X in use pass the limit M. */
+static void check_nomem_numbers(const char *msg, const char *what) {
+    unsigned long long n = 0, x = 0, lim = 0;
+    const char *p = strstr(msg, what);
+    CHECKF(p != NULL, "message '%s' does not name '%s'", msg, what);
+    if (!p) return;
+    int got = sscanf(p + strlen(what), " needs %llu more bytes of memory (%llu in use, limit %llu)", &n, &x, &lim);
+    CHECKF(got == 3, "message '%s' is not 'needs N more bytes of memory (X in use, limit M)'", msg);
+    CHECKF(n + x > lim, "message '%s': %llu + %llu does not pass the limit %llu", msg, n, x, lim);
+}
+
+TEST(sys_nomem_messages_agree) {
+    tmodel t;
+    REQUIRE(tm_load(&t));
+    uint64_t old = wlm_sys_limit(), used = wlm_sys_in_use();
+    wlm_err err = { 0 };
+    /* a limit a few bytes above what is in use: tokenize's work block does not fit */
+    wlm_sys_set_limit(used + 100);
+    int32_t ids[64]; uint32_t n_out = 0;
+    const char *text = "Once upon a time there was a little girl who liked to play outside";
+    wlm_status s = wlm_tokenize(t.m, text, (uint32_t)strlen(text), 0, ids, 64, &n_out, &err);
+    wlm_sys_set_limit(old);
+    CHECK(s == WLM_ERR_NOMEM);
+    check_nomem_numbers(err.msg, "tokenize");
+    /* the helper itself, under and over the limit */
+    wlm_sys_set_limit(used + 1000);
+    CHECK(wlm_fail_nomem(&err, "the test block", 5000) == WLM_ERR_NOMEM);
+    check_nomem_numbers(err.msg, "the test block");
+    CHECK(strstr(err.msg, "could not grow") == NULL);
+    CHECK(wlm_fail_nomem(&err, "the test block", 10) == WLM_ERR_NOMEM);
+    CHECKF(strstr(err.msg, "the memory could not grow") != NULL, "%s", err.msg);
+    wlm_sys_set_limit(old);
     tm_free(&t);
 }
 

@@ -3,7 +3,7 @@
 // load completes / during prefill / during decode (each leaves the model, or
 // the process, as it was), a worker that dies (pending and later calls
 // reject, never hang), and a memory limit that fails fast with
-// "needs N bytes, limit M". Context-full basics and abort during decode are
+// "needs N more bytes of memory (X in use, limit M)". Context-full basics and abort during decode are
 // in generate.test.mjs; NaN/Inf logits in tests/c/test_sampler.c and
 // fuzz/fuzz_sampler.c.
 import test from 'node:test';
@@ -184,17 +184,18 @@ test('a malformed request that throws inside the worker fails alone; the model k
   } finally { await m.dispose(); }
 });
 
-test('a model that does not fit the memory limit fails fast with "needs N bytes, limit M"', async () => {
+test('a model that does not fit the memory limit fails fast with "needs N more bytes of memory (X in use, limit M)"', async () => {
   const t0 = performance.now();
+  const NOMEM = /needs (\d+) more bytes of memory \((\d+) in use, limit (\d+)\)/;
   await assert.rejects(loadModel(MODEL_PATH, { memoryLimit: 256 << 10 }), (e) => {
-    assert.match(e.message, /needs \d+ bytes.*limit \d+/);
+    assert.match(e.message, NOMEM);
     return true;
   });
   // the file fits, the context does not
   await assert.rejects(loadModel(MODEL_PATH, { memoryLimit: 4 << 20, contextLength: 2048, kvType: 'f32' }), (e) => {
-    assert.match(e.message, /needs \d+ bytes.*limit \d+/);
-    const [, need, limit] = /needs (\d+) bytes.*limit (\d+)/.exec(e.message).map(Number);
-    assert.ok(need > limit, `${need} vs ${limit}`);
+    assert.match(e.message, /the context needs/);
+    const [need, inUse, limit] = NOMEM.exec(e.message).slice(1).map(Number);
+    assert.ok(need + inUse > limit, `${need} + ${inUse} vs ${limit}`);
     return true;
   });
   assert.ok(performance.now() - t0 < 3000, 'failed fast');
