@@ -77,8 +77,13 @@ test('CLI errors: bad usage exits 2, a bad model exits 1 with the engine message
   fs.writeFileSync(bad, 'not a gguf file at all, not at all');
   const b = await runCli(['generate', '-m', bad, '-p', 'x']);
   assert.equal(b.code, 1);
-  assert.match(b.stderr, /^error: cannot load model: /m);
+  assert.match(b.stderr, /^error: model file .*bad\.gguf: not a GGUF file/m);
   assert.equal(b.stdout, '');
+  const cut = path.join(dir, 'cut.gguf');
+  fs.writeFileSync(cut, fs.readFileSync(MODEL_PATH).subarray(0, 100));
+  const c = await runCli(['generate', '-m', cut, '-p', 'x']);
+  assert.equal(c.code, 1);
+  assert.match(c.stderr, /^error: cannot load model: /m);
 });
 
 for (const type of ['q8_0', 'q4_0']) {
