@@ -27,8 +27,9 @@ export function checkTimeout(value, fallback = 0, option = 'timeout') {
   return value;
 }
 
-/** The URL for messages: without user name and password. */
+/** The URL for messages: without user name and password (a label that is not a URL stays as it is). */
 export function safeUrl(url) {
+  if (!/^[a-z][a-z0-9+.-]*:/i.test(String(url))) return String(url);
   try {
     const u = new URL(String(url), globalThis.location?.href);
     u.username = ''; u.password = '';

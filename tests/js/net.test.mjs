@@ -92,6 +92,15 @@ test('a body that stops mid-way fails with NETWORK naming the bytes received of 
   });
 });
 
+test('an abort while a URL body stalls is still an AbortError, not NETWORK', LONG, async () => {
+  const stall = (req, res) => { res.writeHead(200, { 'content-length': SIZE }); res.write(MODEL.subarray(0, 1000)); };
+  await withServer(stall, async (base) => {
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 300);
+    await assert.rejects(loadModel(`${base}/m.gguf`, { signal: ac.signal, timeout: 60000 }), (e) => e.name === 'AbortError');
+  });
+});
+
 test('a truncated body names the URL and "received N of M bytes"', LONG, async () => {
   const half = Math.floor(SIZE / 2);
   const cut = (req, res) => {
