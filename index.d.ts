@@ -44,12 +44,21 @@ export interface LoadOptions {
   onProgress?: (p: LoadProgress) => void;
   /** Directory holding NAME.gguf for registry names (default env WASMLM_MODELS); in browsers a URL prefix. */
   modelDir?: string;
-  /** Download cache (Node; default env WASMLM_CACHE or ~/.cache/wasmlm). */
+  /** Download cache (Node; default env WASMLM_CACHE or ~/.cache/wasmlm). Each download is recorded
+   * (NAME.gguf.json: url, size, sha256) and every cache hit is hashed and checked against that record and
+   * the registry's sha256: a mismatch evicts and downloads again (INTEGRITY when offline). */
   cacheDir?: string;
   /** Extra registry entries, merged over models/registry.json. */
   registry?: Record<string, RegistryEntry>;
-  /** Expected sha256 (hex) of the model bytes, checked while streaming (URL, bytes, Blob, stream sources; not Node file paths). */
+  /** Expected sha256 of the model bytes (64 hex digits; anything else is a BAD_OPTION error before any
+   * request), checked while streaming (URL, bytes, Blob, stream sources; not Node file paths): INTEGRITY on mismatch. */
   sha256?: string;
+  /** Stall timeout in ms for URL, Response and registry downloads: fail with NETWORK when no byte
+   * arrives for this long (not a limit on the total time). Default: none for URLs and Responses,
+   * REGISTRY_TIMEOUT_MS (30,000 ms) for registry names; 0 = none. Connection errors, HTTP statuses
+   * and a body shorter or longer than its Content-Length are NETWORK errors naming the URL (and the
+   * bytes received of expected). */
+  timeout?: number;
   /** Fail instead of downloading a registry model that is not local. */
   offline?: boolean;
   /** Browsers: keep models fetched by URL in Cache Storage and read them from there next time (default true; see web/cache.js). */
@@ -472,7 +481,15 @@ export interface ResolvedModel {
 export declare function resolveModel(name: string, options?: {
   modelDir?: string; cacheDir?: string; registry?: Record<string, RegistryEntry>;
   onProgress?: (p: LoadProgress) => void; signal?: AbortSignal; offline?: boolean;
+  /** stall timeout of a download in ms (default REGISTRY_TIMEOUT_MS, 0 = none) */
+  timeout?: number;
 }): Promise<ResolvedModel>;
+
+/** Default stall timeout (ms) of registry downloads: 30,000. */
+export declare const REGISTRY_TIMEOUT_MS: number;
+/** Validates a sha256 option: returns it lower-cased (null for null/undefined); throws a BAD_OPTION
+ * WasmlmError naming `option` unless it is 64 hex digits. */
+export declare function checkSha256(value: unknown, option?: string): string | null;
 
 export declare function registryEntries(options?: { registry?: Record<string, RegistryEntry> }): Promise<Record<string, RegistryEntry>>;
 

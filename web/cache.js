@@ -12,6 +12,8 @@
 // directory options.cacheDir, env WASMLM_CACHE, $XDG_CACHE_HOME/wasmlm or
 // ~/.cache/wasmlm); listCachedModels / deleteCachedModel work on it there.
 
+import { fetchChecked } from './net.js';
+
 export const MODEL_CACHE = 'wasmlm-models-v1';
 
 // Node built-ins through a variable: bundlers leave them out of browser bundles
@@ -31,14 +33,17 @@ function absolute(url) {
 
 /**
  * Fetches a model URL through the cache. Returns {response, fromCache,
- * commit(), discard()}: call commit() after a successful load (waits until
- * the copy is stored), discard() after a failed one (removes a partial or
- * bad copy). With cache === false, or where Cache Storage is missing, it is
- * a plain fetch and commit/discard do nothing. Only http(s) URLs are cached.
+ * timer, commit(), discard()}: call commit() after a successful load (waits
+ * until the copy is stored), discard() after a failed one (removes a partial
+ * or bad copy). With cache === false, or where Cache Storage is missing, it
+ * is a plain fetch and commit/discard do nothing. Only http(s) URLs are
+ * cached. A network fetch fails with NETWORK (web/net.js: connection, HTTP
+ * status, no response within `timeout` ms); `timer` (null for a cache hit)
+ * is the stall timer for web/net.js readBody.
  * @param {string} url
- * @param {{signal?: AbortSignal, cache?: boolean}} [opts]
+ * @param {{signal?: AbortSignal, cache?: boolean, timeout?: number}} [opts]
  */
-export async function fetchModelCached(url, { signal, cache = true } = {}) {
+export async function fetchModelCached(url, { signal, cache = true, timeout = 0 } = {}) {
   const noop = async () => {};
   const href = absolute(url);
   const cacheable = cache !== false && modelCacheAvailable() && /^https?:/i.test(href);
@@ -49,11 +54,11 @@ export async function fetchModelCached(url, { signal, cache = true } = {}) {
   if (store) {
     const hit = await store.match(href);
     if (hit && hit.ok && hit.body) {
-      return { response: hit, fromCache: true, commit: noop, discard: async () => { await store.delete(href).catch(() => {}); } };
+      return { response: hit, fromCache: true, timer: null, commit: noop, discard: async () => { await store.delete(href).catch(() => {}); } };
     }
   }
-  const res = await fetch(href, { signal });
-  if (!store || !res.ok || !res.body) return { response: res, fromCache: false, commit: noop, discard: noop };
+  const { response: res, timer } = await fetchChecked(href, { signal, timeout });
+  if (!store || !res.body) return { response: res, fromCache: false, timer, commit: noop, discard: noop };
   const [toEngine, toCache] = res.body.tee();
   const headers = { 'Content-Type': 'application/octet-stream', 'X-Wasmlm-Cached-At': new Date().toISOString() };
   const enc = res.headers.get('content-encoding');
@@ -65,6 +70,7 @@ export async function fetchModelCached(url, { signal, cache = true } = {}) {
   return {
     response,
     fromCache: false,
+    timer,
     commit: async () => { await put; },
     discard: async () => { await put.catch(() => {}); await store.delete(href).catch(() => {}); },
   };
@@ -117,6 +123,7 @@ export async function deleteCachedModel(key, options = {}) {
     const dir = path.resolve(await nodeCacheDir(options));
     const file = path.resolve(dir, String(key));
     if (path.dirname(file) !== dir || !file.endsWith('.gguf')) throw new Error(`not a cached model in ${dir}: ${key}`);
+    try { fs.unlinkSync(file + '.json'); } catch { /* no record (models/registry.js keeps one per download) */ }
     try { fs.unlinkSync(file); return true; } catch (e) { if (e.code === 'ENOENT') return false; throw e; }
   }
   if (!modelCacheAvailable()) return false;

@@ -15,6 +15,8 @@ export const STATUS_NAMES = [
   'WLM_ERR_NOMEM', 'WLM_ERR_CONTEXT_FULL', 'WLM_ERR_STATE',
 ];
 export const STATUS_CONTEXT_FULL = 6;
+/** Most bytes reserved up front for a file whose size is only declared (see Engine.beginLoad). */
+export const DECLARED_FIRST_BYTES = 64 << 20;
 
 /** GGML type ids accepted by quantize. */
 export const QUANT_TYPES = {
@@ -371,7 +373,7 @@ export class Engine {
     this.scratch = 0;
     this.model = 0;
     this.ctx = 0;
-    this.file = 0; this.fileCap = 0; this.fileLen = 0;
+    this.file = 0; this.fileCap = 0; this.fileLen = 0; this.fileHint = 0;
     this.textBuf = 0; this.textCap = 0;
     this.tokBuf = 0; this.tokCap = 0;
     this.histBuf = 0; this.histCap = 0;
@@ -422,22 +424,30 @@ export class Engine {
 
   // ---- loading ----------------------------------------------------------
 
-  /** Reserves wasm memory for a file of (about) `size` bytes. */
-  beginLoad(size) {
+  /**
+   * Reserves wasm memory for a file of (about) `size` bytes. A `declared`
+   * size (a server's Content-Length, a caller's claim) is not trusted: at
+   * most DECLARED_FIRST_BYTES are reserved up front, the rest once that
+   * much has really arrived, so a lying header cannot take gigabytes of
+   * memory (which a wasm instance never gives back) before the first byte.
+   */
+  beginLoad(size, { declared = false } = {}) {
     if (this.model) throw new WasmlmError('a model is already loaded in this engine', 7);
     this._freeFile();
-    this.fileCap = size > 0 ? size : 1 << 20;
+    this.fileHint = declared && size > 0 ? size : 0;
+    this.fileCap = size > 0 ? (declared ? Math.min(size, DECLARED_FIRST_BYTES) : size) : 1 << 20;
     this.file = this.alloc(this.fileCap);
     this.fileLen = 0;
     return this.file;
   }
-  _freeFile() { if (this.file) this.free(this.file); this.file = 0; this.fileCap = 0; this.fileLen = 0; }
+  _freeFile() { if (this.file) this.free(this.file); this.file = 0; this.fileCap = 0; this.fileLen = 0; this.fileHint = 0; }
 
-  /** Makes room for `extra` more bytes (grows the file block if the size was unknown). */
+  /** Makes room for `extra` more bytes (grows the file block if the size was unknown or only declared). */
   reserve(extra) {
     const need = this.fileLen + extra;
     if (need <= this.fileCap) return;
-    const cap = Math.max(need, Math.ceil(this.fileCap * 1.5), 1 << 20);
+    // a declared size that the bytes so far still fit is taken in one step (one copy)
+    const cap = need <= this.fileHint ? this.fileHint : Math.max(need, Math.ceil(this.fileCap * 1.5), 1 << 20);
     const p = this.alloc(cap);
     this.u8.copyWithin(p, this.file, this.file + this.fileLen);
     this.free(this.file);

@@ -10,12 +10,14 @@ import { Sha256 } from './sha256.js';
 import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
-import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
+import { resolveModel, isRegistryName, registryEntries, evictCached } from '../models/registry.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
+import { checkSha256, checkTimeout, declaredLength, readBody, httpError, REGISTRY_TIMEOUT_MS } from './net.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
 export { resolveModel, registryEntries };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
+export { checkSha256, REGISTRY_TIMEOUT_MS };
 
 const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
   typeof window === 'undefined';
@@ -325,6 +327,11 @@ async function pumpReader(reader, sender) {
   }
 }
 
+/** Errors that blame the file's bytes (not an option, a limit or an abort). */
+function isFileError(e) {
+  return ['WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'BAD_FILE'].includes(e && e.code);
+}
+
 function looksLikeUrl(s) { return /^(https?|blob|data):/i.test(s); }
 
 async function resolveSource(source, options) {
@@ -366,9 +373,16 @@ async function loadInto(client, src, options) {
       { onEvent: (ev) => onProgress && onProgress({ loaded: ev.loaded, total: ev.total }) });
     const onAbort = () => client.abort(id);
     signal?.addEventListener('abort', onAbort, { once: true });
-    try { return await promise; } finally { signal?.removeEventListener('abort', onAbort); }
+    try {
+      return await promise;
+    } catch (e) {
+      // a downloaded model the engine refuses is dropped from the cache, so the next load fetches it again
+      if (isFileError(e) && ['cache', 'download'].includes(src.registry?.source)) await evictCached(src.registry.path);
+      throw e;
+    } finally { signal?.removeEventListener('abort', onAbort); }
   }
   let total = 0, run, hasher = null, expect = null, cached = null;
+  let body = src.kind === 'stream' ? src.stream : null; // released when the load cannot begin
   if (src.kind === 'bytes') {
     const b = src.bytes;
     const u8 = b instanceof ArrayBuffer ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
@@ -384,21 +398,34 @@ async function loadInto(client, src, options) {
   } else if (src.kind === 'iterable') {
     run = async (sender) => { for await (const c of src.iterable) await sender.push(c); };
   } else if (src.kind === 'url' || src.kind === 'response') {
-    // browsers: through the model cache (web/cache.js); options.cache === false skips it
-    if (src.kind === 'url') cached = await fetchModelCached(src.url, { signal, cache: options.cache });
-    const res = src.kind === 'response' ? src.response : cached.response;
-    if (!res.ok) throw new Error(`cannot fetch model ${src.url || res.url}: HTTP ${res.status}`);
-    const enc = res.headers.get('content-encoding');
-    total = src.size || (!enc || enc === 'identity' ? Number(res.headers.get('content-length')) || 0 : 0);
-    run = (sender) => pumpReader(res.body.getReader(), sender);
+    // a stall timeout (web/net.js): the caller's, else a default for registry models
+    const timeout = checkTimeout(options.timeout, src.registry ? REGISTRY_TIMEOUT_MS : 0);
+    let res, timer = null, url = src.url;
+    if (src.kind === 'url') {
+      // browsers: through the model cache (web/cache.js); options.cache === false skips it
+      cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout });
+      ({ response: res, timer } = cached);
+    } else {
+      res = src.response;
+      url = res.url || 'the Response';
+      if (!res.ok) throw httpError(url, res);
+    }
+    // the declared length is checked against the body, and the worker only trusts it as it arrives
+    total = src.size || declaredLength(res);
+    const expected = total;
+    body = res.body;
+    run = async (sender) => {
+      if (!res.body) throw new WasmlmError('NETWORK', `${url} has no body`, { url });
+      for await (const c of readBody(res, { url, expected, timeout, signal, timer })) await sender.push(c);
+    };
   }
-  const wantSha = src.sha256 || options.sha256;
-  if (wantSha) { hasher = new Sha256(); expect = String(wantSha).toLowerCase(); }
+  const wantSha = checkSha256(src.sha256 || options.sha256, src.sha256 ? 'registry sha256' : 'sha256');
+  if (wantSha) { hasher = new Sha256(); expect = wantSha; }
   try {
     await client.call('loadBegin', { size: total });
   } catch (e) { // (e.g. aborted while the worker started): release a stream source
-    const body = src.kind === 'stream' ? src.stream : src.kind === 'response' ? src.response.body : null;
     if (body && !body.locked) body.cancel(e).catch(() => {});
+    cached?.timer?.done();
     throw e;
   }
   const sender = new ChunkSender(client, { total, onProgress, hasher, signal });
@@ -408,7 +435,10 @@ async function loadInto(client, src, options) {
     if (signal && signal.aborted) throw abortError(signal);
     if (hasher) {
       const got = hasher.hex();
-      if (got !== expect) throw new Error(`sha256 mismatch for ${src.url || 'the model bytes'}: expected ${expect}, got ${got}`);
+      if (got !== expect) {
+        throw new WasmlmError('INTEGRITY', `sha256 mismatch for ${src.url || 'the model bytes'}: expected ${expect}, got ${got}`,
+          { expected: expect, actual: got });
+      }
     }
   } catch (e) {
     await client.call('loadCancel').catch(() => {});

@@ -126,7 +126,7 @@ const ops = {
     }
     return finishLoad(m.options);
   },
-  loadBegin(m) { engine.beginLoad(m.size || 0); return null; },
+  loadBegin(m) { engine.beginLoad(m.size || 0, { declared: true }); return null; }, // a size from a header or the caller: not trusted
   loadChunk(m) {
     try { engine.write(m.bytes); } catch (e) { engine.unload(); throw e; }
     return null;

@@ -68,7 +68,9 @@ test('resolveModel: download from a local server, sha256 verified, cached atomic
     assert.equal(r.path, path.join(cacheDir, 'tiny.gguf'));
     assert.deepEqual(fs.readFileSync(r.path), fs.readFileSync(MODEL_PATH));
     assert.ok(progress.length > 0 && progress.at(-1).loaded === 1185376);
-    assert.deepEqual(fs.readdirSync(cacheDir), ['tiny.gguf'], 'no temp files left behind');
+    assert.deepEqual(fs.readdirSync(cacheDir).sort(), ['tiny.gguf', 'tiny.gguf.json'], 'the model and its record; no temp files left behind');
+    const rec = JSON.parse(fs.readFileSync(path.join(cacheDir, 'tiny.gguf.json'), 'utf8'));
+    assert.deepEqual([rec.url, rec.size, rec.sha256], [`${base}/m.gguf`, 1185376, SHA]);
     // second time: from the cache, no request
     const before = counter.n;
     const r2 = await resolveModel('tiny', { modelDir: tmpdir(), cacheDir, registry, offline: false });
