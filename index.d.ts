@@ -65,8 +65,6 @@ export interface LoadOptions {
   cache?: boolean;
   /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
   wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
-  /** Network loading: fail with code NETWORK when no byte arrives for this many ms (0 = never). */
-  timeout?: number;
   signal?: AbortSignal;
 }
 

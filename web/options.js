@@ -43,7 +43,7 @@ const KINDS = {
     'an integer in [0, 2^53) or a bigint in [0, 2^64)',
   stop: (v) => (typeof v === 'string' && v !== '') ||
     (Array.isArray(v) && v.length <= 64 && v.every((x) => typeof x === 'string' && x !== '')) || 'a non-empty string or an array of at most 64 of them',
-  sha256: (v) => (typeof v === 'string' && /^[0-9a-fA-F]{64}$/.test(v)) || 'a sha256 digest: 64 hexadecimal digits',
+  sha256: (v) => (typeof v === 'string' && /^[0-9a-fA-F]{64}$/.test(v)) || '64 hex digits (a sha256 digest)',
   scorer: (v) => v === 'mean-logprob' || v === 'total-logprob' || typeof v === 'function' || "'mean-logprob', 'total-logprob' or a function",
   draft: (v) => v === 'lookup' || !!(v && v[MODEL_BRAND]) || "a Model (a draft model) or 'lookup'",
   feedback: (v) => typeof v === 'boolean' || typeof v === 'function' || 'true, false or a function',
