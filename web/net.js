@@ -2,7 +2,8 @@
 // server. A stalled server fails after `timeout` ms without a byte, a body
 // shorter or longer than declared fails naming both numbers, and every
 // failure is a WasmlmError('NETWORK') naming the URL and why.
-import { WasmlmError, badOption } from './errors.js';
+import { WasmlmError } from './errors.js';
+import { checkValue } from './options.js';
 import { abortError } from './abort.js';
 
 /** Stall timeout (ms) used for registry downloads when options.timeout is not given. */
@@ -14,17 +15,13 @@ export const REGISTRY_TIMEOUT_MS = 30000;
  */
 export function checkSha256(value, option = 'sha256') {
   if (value == null) return null;
-  if (typeof value !== 'string' || !/^[0-9a-fA-F]{64}$/.test(value)) throw badOption(option, value, 'must be 64 hex digits');
-  return value.toLowerCase();
+  return checkValue('sha256', value, undefined, option).toLowerCase();
 }
 
 /** Checks a timeout option (ms, 0 = none). Returns it, or `fallback` when not given. */
 export function checkTimeout(value, fallback = 0, option = 'timeout') {
   if (value == null) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw badOption(option, value, 'must be a number of milliseconds >= 0 (0 = no timeout)');
-  }
-  return value;
+  return checkValue('timeout', value, undefined, option);
 }
 
 /** The URL for messages: without user name and password (a label that is not a URL stays as it is). */

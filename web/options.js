@@ -186,11 +186,11 @@ export function closestKey(key, known) {
   return bestD <= Math.max(1, Math.floor(k.length / 3)) ? best : null;
 }
 
-/** A reusable check of one value against an option's entry; throws BAD_OPTION. */
-export function checkValue(name, value, method) {
+/** A reusable check of one value against an option's entry (`label` names it in the error); throws BAD_OPTION. */
+export function checkValue(name, value, method, label = name) {
   const s = { ...OPTIONS[name], ...(OVERRIDES[method] && OVERRIDES[method][name]) };
   const ok = KINDS[s.kind](value, s);
-  if (ok !== true) throw badOption(name, value, `must be ${ok}`);
+  if (ok !== true) throw badOption(label, value, `must be ${ok}`);
   return value;
 }
 
