@@ -5,7 +5,7 @@
 import { probeRelaxedSimd } from './simd-probe.js';
 import { DEFAULT_SAMPLING, QUANT_TYPES } from './engine.js';
 import { Sha256 } from './sha256.js';
-import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
+import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries } from '../models/registry.js';
@@ -480,15 +480,16 @@ export class Model {
    * Renders `messages` ([{role, content}]) with the model's chat template
    * (tokenizer.chat_template, or options.template), with
    * add_generation_prompt (default true) and the model's BOS/EOS token text.
+   * The template is untrusted (it comes with the model file): it is rendered
+   * in the model's worker within options.templateLimits; going past one
+   * rejects with code TEMPLATE_LIMIT and the model stays usable.
    * @returns {Promise<string>}
    */
   async applyChatTemplate(messages, opts = {}) {
     this._check();
     const template = chatTemplateFor(this.info, opts);
-    return renderChat(template, messages, {
-      bosToken: this.info.specialTokens?.bos, eosToken: this.info.specialTokens?.eos,
-      addGenerationPrompt: opts.addGenerationPrompt !== false, variables: opts.variables,
-    });
+    const reply = await this._client.call('renderChat', renderRequest(template, messages, this.info, opts));
+    return renderResult(reply);
   }
 
   /**

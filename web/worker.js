@@ -19,6 +19,8 @@
 //                                                     (specRound with plain: n streams n plain rounds as 'chunk' events)
 //     {id, op:'draftStart'|'draftPropose'|'draftEnd', session, ...} draft side
 //     {id, op:'vocab'}                                vocabulary fingerprint (draft/target check)
+//     {id, op:'renderChat', template, messages, options}  chat template rendered inside limits
+//                                                     (web/template.js): replies {prompt} or {error}
 //     {op:'abort', target}                            stops request `target` (queued or running)
 //     {id, op:'dispose'}
 //   worker -> main
@@ -234,6 +236,7 @@ const ops = {
   },
   draftEnd(m) { const d = drafts.get(m.session); drafts.delete(m.session); if (d) d.close(); return null; },
   vocab() { return vocabFingerprint(engine); },
+  renderChat(m) { return renderChatTemplate(m); },
   tokenize(m) { return engine.tokenize(m.text, m.addBos, m.parseSpecial); },
   detokenize(m) { return engine.detokenize(m.ids); },
   info() { return engine.info(); },
@@ -293,6 +296,28 @@ async function generateLookup(m) {
     if (m.stream) for (const c of r.chunks || []) post({ id: m.id, event: 'chunk', ...c });
     if (r.done) return finishGeneration(m, r);
     await yieldNow();
+  }
+}
+
+// Chat templates: web/template.js (and @huggingface/jinja) are imported on
+// the first chat, so plain generation never loads them. A failure is a reply
+// ({error}), not a rejection, so that its code and limit reach the caller.
+let templateModule = null;
+async function renderChatTemplate(m) {
+  try {
+    if (!templateModule) {
+      templateModule = import('./template.js').catch((e) => {
+        templateModule = null;
+        throw Object.assign(new Error(`chat templates need the package @huggingface/jinja, which the model's worker could not import (${e && e.message}); ` +
+          'install it, and in a browser load wasmlm through a bundler (Vite, webpack, ...) so that the worker\'s imports resolve'), { code: 'TEMPLATE_ERROR' });
+      });
+    }
+    const { renderChat } = await templateModule;
+    return { prompt: renderChat(m.template, m.messages, m.options || {}) };
+  } catch (e) {
+    const code = e && typeof e.code === 'string' ? e.code : 'TEMPLATE_ERROR';
+    const props = e && e.limit ? { limit: e.limit } : (e && e.option ? { option: e.option } : undefined);
+    return { error: { code, message: e && e.message || String(e), props } };
   }
 }
 
