@@ -74,6 +74,13 @@ export function renderRequest(template, messages, info, opts = {}) {
   return payload;
 }
 
+/** A failed render as a reply ({error: {code, message, props}}) that keeps its code and limit across a worker boundary. */
+export function templateErrorReply(e) {
+  const code = e && typeof e.code === 'string' ? e.code : 'TEMPLATE_ERROR';
+  const props = e && e.limit ? { limit: e.limit } : (e && e.option ? { option: e.option } : undefined);
+  return { error: { code, message: (e && e.message) || String(e), props } };
+}
+
 /** The worker's renderChat reply as the prompt, or its failure as a WasmlmError. */
 export function renderResult(reply) {
   if (reply && typeof reply.prompt === 'string') return reply.prompt;
