@@ -249,7 +249,7 @@ comma := ,
 FUZZ_CFLAGS = $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer $(SIMDE) $(NATIVE_ARCH)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
 FUZZ_SEEDS := $(BUILD)/fuzz/models/tiny-bpe.gguf
-.PHONY: fuzz fuzz-build fuzz-replay soak
+.PHONY: fuzz fuzz-build fuzz-replay fuzz-template soak
 
 # the engine is compiled once (coverage instrumented, no fuzzer main) and
 # linked into each target
@@ -269,6 +269,12 @@ fuzz-build: $(FUZZ_BINS) $(FUZZ_SEEDS)
 
 fuzz: fuzz-build fuzz-options fuzz-protocol
 	sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	$(MAKE) fuzz-template
+
+# chat templates rendered with their limits on (web/template.js): random
+# templates for FUZZ_SECONDS; a hang, a crash or a non-WasmlmError is a finding
+fuzz-template:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) node fuzz/fuzz_template.mjs
 
 # JS fuzz targets (fuzz/*.mjs): the public API's option layer against a live
 # model, and the worker protocol spoken directly; FUZZ_SEED replays a run.

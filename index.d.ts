@@ -271,8 +271,27 @@ export interface ChatTemplateOptions {
   template?: string;
   /** Append the assistant turn header (default true). */
   addGenerationPrompt?: boolean;
-  /** Extra template variables (e.g. tools, date_string). */
+  /** Extra template variables (e.g. tools, date_string): plain data (they are sent to the model's worker). */
   variables?: Record<string, unknown>;
+  /** Bounds of the render (the template is untrusted: it comes with the model file). Going past one
+   * rejects with a WasmlmError code 'TEMPLATE_LIMIT' whose `limit` names it; the model stays usable. */
+  templateLimits?: TemplateLimits;
+}
+
+/** Bounds of one chat-template render; each defaults as shown. */
+export interface TemplateLimits {
+  /** wall time of the render, ms (1000) */
+  timeMs?: number;
+  /** interpreter steps: node evaluations and block runs, i.e. loop iterations (2000000) */
+  steps?: number;
+  /** characters of the prompt, of any one string, and of the text inside any one list/dict (4194304) */
+  outputChars?: number;
+  /** items of any one list/dict, nested ones counted; range() is refused above it (100000) */
+  items?: number;
+  /** macro/function calls in progress (recursion), and nesting of lists/dicts (64) */
+  depth?: number;
+  /** length of the template source (1048576) */
+  templateChars?: number;
 }
 
 export interface ChatOptions extends GenerateOptions, ChatTemplateOptions {}
@@ -382,8 +401,10 @@ export declare class Model {
   /** Streams a completion of `prompt` (a string, or token ids). */
   generate(prompt: string | number[], options?: GenerateOptions): Generation;
   complete(prompt: string | number[], options?: CompleteOptions): Promise<CompletionResult>;
-  /** Renders messages with the chat template (loads @huggingface/jinja on first use).
-   * Rejects with code 'NO_CHAT_TEMPLATE' when the model has none and options.template is not given. */
+  /** Renders messages with the chat template, in the model's worker (which loads @huggingface/jinja on first use).
+   * Rejects with code 'NO_CHAT_TEMPLATE' when the model has none and options.template is not given,
+   * 'TEMPLATE_LIMIT' when the render goes past options.templateLimits, 'TEMPLATE_ERROR' when the
+   * template does not parse or fails to render. */
   applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
   /** Streams the assistant's reply: the rendered prompt's special tokens are parsed to ids,
    * BOS is not doubled, and generation stops on the model's end-of-generation tokens. */

@@ -1,21 +1,32 @@
-// Chat prompts: renders a model's chat template (tokenizer.chat_template, a
-// Jinja template) for a list of messages with @huggingface/jinja. The Jinja
-// engine is imported lazily, on the first chat call, so loading a model and
-// plain generation never need it.
+// Chat prompts, caller side: validates messages and options and builds the
+// request that the model's worker renders (web/template.js, op renderChat).
+// A chat template comes from the model file, so it is untrusted: it is never
+// run on the caller's thread, and the worker renders it inside limits.
+import { WasmlmError, badOption } from './errors.js';
 
-import { WasmlmError } from './errors.js';
 
-let jinjaPromise = null;
-const templateCache = new Map(); // template source -> compiled Template
+/** Default bounds of one chat-template render (options.templateLimits overrides each). */
+export const DEFAULT_TEMPLATE_LIMITS = Object.freeze({
+  timeMs: 1000,             // wall time of one render
+  steps: 2_000_000,         // interpreter steps: node evaluations and block runs (loop iterations)
+  outputChars: 4 << 20,     // the rendered prompt, any one string, the text inside any one list/dict
+  items: 100_000,           // items of any one list/dict, nested ones counted (range() included)
+  depth: 64,                // macro calls in progress; nesting of lists/dicts
+  templateChars: 1 << 20,   // length of the template source
+});
 
-async function jinja() {
-  if (!jinjaPromise) {
-    jinjaPromise = import('@huggingface/jinja').catch((e) => {
-      jinjaPromise = null;
-      throw new Error(`chat templates need the package @huggingface/jinja (npm i @huggingface/jinja): ${e.message}`);
-    });
+/** options.templateLimits merged over the defaults; BAD_OPTION for an unknown name or a bad value. */
+export function templateLimits(given) {
+  if (given == null) return { ...DEFAULT_TEMPLATE_LIMITS };
+  if (typeof given !== 'object' || Array.isArray(given)) throw badOption('templateLimits', given, 'an object like {timeMs, steps, outputChars, items, depth, templateChars}');
+  const out = { ...DEFAULT_TEMPLATE_LIMITS };
+  for (const [k, v] of Object.entries(given)) {
+    if (!(k in DEFAULT_TEMPLATE_LIMITS)) throw badOption(`templateLimits.${k}`, v, `not a template limit (known: ${Object.keys(DEFAULT_TEMPLATE_LIMITS).join(', ')})`);
+    if (v == null) continue;
+    if (typeof v !== 'number' || !(v >= 1) || !Number.isFinite(v)) throw badOption(`templateLimits.${k}`, v, 'a finite number >= 1');
+    out[k] = Math.floor(v);
   }
-  return jinjaPromise;
+  return out;
 }
 
 /** Validates and normalises chat messages: [{role, content}] with string fields. */
@@ -35,37 +46,47 @@ export function normalizeMessages(messages) {
 }
 
 /**
- * Renders `messages` with a chat template.
- * @param {string} template Jinja source (tokenizer.chat_template)
- * @param {Array<{role:string, content:string}>} messages
- * @param {{bosToken?:string|null, eosToken?:string|null, addGenerationPrompt?:boolean, variables?:object}} [opts]
- * @returns {Promise<string>}
+ * The payload of the worker's renderChat op: the template, the normalised
+ * messages and the render options with their limits. Everything in it must
+ * cross to the worker by structured clone, so functions (or other values
+ * that cannot be cloned) in messages or options.variables are a BAD_OPTION.
  */
-export async function renderChat(template, messages, opts = {}) {
-  if (typeof template !== 'string' || template === '') throw new TypeError('chat: template must be a non-empty string');
-  const msgs = normalizeMessages(messages);
-  const { Template } = await jinja();
-  let t = templateCache.get(template);
-  if (!t) {
+export function renderRequest(template, messages, info, opts = {}) {
+  const payload = {
+    template,
+    messages: normalizeMessages(messages),
+    options: {
+      bosToken: info.specialTokens?.bos ?? '', eosToken: info.specialTokens?.eos ?? '',
+      addGenerationPrompt: opts.addGenerationPrompt !== false,
+      variables: opts.variables ?? null,
+      limits: templateLimits(opts.templateLimits),
+    },
+  };
+  if (payload.options.variables !== null && (typeof payload.options.variables !== 'object' || Array.isArray(payload.options.variables))) {
+    throw badOption('variables', payload.options.variables, 'an object of template variables');
+  }
+  for (const [name, value] of [['messages', payload.messages], ['variables', payload.options.variables]]) {
     try {
-      t = new Template(template);
+      structuredClone(value);
     } catch (e) {
-      throw new Error(`chat template does not parse: ${e.message}`);
+      throw badOption(name, value, `plain data only (strings, numbers, booleans, null, arrays, objects): it is sent to the model's worker (${e.message})`);
     }
-    if (templateCache.size > 16) templateCache.clear();
-    templateCache.set(template, t);
   }
-  try {
-    return t.render({
-      ...(opts.variables || {}),
-      messages: msgs,
-      add_generation_prompt: opts.addGenerationPrompt !== false,
-      bos_token: opts.bosToken ?? '',
-      eos_token: opts.eosToken ?? '',
-    });
-  } catch (e) {
-    throw new Error(`chat template failed to render: ${e.message}`);
-  }
+  return payload;
+}
+
+/** A failed render as a reply ({error: {code, message, props}}) that keeps its code and limit across a worker boundary. */
+export function templateErrorReply(e) {
+  const code = e && typeof e.code === 'string' ? e.code : 'TEMPLATE_ERROR';
+  const props = e && e.limit ? { limit: e.limit } : (e && e.option ? { option: e.option } : undefined);
+  return { error: { code, message: (e && e.message) || String(e), props } };
+}
+
+/** The worker's renderChat reply as the prompt, or its failure as a WasmlmError. */
+export function renderResult(reply) {
+  if (reply && typeof reply.prompt === 'string') return reply.prompt;
+  const e = (reply && reply.error) || { code: 'TEMPLATE_ERROR', message: 'chat template: the worker sent no prompt' };
+  throw new WasmlmError(e.code, e.message, e.props);
 }
 
 /**
@@ -79,7 +100,7 @@ export function chatGenerateOptions(prompt, info, options) {
   let addBos = options.addBos;
   if (addBos == null) addBos = info.hparams.addBos && !templateHasBos;
   else if (addBos && templateHasBos) addBos = false;
-  const { template, messages, variables, addGenerationPrompt, ...rest } = options;
+  const { template, messages, variables, addGenerationPrompt, templateLimits: _limits, ...rest } = options;
   return { ...rest, parseSpecial: true, addBos };
 }
 

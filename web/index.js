@@ -7,7 +7,7 @@ import { QUANT_TYPES } from './engine.js';
 import { DEFAULT_SAMPLING, checkOptions, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
 import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
-import { renderChat, chatGenerateOptions, chatTemplateFor } from './chat.js';
+import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached } from '../models/registry.js';
@@ -551,16 +551,17 @@ export class Model {
    * Renders `messages` ([{role, content}]) with the model's chat template
    * (tokenizer.chat_template, or options.template), with
    * add_generation_prompt (default true) and the model's BOS/EOS token text.
+   * The template is untrusted (it comes with the model file): it is rendered
+   * in the model's worker within options.templateLimits; going past one
+   * rejects with code TEMPLATE_LIMIT and the model stays usable.
    * @returns {Promise<string>}
    */
   async applyChatTemplate(messages, opts = {}) {
     this._check();
     const o = checkOptions('applyChatTemplate', opts);
     const template = chatTemplateFor(this.info, o);
-    return renderChat(template, messages, {
-      bosToken: this.info.specialTokens?.bos, eosToken: this.info.specialTokens?.eos,
-      addGenerationPrompt: o.addGenerationPrompt !== false, variables: o.variables,
-    });
+    const reply = await this._client.call('renderChat', renderRequest(template, messages, this.info, o));
+    return renderResult(reply);
   }
 
   /**
@@ -690,7 +691,7 @@ function generateWorkerOptions(o) {
 
 function templateOptions(o) {
   const t = {};
-  for (const k of ['template', 'addGenerationPrompt', 'variables']) if (o[k] !== undefined) t[k] = o[k];
+  for (const k of ['template', 'addGenerationPrompt', 'variables', 'templateLimits']) if (o[k] !== undefined) t[k] = o[k];
   return t;
 }
 

@@ -108,6 +108,7 @@ export const OPTIONS = Object.freeze({
   template: opt('string', "a Jinja chat template used instead of the model's own"),
   addGenerationPrompt: opt('boolean', 'append the assistant turn header', { default: true }),
   variables: opt('object', 'extra template variables (tools, date_string, ...)'),
+  templateLimits: opt('object', 'bounds of one template render: {timeMs, steps, outputChars, items, depth, templateChars} (web/chat.js)'),
 
   // best-of-N and friends
   n: opt('int', 'candidates decoded as one batch', { min: 1, max: 64, default: 4 }),
@@ -130,7 +131,7 @@ export const OPTIONS = Object.freeze({
 
 const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed'];
 const GENERATE = [...SAMPLING, 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
-const CHAT_TEMPLATE = ['template', 'addGenerationPrompt', 'variables'];
+const CHAT_TEMPLATE = ['template', 'addGenerationPrompt', 'variables', 'templateLimits'];
 const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].includes(k)), 'n', 'scorer', 'onCandidate'];
 
 /** The options each public method accepts. */

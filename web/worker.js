@@ -19,6 +19,9 @@
 //                                                     (specRound with plain: n streams n plain rounds as 'chunk' events)
 //     {id, op:'draftStart'|'draftPropose'|'draftEnd', session, ...} draft side
 //     {id, op:'vocab'}                                vocabulary fingerprint (draft/target check)
+//     {id, op:'renderChat', template, messages, options}  chat template rendered inside limits
+//                                                     (web/template.js; browsers: in web/template-worker.js)
+//                                                     replies {prompt} or {error}
 //     {op:'abort', target}                            stops request `target` (queued or running)
 //     {id, op:'dispose'}
 //   worker -> main
@@ -33,6 +36,8 @@
 import { Engine } from './engine.js';
 import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint } from './multi.js';
 import { readModelFile } from './model-file.js';
+import { WasmlmError } from './errors.js';
+import { templateErrorReply } from './chat.js';
 
 // Node built-ins are imported through a variable: bundlers then leave them
 // alone, so a browser bundle of this worker is one self-contained file
@@ -218,6 +223,7 @@ const ops = {
   },
   draftEnd(m) { const d = drafts.get(m.session); drafts.delete(m.session); if (d) d.close(); return null; },
   vocab() { return vocabFingerprint(engine); },
+  renderChat(m) { return renderChatTemplate(m); },
   tokenize(m) { return engine.tokenize(m.text, m.addBos, m.parseSpecial); },
   detokenize(m) { return engine.detokenize(m.ids); },
   info() { return engine.info(); },
@@ -245,6 +251,7 @@ const ops = {
     return { ...r, bytes, __transfer: [bytes.buffer] };
   },
   dispose() {
+    if (templateWorker) templateWorker.w.terminate();
     if (engine) engine.dispose();
     engine = null;
     return null;
@@ -278,6 +285,67 @@ async function generateLookup(m) {
     if (r.done) return finishGeneration(m, r);
     await yieldNow();
   }
+}
+
+// Chat templates (web/template.js, with @huggingface/jinja) are loaded on
+// the first chat only: in Node imported here on demand; in browsers rendered
+// by a worker of this worker (web/template-worker.js), which bundlers bundle
+// on its own. A failure is a reply ({error}), not a rejection, so that its
+// code and limit reach the caller.
+let templateModule = null;
+let templateWorker = null;   // browsers: {w, pending}
+const TEMPLATE_WATCHDOG_MS = 5000; // past its own time budget, a silent renderer is ended
+
+async function renderChatTemplate(m) {
+  try {
+    if (!isNode) return await renderInTemplateWorker(m);
+    if (!templateModule) {
+      templateModule = nodeImport('./template.js').catch((e) => {
+        templateModule = null;
+        throw noJinja(e);
+      });
+    }
+    const { renderChat } = await templateModule;
+    return { prompt: renderChat(m.template, m.messages, m.options || {}) };
+  } catch (e) {
+    return templateErrorReply(e);
+  }
+}
+
+function noJinja(e) {
+  return new WasmlmError('TEMPLATE_ERROR', 'chat templates need the package @huggingface/jinja, which the model\'s worker could not load' +
+    ` (${e && e.message || e}): install it, and in a browser load wasmlm through a bundler (Vite, webpack, ...) so that the template worker's imports resolve`);
+}
+
+function renderInTemplateWorker(m) {
+  if (!templateWorker) {
+    const w = new Worker(new URL('./template-worker.js', import.meta.url), { type: 'module' }); // inline: bundlers follow it
+    const tw = { w, pending: null };
+    const fail = (err) => {
+      if (templateWorker === tw) templateWorker = null;
+      w.terminate();
+      if (tw.pending) { tw.pending.resolve(templateErrorReply(err)); tw.pending = null; }
+    };
+    w.onmessage = (ev) => {
+      const p = tw.pending;
+      if (!p || ev.data.id !== p.id) return;
+      tw.pending = null;
+      clearTimeout(p.timer);
+      p.resolve(ev.data);
+    };
+    w.onerror = (ev) => { ev.preventDefault?.(); fail(noJinja(ev.message || 'the template worker failed to start')); };
+    tw.fail = fail;
+    templateWorker = tw;
+  }
+  const tw = templateWorker;
+  const timeMs = (m.options && m.options.limits && m.options.limits.timeMs) || 1000;
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => tw.fail(new WasmlmError('TEMPLATE_LIMIT',
+      `chat template went past its timeMs limit (${timeMs}): the renderer did not answer within ${timeMs + TEMPLATE_WATCHDOG_MS} ms and was stopped`,
+      { limit: 'timeMs' })), timeMs + TEMPLATE_WATCHDOG_MS);
+    tw.pending = { id: m.id, resolve, timer };
+    tw.w.postMessage({ id: m.id, template: m.template, messages: m.messages, options: m.options });
+  });
 }
 
 function finishLoad(options = {}) {
