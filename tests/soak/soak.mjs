@@ -86,7 +86,8 @@ const KINDS = {
   lookup: async (m, p, o) => (await m.complete(p + ' ' + p, { ...short(o, 80), draft: 'lookup' })).tokens.length,
 };
 const BATCHED = new Set(['bestOfN', 'beamSearch', 'lookup']);
-const kindNames = Object.keys(KINDS);
+// SOAK_KINDS=a,b limits the loop to some kinds (to find which one a memory trend comes from)
+const kindNames = process.env.SOAK_KINDS ? process.env.SOAK_KINDS.split(',') : Object.keys(KINDS);
 const LONGEST = PROMPTS.reduce((a, b) => (b.length > a.length ? b : a));
 for (const k of kindNames) {
   for (const m of BATCHED.has(k) ? [models[0]] : models) await KINDS[k](m, LONGEST, { ...PROBE_OPTS[0] }, true);
