@@ -435,12 +435,13 @@ export declare class Model {
  * Stable error codes. Options are checked on the caller's thread before any
  * work: unknown keys (with the closest known key suggested), wrong types and
  * out-of-range values reject with BAD_OPTION naming the option. Engine
- * failures carry the C status name (WLM_ERR_ARG, WLM_ERR_NOMEM, ...).
+ * failures map C statuses to BAD_ARGUMENT, BAD_FORMAT, TRUNCATED, UNSUPPORTED, NOMEM, CONTEXT_FULL, BAD_STATE
+ * (the C name is in `statusName`, its number in `status`).
  */
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
-  | 'NETWORK' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER'
-  | 'WLM_ERR_ARG' | 'WLM_ERR_FORMAT' | 'WLM_ERR_TRUNCATED' | 'WLM_ERR_UNSUPPORTED' | 'WLM_ERR_NOMEM' | 'WLM_ERR_CONTEXT_FULL' | 'WLM_ERR_STATE'
+  | 'NETWORK' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'INTERNAL'
+  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE'
   | (string & {});
 
 /** Every failure the package reports; `code` is stable, `option` names the option for BAD_OPTION. */
@@ -449,6 +450,9 @@ export declare class WasmlmError extends Error {
   readonly code: WasmlmErrorCode;
   /** BAD_OPTION: the option (or argument) at fault */
   readonly option?: string;
+  /** engine failures: the C wlm_status number and name (e.g. 5, 'WLM_ERR_NOMEM') */
+  readonly status?: number;
+  readonly statusName?: string;
   /** BAD_OPTION for an unknown key: the closest known option, when one is close */
   readonly suggestion?: string | null;
 }

@@ -309,7 +309,7 @@ async function cmdChat(opts) {
           } catch (e) {
             // the conversation outgrew the context: forget the oldest exchange and retry
             const first = history.findIndex((m) => m.role !== 'system');
-            if (e && e.code === 'WLM_ERR_CONTEXT_FULL' && answer === '' && first >= 0 && history.length - first > 1) {
+            if (e && e.code === 'CONTEXT_FULL' && answer === '' && first >= 0 && history.length - first > 1) {
               history.splice(first, 2);
               continue;
             }

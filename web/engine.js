@@ -6,9 +6,8 @@
 // which re-create them when the underlying buffer changed.
 //
 // Struct layouts (wasm32, little-endian) follow src/wlm.h.
-import { WasmlmError as CodedError } from './errors.js';
-
 import { DEFAULT_SAMPLING } from './options.js';
+import { WasmlmError, EngineError } from './errors.js';
 
 export const STATUS_NAMES = [
   'WLM_OK', 'WLM_ERR_ARG', 'WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'WLM_ERR_UNSUPPORTED',
@@ -26,16 +25,6 @@ export const QUANT_TYPES = {
 
 /** Default sampling options: from the options schema (web/options.js). */
 export { DEFAULT_SAMPLING };
-
-/** An error raised by the engine; `code` is the wlm_status name. */
-export class WasmlmError extends Error {
-  constructor(message, status = 1) {
-    super(message);
-    this.name = 'WasmlmError';
-    this.status = status;
-    this.code = STATUS_NAMES[status] || 'WLM_ERR_' + status;
-  }
-}
 
 // GGUF metadata value types
 const GT = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
@@ -80,7 +69,7 @@ export function ggufHeaderProblem(bytes, atEnd = false) {
 /** A BAD_FILE error for a model file (or stream) `name` whose header is wrong. */
 export function badFileError(name, problem) {
   // status: the C engine's WLM_ERR_FORMAT, which the same bytes would get from it
-  return new CodedError('BAD_FILE', `${name}: ${problem}`, { status: 2, file: name });
+  return new WasmlmError('BAD_FILE', `${name}: ${problem}`, { status: 2, file: name });
 }
 // ... and TextEncoder.encodeInto a shared destination: encode, then copy.
 function encodeUtf8Into(text, dst) {
@@ -214,7 +203,7 @@ export function samplingOptions(opts = {}) {
   for (const k of Object.keys(DEFAULT_SAMPLING)) if (opts[k] !== undefined && opts[k] !== null) o[k] = opts[k];
   const num = (k, min) => {
     const v = Number(o[k]);
-    if (!Number.isFinite(v) || v < min) throw new WasmlmError(`option ${k} must be a number >= ${min}, got ${o[k]}`, 1);
+    if (!Number.isFinite(v) || v < min) throw new EngineError(`option ${k} must be a number >= ${min}, got ${o[k]}`, 1);
     o[k] = v;
   };
   num('temperature', 0); num('topK', 0); num('topP', 0); num('minP', 0); num('repeatPenalty', 0);
@@ -222,7 +211,7 @@ export function samplingOptions(opts = {}) {
   o.topK = Math.floor(o.topK); o.repeatLastN = Math.floor(o.repeatLastN); o.maxTokens = Math.floor(o.maxTokens);
   if (typeof o.seed !== 'bigint') {
     const s = Number(o.seed);
-    if (!Number.isInteger(s) || s < 0) throw new WasmlmError(`option seed must be a non-negative integer, got ${o.seed}`, 1);
+    if (!Number.isInteger(s) || s < 0) throw new EngineError(`option seed must be a non-negative integer, got ${o.seed}`, 1);
     o.seed = BigInt(s);
   }
   o.seed = BigInt.asUintN(64, o.seed);
@@ -261,13 +250,13 @@ export function promptIdsOf(eng, prompt, o) {
   if (ids.length === 0) {
     // nothing to condition on: start from BOS when the model has one
     if (hp.bosId >= 0) ids.push(hp.bosId);
-    else if (Array.isArray(prompt)) throw new WasmlmError('the prompt has no tokens and the model has no BOS token to start from', 1);
+    else if (Array.isArray(prompt)) throw new EngineError('the prompt has no tokens and the model has no BOS token to start from', 1);
     else {
       const what = String(prompt ?? '') === '' ? 'the prompt is empty' : `the prompt text (${String(prompt).length} characters) tokenized to no tokens`;
-      throw new WasmlmError(`${what} and the model has no BOS token to start from`, 1);
+      throw new EngineError(`${what} and the model has no BOS token to start from`, 1);
     }
   }
-  for (const t of ids) if (!Number.isInteger(t) || t < 0 || t >= hp.nVocab) throw new WasmlmError(`token id ${t} out of range [0, ${hp.nVocab})`, 1);
+  for (const t of ids) if (!Number.isInteger(t) || t < 0 || t >= hp.nVocab) throw new EngineError(`token id ${t} out of range [0, ${hp.nVocab})`, 1);
   return ids;
 }
 
@@ -403,7 +392,7 @@ export class Engine {
 
   alloc(bytes, what = 'an engine buffer') {
     const p = this.x.wlm_sys_alloc(BigInt(Math.max(1, bytes)));
-    if (!p) throw new WasmlmError(nomemMessage(what, bytes, Number(this.x.wlm_sys_in_use()), Number(this.x.wlm_sys_limit())), 5);
+    if (!p) throw new EngineError(nomemMessage(what, bytes, Number(this.x.wlm_sys_in_use()), Number(this.x.wlm_sys_limit())), 5);
     return p >>> 0;
   }
   free(p) { if (p) this.x.wlm_sys_free(p); }
@@ -417,7 +406,7 @@ export class Engine {
     return msg || STATUS_NAMES[status] || 'error ' + status;
   }
   _check(status, what) {
-    if (status !== 0) throw new WasmlmError((what ? what + ': ' : '') + this._errMsg(status), status);
+    if (status !== 0) throw new EngineError((what ? what + ': ' : '') + this._errMsg(status), status);
   }
   _clearErr() { this.dv.setUint32(this.scratch + S_ERR, 0, true); this.u8[this.scratch + S_ERR + 4] = 0; }
   _cstr(p, len) { return utf8.decode(this.u8.subarray(p, p + len)); }
@@ -432,7 +421,7 @@ export class Engine {
    * memory (which a wasm instance never gives back) before the first byte.
    */
   beginLoad(size, { declared = false } = {}) {
-    if (this.model) throw new WasmlmError('a model is already loaded in this engine', 7);
+    if (this.model) throw new EngineError('a model is already loaded in this engine', 7);
     this._freeFile();
     this.fileHint = declared && size > 0 ? size : 0;
     this.fileCap = size > 0 ? (declared ? Math.min(size, DECLARED_FIRST_BYTES) : size) : 1 << 20;
@@ -491,11 +480,11 @@ export class Engine {
       this._check(st, 'cannot load model');
       this.model = this.dv.getUint32(pp, true);
       this.hparams = this._readHparams();
-      if (opts.kvType != null && opts.kvType !== 'f32' && opts.kvType !== 'f16') throw new WasmlmError(`kvType must be 'f32' or 'f16', got ${opts.kvType}`, 1);
-      if (opts.onFull != null && opts.onFull !== 'error' && opts.onFull !== 'slide') throw new WasmlmError(`onFull must be 'error' or 'slide', got ${opts.onFull}`, 1);
+      if (opts.kvType != null && opts.kvType !== 'f32' && opts.kvType !== 'f16') throw new EngineError(`kvType must be 'f32' or 'f16', got ${opts.kvType}`, 1);
+      if (opts.onFull != null && opts.onFull !== 'error' && opts.onFull !== 'slide') throw new EngineError(`onFull must be 'error' or 'slide', got ${opts.onFull}`, 1);
       const maxSeq = opts.maxSequences == null ? 1 : Number(opts.maxSequences);
-      if (!Number.isInteger(maxSeq) || maxSeq < 1 || maxSeq > MAX_SEQ) throw new WasmlmError(`maxSequences must be an integer in 1..${MAX_SEQ}, got ${opts.maxSequences}`, 1);
-      if (maxSeq > 1 && opts.onFull === 'slide') throw new WasmlmError("maxSequences > 1 needs onFull 'error' (the sliding window is a one-sequence policy)", 1);
+      if (!Number.isInteger(maxSeq) || maxSeq < 1 || maxSeq > MAX_SEQ) throw new EngineError(`maxSequences must be an integer in 1..${MAX_SEQ}, got ${opts.maxSequences}`, 1);
+      if (maxSeq > 1 && opts.onFull === 'slide') throw new EngineError("maxSequences > 1 needs onFull 'error' (the sliding window is a one-sequence policy)", 1);
       this.ctxOpts = {
         nCtx: opts.contextLength == null ? 0 : opts.contextLength >>> 0,
         nBatch: opts.batchSize == null ? 0 : opts.batchSize >>> 0,
@@ -551,9 +540,9 @@ export class Engine {
    * cache starts empty) when it does not. Returns true when it grew.
    */
   _ensureCtx({ nSeq = 1, slots = 0, outputs = 1 }) {
-    if (nSeq > MAX_SEQ) throw new WasmlmError(`${nSeq} sequences asked for, at most ${MAX_SEQ} fit in one context`, 1);
+    if (nSeq > MAX_SEQ) throw new EngineError(`${nSeq} sequences asked for, at most ${MAX_SEQ} fit in one context`, 1);
     if (nSeq <= this.nSeqMax && slots <= this.nCtx && outputs <= this.nOutputs) return false;
-    if (this.onFull === 'slide') throw new WasmlmError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
+    if (this.onFull === 'slide') throw new EngineError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
     const o = { ...this.ctxOpts, nCtx: Math.max(this.nCtx, slots), nSeq: Math.max(this.nSeqMax, nSeq), nOut: Math.max(this.nOutputs, outputs, nSeq) };
     const old = this.ctxOpts;
     try {
@@ -584,7 +573,7 @@ export class Engine {
     this.textCap = 0; this._batchCap = 0; this._vocabFp = null; this.tokCap = 0; this.histCap = 0; this.distCap = 0;
   }
 
-  _requireModel() { if (!this.model) throw new WasmlmError('no model loaded', 7); }
+  _requireModel() { if (!this.model) throw new EngineError('no model loaded', 7); }
 
   _readHparams() {
     const p = this.x.wlm_model_hparams(this.model) >>> 0;
@@ -627,7 +616,7 @@ export class Engine {
   logits(ids, { all = false } = {}) {
     this._requireModel();
     ids = Array.from(ids, Number);
-    if (ids.length === 0) throw new WasmlmError('logits: no tokens', 1);
+    if (ids.length === 0) throw new EngineError('logits: no tokens', 1);
     const nv = this.hparams.nVocab;
     this._reset();
     const out = [];
@@ -755,7 +744,7 @@ export class Engine {
       this._check(st, 'tokenize');
       return Array.from(this.i32.subarray(this.tokBuf >>> 2, (this.tokBuf >>> 2) + n));
     }
-    throw new WasmlmError('tokenize: token buffer too small', 1);
+    throw new EngineError('tokenize: token buffer too small', 1);
   }
 
   _detokPush(detokP, token) {
@@ -776,7 +765,7 @@ export class Engine {
     const nv = this.hparams.nVocab;
     for (const id of ids) {
       const t = Number(id);
-      if (!Number.isInteger(t) || t < 0 || t >= nv) throw new WasmlmError(`token id ${id} out of range [0, ${nv})`, 1);
+      if (!Number.isInteger(t) || t < 0 || t >= nv) throw new EngineError(`token id ${id} out of range [0, ${nv})`, 1);
       s += this._detokPush(d, t);
     }
     return s + this._detokFlush(d);
@@ -884,7 +873,7 @@ export class Engine {
       state,
       /** @param {() => boolean} [shouldStop] */
       step(shouldStop) {
-        if (state.finishReason) throw new WasmlmError('generation already finished', 7);
+        if (state.finishReason) throw new EngineError('generation already finished', 7);
         if (!state.started) {
           state.started = true;
           const t0 = now();
@@ -892,7 +881,7 @@ export class Engine {
           state.reusedTokens = reused;
           state.prefillMs = now() - t0;
           if (st === -1) return self._end('abort');
-          if (st === STATUS_CONTEXT_FULL) throw new WasmlmError(`prompt of ${promptIds.length} tokens does not fit the context (${eng.nCtx} tokens): ${eng._errMsg(st)}`, st);
+          if (st === STATUS_CONTEXT_FULL) throw new EngineError(`prompt of ${promptIds.length} tokens does not fit the context (${eng.nCtx} tokens): ${eng._errMsg(st)}`, st);
           eng._check(st, 'prefill');
           if (o.maxTokens === 0) return self._end('length');
         }
@@ -991,7 +980,7 @@ export class Engine {
   quantize(type, sink) {
     this._requireModel();
     const t = typeof type === 'number' ? type : QUANT_TYPES[String(type).toLowerCase()];
-    if (t === undefined) throw new WasmlmError(`unknown quantization type '${type}' (use ${Object.keys(QUANT_TYPES).join(', ')})`, 1);
+    if (t === undefined) throw new EngineError(`unknown quantization type '${type}' (use ${Object.keys(QUANT_TYPES).join(', ')})`, 1);
     this._clearErr();
     const st = this.x.wlm_quantize_size(this.model, t, this.scratch + S_U64, this.scratch + S_ERR);
     this._check(st, 'quantize');

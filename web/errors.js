@@ -12,8 +12,17 @@
 //   INTEGRITY       downloaded or cached bytes do not match their digest
 //   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
 //   WORKER          the model's worker died
-//   UNSUPPORTED     this runtime lacks what was asked for (relaxed SIMD, ...)
-// Engine failures carry the C status name (WLM_ERR_ARG, WLM_ERR_NOMEM, ...).
+//   UNSUPPORTED     this runtime or build lacks what was asked for (relaxed SIMD, an architecture, ...)
+//   INTERNAL        an unexpected failure inside wasmlm (a bug: please report it)
+// Engine failures (the C library's wlm_status) map to these codes, with the
+// status number in `status` and the C name in `statusName`:
+//   BAD_ARGUMENT    WLM_ERR_ARG: an argument the engine refused (token id, prompt, ...)
+//   BAD_FORMAT      WLM_ERR_FORMAT: a model file that is not valid GGUF / not a usable model
+//   TRUNCATED       WLM_ERR_TRUNCATED: a model file cut short
+//   UNSUPPORTED     WLM_ERR_UNSUPPORTED: an architecture, type or feature this build lacks
+//   NOMEM           WLM_ERR_NOMEM: over the memory limit
+//   CONTEXT_FULL    WLM_ERR_CONTEXT_FULL: the context has no room
+//   BAD_STATE       WLM_ERR_STATE: a call out of order (generation finished, no model, ...)
 
 export class WasmlmError extends Error {
   /**
@@ -26,6 +35,17 @@ export class WasmlmError extends Error {
     this.name = 'WasmlmError';
     this.code = code;
     if (props) for (const [k, v] of Object.entries(props)) if (k !== 'cause') this[k] = v;
+  }
+}
+
+/** Codes of the C engine's statuses, by wlm_status number. */
+export const STATUS_CODES = Object.freeze(['OK', 'BAD_ARGUMENT', 'BAD_FORMAT', 'TRUNCATED', 'UNSUPPORTED', 'NOMEM', 'CONTEXT_FULL', 'BAD_STATE']);
+const STATUS_C_NAMES = ['WLM_OK', 'WLM_ERR_ARG', 'WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'WLM_ERR_UNSUPPORTED', 'WLM_ERR_NOMEM', 'WLM_ERR_CONTEXT_FULL', 'WLM_ERR_STATE'];
+
+/** An engine failure: a WasmlmError whose code comes from the C status. */
+export class EngineError extends WasmlmError {
+  constructor(message, status = 1) {
+    super(STATUS_CODES[status] || 'ENGINE', message, { status, statusName: STATUS_C_NAMES[status] || `WLM_STATUS_${status}` });
   }
 }
 

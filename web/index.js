@@ -29,10 +29,9 @@ const STAGE_BYTES = 4 << 20; // chunk size for streaming bytes to the worker
 
 
 function reviveError(plain) {
-  const e = new WasmlmError(plain.code || (plain.name === 'AbortError' ? 'ABORTED' : 'ERROR'), plain.message);
-  e.name = plain.name || 'WasmlmError';
-  if (plain.status != null) e.status = plain.status;
-  if (plain.partial) e.partial = plain.partial;
+  const { name, message, code, ...fields } = plain;
+  const e = new WasmlmError(code || (name === 'AbortError' ? 'ABORTED' : 'INTERNAL'), message, fields);
+  e.name = name || 'WasmlmError';
   return e;
 }
 
@@ -329,7 +328,7 @@ async function pumpReader(reader, sender) {
 
 /** Errors that blame the file's bytes (not an option, a limit or an abort). */
 function isFileError(e) {
-  return ['WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'BAD_FILE'].includes(e && e.code);
+  return ['BAD_FORMAT', 'TRUNCATED', 'BAD_FILE'].includes(e && e.code);
 }
 
 function looksLikeUrl(s) { return /^(https?|blob|data):/i.test(s); }

@@ -13,7 +13,8 @@
 //                    n-gram matches in the context (prompt lookup).
 // Each start* returns a stepper; the worker calls it step by step so that
 // aborts are seen between steps and progress can be streamed.
-import { Stream, WasmlmError, samplingOptions, promptIdsOf, sampleAt, STATUS_CONTEXT_FULL } from './engine.js';
+import { Stream, samplingOptions, promptIdsOf, sampleAt, STATUS_CONTEXT_FULL } from './engine.js';
+import { EngineError } from './errors.js';
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 const SEED_STEP = 1n; // candidate i samples with seed + i: it equals generate(prompt, {seed: seed + i})
@@ -62,10 +63,10 @@ export function startBatch(eng, prompt, opts = {}) {
   eng._requireModel();
   const o = samplingOptions(opts);
   const n = opts.n == null ? 4 : Number(opts.n);
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new WasmlmError(`n must be an integer in 1..64, got ${opts.n}`, 1);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new EngineError(`n must be an integer in 1..64, got ${opts.n}`, 1);
   const promptIds = promptIdsOf(eng, prompt, o);
   const limit = eng.ctxLimit;              // positions per candidate
-  if (promptIds.length >= limit) throw new WasmlmError(`prompt of ${promptIds.length} tokens does not fit the context (${limit} tokens)`, STATUS_CONTEXT_FULL);
+  if (promptIds.length >= limit) throw new EngineError(`prompt of ${promptIds.length} tokens does not fit the context (${limit} tokens)`, STATUS_CONTEXT_FULL);
   const perCand = Math.min(o.maxTokens, limit - promptIds.length);
   const grew = eng._ensureCtx({ nSeq: n, slots: promptIds.length + n * perCand, outputs: n });
   const t0 = now();
@@ -101,7 +102,7 @@ export function startBatch(eng, prompt, opts = {}) {
 
   return {
     step(shouldStop) {
-      if (finished) throw new WasmlmError('batch already finished', 7);
+      if (finished) throw new EngineError('batch already finished', 7);
       try {
         if (!started) {
           started = true;
@@ -178,12 +179,12 @@ export function startBeam(eng, prompt, opts = {}) {
   eng._requireModel();
   const o = samplingOptions({ ...opts, temperature: 0 });
   const B = opts.beams == null ? 4 : Number(opts.beams);
-  if (!Number.isInteger(B) || B < 1 || B > 32) throw new WasmlmError(`beams must be an integer in 1..32, got ${opts.beams}`, 1);
+  if (!Number.isInteger(B) || B < 1 || B > 32) throw new EngineError(`beams must be an integer in 1..32, got ${opts.beams}`, 1);
   const lp = opts.lengthPenalty == null ? 1 : Number(opts.lengthPenalty);
-  if (!Number.isFinite(lp)) throw new WasmlmError('lengthPenalty must be a finite number', 1);
+  if (!Number.isFinite(lp)) throw new EngineError('lengthPenalty must be a finite number', 1);
   const promptIds = promptIdsOf(eng, prompt, o);
   const limit = eng.ctxLimit;
-  if (promptIds.length >= limit) throw new WasmlmError(`prompt of ${promptIds.length} tokens does not fit the context (${limit} tokens)`, STATUS_CONTEXT_FULL);
+  if (promptIds.length >= limit) throw new EngineError(`prompt of ${promptIds.length} tokens does not fit the context (${limit} tokens)`, STATUS_CONTEXT_FULL);
   const steps = Math.min(o.maxTokens, limit - promptIds.length);
   eng._ensureCtx({ nSeq: 2 * B, slots: promptIds.length + B * steps + B, outputs: B });
   const score = (logprob, len) => logprob / Math.pow(Math.max(len, 1), lp);
@@ -208,7 +209,7 @@ export function startBeam(eng, prompt, opts = {}) {
 
   return {
     step(shouldStop) {
-      if (finished) throw new WasmlmError('beam search already finished', 7);
+      if (finished) throw new EngineError('beam search already finished', 7);
       try {
         if (!started) {
           started = true;
@@ -240,7 +241,7 @@ export function startBeam(eng, prompt, opts = {}) {
         // sequences: a beam's first child continues in its sequence, others fork it
         const used = new Set(), inUse = new Set(live.map((b) => b.seq));
         const claimed = new Set();
-        const free = () => { for (let s = 0; s < 2 * B; s++) if (!inUse.has(s) && !claimed.has(s)) { claimed.add(s); return s; } throw new WasmlmError('beam search ran out of sequences', 7); };
+        const free = () => { for (let s = 0; s < 2 * B; s++) if (!inUse.has(s) && !claimed.has(s)) { claimed.add(s); return s; } throw new EngineError('beam search ran out of sequences', 7); };
         for (const c of next) {
           const parent = live[c.bi];
           if (!used.has(c.bi)) { used.add(c.bi); c.seq = parent.seq; }
@@ -313,7 +314,7 @@ export function startSpeculative(eng, prompt, opts = {}) {
   const o = samplingOptions(opts);
   const promptIds = promptIdsOf(eng, prompt, o);
   const limit = eng.ctxLimit;
-  if (promptIds.length >= limit) throw new WasmlmError(`prompt of ${promptIds.length} tokens does not fit the context (${limit} tokens)`, STATUS_CONTEXT_FULL);
+  if (promptIds.length >= limit) throw new EngineError(`prompt of ${promptIds.length} tokens does not fit the context (${limit} tokens)`, STATUS_CONTEXT_FULL);
   // prompt lookup drafts for free, so its default bound is higher: the
   // adaptive length (nextLookupTokens) rarely reaches it
   const maxDraft = Math.max(1, Math.min(opts.draftTokens ?? (opts.lookup ? 8 : 4), 32));
@@ -359,7 +360,7 @@ export function startSpeculative(eng, prompt, opts = {}) {
       return Math.max(0, Math.min(k, o.maxTokens - s.tokens.length - 1, limit - committed.length, eng.nOutputs - 1));
     },
     round(drafts, qs, shouldStop) {
-      if (finished) throw new WasmlmError('generation already finished', 7);
+      if (finished) throw new EngineError('generation already finished', 7);
       try {
         let prefillMs = 0;   // this round's prompt prefill (the first round), reported apart from its pass
         if (!started) {
@@ -445,7 +446,7 @@ export function startDraft(eng, opts = {}) {
   let closed = false;
   return {
     propose(ids, k) {
-      if (closed) throw new WasmlmError('draft session closed', 7);
+      if (closed) throw new EngineError('draft session closed', 7);
       const tokens = [], qs = [];
       const { status, reused } = eng._prefill(ids);
       const caughtUp = ids.length - reused;   // tokens the draft had not seen (1 after a drafting round)

@@ -76,13 +76,16 @@ if (isNode) {
 
 function post(msg, transfer) { port.post(msg, transfer); }
 
+// An error as a plain object for the caller: name, message, code and the
+// error's own primitive fields (status, statusName, option, limit, url, ...).
 function errToPlain(e) {
-  return {
-    name: e && e.name || 'Error',
-    message: e && e.message || String(e),
-    code: e && e.code,
-    status: e && e.status,
-  };
+  const plain = { name: e && e.name || 'Error', message: e && e.message || String(e), code: e && e.code };
+  if (e && typeof e === 'object') {
+    for (const [k, v] of Object.entries(e)) {
+      if (!(k in plain) && v !== undefined && (v === null || ['string', 'number', 'boolean'].includes(typeof v))) plain[k] = v;
+    }
+  }
+  return plain;
 }
 
 function isAborted(id) {

@@ -113,7 +113,7 @@ test('an unknown architecture is refused naming it and its first unknown tensor'
   ]);
   await assert.rejects(loadModel(file), (e) => {
     assert.match(e.message, /unsupported architecture 'phi3' \(first unknown tensor: blk\.0\.attn_qkv\.weight/);
-    assert.equal(e.code, 'WLM_ERR_UNSUPPORTED');
+    assert.equal(e.code, 'UNSUPPORTED');
     return true;
   });
 });

@@ -270,7 +270,7 @@ test('bad input rejects with the engine message; the process stays healthy', asy
     await assert.rejects(loadModel(bytes), (e) => {
       assert.ok(e instanceof Error, name);
       assert.match(e.message, /cannot load model: ./, `${name}: ${e.message}`);
-      assert.match(e.code, /^WLM_ERR_/, `${name}: ${e.code}`);
+      assert.match(e.statusName, /^WLM_ERR_/, `${name}: ${e.code}`);
       return true;
     }, name);
   }

@@ -204,7 +204,7 @@ test('a cached model whose load fails is evicted', LONG, async () => {
   await withServer((req, res) => { res.writeHead(200, { 'content-length': broken.length }); res.end(broken); }, async (base) => {
     const cacheDir = tmpdir();
     const opts = { modelDir: tmpdir(), cacheDir, registry: { tiny: { url: `${base}/m.gguf` } }, offline: false, threads: 1 };
-    await assert.rejects(loadModel('tiny', opts), (e) => /^WLM_ERR_(FORMAT|TRUNCATED)$/.test(e.code));
+    await assert.rejects(loadModel('tiny', opts), (e) => /^(BAD_FORMAT|TRUNCATED)$/.test(e.code));
     assert.deepEqual(fs.readdirSync(cacheDir), [], 'the refused file and its record are gone');
   });
 });
