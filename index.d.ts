@@ -386,6 +386,33 @@ export interface BeamSearchOptions {
   signal?: AbortSignal;
 }
 
+export interface SelfConsistencyOptions<A = unknown> extends Omit<BestOfNOptions, 'scorer'> {
+  /** pulls the answer out of a candidate's text (null / undefined: no answer) */
+  extract: (text: string, candidate: Candidate) => A | null | undefined | Promise<A | null | undefined>;
+}
+
+export interface DistributionOptions extends Omit<SamplingOptions, 'maxTokens' | 'seed'> {
+  /** entries returned, best first (default 20; at most the vocabulary) */
+  topN?: number;
+  addBos?: boolean;
+  parseSpecial?: boolean;
+}
+
+export interface TokenizeOptions {
+  /** prepend BOS (default: the model's add_bos flag) */
+  addBos?: boolean;
+  /** control-token text becomes its id (default false) */
+  parseSpecial?: boolean;
+}
+export interface LogitsOptions {
+  /** one row per token instead of the last token's */
+  all?: boolean;
+}
+export interface QuantizeOptions {
+  /** Node: write the GGUF file here instead of returning its bytes */
+  outPath?: string;
+}
+
 export interface Beam { text: string; tokens: number[]; logprob: number; score: number; finishReason: FinishReason }
 
 export declare class Model {
@@ -412,21 +439,21 @@ export declare class Model {
   /** The whole assistant reply (onToken streams). */
   chatComplete(messages: ChatMessage[], options?: ChatCompleteOptions): Promise<CompletionResult>;
   /** Raw logits from an empty context: the last token's, or with {all: true} one row per token. */
-  logits(tokens: number[], options?: { all?: boolean }): Promise<Float32Array[]>;
-  tokenize(text: string, options?: { addBos?: boolean; parseSpecial?: boolean }): Promise<number[]>;
+  logits(tokens: number[], options?: LogitsOptions): Promise<Float32Array[]>;
+  tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
   detokenize(ids: Iterable<number>): Promise<string>;
   /** Filtered next-token distribution after `text` (top `topN`, default 20). */
-  nextTokenDistribution(text: string | number[], options?: SamplingOptions & { topN?: number; addBos?: boolean }): Promise<TokenProb[]>;
+  nextTokenDistribution(text: string | number[], options?: DistributionOptions): Promise<TokenProb[]>;
   /** n candidates decoded as one batch (the prompt prefilled once, its cache shared), scored, best first. */
   bestOfN(prompt: string | number[], options?: BestOfNOptions): Promise<BestOfNResult>;
   /** Majority vote over answers extract() pulls out of n samples. */
-  selfConsistency<A = unknown>(prompt: string | number[], options: BestOfNOptions & { extract: (text: string, candidate: Candidate) => A | null | undefined | Promise<A | null | undefined> }): Promise<SelfConsistencyResult<A>>;
+  selfConsistency<A = unknown>(prompt: string | number[], options: SelfConsistencyOptions<A>): Promise<SelfConsistencyResult<A>>;
   /** Resamples (seed, seed+1, ...) until verify accepts or maxAttempts; returns every attempt. */
   generateUntil(prompt: string | number[], options: GenerateUntilOptions): Promise<{ ok: boolean; result: Attempt | null; attempts: Attempt[] }>;
   /** Deterministic beam search on forked sequences. */
   beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
-  quantize(type: QuantType, options?: { outPath?: string }): Promise<QuantizeResult>;
+  quantize(type: QuantType, options?: QuantizeOptions): Promise<QuantizeResult>;
   /** Frees the model and ends its worker at once: requests in flight or queued reject with code 'DISPOSED'. */
   dispose(): Promise<void>;
 }

@@ -80,7 +80,7 @@ export const OPTIONS = Object.freeze({
   offline: opt('boolean', 'fail instead of downloading a registry model that is not local', { default: false }),
   cache: opt('boolean', 'browsers: keep models fetched by URL in Cache Storage', { default: true }),
   wasm: opt('wasm', 'the engine build: a compiled module, its bytes, or a path/URL', { side: 'caller' }),
-  timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never)', { min: 0, max: I32_MAX }),
+  timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never; default none for URLs, 30 s for registry names)', { min: 0, max: I32_MAX }),
   signal: opt('signal', 'AbortSignal that cancels the call', { side: 'caller' }),
 
   // sampling (generate, complete, chat, bestOfN, ...)

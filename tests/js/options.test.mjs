@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { MODEL_PATH, ROOT } from './helpers.mjs';
 import { loadModel, WasmlmError, DEFAULT_SAMPLING } from '../../web/index.js';
@@ -114,10 +114,50 @@ test('the sampling defaults come from the schema and every option has a doc line
   for (const keys of Object.values(METHODS)) for (const k of keys) assert.ok(OPTIONS[k], k);
 });
 
-test('index.d.ts declares every option of the schema', () => {
+// The option keys an interface of index.d.ts declares, following `extends`
+// (including Omit<X, 'a' | 'b'>) and ignoring nested object types.
+function dtsKeys(dts, name) {
+  const m = new RegExp(`export interface ${name}(?:<[^>]*>)?(?: extends ([^{]+))?\\s*\\{`).exec(dts);
+  assert.ok(m, `interface ${name} in index.d.ts`);
+  const keys = new Set();
+  let depth = 1, i = m.index + m[0].length, line = '';
+  for (; depth > 0 && i < dts.length; i++) {
+    const ch = dts[i];
+    if (ch === '{') depth++;
+    else if (ch === '}') depth--;
+    if (ch === '\n' || depth === 0) {
+      const k = /^\s*(\w+)\??\s*:/.exec(line);
+      if (k) keys.add(k[1]);
+      line = '';
+    } else if (depth === 1) line += ch;
+  }
+  const comments = (t) => t.replace(/\/\*[\s\S]*?\*\//g, '');
+  for (const part of (m[1] || '').split(/,(?![^<]*>)/).map((x) => comments(x).trim()).filter(Boolean)) {
+    const omit = /^Omit<(\w+),\s*([^>]+)>$/.exec(part);
+    const base = omit ? omit[1] : part;
+    const drop = omit ? new Set([...omit[2].matchAll(/'(\w+)'/g)].map((x) => x[1])) : new Set();
+    for (const k of dtsKeys(dts, base)) if (!drop.has(k)) keys.add(k);
+  }
+  return keys;
+}
+
+test('the TypeScript option types of every method declare exactly the schema\'s options', () => {
   const dts = fs.readFileSync(path.join(ROOT, 'index.d.ts'), 'utf8');
-  const missing = Object.keys(OPTIONS).filter((k) => !new RegExp(`\\b${k}\\??:`).test(dts));
-  assert.deepEqual(missing, []);
+  const IFACE = {
+    loadModel: 'LoadOptions', generate: 'GenerateOptions', complete: 'CompleteOptions', applyChatTemplate: 'ChatTemplateOptions',
+    chat: 'ChatOptions', chatComplete: 'ChatCompleteOptions', bestOfN: 'BestOfNOptions', selfConsistency: 'SelfConsistencyOptions',
+    generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', nextTokenDistribution: 'DistributionOptions',
+    tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions',
+  };
+  assert.deepEqual(Object.keys(IFACE).sort(), Object.keys(METHODS).sort());
+  for (const [method, iface] of Object.entries(IFACE)) {
+    assert.deepEqual([...dtsKeys(dts, iface)].sort(), [...METHODS[method]].sort(), `${method} (${iface})`);
+  }
+});
+
+test('docs/options.md is generated from the schema and current', () => {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'tools/gen-options-doc.mjs'), '--check'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
 });
 
 // ---- through the public API: nothing reaches the worker ------------------------
