@@ -67,7 +67,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const opt = (name, dflt) => { const i = argv.indexOf(name); return i >= 0 && argv[i + 1] ? argv[i + 1] : dflt; };
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log('usage: node web/demo/server.mjs [--port 8080] [--host 127.0.0.1] [--models DIR]\n' +
-      'Serves the wasmlm demo with COOP/COEP headers. --models (or env WASMLM_MODELS) is a folder of .gguf files.');
+      'Serves the wasmlm demo with COOP/COEP headers. --models (or env WASMLM_MODELS) is a folder of .gguf files\n' +
+      '(only regular *.gguf files directly in it are served). Requests must address the server as 127.0.0.1,\n' +
+      'localhost or [::1] (plus --host NAME when given) with its port; others get a 403.');
     process.exit(0);
   }
   const port = +opt('--port', process.env.PORT || 8080);
