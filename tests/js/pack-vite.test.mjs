@@ -47,7 +47,7 @@ window.result = (async () => {
     { cwd: app, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 120000 });
   const dist = path.join(app, 'dist');
   assert.ok(fs.existsSync(path.join(dist, 'index.html')), build);
-  const server = await startServer(dist);
+  const server = await startServer(dist, { allow: ['/'] });   // a build output: all of it is the app
   const browser = await launch();
   const errors = [];
   try {
