@@ -311,3 +311,13 @@ soak-quick: wasm
 	WLM_SHARED=$(abspath $(SHARED)) node --expose-gc tests/soak/soak.mjs 100 --out $(BUILD)/soak-quick
 test: soak-quick
 .PHONY: soak-quick
+
+# Lint (eslint.config.js): the recommended set, no unused variables, no
+# `_private` member used from outside its object. eslint is a devDependency
+# (tools/setup.sh installs it with the others).
+LINT_JS := web models tests bench tools fuzz eslint.config.js
+lint:
+	@test -x node_modules/.bin/eslint || { echo "lint: eslint is not installed (run npm ci)"; exit 1; }
+	node_modules/.bin/eslint $(LINT_JS)
+test: lint
+.PHONY: lint

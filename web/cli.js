@@ -1,22 +1,11 @@
 #!/usr/bin/env node
-// wasmlm command line (Node >= 20).
+// The `wasmlm` command line (generate, chat, info, quantize, tokenize) over the JS API.
 //
-//   wasmlm generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P]
-//          [--min-p P] [--repeat-penalty R] [--repeat-last-n N] [--seed S]
-//          [--ctx N] [--kv f32|f16] [--ignore-eos] [--parse-special] [--stop STR]... [--native]
-//   wasmlm info MODEL [--json] [--native]
-//   wasmlm quantize IN OUT TYPE [--native]          TYPE: f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q2_k | q3_k | q4_k | q5_k | q6_k | q4_k_m | q5_k_m
-//   wasmlm tokenize -m MODEL -p TEXT [--no-bos]
-//   wasmlm chat -m MODEL [--system TEXT] [--template FILE] [sampling options] [--ctx N]
-//
-// MODEL is a file path, a URL or a registry name (e.g. stories260K).
-// generate writes exactly the generated continuation to stdout, streamed as
-// it is produced; statistics go to stderr. Sampling defaults are the API's:
-// temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, repeat penalty 1.1 over
-// the last 64 tokens, seed 0xC0FFEE, 256 tokens. --temp 0 is greedy decoding
-// (argmax after the repeat penalty; add --repeat-penalty 1 for plain argmax).
-// --native (or env WASMLM_NATIVE=1) runs build/wasmlm-native instead of the
-// wasm engine, with the same arguments.
+// Every flag that sets an API option is listed once in OPTION_FLAGS; its
+// parsing, range check, default and help line come from web/options.js, so
+// `wasmlm --help` is the reference (tests/js/cli.test.mjs checks it against
+// the schema). generate writes exactly the generated continuation to stdout,
+// streamed; statistics go to stderr.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,44 +15,98 @@ import readline from 'node:readline';
 import { loadModel, DEFAULT_SAMPLING } from './index.js';
 import { chatTemplateFor } from './chat.js';
 import { QUANT_TYPES } from './engine.js';
+import { OPTIONS, METHODS, checkValue } from './options.js';
 import { resolveModel, isRegistryName } from '../models/registry.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const NATIVE_BIN = path.join(ROOT, 'build', 'wasmlm-native');
 
-const USAGE = `usage:
-  wasmlm generate -m MODEL -p PROMPT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
-                  [--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N]
-                  [--kv f32|f16] [-t|--threads N] [--ignore-eos] [--parse-special] [--stop STR]... [--native]
-  wasmlm info MODEL [--json] [--native]
-  wasmlm quantize IN OUT TYPE [--native]        (TYPE: f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q2_k | q3_k | q4_k | q5_k | q6_k | q4_k_m | q5_k_m)
-  wasmlm tokenize -m MODEL -p TEXT [--no-bos]
-  wasmlm chat -m MODEL [--system TEXT] [--template FILE] [sampling options] [--ctx N]
-                  (interactive, multi-turn; Ctrl-C stops an answer, Ctrl-C at the prompt
-                  or end of input exits; uses the model's tokenizer.chat_template)
+/**
+ * CLI flags of API options: [option name in OPTIONS, flags, metavar]. Kind,
+ * range, default and doc are the schema's; boolean options take no value.
+ */
+export const OPTION_FLAGS = [
+  ['maxTokens', ['-n', '--max-tokens'], 'N'],
+  ['temperature', ['--temp', '--temperature'], 'T'],
+  ['topK', ['--top-k'], 'K'],
+  ['topP', ['--top-p'], 'P'],
+  ['minP', ['--min-p'], 'P'],
+  ['repeatPenalty', ['--repeat-penalty'], 'R'],
+  ['repeatLastN', ['--repeat-last-n'], 'N'],
+  ['seed', ['--seed'], 'S'],
+  ['stop', ['--stop'], 'STR'],
+  ['ignoreEos', ['--ignore-eos']],
+  ['parseSpecial', ['--parse-special']],
+  ['contextLength', ['--ctx'], 'N'],
+  ['batchSize', ['--batch'], 'N'],
+  ['kvType', ['--kv'], OPTIONS.kvType.values.join('|')],
+  ['threads', ['-t', '--threads'], 'N'],
+];
 
-MODEL: a .gguf path, a URL, or a registry name (stories260K).
-Defaults: -n ${DEFAULT_SAMPLING.maxTokens} --temp ${DEFAULT_SAMPLING.temperature} --top-k ${DEFAULT_SAMPLING.topK} --top-p ${DEFAULT_SAMPLING.topP} --min-p ${DEFAULT_SAMPLING.minP}
-  --repeat-penalty ${DEFAULT_SAMPLING.repeatPenalty} --repeat-last-n ${DEFAULT_SAMPLING.repeatLastN} --seed ${DEFAULT_SAMPLING.seed} (0x${DEFAULT_SAMPLING.seed.toString(16).toUpperCase()})
---temp 0 is greedy (argmax after the repeat penalty; --repeat-penalty 1 for plain argmax).
---native (or WASMLM_NATIVE=1) runs build/wasmlm-native with the same arguments.
-Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache).`;
+// flags of the CLI itself (no API option behind them)
+const CLI_VALUE_FLAGS = { '-m': 'model', '--model': 'model', '-p': 'prompt', '--prompt': 'prompt', '--system': 'system', '--template': 'template' };
+const CLI_BOOL_FLAGS = { '--native': 'native', '--json': 'json', '--no-bos': 'noBos', '-h': 'help', '--help': 'help' };
+
+const VALUE_FLAGS = { ...CLI_VALUE_FLAGS };
+const BOOL_FLAGS = { ...CLI_BOOL_FLAGS };
+for (const [name, flags] of OPTION_FLAGS) for (const f of flags) (OPTIONS[name].kind === 'boolean' ? BOOL_FLAGS : VALUE_FLAGS)[f] = name;
+
+/** One help line per option flag: flags, metavar, the schema's doc and default. */
+function optionLines(names) {
+  return OPTION_FLAGS.filter(([name]) => names.includes(name)).map(([name, flags, meta]) => {
+    const o = OPTIONS[name];
+    const head = `  ${flags.join(', ')}${meta ? ` ${meta}` : ''}`;
+    let def = '';
+    if (name === 'seed') def = ` (default ${o.default} = 0x${o.default.toString(16).toUpperCase()})`;
+    else if (o.default !== undefined && o.kind !== 'boolean') def = ` (default ${o.default})`;
+    const more = name === 'stop' ? ' (repeatable)' : '';
+    return `${head.padEnd(30)} ${o.doc}${def}${more}`;
+  });
+}
+
+/** The help text; `--native` appears only where this checkout has the native build (the npm package has none). */
+export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
+  const nat = native ? ' [--native]' : '';
+  const sampling = OPTION_FLAGS.map(([n]) => n).filter((n) => !METHODS.loadModel.includes(n));
+  const loading = OPTION_FLAGS.map(([n]) => n).filter((n) => METHODS.loadModel.includes(n));
+  return [
+    'usage:',
+    `  wasmlm generate -m MODEL -p PROMPT [sampling and loading options]${nat}`,
+    '  wasmlm chat -m MODEL [--system TEXT] [--template FILE] [sampling and loading options]',
+    '                  interactive, multi-turn, with the model\'s tokenizer.chat_template;',
+    '                  Ctrl-C stops an answer; at the prompt Ctrl-C twice (or Ctrl-D) exits',
+    `  wasmlm info MODEL [--json]${nat}`,
+    `  wasmlm quantize IN OUT TYPE${nat}   (TYPE: ${Object.keys(QUANT_TYPES).join(' | ')})`,
+    '  wasmlm tokenize -m MODEL -p TEXT [--no-bos] [--parse-special]',
+    '',
+    'MODEL: a .gguf path, a URL, or a registry name (stories260K).',
+    '',
+    'sampling (generate, chat):',
+    ...optionLines(sampling),
+    'loading:',
+    ...optionLines(loading),
+    ...(native ? ['', '--native (or WASMLM_NATIVE=1) runs this checkout\'s build/wasmlm-native with the same arguments.'] : []),
+    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache).',
+  ].join('\n');
+}
 
 class UsageError extends Error {}
 
-const VALUE_FLAGS = {
-  '-m': 'model', '--model': 'model',
-  '-p': 'prompt', '--prompt': 'prompt',
-  '-n': 'maxTokens', '--max-tokens': 'maxTokens',
-  '--temp': 'temperature', '--temperature': 'temperature',
-  '--top-k': 'topK', '--top-p': 'topP', '--min-p': 'minP',
-  '--repeat-penalty': 'repeatPenalty', '--repeat-last-n': 'repeatLastN',
-  '--seed': 'seed', '--ctx': 'contextLength', '--batch': 'batchSize', '--kv': 'kvType',
-  '-t': 'threads', '--threads': 'threads',
-  '--stop': 'stop', '--system': 'system', '--template': 'template',
-};
-const BOOL_FLAGS = { '--native': 'native', '--ignore-eos': 'ignoreEos', '--parse-special': 'parseSpecial', '--json': 'json', '--no-bos': 'noBos', '-h': 'help', '--help': 'help' };
-const NUMERIC = new Set(['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'contextLength', 'batchSize', 'threads']);
+/** A flag's value as its option's kind, checked against the schema's range (errors name the flag). */
+function optionValue(name, flag, raw) {
+  const kind = OPTIONS[name].kind;
+  if (kind === 'int' || kind === 'number') {
+    const n = Number(raw);
+    if (raw.trim() === '' || !Number.isFinite(n)) throw new UsageError(`option ${flag} needs a number, got '${raw}'`);
+    return checkValue(name, n, undefined, flag);
+  }
+  if (kind === 'seed') {
+    let v;
+    try { v = BigInt(raw); } catch { throw new UsageError(`option ${flag} needs an integer, got '${raw}'`); }
+    return checkValue(name, v, undefined, flag);
+  }
+  return checkValue(name, raw, undefined, flag);
+}
 
 /** Parses argv (after the node and script entries) into {cmd, opts, positional}. */
 export function parseArgs(argv) {
@@ -81,15 +124,8 @@ export function parseArgs(argv) {
         if (i + 1 >= rest.length) throw new UsageError(`option ${key} needs a value`);
         val = rest[++i];
       }
-      if (name === 'stop') { opts.stop.push(val); continue; }
-      if (NUMERIC.has(name)) {
-        const n = Number(val);
-        if (val.trim() === '' || !Number.isFinite(n)) throw new UsageError(`option ${key} needs a number, got '${val}'`);
-        opts[name] = n;
-      } else if (name === 'seed') {
-        try { opts.seed = BigInt(val); } catch { throw new UsageError(`option --seed needs an integer, got '${val}'`); }
-        if (opts.seed < 0n) throw new UsageError('option --seed must be >= 0');
-      } else opts[name] = val;
+      if (name === 'stop') opts.stop.push(val);
+      else opts[name] = OPTIONS[name] && !CLI_VALUE_FLAGS[key] ? optionValue(name, key, val) : val;
     } else if (BOOL_FLAGS[key]) {
       opts[BOOL_FLAGS[key]] = true;
     } else if (a.startsWith('-') && a !== '-' && !/^-\d/.test(a)) {
@@ -148,7 +184,8 @@ function progressPrinter(label) {
 
 function runNative(args) {
   if (!fs.existsSync(NATIVE_BIN)) {
-    throw new Error(`native build not found at ${NATIVE_BIN} (build it with 'make native')`);
+    // the npm package ships the wasm engines only
+    throw new UsageError(`--native runs ${NATIVE_BIN}, which is not there: it is built in a source checkout ('make native'), not shipped in the npm package`);
   }
   return new Promise((resolve, reject) => {
     const child = spawn(NATIVE_BIN, args, { stdio: ['ignore', 'inherit', 'inherit'] });
@@ -258,10 +295,21 @@ async function cmdTokenize(opts, positional) {
 }
 
 /**
+ * What Ctrl-C does in `wasmlm chat`, as a pure step for tests: while an answer
+ * is generated it stops that answer; at the prompt the first one warns and a
+ * second in a row exits (a line typed in between starts over), as in Node's REPL.
+ * Returns [action, next state]; action is 'stop', 'warn' or 'exit'.
+ */
+export function chatInterrupt({ answering, armed }) {
+  if (answering) return ['stop', { answering, armed: false }];
+  if (armed) return ['exit', { answering, armed }];
+  return ['warn', { answering, armed: true }];
+}
+
+/**
  * Interactive chat: reads user turns line by line from stdin, streams each
- * answer, keeps the whole conversation as context. Ctrl-C while answering
- * stops that answer (its partial text stays in the history); Ctrl-C at the
- * prompt, or the end of stdin, ends the session.
+ * answer, keeps the whole conversation as context (chatInterrupt: Ctrl-C;
+ * the end of stdin ends the session).
  */
 async function cmdChat(opts) {
   if (!opts.model) throw new UsageError('chat needs -m MODEL');
@@ -274,10 +322,18 @@ async function cmdChat(opts) {
   let rl = null;
   let answering = null; // AbortController of the answer being generated
   let closed = false;
+  let armed = false;     // Ctrl-C was pressed once at the prompt
   const onSigint = () => {
-    if (answering) { answering.abort(); return; }
-    closed = true;
-    if (rl) rl.close();
+    let action;
+    [action, { armed }] = chatInterrupt({ answering: !!answering, armed });
+    if (action === 'stop') answering.abort();
+    else if (action === 'warn') {
+      process.stderr.write('\n(press Ctrl-C again or Ctrl-D to exit)\n');
+      if (rl && !closed) rl.prompt();
+    } else {
+      closed = true;
+      if (rl) rl.close();
+    }
   };
   process.on('SIGINT', onSigint);     // pipes: the signal itself
   try {
@@ -291,9 +347,10 @@ async function cmdChat(opts) {
       minP: opts.minP, repeatPenalty: opts.repeatPenalty, repeatLastN: opts.repeatLastN,
       seed: opts.seed, stop: opts.stop, ignoreEos: opts.ignoreEos,
     };
-    if (tty) process.stderr.write(`[wasmlm] chatting with ${model.info.name || opts.model}: Ctrl-C stops an answer, Ctrl-C again (or Ctrl-D) exits\n`);
+    if (tty) process.stderr.write(`[wasmlm] chatting with ${model.info.name || opts.model}: Ctrl-C stops an answer; at the prompt Ctrl-C twice (or Ctrl-D) exits\n`);
     rl.prompt();
     for await (const line of rl) {
+      armed = false;
       const text = line.trim();
       if (text === '') { if (!closed) rl.prompt(); continue; }
       history.push({ role: 'user', content: text });
@@ -345,12 +402,13 @@ export async function main(argv) {
   try {
     parsed = parseArgs(argv);
   } catch (e) {
-    if (e instanceof UsageError) { process.stderr.write(`error: ${e.message}\n${USAGE}\n`); return 2; }
+    if (e instanceof UsageError) { process.stderr.write(`error: ${e.message}\n${usage()}\n`); return 2; }
+    if (e && e.code === 'BAD_OPTION') { process.stderr.write(`error: ${e.message}\n`); return 2; }
     throw e;
   }
   const { cmd, opts, positional } = parsed;
   if (!cmd || opts.help || cmd === 'help' || cmd === '--help' || cmd === '-h') {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write(usage() + '\n');
     return cmd ? 0 : 2;
   }
   try {
@@ -369,7 +427,7 @@ export async function main(argv) {
       default: throw new UsageError(`unknown command '${cmd}'`);
     }
   } catch (e) {
-    if (e instanceof UsageError) { process.stderr.write(`error: ${e.message}\n${USAGE}\n`); return 2; }
+    if (e instanceof UsageError) { process.stderr.write(`error: ${e.message}\n${usage()}\n`); return 2; }
     if (e && e.code === 'BAD_OPTION') { process.stderr.write(`error: ${flagMessage(e)}\n`); return 2; }
     process.stderr.write(`error: ${e && e.message || e}\n`);
     return 1;

@@ -2,7 +2,8 @@
 // would: it loads stories260K from the demo server's local model folder,
 // generates (greedy = llama.cpp's reference text), streams with tokens/s,
 // stops mid-stream, redraws the next-token chart when the temperature
-// slider moves (by keyboard), loads a file from the file picker, lists and
+// slider moves (by keyboard), loads a file from the file picker (and keeps
+// the working model when a bad file or a 404 URL fails to load), lists and
 // deletes cached models, and reloads with the network off and still
 // generates. The main thread must not have a long task (> 50 ms) while
 // generating: the engine runs in a Web Worker. Screenshots (desktop and
@@ -238,6 +239,29 @@ test('a .gguf chosen with the file picker loads and generates', async () => {
   await waitState(['done', 'error', 'stopped']);
   const tokens = await page.evaluate(() => window.wasmlmDemo.state.lastResult.tokens);
   assert.deepEqual(tokens, ref.generated_token_ids.slice(0, 40));
+});
+
+test('a bad file, then a 404 URL, after a good model: the error shows and the old model still generates', async () => {
+  const before = errors.length;
+  const info = await page.textContent('#model-info');
+  await page.setInputFiles('#file-input', { name: 'not-a-model.gguf', mimeType: 'application/octet-stream', buffer: Buffer.from('this is not a GGUF file, not at all') });
+  await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 60000 });
+  assert.match(await page.textContent('#progress-text'), /^Could not load not-a-model: .*not a GGUF file/);
+  assert.ok(await page.isVisible('#progress-text'));
+  await page.fill('#url-input', `${server.url}/local-models/no-such-model.gguf`);
+  await page.press('#url-input', 'Enter');
+  await page.waitForFunction(() => document.body.dataset.state === 'error' &&
+    /^Could not load no-such-model/.test(document.getElementById('progress-text').textContent), null, { timeout: 60000 });
+  assert.match(await page.textContent('#progress-text'), /404/);
+  assert.equal(await page.textContent('#model-info'), info, 'the working model is still the one shown');
+  assert.equal(await page.isDisabled('#generate'), false, 'Generate stays enabled');
+  await setSampling({ prompt: ref.prompt, temperature: 0, repeatPenalty: 1, maxTokens: 20 });
+  await page.click('#generate');
+  await waitState(['done', 'error', 'stopped']);
+  assert.deepEqual(await page.evaluate(() => window.wasmlmDemo.state.lastResult.tokens), ref.generated_token_ids.slice(0, 20));
+  // the page reported exactly these two failures (console.error of the message, the 404 response)
+  const mine = errors.splice(before);
+  assert.ok(mine.length >= 2 && mine.every((e) => /Could not load (not-a-model|no-such-model)|HTTP 404 .*no-such-model/.test(e)), JSON.stringify(mine));
 });
 
 test('a .gguf dropped on the page loads and generates', async () => {

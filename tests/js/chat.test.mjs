@@ -177,7 +177,7 @@ test('wasmlm chat: multi-turn through a stdin pipe, streamed, stops on <|im_end|
   assert.ok(!io.stdout.includes('<|im_end|>'));
 });
 
-test('wasmlm chat: Ctrl-C (SIGINT) stops the answer, a second one at the prompt exits', async () => {
+test('wasmlm chat: Ctrl-C (SIGINT) stops the answer; at the prompt one warns, a second exits', async () => {
   const io = startChat(['-m', RANDOM, '--ignore-eos', '-n', '200000', '--ctx', '200000']);
   await io.waitFor((s) => s.stdout.includes('> '));
   io.child.stdin.write('Hello\n');
@@ -186,6 +186,9 @@ test('wasmlm chat: Ctrl-C (SIGINT) stops the answer, a second one at the prompt 
   io.child.kill('SIGINT');
   await io.waitFor((s) => s.stderr.includes('[stopped]'));
   assert.equal(io.child.exitCode, null, 'still running after the first Ctrl-C');
+  io.child.kill('SIGINT');
+  await io.waitFor((s) => s.stderr.includes('press Ctrl-C again or Ctrl-D to exit'));
+  assert.equal(io.child.exitCode, null, 'still running after one Ctrl-C at the prompt');
   io.child.kill('SIGINT');
   const code = await io.exited;
   assert.equal(code, 0, io.stderr);

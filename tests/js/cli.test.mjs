@@ -1,11 +1,13 @@
-// The command line: wasm (default) and --native (build/wasmlm-native).
+// The command line: wasm (default) and --native (build/wasmlm-native); its flag table against the options schema; Ctrl-C in chat.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MODEL_PATH, NATIVE_SKIP, reference, runCli } from './helpers.mjs';
-import { loadModel } from '../../web/index.js';
+import { loadModel, DEFAULT_SAMPLING } from '../../web/index.js';
+import { usage, OPTION_FLAGS, parseArgs, chatInterrupt } from '../../web/cli.js';
+import { OPTIONS, METHODS } from '../../web/options.js';
 
 const REF = reference();
 const GREEDY_ARGS = ['-n', '200', '--temp', '0', '--repeat-penalty', '1', '--ignore-eos'];
@@ -116,3 +118,51 @@ for (const type of ['q8_0', 'q4_0']) {
     }
   });
 }
+
+// ---- the flag table is the options schema's -------------------------------------
+
+test('CLI flags name options of the schema; the help lists their docs and defaults', () => {
+  const help = usage({ native: false });
+  for (const [name, flags] of OPTION_FLAGS) {
+    assert.ok(OPTIONS[name], `${flags[0]} maps to ${name}, an option of web/options.js`);
+    assert.ok(METHODS.generate.includes(name) || METHODS.loadModel.includes(name), `${name} is a sampling or load option`);
+    assert.ok(help.includes(flags.join(', ')), `help lists ${flags.join(', ')}`);
+    assert.ok(help.includes(OPTIONS[name].doc), `help gives the doc of ${name}`);
+    const d = OPTIONS[name].default;
+    if (d !== undefined && OPTIONS[name].kind !== 'boolean') assert.ok(help.includes(`(default ${d}`), `help gives the default of ${name}: ${d}`);
+  }
+  // every sampling default of the API has its flag
+  for (const name of Object.keys(DEFAULT_SAMPLING)) assert.ok(OPTION_FLAGS.some(([n]) => n === name), `a flag for ${name}`);
+});
+
+test('CLI value flags are parsed and range-checked by the schema, errors name the flag', async () => {
+  assert.equal(parseArgs(['generate', '--top-p', '0.5']).opts.topP, 0.5);
+  assert.equal(parseArgs(['generate', '--kv', 'f16']).opts.kvType, 'f16');
+  assert.throws(() => parseArgs(['generate', '--top-p', '1.5']), (e) => e.code === 'BAD_OPTION' && /^option --top-p: must be a number in \[0, 1\], got 1\.5$/.test(e.message));
+  assert.throws(() => parseArgs(['generate', '-t', '0']), (e) => e.code === 'BAD_OPTION' && /option -t: must be an integer in \[1, 64\]/.test(e.message));
+  assert.throws(() => parseArgs(['generate', '--kv', 'q8']), (e) => e.code === 'BAD_OPTION' && /--kv.*'f32', 'f16'/.test(e.message));
+  assert.throws(() => parseArgs(['generate', '--seed', '-1']), (e) => e.code === 'BAD_OPTION' && /--seed/.test(e.message));
+  const out = await runCli(['generate', '-m', 'stories260K', '-p', 'x', '--top-p', '1.5']);
+  assert.equal(out.code, 2);
+  assert.equal(out.stderr, 'error: option --top-p: must be a number in [0, 1], got 1.5\n');
+});
+
+test('CLI help shows --native only where the native build exists', async () => {
+  assert.ok(!usage({ native: false }).includes('--native'));
+  assert.match(usage({ native: true }), /--native \(or WASMLM_NATIVE=1\) runs this checkout's build\/wasmlm-native/);
+  const h = await runCli(['--help']);
+  assert.equal(h.code, 0);
+  assert.equal(h.stdout.includes('--native'), !NATIVE_SKIP);
+});
+
+test('chat Ctrl-C: stops an answer; at the prompt the first warns, a second in a row exits', () => {
+  let s = { answering: false, armed: false };
+  const press = () => { const [a, next] = chatInterrupt(s); s = next; return a; };
+  assert.equal(press(), 'warn');
+  assert.equal(press(), 'exit');
+  s = { answering: true, armed: true };
+  assert.equal(press(), 'stop');
+  s = { ...s, answering: false };
+  assert.equal(press(), 'warn', 'the first Ctrl-C after a stopped answer only warns');
+  assert.equal(press(), 'exit');
+});

@@ -118,11 +118,9 @@ async function load(source, label) {
   el.progressText.classList.remove('err');
   el.progress.removeAttribute('value');  // indeterminate until sizes are known
   el.progressText.textContent = `Loading ${label}…`;
-  const old = state.model, oldDraft = state.draft;
-  state.model = null; state.draft = null;
-  await old?.dispose(); await oldDraft?.model.dispose();
   const t0 = performance.now();
   try {
+    // the working model stays until this one is ready: a failed load leaves it usable
     const model = await loadModel(source, {
       signal: ac.signal,
       contextLength: 1024,
@@ -131,7 +129,10 @@ async function load(source, label) {
         el.progressText.textContent = `Loading ${label}: ${fmtBytes(loaded)}${total ? ' of ' + fmtBytes(total) : ''}`;
       },
     });
-    state.model = model;
+    if (ac.signal.aborted) { await model.dispose(); return; }   // a newer load took over
+    const old = state.model, oldDraft = state.draft;
+    state.model = model; state.draft = null;
+    await old?.dispose(); await oldDraft?.model.dispose();
     state.modelLabel = label;
     el.progress.max = 1; el.progress.value = 1;
     const s = ((performance.now() - t0) / 1000).toFixed(2);
@@ -147,8 +148,9 @@ async function load(source, label) {
     refreshCache();
     scheduleChart();
   } catch (e) {
+    if (state.abort !== ac) return;   // a newer load took over and shows its own progress
     el.progress.max = 1; el.progress.value = 0;
-    if (e.name === 'AbortError') { el.progressText.textContent = 'Loading cancelled'; setBodyState('idle'); }
+    if (e.name === 'AbortError') { el.progressText.textContent = 'Loading cancelled'; setBodyState(state.model ? 'ready' : 'idle'); }
     else { showError(el.progressText, new Error(`Could not load ${label}: ${e.message}`)); setBodyState('error'); }
   } finally {
     if (state.abort === ac) { state.abort = null; state.busy = null; }
