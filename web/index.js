@@ -3,6 +3,7 @@
 // Node, a module Web Worker in browsers) with its own wasm memory, so the
 // caller's event loop never blocks on inference.
 import { probeRelaxedSimd } from './simd-probe.js';
+import { isNode, nodeImport } from './env.js';
 import { QUANT_TYPES } from './engine.js';
 import { DEFAULT_SAMPLING, checkOptions, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
 import { WasmlmError, badOption, describe } from './errors.js';
@@ -19,8 +20,6 @@ export { resolveModel, registryEntries };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 export { checkSha256, REGISTRY_TIMEOUT_MS };
 
-const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
-  typeof window === 'undefined';
 
 /** Default context options. */
 export const DEFAULT_CONTEXT = Object.freeze({ contextLength: 0, batchSize: 0, kvType: 'f32', onFull: 'error', nKeep: 0 });
@@ -97,7 +96,7 @@ let warnedNoThreads = false;
 /** Available cores, capped at 8 (more rarely helps a memory-bound decoder). */
 export async function defaultThreads() {
   let n = 1;
-  if (isNode) { const os = await import('node:os'); n = os.availableParallelism ? os.availableParallelism() : os.cpus().length; }
+  if (isNode) { const os = await nodeImport('node:os'); n = os.availableParallelism ? os.availableParallelism() : os.cpus().length; }
   else n = globalThis.navigator?.hardwareConcurrency || 1;
   return Math.max(1, Math.min(8, n));
 }
@@ -131,7 +130,7 @@ async function compileOnce(src) {
   if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(src);
   const url = src instanceof URL ? src : (isNode && !/^[a-z]+:/i.test(String(src)) ? null : new URL(String(src), globalThis.location?.href));
   if (isNode && (!url || url.protocol === 'file:')) {
-    const fs = await import('node:fs');
+    const fs = await nodeImport('node:fs');
     let bytes;
     try {
       bytes = fs.readFileSync(url || String(src));
@@ -167,7 +166,7 @@ class WorkerClient {
     const mod = await getWasmModule(options.wasm, threads > 1, simd);
     let w, nodeWorker = null;
     if (isNode) {
-      const { Worker } = await import('node:worker_threads');
+      const { Worker } = await nodeImport('node:worker_threads');
       nodeWorker = new Worker(new URL('./worker.js', import.meta.url));
       w = nodeWorker;
     } else {
@@ -339,7 +338,7 @@ async function resolveSource(source, options) {
     if (looksLikeUrl(s)) return { kind: 'url', url: s };
     if (/^file:/i.test(s)) {
       if (!isNode) return { kind: 'url', url: s };
-      const { fileURLToPath } = await import('node:url');
+      const { fileURLToPath } = await nodeImport('node:url');
       return { kind: 'path', path: fileURLToPath(s) };
     }
     if (await isRegistryName(s, options)) {

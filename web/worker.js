@@ -38,14 +38,11 @@ import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint }
 import { readModelFile } from './model-file.js';
 import { WasmlmError } from './errors.js';
 import { templateErrorReply } from './chat.js';
+import { isNode, nodeImport } from './env.js';
 
-// Node built-ins are imported through a variable: bundlers then leave them
-// alone, so a browser bundle of this worker is one self-contained file
+// Node built-ins come through nodeImport (web/env.js): bundlers then leave
+// them alone, so a browser bundle of this worker is one self-contained file
 // (Vite's default worker format, iife, allows no code splitting).
-const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
-
-const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
-  typeof self === 'undefined';
 
 let port;            // {post(msg, transfer), on(fn)}
 let engine = null;

@@ -9,7 +9,7 @@ const PRECACHE = [
   '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css',
   '/web/index.js', '/web/worker.js', '/web/thread-worker.js', '/web/engine.js', '/web/cache.js',
   '/web/simd-probe.js', '/web/sha256.js', '/web/chat.js', '/web/template.js', '/web/template-worker.js', '/web/multi.js', '/web/scaling.js', '/web/abort.js',
-  '/web/options.js', '/web/errors.js', '/web/model-file.js', '/web/net.js',
+  '/web/options.js', '/web/errors.js', '/web/model-file.js', '/web/net.js', '/web/env.js',
   '/models/registry.js', '/models/registry.json', '/local-models/index.json',
   '/wasm/wasmlm.wasm', '/wasm/wasmlm-mt.wasm', '/wasm/wasmlm-relaxed.wasm', '/wasm/wasmlm-mt-relaxed.wasm',
   '/wasm/probe-relaxed.wasm',
