@@ -271,7 +271,7 @@ fuzz: fuzz-build fuzz-options fuzz-protocol
 	sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 	$(MAKE) fuzz-template
 
-# chat templates rendered with their limits on (web/template.js): random
+# chat templates rendered with their limits on (web/worker/template.js): random
 # templates for FUZZ_SECONDS; a hang, a crash or a non-WasmlmError is a finding
 fuzz-template:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) node fuzz/fuzz_template.mjs

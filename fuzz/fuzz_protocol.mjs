@@ -1,4 +1,4 @@
-// Fuzz target: the worker protocol (web/worker.js), spoken directly as a
+// Fuzz target: the worker protocol (web/worker/worker.js), spoken directly as a
 // peer would: random sequences of known and unknown ops with random fields
 // (wrong types, missing ids, duplicate ids, garbage bytes, huge numbers),
 // loads of real and broken model bytes, aborts of running, queued, finished
@@ -68,7 +68,7 @@ function randomMessage(id) {
 
 class Peer {
   constructor() {
-    this.w = new Worker(new URL('../web/worker.js', import.meta.url));
+    this.w = new Worker(new URL('../web/worker/worker.js', import.meta.url));
     this.replies = new Map(); // id -> replies
     this.sends = new Map();   // id -> messages sent with it (ids may repeat)
     this.open = new Map();    // id -> {op, abortedAt}

@@ -4,7 +4,7 @@
 // caller's event loop never blocks on inference.
 import { probeRelaxedSimd } from './simd-probe.js';
 import { isNode, nodeImport } from './env.js';
-import { QUANT_TYPES } from './engine.js';
+import { QUANT_TYPES } from './protocol.js';
 import { DEFAULT_SAMPLING, checkOptions, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
 import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
@@ -167,11 +167,11 @@ class WorkerClient {
     let w, nodeWorker = null;
     if (isNode) {
       const { Worker } = await nodeImport('node:worker_threads');
-      nodeWorker = new Worker(new URL('./worker.js', import.meta.url));
+      nodeWorker = new Worker(new URL('./worker/worker.js', import.meta.url));
       w = nodeWorker;
     } else {
       // written inline so that bundlers recognise the worker and bundle its imports
-      w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+      w = new Worker(new URL('./worker/worker.js', import.meta.url), { type: 'module' });
     }
     return new WorkerClient(w, nodeWorker, mod, threads, simd);
   }
@@ -633,7 +633,7 @@ export class Model {
     return this._client.call('distribution', { text: this._prompt(text), options: o });
   }
 
-  // ---- inference-time scaling (web/scaling.js, web/multi.js) ----
+  // ---- inference-time scaling (web/scaling.js, web/worker/multi.js) ----
 
   /** n candidates decoded as one batch, scored and sorted (best first). */
   async bestOfN(prompt, opts = {}) {

@@ -1,7 +1,7 @@
 // Inference-time scaling, caller side: best-of-N with scorers and verifiers,
 // self-consistency voting, verify-and-retry, beam search and speculative
 // decoding with a draft model. The token work runs in the models' workers
-// (web/multi.js); this file scores, votes, retries and orchestrates.
+// (web/worker/multi.js); this file scores, votes, retries and orchestrates.
 //
 // How best-of-N splits the work: the n candidates are decoded as ONE batch
 // in the model's worker (the prompt is prefilled once and its cache slots are
@@ -11,7 +11,7 @@
 // thread, concurrently (Promise.all) once the candidates are complete.
 
 import { abortError, withSignal, streamRequest } from './abort.js';
-import { DEFAULT_SAMPLING } from './engine.js';
+import { DEFAULT_SAMPLING } from './options.js';
 
 function scorerOf(scorer) {
   if (scorer == null || scorer === 'mean-logprob') {

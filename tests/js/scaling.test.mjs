@@ -213,7 +213,7 @@ test("the draft's step time counts an evaluation and a sampling a token", async 
   // an engine whose evaluations take at least 15 ms (busy) and whose sampling is instant:
   // a step timed without its evaluation (the clock once started at the second sampling:
   // k = 2 timed a sampling alone) reads near 0
-  const { startDraft } = await import('../../web/multi.js');
+  const { startDraft } = await import('../../web/worker/multi.js');
   const busy = (ms) => { const t = performance.now(); while (performance.now() - t < ms); };
   const mem = new ArrayBuffer(1 << 16);
   let next = 1, evals = 0;

@@ -1,13 +1,14 @@
 // wasmlm engine: one wasm instance (one linear memory) holding one model.
 //
 // Pure JavaScript, no Node or browser APIs: it runs inside the worker
-// (web/worker.js) in both environments. Every call into the module may grow
+// (web/worker/worker.js) in both environments. Every call into the module may grow
 // memory, so typed-array views are always taken through `this.u8` & co.,
 // which re-create them when the underlying buffer changed.
 //
 // Struct layouts (wasm32, little-endian) follow src/wlm.h.
-import { DEFAULT_SAMPLING } from './options.js';
-import { WasmlmError, EngineError } from './errors.js';
+import { DEFAULT_SAMPLING } from '../options.js';
+import { WasmlmError, EngineError } from '../errors.js';
+import { QUANT_TYPES } from '../protocol.js';
 
 export const STATUS_NAMES = [
   'WLM_OK', 'WLM_ERR_ARG', 'WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'WLM_ERR_UNSUPPORTED',
@@ -17,11 +18,6 @@ export const STATUS_CONTEXT_FULL = 6;
 /** Most bytes reserved up front for a file whose size is only declared (see Engine.beginLoad). */
 export const DECLARED_FIRST_BYTES = 64 << 20;
 
-/** GGML type ids accepted by quantize. */
-export const QUANT_TYPES = {
-  f32: 0, f16: 1, q4_0: 2, q8_0: 8, q4_1: 3, q5_0: 6, q5_1: 7,
-  q2_k: 10, q3_k: 11, q4_k: 12, q5_k: 13, q6_k: 14, q4_k_m: 1000, q5_k_m: 1001,
-};
 
 /** Default sampling options: from the options schema (web/options.js). */
 export { DEFAULT_SAMPLING };
@@ -339,7 +335,7 @@ export class Engine {
 
   /**
    * Starts threads - 1 compute threads on this (shared) memory: each one is
-   * a worker running web/thread-worker.js with its own 1 MiB stack, serving
+   * a worker running web/worker/thread-worker.js with its own 1 MiB stack, serving
    * the engine's pool until dispose().
    * @param {(msg:object) => Promise<{terminate():void}>} spawn starts one thread-worker with msg
    */

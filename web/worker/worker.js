@@ -20,7 +20,7 @@
 //     {id, op:'draftStart'|'draftPropose'|'draftEnd', session, ...} draft side
 //     {id, op:'vocab'}                                vocabulary fingerprint (draft/target check)
 //     {id, op:'renderChat', template, messages, options}  chat template rendered inside limits
-//                                                     (web/template.js; browsers: in web/template-worker.js)
+//                                                     (web/worker/template.js; browsers: in web/worker/template-worker.js)
 //                                                     replies {prompt} or {error}
 //     {op:'abort', target}                            stops request `target` (queued or running)
 //     {id, op:'dispose'}
@@ -36,9 +36,9 @@
 import { Engine } from './engine.js';
 import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint } from './multi.js';
 import { readModelFile } from './model-file.js';
-import { WasmlmError } from './errors.js';
-import { templateErrorReply } from './chat.js';
-import { isNode, nodeImport } from './env.js';
+import { WasmlmError } from '../errors.js';
+import { templateErrorReply } from '../chat.js';
+import { isNode, nodeImport } from '../env.js';
 
 // Node built-ins come through nodeImport (web/env.js): bundlers then leave
 // them alone, so a browser bundle of this worker is one self-contained file
@@ -91,7 +91,7 @@ function isAborted(id) {
 
 let nodeFs = null;
 
-// Starts one compute thread (web/thread-worker.js) and resolves when it is
+// Starts one compute thread (web/worker/thread-worker.js) and resolves when it is
 // inside its loop; the engine waits for all of them before any work.
 async function spawnThread(msg) {
   if (isNode) {
@@ -287,11 +287,13 @@ async function generateLookup(m) {
   }
 }
 
-// Chat templates (web/template.js, with @huggingface/jinja) are loaded on
+// Chat templates (web/worker/template.js, with @huggingface/jinja) are loaded on
 // the first chat only: in Node imported here on demand; in browsers rendered
-// by a worker of this worker (web/template-worker.js), which bundlers bundle
+// by a worker of this worker (web/worker/template-worker.js), which bundlers bundle
 // on its own. A failure is a reply ({error}), not a rejection, so that its
 // code and limit reach the caller.
+// a variable specifier: bundlers leave it out (browsers render in the template worker)
+const TEMPLATE_MODULE = './template.js';
 let templateModule = null;
 let templateWorker = null;   // browsers: {w, pending}
 const TEMPLATE_WATCHDOG_MS = 5000; // past its own time budget, a silent renderer is ended
@@ -300,7 +302,7 @@ async function renderChatTemplate(m) {
   try {
     if (!isNode) return await renderInTemplateWorker(m);
     if (!templateModule) {
-      templateModule = nodeImport('./template.js').catch((e) => {
+      templateModule = import(/* @vite-ignore */ /* webpackIgnore: true */ TEMPLATE_MODULE).catch((e) => {
         templateModule = null;
         throw noJinja(e);
       });

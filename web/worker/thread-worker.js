@@ -4,7 +4,7 @@
 // when the engine frees the pool). Node worker_threads and Web Workers alike.
 
 // Node built-ins come through nodeImport (web/env.js), which bundlers leave alone.
-import { isNode, nodeImport } from './env.js';
+import { isNode, nodeImport } from '../env.js';
 
 function serve({ module, memory, pool, tid, stackTop }, post) {
   const inst = new WebAssembly.Instance(module, { env: { memory } });

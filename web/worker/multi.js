@@ -14,7 +14,7 @@
 // Each start* returns a stepper; the worker calls it step by step so that
 // aborts are seen between steps and progress can be streamed.
 import { Stream, samplingOptions, promptIdsOf, sampleAt, STATUS_CONTEXT_FULL } from './engine.js';
-import { EngineError } from './errors.js';
+import { EngineError } from '../errors.js';
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 const SEED_STEP = 1n; // candidate i samples with seed + i: it equals generate(prompt, {seed: seed + i})
