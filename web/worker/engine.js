@@ -5,10 +5,11 @@
 // memory, so typed-array views are always taken through `this.u8` & co.,
 // which re-create them when the underlying buffer changed.
 //
-// Struct layouts (wasm32, little-endian) follow src/wlm.h.
+// Struct layouts (wasm32, little-endian) come from ./abi.js, generated from src/wlm.h.
 import { DEFAULT_SAMPLING } from '../options.js';
 import { WasmlmError, EngineError } from '../errors.js';
 import { QUANT_TYPES } from '../protocol.js';
+import { ERR, SCRATCH, STREAM, CTX_PARAMS, readHparams, writeCtxParams, writeSamplerParams } from './abi.js';
 
 export const STATUS_NAMES = [
   'WLM_OK', 'WLM_ERR_ARG', 'WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'WLM_ERR_UNSUPPORTED',
@@ -118,9 +119,10 @@ export function decodeGgufValue(dv, off, type, end = dv.byteLength) {
     }
     case GT.ARRAY: {
       need(12);
-      const et = dv.getUint32(off, true);
-      const count = Number(dv.getBigUint64(off + 4, true));
-      off += 12;
+      const et = dv.getUint32(off, true);            // GGUF array header: element type, then count
+      off += 4;
+      const count = Number(dv.getBigUint64(off, true));
+      off += 8;
       const summarise = count > ARRAY_SUMMARY_LIMIT;
       const take = summarise ? ARRAY_HEAD : count;
       const vals = [];
@@ -221,20 +223,10 @@ export function samplingOptions(opts = {}) {
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
-// scratch block layout (offsets from this.scratch)
-const S_ERR = 0;         // wlm_err, 260 bytes
-const S_PTR = 272;       // out pointer (u32)
-const S_U64 = 280;       // u64 out
-const S_CTXP = 448;      // wlm_ctx_params, 36
-const S_SAMP = 320;      // wlm_sampler_params, 24
-const S_RNG = 352;       // wlm_rng, 16 (8-aligned)
-const S_DETOK = 368;     // wlm_detok, 12
-const S_TOK = 384;       // int32 token out
-const S_LOGP = 388;      // float logprob out
-const S_LEN = 392;       // u32 len out
-const S_NOUT = 396;      // u32 n_out
-const S_DETOK2 = 400;    // second detok (detokenize())
-const SCRATCH_BYTES = 512;
+// the scratch block's fields (offsets from this.scratch: SCRATCH in ./abi.js)
+const S_ERR = SCRATCH.err, S_PTR = SCRATCH.ptr, S_U64 = SCRATCH.u64, S_CTXP = SCRATCH.ctxParams, S_SAMP = SCRATCH.sampler;
+const S_RNG = SCRATCH.rng, S_DETOK = SCRATCH.detok, S_TOK = SCRATCH.token, S_LOGP = SCRATCH.logprob, S_LEN = SCRATCH.len;
+const S_NOUT = SCRATCH.nOut, S_DETOK2 = SCRATCH.detok2;
 const MAX_SEQ = 64;      // WLM_MAX_SEQ
 const DETOK_CAP = 4096;
 
@@ -276,7 +268,7 @@ export class Stream {
   constructor(eng, o, seed, promptIds, mem = null) {
     this.eng = eng; this.o = o;
     this.own = !mem;
-    this.st = mem || (() => { const p = eng.alloc(32); return { rng: p, detok: p + 16 }; })();
+    this.st = mem || (() => { const p = eng.alloc(STREAM.size); return { rng: p + STREAM.rng, detok: p + STREAM.detok }; })();
     eng.x.wlm_rng_seed(this.st.rng, seed);
     eng.x.wlm_detok_reset(this.st.detok);
     this.stops = new StopMatcher(o.stop);
@@ -368,7 +360,7 @@ export class Engine {
     this.pool = 0; this.threads = 1; this.threadWorkers = [];
     this.seqTokens = [];     // the tokens whose keys/values sequence 0 holds (prefix reuse)
     this.nSeqMax = 1; this.nOutputs = 1;
-    this.scratch = this.alloc(SCRATCH_BYTES);
+    this.scratch = this.alloc(SCRATCH.size);
     this.detokOut = this.alloc(DETOK_CAP);
   }
 
@@ -396,15 +388,15 @@ export class Engine {
   memoryInUse() { return Number(this.x.wlm_sys_in_use()); }
 
   _errMsg(status) {
-    const u8 = this.u8, p = this.scratch + S_ERR + 4;
-    let e = p; while (e < p + 256 && u8[e] !== 0) e++;
+    const u8 = this.u8, p = this.scratch + S_ERR + ERR.msg;
+    let e = p; while (e < p + ERR.msgBytes && u8[e] !== 0) e++;
     const msg = utf8.decode(u8.subarray(p, e));
     return msg || STATUS_NAMES[status] || 'error ' + status;
   }
   _check(status, what) {
     if (status !== 0) throw new EngineError((what ? what + ': ' : '') + this._errMsg(status), status);
   }
-  _clearErr() { this.dv.setUint32(this.scratch + S_ERR, 0, true); this.u8[this.scratch + S_ERR + 4] = 0; }
+  _clearErr() { this.dv.setUint32(this.scratch + S_ERR + ERR.code, 0, true); this.u8[this.scratch + S_ERR + ERR.msg] = 0; }
   _cstr(p, len) { return utf8.decode(this.u8.subarray(p, p + len)); }
 
   // ---- loading ----------------------------------------------------------
@@ -508,14 +500,10 @@ export class Engine {
     const cp = this.scratch + S_CTXP, pp = this.scratch + S_PTR;
     this.x.wlm_ctx_default_params(cp);
     const dv = this.dv;
-    dv.setUint32(cp + 0, o.nCtx, true);
-    dv.setUint32(cp + 4, o.nBatch, true);
-    dv.setUint32(cp + 8, o.kv, true);
-    dv.setUint32(cp + 12, o.slide, true);
-    dv.setUint32(cp + 16, o.nKeep, true);
-    dv.setUint32(cp + 24, this.threads, true);          // n_threads
-    dv.setUint32(cp + 28, o.nSeq, true);                // n_seq_max
-    dv.setUint32(cp + 32, o.nOut, true);                // n_outputs
+    writeCtxParams(dv, cp, {
+      nCtx: o.nCtx, nBatch: o.nBatch, kvType: o.kv, fullPolicy: o.slide, nKeep: o.nKeep,
+      nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut,
+    });
     this._clearErr();
     dv.setUint32(pp, 0, true);
     const st = this.x.wlm_ctx_new(pp, this.model, cp, this.scratch + S_ERR);
@@ -572,15 +560,14 @@ export class Engine {
   _requireModel() { if (!this.model) throw new EngineError('no model loaded', 7); }
 
   _readHparams() {
-    const p = this.x.wlm_model_hparams(this.model) >>> 0;
-    const dv = this.dv, u = (o) => dv.getUint32(p + o, true), i = (o) => dv.getInt32(p + o, true);
+    const h = readHparams(this.dv, this.x.wlm_model_hparams(this.model) >>> 0);
     return {
-      nVocab: u(0), nCtxTrain: u(4), nEmbd: u(8), nLayer: u(12), nHead: u(16), nHeadKv: u(20),
-      headDim: u(24), nFf: u(28), nRot: u(32),
-      ropeFreqBase: shortF32(dv.getFloat32(p + 36, true)), rmsEps: shortF32(dv.getFloat32(p + 40, true)),
-      bosId: i(44), eosId: i(48), unkId: i(52),
-      addBos: u(56) !== 0, addSpacePrefix: u(60) !== 0, tiedOutput: u(64) !== 0,
-      headDimV: u(68), ropeType: u(72) === 2 ? 'neox' : 'norm', ropeScaled: u(76) !== 0,
+      nVocab: h.nVocab, nCtxTrain: h.nCtxTrain, nEmbd: h.nEmbd, nLayer: h.nLayer, nHead: h.nHead, nHeadKv: h.nHeadKv,
+      headDim: h.headDim, nFf: h.nFf, nRot: h.nRot,
+      ropeFreqBase: shortF32(h.ropeFreqBase), rmsEps: shortF32(h.rmsEps),
+      bosId: h.bosId, eosId: h.eosId, unkId: h.unkId,
+      addBos: h.addBos !== 0, addSpacePrefix: h.addSpacePrefix !== 0, tiedOutput: h.tiedOutput !== 0,
+      headDimV: h.headDimV, ropeType: h.ropeType === 2 ? 'neox' : 'norm', ropeScaled: h.ropeScaled !== 0,
     };
   }
 
@@ -783,13 +770,8 @@ export class Engine {
   // ---- generation -----------------------------------------------------------
 
   _writeSampler(o) {
-    const p = this.scratch + S_SAMP, dv = this.dv;
-    dv.setFloat32(p + 0, o.temperature, true);
-    dv.setUint32(p + 4, o.topK >>> 0, true);
-    dv.setFloat32(p + 8, o.topP, true);
-    dv.setFloat32(p + 12, o.minP, true);
-    dv.setFloat32(p + 16, o.repeatPenalty, true);
-    dv.setUint32(p + 20, o.repeatLastN >>> 0, true);
+    const p = this.scratch + S_SAMP;
+    writeSamplerParams(this.dv, p, o);
     return p;
   }
 

@@ -15,6 +15,7 @@
 // aborts are seen between steps and progress can be streamed.
 import { Stream, samplingOptions, promptIdsOf, sampleAt, STATUS_CONTEXT_FULL } from './engine.js';
 import { EngineError } from '../errors.js';
+import { SCRATCH } from './abi.js';
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 const SEED_STEP = 1n; // candidate i samples with seed + i: it equals generate(prompt, {seed: seed + i})
@@ -403,11 +404,11 @@ export function startSpeculative(eng, prompt, opts = {}) {
             const nh = eng._writeHist(s.history, o.repeatLastN);
             eng._clearErr();
             const r = eng.x.wlm_spec_accept(eng.ctx, logitsP, sp, eng.histBuf, nh, drafts[i], qIds, qProbs, n,
-              s.st.rng, eng.scratch + 384, eng.scratch + 392, eng.scratch + 388, eng.scratch);
+              s.st.rng, eng.scratch + SCRATCH.token, eng.scratch + SCRATCH.accepted, eng.scratch + SCRATCH.logprob, eng.scratch + SCRATCH.err);
             eng._check(r, 'accept');
-            token = eng.dv.getInt32(eng.scratch + 384, true);
-            accepted = eng.dv.getInt32(eng.scratch + 392, true);
-            logprob = eng.dv.getFloat32(eng.scratch + 388, true);
+            token = eng.dv.getInt32(eng.scratch + SCRATCH.token, true);
+            accepted = eng.dv.getInt32(eng.scratch + SCRATCH.accepted, true);
+            logprob = eng.dv.getFloat32(eng.scratch + SCRATCH.logprob, true);
           } else {
             ({ token, logprob } = sampleAt(eng, logitsP, o, s.history, s.st.rng));
           }
