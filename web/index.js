@@ -626,7 +626,7 @@ export class Model {
     return this._client.call('detokenize', { ids: list });
   }
 
-  /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20). */
+  /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20); raw unless filters are given. */
   async nextTokenDistribution(text, opts = {}) {
     this._check();
     const o = checkOptions('nextTokenDistribution', opts);

@@ -23,6 +23,10 @@ export const DECLARED_FIRST_BYTES = 64 << 20;
 /** Default sampling options: from the options schema (web/options.js). */
 export { DEFAULT_SAMPLING };
 
+/** nextTokenDistribution's sampler when no filter is asked for: the model's
+ * own distribution (temperature 1, no top-k/top-p/min-p, no penalty). */
+export const RAW_DISTRIBUTION = Object.freeze({ temperature: 1, topK: 0, topP: 1, minP: 0, repeatPenalty: 1 });
+
 // GGUF metadata value types
 const GT = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
 export const GGUF_TYPE_NAMES = ['u8', 'i8', 'u16', 'i16', 'u32', 'i32', 'f32', 'bool', 'string', 'array', 'u64', 'i64', 'f64'];
@@ -920,12 +924,14 @@ export class Engine {
   }
 
   /**
-   * Next-token distribution after `text` under the sampling filters:
-   * [{token, prob, text}] sorted by probability (at most `topN`).
+   * Next-token distribution after `text`: [{token, prob, text}] sorted by
+   * probability (at most `topN`). The raw distribution (RAW_DISTRIBUTION)
+   * unless sampling filters are asked for.
    */
   nextTokenDistribution(text, opts = {}) {
     this._requireModel();
-    const o = samplingOptions(opts);
+    const asked = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined && v !== null));
+    const o = samplingOptions({ ...RAW_DISTRIBUTION, ...asked });
     const addBos = o.addBos == null ? this.hparams.addBos : !!o.addBos;
     const ids = Array.isArray(text) ? text.map(Number) : this.tokenize(text, addBos, o.parseSpecial);
     if (ids.length === 0) ids.push(this.hparams.bosId);
