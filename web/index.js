@@ -4,7 +4,7 @@
 // caller's event loop never blocks on inference.
 import { probeRelaxedSimd } from './simd-probe.js';
 import { isNode, nodeImport } from './env.js';
-import { QUANT_TYPES } from './protocol.js';
+import { QUANT_TYPES, CHANNEL, checkRequest } from './protocol.js';
 import { DEFAULT_SAMPLING, checkOptions, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
 import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
@@ -233,10 +233,12 @@ class WorkerClient {
     this._ref();
   }
 
-  /** Sends a request; returns {id, promise}. */
+  /** Sends a request (web/protocol.js); returns {id, promise}. */
   request(op, payload = {}, { onEvent, transfer } = {}) {
     const id = this.nextId++;
     if (this.dead) return { id, promise: Promise.reject(this.dead) };
+    const problem = checkRequest({ ...payload, id, op });
+    if (problem) return { id, promise: Promise.reject(new WasmlmError('INTERNAL', `protocol: ${problem} (web/protocol.js)`)) };
     const promise = new Promise((resolve, reject) => this.pending.set(id, { resolve, reject, onEvent }));
     this._ref();
     try {
@@ -496,6 +498,8 @@ export class Model {
   }
 
   get disposed() { return this._disposed; }
+  /** The worker channel of this model, for the strategies of web/scaling.js (web/protocol.js). */
+  get [CHANNEL]() { return this._client; }
   _check() { if (this._disposed) throw new WasmlmError('DISPOSED', 'model disposed'); }
   _prompt(prompt) { return checkPrompt(prompt, this.info.hparams.nVocab); }
 
@@ -510,7 +514,7 @@ export class Model {
       const o = checkOptions('generate', opts);
       const p = self._prompt(prompt);
       if (o.draft && o.draft !== 'lookup') return yield* scaling.speculative(self, o.draft, p, o);
-      const it = streamRequest(self._client, 'generate', { prompt: p, options: generateWorkerOptions(o), stream: true }, o.signal);
+      const it = streamRequest(self._client, 'generate', generateRequest(p, o, true), o.signal);
       try {
         for (;;) {
           const r = await it.next();
@@ -542,7 +546,7 @@ export class Model {
         await it.return(); // a throwing onToken stops the generation in the worker too
       }
     }
-    return withSignal(this._client, 'generate', { prompt: p, options: generateWorkerOptions(o), stream: false }, o.signal);
+    return withSignal(this._client, 'generate', generateRequest(p, o, false), o.signal);
   }
 
   /**
@@ -680,11 +684,11 @@ export class Model {
   }
 }
 
-/** The worker's form of checked generate options ('lookup' drafting is a flag there). */
-function generateWorkerOptions(o) {
-  const w = workerOptions(o);
-  if (o.draft === 'lookup') w.lookup = true;
-  return w;
+/** A generate request (web/protocol.js) from checked options: prompt lookup is its `draft` field. */
+function generateRequest(prompt, o, stream) {
+  const req = { prompt, options: workerOptions(o), stream };
+  if (o.draft === 'lookup') req.draft = 'lookup';
+  return req;
 }
 
 function templateOptions(o) {

@@ -310,7 +310,7 @@ export function nextLookupTokens(kMax, k, drafted, accepted) {
  * from; null = one-hot, as prompt lookup proposes) in one forward pass and
  * returns the emitted chunks. A round always emits at least one token.
  */
-export function startSpeculative(eng, prompt, opts = {}) {
+export function startSpeculative(eng, prompt, opts = {}, { lookup = false } = {}) {
   eng._requireModel();
   const o = samplingOptions(opts);
   const promptIds = promptIdsOf(eng, prompt, o);
@@ -318,7 +318,7 @@ export function startSpeculative(eng, prompt, opts = {}) {
   if (promptIds.length >= limit) throw new EngineError(`prompt of ${promptIds.length} tokens does not fit the context (${limit} tokens)`, STATUS_CONTEXT_FULL);
   // prompt lookup drafts for free, so its default bound is higher: the
   // adaptive length (nextLookupTokens) rarely reaches it
-  const maxDraft = Math.max(1, Math.min(opts.draftTokens ?? (opts.lookup ? 8 : 4), 32));
+  const maxDraft = Math.max(1, Math.min(opts.draftTokens ?? (lookup ? 8 : 4), 32));
   const adaptiveLookup = opts.adaptive !== false;
   let lookK = adaptiveLookup ? nextLookupTokens(maxDraft, null) : maxDraft;
   eng._ensureCtx({ nSeq: 1, slots: 0, outputs: maxDraft + 1 });
@@ -347,7 +347,7 @@ export function startSpeculative(eng, prompt, opts = {}) {
           acceptanceRate: stats.proposed ? stats.accepted / stats.proposed : 0,
           tokensPerPass: stats.targetPasses ? gen / stats.targetPasses : 0,
           draftTokens: maxDraft,
-          ...(opts.lookup ? { adaptive: adaptiveLookup } : {}),
+          ...(lookup ? { adaptive: adaptiveLookup } : {}),
         },
       },
     };
@@ -372,8 +372,8 @@ export function startSpeculative(eng, prompt, opts = {}) {
         }
         if (shouldStop && shouldStop()) return end('abort');
         const t = now();
-        const lookup = drafts === 'lookup';
-        if (lookup) { drafts = lookupDraft(committed, this.room(lookK)); qs = null; }
+        const fromContext = drafts === 'lookup';
+        if (fromContext) { drafts = lookupDraft(committed, this.room(lookK)); qs = null; }
         drafts = (drafts || []).slice(0, this.room(drafts ? drafts.length : 0));
         // the cache must hold committed + drafts; only what it lacks is evaluated
         const have = eng.seqTokens;
@@ -420,7 +420,7 @@ export function startSpeculative(eng, prompt, opts = {}) {
           if (!accepted) break;
         }
         stats.decodeMs += now() - t;
-        if (lookup && adaptiveLookup) lookK = nextLookupTokens(maxDraft, lookK, drafts.length, acc);
+        if (fromContext && adaptiveLookup) lookK = nextLookupTokens(maxDraft, lookK, drafts.length, acc);
         return { done: false, chunks, accepted: acc, proposed: drafts.length, prefillMs };
       } catch (e) {
         if (!finished) { finished = true; eng.free(qIds); eng.free(qProbs); s.free(); }
