@@ -144,7 +144,25 @@ async function compileOnce(src) {
   if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
     return WebAssembly.compileStreaming(res);
   }
-  return WebAssembly.compile(await res.arrayBuffer());
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  if (looksLikeHtml(bytes)) throw servedHtmlError(url);
+  return WebAssembly.compile(bytes);
+}
+
+/** Whether fetched bytes are an HTML page (a dev server's fallback) rather than wasm. */
+function looksLikeHtml(bytes) {
+  const head = new TextDecoder().decode(bytes.subarray(0, 64)).trimStart().toLowerCase();
+  return head.startsWith('<!doctype') || head.startsWith('<html') || head.startsWith('<');
+}
+
+// Vite's dev server pre-bundles dependencies into node_modules/.vite, where
+// the engine's `new URL('../wasm/...', import.meta.url)` points nowhere and
+// the server answers with its index.html.
+function servedHtmlError(url) {
+  return new WasmlmError('BAD_FILE', `the wasm engine ${url} was served as an HTML page, not wasm: the file is not where the` +
+    " package's URL points. With Vite's dev server, add  optimizeDeps: { exclude: ['wasmlm'] }  to vite.config.js" +
+    ' (pre-bundling moves the package away from its wasm files); with another bundler, serve or copy wasmlm/wasm/*.wasm next to the bundle.',
+  { url: String(url) });
 }
 
 // ---- worker client --------------------------------------------------------
