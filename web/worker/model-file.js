@@ -5,7 +5,7 @@
 // modules are passed in (`fs`, `net`), so this file imports nothing from Node
 // and browser bundles of the worker stay self-contained.
 import { WasmlmError } from '../errors.js';
-import { ggufHeaderProblem, badFileError } from './engine.js';
+import { ggufHeaderProblem, badFileError } from './gguf.js';
 
 const CHUNK = 16 << 20;   // read size of regular files, and progress step
 const HEAD = 64 << 10;    // first read of a regular file: the header is checked before anything is reserved
