@@ -47,7 +47,7 @@ WASM_MT_LDFLAGS := -Wl,--no-entry,--import-memory,--shared-memory,--export-dynam
 # wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
 WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
 
-.PHONY: all native wasm test test-c test-wasm test-san test-js toolchain clean bench bench-logprob bench-kernels bench-kernels-native
+.PHONY: abi all native wasm test test-c test-wasm test-san test-js toolchain clean bench bench-logprob bench-kernels bench-kernels-native
 
 all: toolchain native wasm
 
@@ -107,6 +107,19 @@ wasm/probe-relaxed.wasm: src/probe_relaxed.c
 $(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
+
+# web/worker/abi.js: the wasm32 layout of the C structs JS touches, printed
+# by tools/gen-abi.c run as a wasm32-wasi program (so the offsets are
+# wasm32's). Committed: tests/js/abi.test.mjs regenerates build/abi.js and
+# fails when the committed file differs.
+$(BUILD)/gen-abi.wasm: tools/gen-abi.c src/wlm.h
+	@mkdir -p $(BUILD)
+	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
+	$(WASM_CC) $(WASI_CFLAGS) -Isrc -o $@ tools/gen-abi.c
+$(BUILD)/abi.js: $(BUILD)/gen-abi.wasm
+	node tests/c/run_wasi.mjs $< > $@.tmp && mv $@.tmp $@
+abi: $(BUILD)/abi.js
+	cp $< web/worker/abi.js
 
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
@@ -271,7 +284,7 @@ fuzz: fuzz-build fuzz-options fuzz-protocol
 	sh tools/fuzz.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 	$(MAKE) fuzz-template
 
-# chat templates rendered with their limits on (web/template.js): random
+# chat templates rendered with their limits on (web/worker/template.js): random
 # templates for FUZZ_SECONDS; a hang, a crash or a non-WasmlmError is a finding
 fuzz-template:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) node fuzz/fuzz_template.mjs

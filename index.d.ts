@@ -442,7 +442,9 @@ export declare class Model {
   logits(tokens: number[], options?: LogitsOptions): Promise<Float32Array[]>;
   tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
   detokenize(ids: Iterable<number>): Promise<string>;
-  /** Filtered next-token distribution after `text` (top `topN`, default 20). */
+  /** Next-token distribution after `text` (top `topN`, default 20): the model's raw distribution
+   * (temperature 1, no topK/topP/minP, no repeat penalty) unless sampling options are given, which
+   * then apply as in generation (e.g. {temperature: 0.8, topK: 40}). */
   nextTokenDistribution(text: string | number[], options?: DistributionOptions): Promise<TokenProb[]>;
   /** n candidates decoded as one batch (the prompt prefilled once, its cache shared), scored, best first. */
   bestOfN(prompt: string | number[], options?: BestOfNOptions): Promise<BestOfNResult>;

@@ -1,4 +1,4 @@
-// Fuzz target: the worker protocol (web/worker.js), spoken directly as a
+// Fuzz target: the worker protocol (web/worker/worker.js), spoken directly as a
 // peer would: random sequences of known and unknown ops with random fields
 // (wrong types, missing ids, duplicate ids, garbage bytes, huge numbers),
 // loads of real and broken model bytes, aborts of running, queued, finished
@@ -13,6 +13,7 @@ import fs from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { getWasmModule } from '../web/index.js';
+import { OPS as PROTOCOL_OPS } from '../web/protocol.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED = path.resolve(ROOT, process.env.WLM_SHARED || '../shared');
@@ -24,9 +25,8 @@ function rnd() { state ^= (state << 13n) & 0xffffffffn; state ^= state >> 17n; s
 const pick = (a) => a[Math.floor(rnd() * a.length)];
 const chance = (p) => rnd() < p;
 
-const OPS = ['loadBegin', 'loadChunk', 'loadEnd', 'loadCancel', 'loadFile', 'generate', 'tokenize', 'detokenize', 'info', 'memory',
-  'distribution', 'logits', 'quantize', 'bestOfN', 'beamSearch', 'specStart', 'specRound', 'specEnd', 'draftStart',
-  'draftPropose', 'draftEnd', 'vocab', 'dispose', 'nope', '__proto__', 'constructor', 'toString'];
+// every op of the protocol (web/protocol.js), and names that are not ops
+const OPS = [...Object.keys(PROTOCOL_OPS), 'nope', '__proto__', 'constructor', 'toString', 'specRoom'];
 
 const findings = [];
 const mod = await getWasmModule(undefined, false, 'simd128');
@@ -37,7 +37,7 @@ function junk() {
 }
 function genOptions() {
   const o = {};
-  for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'seed', 'n', 'beams', 'ignoreEos', 'stop', 'onFull', 'contextLength', 'lookup', 'draftTokens']) {
+  for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'seed', 'n', 'beams', 'ignoreEos', 'stop', 'onFull', 'contextLength', 'draftTokens']) {
     if (chance(0.3)) o[k] = chance(0.7) ? pick([0, 1, 2, 4, 8, 0.5, true, 'x', -1, 64, 1e9]) : junk();
   }
   if (chance(0.8)) o.maxTokens = Math.floor(rnd() * 20);
@@ -52,7 +52,11 @@ function randomMessage(id) {
     case 'loadEnd': m.options = chance(0.7) ? { contextLength: pick([0, 16, 64, 256]), onFull: pick(['error', 'slide', 'x']) } : junk(); break;
     case 'loadFile': m.path = pick([path.join(SHARED, 'models', 'stories260K.gguf'), '/nonexistent', '/dev/null', ROOT, 5]); m.options = {}; break;
     case 'generate': case 'bestOfN': case 'beamSearch': case 'specStart':
-      m.prompt = pick(['Once upon a time', '', [1, 2], [1e9], junk()]); m.options = chance(0.9) ? genOptions() : junk(); m.stream = chance(0.5); m.session = pick([1, 2, junk()]); break;
+      m.prompt = pick(['Once upon a time', '', [1, 2], [1e9], junk()]); m.options = chance(0.9) ? genOptions() : junk(); m.stream = chance(0.5);
+      if (op === 'specStart') m.session = pick([1, 2, junk()]);
+      if (op === 'generate' && chance(0.3)) m.draft = pick(['lookup', 'lookup', junk()]);
+      if (chance(0.05)) m.extra = junk();   // a field the op does not have
+      break;
     case 'specRound': m.session = pick([1, 2, junk()]); m.drafts = pick([[], [1, 2], junk()]); m.qs = pick([null, [], junk()]); m.plain = pick([undefined, 1, 3, 2 ** 31]); break;
     case 'draftStart': case 'draftPropose': case 'draftEnd': case 'specEnd': m.session = pick([1, 2, junk()]); m.ids = pick([[1, 2], junk()]); m.k = pick([1, 4, junk()]); m.options = genOptions(); break;
     case 'tokenize': m.text = pick(['hello', '', junk()]); m.addBos = junk(); break;
@@ -68,7 +72,7 @@ function randomMessage(id) {
 
 class Peer {
   constructor() {
-    this.w = new Worker(new URL('../web/worker.js', import.meta.url));
+    this.w = new Worker(new URL('../web/worker/worker.js', import.meta.url));
     this.replies = new Map(); // id -> replies
     this.sends = new Map();   // id -> messages sent with it (ids may repeat)
     this.open = new Map();    // id -> {op, abortedAt}

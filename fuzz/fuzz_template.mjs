@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Fuzz target for chat-template rendering (web/template.js) with its limits
+// Fuzz target for chat-template rendering (web/worker/template.js) with its limits
 // on: random templates from the Jinja grammar (loops, range() with big
 // numbers, string operations, filters, macros and recursion, namespaces,
 // set, if) rendered for FUZZ_SECONDS (default 30). A render may succeed or
@@ -93,7 +93,7 @@ function generator(rand) {
 // ---- the rendering thread -----------------------------------------------------
 
 async function renderLoop({ seed, seconds }) {
-  const { renderChat } = await import('../web/template.js');
+  const { renderChat } = await import('../web/worker/template.js');
   const { WasmlmError } = await import('../web/errors.js');
   const next = generator(rng(seed));
   const messages = [{ role: 'system', content: 'sys' }, { role: 'user', content: 'Hello' }, { role: 'assistant', content: 'Hi' }];

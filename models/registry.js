@@ -19,9 +19,9 @@
 // else the registry URL; the caller verifies the sha256 while streaming.
 
 import { WasmlmError, badOption } from '../web/errors.js';
+import { isNode, nodeImport } from '../web/env.js';
 import { checkSha256, checkTimeout, fetchChecked, readBody, declaredLength, safeUrl, REGISTRY_TIMEOUT_MS } from '../web/net.js';
 
-const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node);
 
 let builtin = null;
 
@@ -30,7 +30,7 @@ export async function loadRegistry() {
   if (builtin) return builtin;
   const url = new URL('./registry.json', import.meta.url);
   if (isNode && url.protocol === 'file:') {
-    const fs = await import('node:fs');
+    const fs = await nodeImport('node:fs');
     builtin = JSON.parse(fs.readFileSync(url, 'utf8'));
   } else {
     const res = await fetch(url);
@@ -55,8 +55,8 @@ export async function isRegistryName(name, options = {}) {
 /** Node: the default cache directory. */
 export async function defaultCacheDir() {
   if (process.env.WASMLM_CACHE) return process.env.WASMLM_CACHE;
-  const os = await import('node:os');
-  const path = await import('node:path');
+  const os = await nodeImport('node:os');
+  const path = await nodeImport('node:path');
   const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
   return path.join(base, 'wasmlm');
 }
@@ -96,8 +96,8 @@ export async function resolveModel(name, options = {}) {
     if (!entry) throw unknown(name, entries);
     return { name, url: entry.url, sha256: entry.sha256 || null, size: entry.size || null, entry };
   }
-  const fs = await import('node:fs');
-  const path = await import('node:path');
+  const fs = await nodeImport('node:fs');
+  const path = await nodeImport('node:path');
   const modelDir = options.modelDir || process.env.WASMLM_MODELS;
   if (modelDir) {
     const p = path.resolve(modelDir, name + '.gguf');
@@ -134,14 +134,14 @@ const DAY_MS = 24 * 3600 * 1000;
 function sidecarPath(file) { return file + '.json'; }
 
 async function readSidecar(file) {
-  const fs = await import('node:fs');
+  const fs = await nodeImport('node:fs');
   try { return JSON.parse(fs.readFileSync(sidecarPath(file), 'utf8')); } catch { return null; }
 }
 
 /** Node: sha256 (hex) and the first 4 bytes of a file, streamed. */
 async function digestFile(file) {
-  const fs = await import('node:fs');
-  const { createHash } = await import('node:crypto');
+  const fs = await nodeImport('node:fs');
+  const { createHash } = await nodeImport('node:crypto');
   const hash = createHash('sha256');
   let head = '';
   for await (const chunk of fs.createReadStream(file)) {
@@ -157,7 +157,7 @@ async function digestFile(file) {
  * problem in words (the file and its record are then evicted).
  */
 async function verifyCached(entry, file) {
-  const fs = await import('node:fs');
+  const fs = await nodeImport('node:fs');
   let st;
   try { st = fs.statSync(file); } catch { await evictCached(file); return 'missing'; }
   const rec = await readSidecar(file);
@@ -181,7 +181,7 @@ async function cacheProblem(entry, file, st, rec) {
 }
 
 async function writeSidecar(file, rec) {
-  const fs = await import('node:fs');
+  const fs = await nodeImport('node:fs');
   const tmp = `${sidecarPath(file)}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
   fs.writeFileSync(tmp, JSON.stringify({ ...rec, recordedAt: new Date().toISOString() }, null, 1));
   fs.renameSync(tmp, sidecarPath(file));
@@ -189,7 +189,7 @@ async function writeSidecar(file, rec) {
 
 /** Node: removes a cached model and its record (a load of it failed, or it failed verification). */
 export async function evictCached(file) {
-  const fs = await import('node:fs');
+  const fs = await nodeImport('node:fs');
   for (const f of [file, sidecarPath(file)]) {
     try { fs.unlinkSync(f); } catch (e) { if (e.code !== 'ENOENT') console.warn(`wasmlm: cannot remove ${f}: ${e.message}`); }
   }
@@ -207,8 +207,8 @@ function processAlive(pid) {
  * than a day. Resolves with the names removed.
  */
 export async function sweepTempFiles(dir) {
-  const fs = await import('node:fs');
-  const path = await import('node:path');
+  const fs = await nodeImport('node:fs');
+  const path = await nodeImport('node:path');
   let names;
   try { names = fs.readdirSync(dir); } catch { return []; }
   const removed = [];
@@ -233,9 +233,9 @@ export async function sweepTempFiles(dir) {
  */
 export async function downloadModel(name, entry, dest, options = {}) {
   checkEntry(name, entry);
-  const fs = await import('node:fs');
-  const path = await import('node:path');
-  const { createHash } = await import('node:crypto');
+  const fs = await nodeImport('node:fs');
+  const path = await nodeImport('node:path');
+  const { createHash } = await nodeImport('node:crypto');
   const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
   const url = entry.url;
   fs.mkdirSync(path.dirname(dest), { recursive: true });

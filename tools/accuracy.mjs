@@ -22,7 +22,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Engine } from '../web/engine.js';
+import { Engine } from '../web/worker/engine.js';
+import { CTX_PARAMS, ERR, writeCtxParams } from '../web/worker/abi.js';
 import { makeModel } from '../models/make-model.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -55,12 +56,9 @@ async function open(file, nTok) {
   eng.loadBytes(fs.readFileSync(file), { contextLength: nTok + 8, batchSize: nTok + 8 });
   const x = eng.x;
   x.wlm_ctx_free(eng.ctx);
-  const cp = eng.alloc(64), pp = eng.alloc(8), er = eng.alloc(512);
+  const cp = eng.alloc(CTX_PARAMS.size), pp = eng.alloc(8), er = eng.alloc(ERR.size);
   x.wlm_ctx_default_params(cp);
-  const dv = eng.dv;
-  dv.setUint32(cp + 0, nTok + 8, true);   // n_ctx
-  dv.setUint32(cp + 4, nTok + 8, true);   // n_batch
-  dv.setUint32(cp + 20, 1, true);         // logits_all
+  writeCtxParams(eng.dv, cp, { nCtx: nTok + 8, nBatch: nTok + 8, logitsAll: 1 });
   const st = x.wlm_ctx_new(pp, eng.model, cp, er);
   if (st) throw new Error(`wlm_ctx_new failed (${st})`);
   eng.ctx = eng.dv.getUint32(pp, true);
@@ -71,7 +69,7 @@ async function open(file, nTok) {
 // log-softmax rows (Float64) of every position of `toks`
 async function logProbs(file, toks) {
   const eng = await open(file, toks.length);
-  const st = eng._evalTokens(toks);
+  const st = eng.append(toks);
   if (st) throw new Error(`eval failed (${st})`);
   const V = eng.hparams.nVocab, n = eng.x.wlm_ctx_n_logits(eng.ctx) >>> 0;
   if (n !== toks.length) throw new Error(`expected ${toks.length} rows of logits, got ${n}`);
@@ -118,7 +116,7 @@ async function greedyText(file, n) {
   const eng = await open(file, n + 1);
   const toks = [eng.hparams.bosId];
   for (let i = 0; i < n; i++) {
-    if (eng._evalTokens([toks[toks.length - 1]])) throw new Error('eval failed');
+    if (eng.append([toks[toks.length - 1]])) throw new Error('eval failed');
     const V = eng.hparams.nVocab, rows = eng.x.wlm_ctx_n_logits(eng.ctx) >>> 0;
     const p = eng.x.wlm_ctx_logits(eng.ctx) >>> 0;
     toks.push(argmax(new Float32Array(eng.memory.buffer, p + (rows - 1) * V * 4, V)));

@@ -13,14 +13,10 @@
 // ~/.cache/wasmlm); listCachedModels / deleteCachedModel work on it there.
 
 import { fetchChecked } from './net.js';
+import { isNode, nodeImport } from './env.js';
 
 export const MODEL_CACHE = 'wasmlm-models-v1';
 
-// Node built-ins through a variable: bundlers leave them out of browser bundles
-const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
-
-const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
-  typeof window === 'undefined' && typeof self === 'undefined';
 
 /** Whether the browser model cache can be used here (Cache Storage exists: secure contexts only). */
 export function modelCacheAvailable() {

@@ -1,5 +1,5 @@
 // Chat prompts, caller side: validates messages and options and builds the
-// request that the model's worker renders (web/template.js, op renderChat).
+// request that the model's worker renders (web/worker/template.js, op renderChat).
 // A chat template comes from the model file, so it is untrusted: it is never
 // run on the caller's thread, and the worker renders it inside limits.
 import { WasmlmError, badOption } from './errors.js';

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
 import { loadModel, DEFAULT_SAMPLING } from './index.js';
 import { chatTemplateFor } from './chat.js';
-import { QUANT_TYPES } from './engine.js';
+import { QUANT_TYPES } from './protocol.js';
 import { OPTIONS, METHODS, checkValue } from './options.js';
 import { resolveModel, isRegistryName } from '../models/registry.js';
 

@@ -3,7 +3,8 @@
 // Node, a module Web Worker in browsers) with its own wasm memory, so the
 // caller's event loop never blocks on inference.
 import { probeRelaxedSimd } from './simd-probe.js';
-import { QUANT_TYPES } from './engine.js';
+import { isNode, nodeImport } from './env.js';
+import { QUANT_TYPES, CHANNEL, checkRequest } from './protocol.js';
 import { DEFAULT_SAMPLING, checkOptions, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
 import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
@@ -19,8 +20,6 @@ export { resolveModel, registryEntries };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 export { checkSha256, REGISTRY_TIMEOUT_MS };
 
-const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
-  typeof window === 'undefined';
 
 /** Default context options. */
 export const DEFAULT_CONTEXT = Object.freeze({ contextLength: 0, batchSize: 0, kvType: 'f32', onFull: 'error', nKeep: 0 });
@@ -97,7 +96,7 @@ let warnedNoThreads = false;
 /** Available cores, capped at 8 (more rarely helps a memory-bound decoder). */
 export async function defaultThreads() {
   let n = 1;
-  if (isNode) { const os = await import('node:os'); n = os.availableParallelism ? os.availableParallelism() : os.cpus().length; }
+  if (isNode) { const os = await nodeImport('node:os'); n = os.availableParallelism ? os.availableParallelism() : os.cpus().length; }
   else n = globalThis.navigator?.hardwareConcurrency || 1;
   return Math.max(1, Math.min(8, n));
 }
@@ -131,7 +130,7 @@ async function compileOnce(src) {
   if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(src);
   const url = src instanceof URL ? src : (isNode && !/^[a-z]+:/i.test(String(src)) ? null : new URL(String(src), globalThis.location?.href));
   if (isNode && (!url || url.protocol === 'file:')) {
-    const fs = await import('node:fs');
+    const fs = await nodeImport('node:fs');
     let bytes;
     try {
       bytes = fs.readFileSync(url || String(src));
@@ -145,7 +144,25 @@ async function compileOnce(src) {
   if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
     return WebAssembly.compileStreaming(res);
   }
-  return WebAssembly.compile(await res.arrayBuffer());
+  const bytes = new Uint8Array(await res.arrayBuffer());
+  if (looksLikeHtml(bytes)) throw servedHtmlError(url);
+  return WebAssembly.compile(bytes);
+}
+
+/** Whether fetched bytes are an HTML page (a dev server's fallback) rather than wasm. */
+function looksLikeHtml(bytes) {
+  const head = new TextDecoder().decode(bytes.subarray(0, 64)).trimStart().toLowerCase();
+  return head.startsWith('<!doctype') || head.startsWith('<html') || head.startsWith('<');
+}
+
+// Vite's dev server pre-bundles dependencies into node_modules/.vite, where
+// the engine's `new URL('../wasm/...', import.meta.url)` points nowhere and
+// the server answers with its index.html.
+function servedHtmlError(url) {
+  return new WasmlmError('BAD_FILE', `the wasm engine ${url} was served as an HTML page, not wasm: the file is not where the` +
+    " package's URL points. With Vite's dev server, add  optimizeDeps: { exclude: ['wasmlm'] }  to vite.config.js" +
+    ' (pre-bundling moves the package away from its wasm files); with another bundler, serve or copy wasmlm/wasm/*.wasm next to the bundle.',
+  { url: String(url) });
 }
 
 // ---- worker client --------------------------------------------------------
@@ -167,12 +184,12 @@ class WorkerClient {
     const mod = await getWasmModule(options.wasm, threads > 1, simd);
     let w, nodeWorker = null;
     if (isNode) {
-      const { Worker } = await import('node:worker_threads');
-      nodeWorker = new Worker(new URL('./worker.js', import.meta.url));
+      const { Worker } = await nodeImport('node:worker_threads');
+      nodeWorker = new Worker(new URL('./worker/worker.js', import.meta.url));
       w = nodeWorker;
     } else {
       // written inline so that bundlers recognise the worker and bundle its imports
-      w = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+      w = new Worker(new URL('./worker/worker.js', import.meta.url), { type: 'module' });
     }
     return new WorkerClient(w, nodeWorker, mod, threads, simd);
   }
@@ -234,10 +251,12 @@ class WorkerClient {
     this._ref();
   }
 
-  /** Sends a request; returns {id, promise}. */
+  /** Sends a request (web/protocol.js); returns {id, promise}. */
   request(op, payload = {}, { onEvent, transfer } = {}) {
     const id = this.nextId++;
     if (this.dead) return { id, promise: Promise.reject(this.dead) };
+    const problem = checkRequest({ ...payload, id, op });
+    if (problem) return { id, promise: Promise.reject(new WasmlmError('INTERNAL', `protocol: ${problem} (web/protocol.js)`)) };
     const promise = new Promise((resolve, reject) => this.pending.set(id, { resolve, reject, onEvent }));
     this._ref();
     try {
@@ -339,7 +358,7 @@ async function resolveSource(source, options) {
     if (looksLikeUrl(s)) return { kind: 'url', url: s };
     if (/^file:/i.test(s)) {
       if (!isNode) return { kind: 'url', url: s };
-      const { fileURLToPath } = await import('node:url');
+      const { fileURLToPath } = await nodeImport('node:url');
       return { kind: 'path', path: fileURLToPath(s) };
     }
     if (await isRegistryName(s, options)) {
@@ -497,6 +516,8 @@ export class Model {
   }
 
   get disposed() { return this._disposed; }
+  /** The worker channel of this model, for the strategies of web/scaling.js (web/protocol.js). */
+  get [CHANNEL]() { return this._client; }
   _check() { if (this._disposed) throw new WasmlmError('DISPOSED', 'model disposed'); }
   _prompt(prompt) { return checkPrompt(prompt, this.info.hparams.nVocab); }
 
@@ -511,7 +532,7 @@ export class Model {
       const o = checkOptions('generate', opts);
       const p = self._prompt(prompt);
       if (o.draft && o.draft !== 'lookup') return yield* scaling.speculative(self, o.draft, p, o);
-      const it = streamRequest(self._client, 'generate', { prompt: p, options: generateWorkerOptions(o), stream: true }, o.signal);
+      const it = streamRequest(self._client, 'generate', generateRequest(p, o, true), o.signal);
       try {
         for (;;) {
           const r = await it.next();
@@ -543,7 +564,7 @@ export class Model {
         await it.return(); // a throwing onToken stops the generation in the worker too
       }
     }
-    return withSignal(this._client, 'generate', { prompt: p, options: generateWorkerOptions(o), stream: false }, o.signal);
+    return withSignal(this._client, 'generate', generateRequest(p, o, false), o.signal);
   }
 
   /**
@@ -627,14 +648,14 @@ export class Model {
     return this._client.call('detokenize', { ids: list });
   }
 
-  /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20). */
+  /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20); raw unless filters are given. */
   async nextTokenDistribution(text, opts = {}) {
     this._check();
     const o = checkOptions('nextTokenDistribution', opts);
     return this._client.call('distribution', { text: this._prompt(text), options: o });
   }
 
-  // ---- inference-time scaling (web/scaling.js, web/multi.js) ----
+  // ---- inference-time scaling (web/scaling.js, web/worker/multi.js) ----
 
   /** n candidates decoded as one batch, scored and sorted (best first). */
   async bestOfN(prompt, opts = {}) {
@@ -681,11 +702,11 @@ export class Model {
   }
 }
 
-/** The worker's form of checked generate options ('lookup' drafting is a flag there). */
-function generateWorkerOptions(o) {
-  const w = workerOptions(o);
-  if (o.draft === 'lookup') w.lookup = true;
-  return w;
+/** A generate request (web/protocol.js) from checked options: prompt lookup is its `draft` field. */
+function generateRequest(prompt, o, stream) {
+  const req = { prompt, options: workerOptions(o), stream };
+  if (o.draft === 'lookup') req.draft = 'lookup';
+  return req;
 }
 
 function templateOptions(o) {

@@ -1,7 +1,7 @@
 // Inference-time scaling, caller side: best-of-N with scorers and verifiers,
 // self-consistency voting, verify-and-retry, beam search and speculative
 // decoding with a draft model. The token work runs in the models' workers
-// (web/multi.js); this file scores, votes, retries and orchestrates.
+// (web/worker/multi.js); this file scores, votes, retries and orchestrates.
 //
 // How best-of-N splits the work: the n candidates are decoded as ONE batch
 // in the model's worker (the prompt is prefilled once and its cache slots are
@@ -11,7 +11,9 @@
 // thread, concurrently (Promise.all) once the candidates are complete.
 
 import { abortError, withSignal, streamRequest } from './abort.js';
-import { DEFAULT_SAMPLING } from './engine.js';
+import { DEFAULT_SAMPLING } from './options.js';
+import { CHANNEL } from './protocol.js';
+import { WasmlmError } from './errors.js';
 
 function scorerOf(scorer) {
   if (scorer == null || scorer === 'mean-logprob') {
@@ -38,7 +40,7 @@ export async function bestOfN(model, prompt, opts = {}) {
     texts.set('n' + ev.index, n);
     return onCandidate({ index: ev.index, text, delta: ev.text, token: ev.token, tokens: n, done: false });
   } : undefined;
-  const r = await withSignal(model._client, 'bestOfN', { prompt, options: rest, stream: !!onCandidate }, signal, onEvent);
+  const r = await withSignal(model[CHANNEL], 'bestOfN', { prompt, options: rest, stream: !!onCandidate }, signal, onEvent);
   const t0 = Date.now();
   const scores = await Promise.all(r.candidates.map((c) => Promise.resolve().then(() => score(c))));
   if (signal && signal.aborted) throw abortError(signal);
@@ -113,7 +115,7 @@ export async function generateUntil(model, prompt, opts = {}) {
 
 export async function beamSearch(model, prompt, opts = {}) {
   const { signal, ...rest } = opts;
-  return withSignal(model._client, 'beamSearch', { prompt, options: rest }, signal);
+  return withSignal(model[CHANNEL], 'beamSearch', { prompt, options: rest }, signal);
 }
 
 // ---- speculative decoding with a draft model ---------------------------------------
@@ -124,7 +126,7 @@ let sessionSeq = 1;
 async function checkVocab(target, draft) {
   let m = vocabChecked.get(target);
   if (m && m.get(draft)) return;
-  const [a, b] = await Promise.all([target._client.call('vocab'), draft._client.call('vocab')]);
+  const [a, b] = await Promise.all([target[CHANNEL].call('vocab'), draft[CHANNEL].call('vocab')]);
   if (a.nVocab !== b.nVocab || a.hash !== b.hash) {
     const e = new Error(`the draft model's vocabulary differs from the target's (${b.nVocab} tokens, fingerprint ${b.hash}, vs ${a.nVocab} tokens, fingerprint ${a.hash}): speculative decoding needs one shared vocabulary`);
     e.code = 'VOCAB_MISMATCH';
@@ -280,17 +282,17 @@ export function measuredCosts(passMs, draftMs, fixedV, overheadMs = 0) {
 
 export async function* speculative(target, draft, prompt, opts = {}) {
   const { signal, draft: _d, draftTokens = 4, adaptive = true, ...rest } = opts;
-  if (draft._disposed) throw new Error('draft model disposed');
+  if (draft.disposed) throw new WasmlmError('DISPOSED', 'draft model disposed');
   const kMax = Math.max(1, Math.min(Number(draftTokens) | 0 || 4, 32));
   await checkVocab(target, draft);
   const session = sessionSeq++;
   const t0 = Date.now();
   let ended = false;
   const options = { ...rest, draftTokens: kMax };
-  const { committed } = await withSignal(target._client, 'specStart', { session, prompt, options }, signal);
+  const { committed } = await withSignal(target[CHANNEL], 'specStart', { session, prompt, options }, signal);
   let saveTimings = () => {};
   try {
-    await draft._client.call('draftStart', { session, options: rest });
+    await draft[CHANNEL].call('draftStart', { session, options: rest });
     const fixed = { draftCost: (draft.info?.fileSize || 1) / (target.info?.fileSize || 1), verifyCost: verifyCostOf(target.info) };
     const timed = adaptive && oneHotSampling(rest);   // greedy: costs from this generation's timings
     let costs = fixed;
@@ -327,7 +329,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       let p = { tokens: [], qs: [] };
       if (k > 0) {
         const td = performance.now();
-        p = await draft._client.call('draftPropose', { session, ids: committed, k });
+        p = await draft[CHANNEL].call('draftPropose', { session, ids: committed, k });
         const ms = performance.now() - td;
         draftMs += ms;
         // a draft token's cost: a step of the draft's loop (timed there, in
@@ -348,7 +350,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         // no more drafts: the target's worker runs the rest as plain rounds,
         // streaming their tokens, without a call a token (which cost 5 % of
         // an s110m F16 step here)
-        const it = streamRequest(target._client, 'specRound', { session, drafts: [], qs: [], plain: 2 ** 31 }, signal);
+        const it = streamRequest(target[CHANNEL], 'specRound', { session, drafts: [], qs: [], plain: 2 ** 31 }, signal);
         try {
           for (;;) {
             const x = await it.next();
@@ -361,7 +363,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
           await it.return();
         }
       } else {
-        r = await target._client.call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
+        r = await target[CHANNEL].call('specRound', { session, drafts: p.tokens, qs: p.qs }, { transfer });
       }
       const nd = p.tokens.length;
       // a pass's time, without the prompt prefill the first round also does
@@ -405,7 +407,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
     }
   } finally {
     saveTimings();
-    draft._client.call('draftEnd', { session }).catch(() => {});
-    if (!ended) target._client.call('specEnd', { session }).catch(() => {});
+    draft[CHANNEL].call('draftEnd', { session }).catch(() => {});
+    if (!ended) target[CHANNEL].call('specEnd', { session }).catch(() => {});
   }
 }

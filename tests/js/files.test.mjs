@@ -16,7 +16,7 @@ import path from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
 import { MODEL_PATH, CLI, runCli } from './helpers.mjs';
 import { loadModel } from '../../web/index.js';
-import { Engine } from '../../web/engine.js';
+import { Engine } from '../../web/worker/engine.js';
 import { makeModel } from '../../models/make-model.js';
 import { parseGGUF, serializeGGUF, encodeValue, baseModels } from '../../tools/make-hostile.mjs';
 import { T } from '../../models/gguf-writer.js';

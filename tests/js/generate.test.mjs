@@ -253,6 +253,11 @@ test('nextTokenDistribution', async () => {
   assert.ok(d.length >= 1 && d.length <= 5);
   assert.equal(d[0].token, REF.results[0].generated_token_ids[0]);
   for (let i = 1; i < d.length; i++) assert.ok(d[i - 1].prob >= d[i].prob);
+  // no filters unless asked: the raw distribution has topN entries summing to at most 1
+  assert.equal(d.length, 5);
+  assert.ok(d.reduce((a, x) => a + x.prob, 0) <= 1 + 1e-6);
+  const filtered = await model.nextTokenDistribution('Once upon a time', { topN: 5, topK: 2 });
+  assert.equal(filtered.length, 2);
   const greedy = await model.nextTokenDistribution('Once upon a time', { temperature: 0 });
   assert.equal(greedy.length, 1);
   assert.equal(greedy[0].prob, 1);

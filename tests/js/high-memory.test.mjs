@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MODEL_PATH, reference } from './helpers.mjs';
-import { Engine } from '../../web/engine.js';
-import { startSpeculative } from '../../web/multi.js';
+import { Engine } from '../../web/worker/engine.js';
+import { startSpeculative } from '../../web/worker/multi.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const GREEDY = { temperature: 0, repeatPenalty: 1, ignoreEos: true };

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { MODEL_PATH, ROOT } from './helpers.mjs';
 import { resolveModel } from '../../models/registry.js';
 import { loadModel, deleteCachedModel, REGISTRY_TIMEOUT_MS } from '../../web/index.js';
-import { Engine, DECLARED_FIRST_BYTES } from '../../web/engine.js';
+import { Engine, DECLARED_FIRST_BYTES } from '../../web/worker/engine.js';
 import { checkSha256 } from '../../web/net.js';
 
 const SHA = '270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d';

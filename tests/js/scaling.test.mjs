@@ -213,20 +213,16 @@ test("the draft's step time counts an evaluation and a sampling a token", async 
   // an engine whose evaluations take at least 15 ms (busy) and whose sampling is instant:
   // a step timed without its evaluation (the clock once started at the second sampling:
   // k = 2 timed a sampling alone) reads near 0
-  const { startDraft } = await import('../../web/multi.js');
+  const { startDraft } = await import('../../web/worker/multi.js');
   const busy = (ms) => { const t = performance.now(); while (performance.now() - t < ms); };
-  const mem = new ArrayBuffer(1 << 16);
-  let next = 1, evals = 0;
+  let evals = 0;
+  // the Engine operations a draft uses (web/worker/engine.js), with a one-hot distribution on token 3
   const eng = {
-    _requireModel() {}, hparams: { nVocab: 8 }, i32: new Int32Array(mem), f32: new Float32Array(mem), histBuf: 0,
-    alloc: (n) => { const p = next * 256; next += Math.ceil(n / 256) + 1; return p; }, free() {},
-    x: {
-      wlm_rng_seed() {}, wlm_rng_float: () => 0.5, wlm_ctx_logits: () => 0,
-      wlm_sample_dist: (ctx, lp, sp, hb, nh, idsP) => { eng.i32[idsP >>> 2] = 3; return 1; },   // one-hot: token 3
-    },
-    _prefill: (ids) => ({ status: 0, reused: ids.length - 1 }), _check() {},
-    _writeSampler: () => 0, _writeHist: () => 0, isEog: () => false,
-    _evalTokens: () => { evals++; busy(15); return 0; },
+    requireModel() {}, hparams: { nVocab: 8 },
+    allocStream: () => ({ rng: 0, detok: 16, block: 0 }), seedRng() {}, rngFloat: () => 0.5, free() {},
+    prefill: (ids) => ({ status: 0, reused: ids.length - 1 }), check() {},
+    distribution: () => ({ ids: Int32Array.of(3), probs: Float32Array.of(1) }), isEog: () => false,
+    append: () => { evals++; busy(15); return 0; },
   };
   const d = startDraft(eng, { temperature: 0, ignoreEos: true });
   for (const k of [2, 4]) {

@@ -248,7 +248,7 @@ test('bench server: serves what the bench page loads and nothing else of the rep
   const s = await startServer(ROOT, { modelsDir: path.join(tmp, 'models') });
   try {
     const wllama = fs.existsSync(path.join(ROOT, 'node_modules', '@wllama', 'wllama', 'esm', 'index.js'));
-    const needed = ['/bench/browser/index.html', '/bench/browser/page.js', '/web/index.js', '/web/worker.js', '/wasm/wasmlm.wasm',
+    const needed = ['/bench/browser/index.html', '/bench/browser/page.js', '/web/index.js', '/web/worker/worker.js', '/wasm/wasmlm.wasm',
       '/models/registry.js', '/models/registry.json', '/bench/browser/',
       ...(wllama ? ['/node_modules/@wllama/wllama/esm/index.js', '/node_modules/@wllama/wllama/esm/wasm/wllama.wasm'] : [])];
     for (const p of needed) {

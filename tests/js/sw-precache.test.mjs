@@ -25,7 +25,7 @@ test('the demo service worker precaches every module of the page', () => {
   const sw = fs.readFileSync(path.join(ROOT, 'web/demo/sw.js'), 'utf8');
   const list = new Set([...sw.matchAll(/'(\/[^']+)'/g)].map((m) => m[1]));
   const files = graph(path.join(ROOT, 'web/demo/demo.js')).map((f) => '/' + path.relative(ROOT, f).split(path.sep).join('/'));
-  assert.ok(files.includes('/web/index.js') && files.includes('/web/worker.js') && files.includes('/web/multi.js'));
+  assert.ok(files.includes('/web/index.js') && files.includes('/web/worker/worker.js') && files.includes('/web/worker/multi.js'));
   const missing = files.filter((f) => !list.has(f));
   assert.deepEqual(missing, [], `not precached by web/demo/sw.js: ${missing.join(', ')}`);
 });

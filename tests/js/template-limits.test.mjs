@@ -1,5 +1,5 @@
 // Chat templates are untrusted (they come with the model file): they are
-// rendered in the model's worker inside limits (web/template.js). A template
+// rendered in the model's worker inside limits (web/worker/template.js). A template
 // that loops, recurses or builds huge strings/lists fails with a
 // WasmlmError TEMPLATE_LIMIT naming the limit, the caller's event loop stays
 // responsive meanwhile, and the model keeps working. Also through
@@ -12,7 +12,7 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
-import { renderChat } from '../../web/template.js';
+import { renderChat } from '../../web/worker/template.js';
 import { CLI, ROOT } from './helpers.mjs';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-tpl-'));

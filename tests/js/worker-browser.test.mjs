@@ -1,4 +1,4 @@
-// web/worker.js's browser branch (self.onmessage, MessageChannel yields),
+// web/worker/worker.js's browser branch (self.onmessage, MessageChannel yields),
 // exercised inside a Node worker that provides a minimal `self`.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { ROOT, MODEL_PATH, reference } from './helpers.mjs';
 
-const WORKER_URL = pathToFileURL(path.join(ROOT, 'web', 'worker.js')).href;
+const WORKER_URL = pathToFileURL(path.join(ROOT, 'web', 'worker', 'worker.js')).href;
 const SHIM = `
 const { parentPort } = require('node:worker_threads');
 globalThis.self = { postMessage: (m, t) => parentPort.postMessage(m, t) };

@@ -1,5 +1,5 @@
 // wasmlm demo page. The engine runs in a Web Worker started by loadModel()
-// (web/index.js -> web/worker.js, plus compute workers when threads > 1):
+// (web/index.js -> web/worker/worker.js, plus compute workers when threads > 1):
 // this file only reads controls and draws. Everything the page does with the
 // model goes through the public API, so it doubles as a usage example.
 import { loadModel, registryEntries, listCachedModels, deleteCachedModel } from '../index.js';

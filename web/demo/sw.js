@@ -7,9 +7,12 @@
 const CACHE = 'wasmlm-demo-v1';
 const PRECACHE = [
   '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css',
-  '/web/index.js', '/web/worker.js', '/web/thread-worker.js', '/web/engine.js', '/web/cache.js',
-  '/web/simd-probe.js', '/web/sha256.js', '/web/chat.js', '/web/template.js', '/web/template-worker.js', '/web/multi.js', '/web/scaling.js', '/web/abort.js',
-  '/web/options.js', '/web/errors.js', '/web/model-file.js', '/web/net.js',
+  '/web/index.js', '/web/cache.js', '/web/simd-probe.js', '/web/sha256.js', '/web/chat.js', '/web/scaling.js', '/web/abort.js',
+  '/web/options.js', '/web/errors.js', '/web/net.js', '/web/env.js', '/web/protocol.js',
+  '/web/worker/worker.js', '/web/worker/thread-worker.js', '/web/worker/engine.js', '/web/worker/multi.js',
+  '/web/worker/model-file.js', '/web/worker/template.js', '/web/worker/template-worker.js', '/web/worker/abi.js',
+  '/web/worker/heap.js', '/web/worker/staging.js', '/web/worker/gguf.js', '/web/worker/text.js', '/web/worker/stream.js',
+  '/web/worker/generation.js', '/web/worker/quantize.js',
   '/models/registry.js', '/models/registry.json', '/local-models/index.json',
   '/wasm/wasmlm.wasm', '/wasm/wasmlm-mt.wasm', '/wasm/wasmlm-relaxed.wasm', '/wasm/wasmlm-mt-relaxed.wasm',
   '/wasm/probe-relaxed.wasm',

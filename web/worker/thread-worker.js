@@ -3,12 +3,8 @@
 // (wlm_worker_loop sleeps in memory.atomic.wait32 between jobs and returns
 // when the engine frees the pool). Node worker_threads and Web Workers alike.
 
-// Node built-ins are imported through a variable: bundlers then leave them
-// alone, so a browser bundle of this worker is one self-contained file
-// (Vite's default worker format, iife, allows no code splitting).
-const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
-const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
-  typeof self === 'undefined';
+// Node built-ins come through nodeImport (web/env.js), which bundlers leave alone.
+import { isNode, nodeImport } from '../env.js';
 
 function serve({ module, memory, pool, tid, stackTop }, post) {
   const inst = new WebAssembly.Instance(module, { env: { memory } });

@@ -1,11 +1,11 @@
-// Reads a model file named by a Node path into the engine (web/worker.js,
+// Reads a model file named by a Node path into the engine (web/worker/worker.js,
 // op loadFile). The path is untrusted: it may name a directory, a FIFO that
 // has no writer yet, a process substitution (`-m <(cat f)`: /dev/fd/N, a
 // pipe), a device, or a huge file that is not a GGUF file at all. Node's
 // modules are passed in (`fs`, `net`), so this file imports nothing from Node
 // and browser bundles of the worker stay self-contained.
-import { WasmlmError } from './errors.js';
-import { ggufHeaderProblem, badFileError } from './engine.js';
+import { WasmlmError } from '../errors.js';
+import { ggufHeaderProblem, badFileError } from './gguf.js';
 
 const CHUNK = 16 << 20;   // read size of regular files, and progress step
 const HEAD = 64 << 10;    // first read of a regular file: the header is checked before anything is reserved

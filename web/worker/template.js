@@ -1,5 +1,5 @@
 // Chat templates rendered inside bounds (runs in the model's worker, op
-// renderChat in web/worker.js; the fuzz target fuzz/fuzz_template.mjs uses it
+// renderChat in web/worker/worker.js; the fuzz target fuzz/fuzz_template.mjs uses it
 // directly). A model's tokenizer.chat_template is untrusted: it can loop,
 // recurse and build strings and lists without end. @huggingface/jinja parses
 // it; BoundedInterpreter, a subclass of its Interpreter, counts every step
@@ -9,8 +9,8 @@
 // bound throws WasmlmError TEMPLATE_LIMIT naming the limit; a template that
 // does not parse or fails to render throws TEMPLATE_ERROR.
 import { Template, Interpreter, Environment } from '@huggingface/jinja';
-import { WasmlmError } from './errors.js';
-import { normalizeMessages, templateLimits } from './chat.js';
+import { WasmlmError } from '../errors.js';
+import { normalizeMessages, templateLimits } from '../chat.js';
 
 // The runtime value classes are not exported by @huggingface/jinja: take
 // their constructors from values it creates.

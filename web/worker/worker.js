@@ -1,33 +1,9 @@
 // wasmlm worker: runs one Engine (one model) off the caller's thread.
 // The same file serves Node `worker_threads` and browser module Web Workers.
 //
-// Protocol (every request carries a numeric `id`; replies echo it):
-//   main -> worker
-//     {op:'init', wasm: WebAssembly.Module|ArrayBuffer, abortFlag?: SharedArrayBuffer}
-//     {id, op:'loadFile', path, options}              Node only: reads the file into wasm memory
-//     {id, op:'loadBegin', size}                      size may be 0 (unknown)
-//     {id, op:'loadChunk', bytes: Uint8Array}         appended after the previous chunks
-//     {id, op:'loadEnd', options}                     parses, creates the context, replies with info
-//     {id, op:'generate', prompt, options, stream}    stream: send a 'chunk' event per token
-//     {id, op:'tokenize', text, addBos} | {id, op:'detokenize', ids} | {id, op:'info'}
-//     {id, op:'distribution', text, options}
-//     {id, op:'logits', ids, all}                     raw logits (rows of Float32Array) from an empty context
-//     {id, op:'quantize', type, outPath?}             Node: writes outPath; else replies with bytes
-//     {id, op:'bestOfN', prompt, options, stream}     n candidates in one batch; 'chunk' events carry `index`
-//     {id, op:'beamSearch', prompt, options}
-//     {id, op:'specStart'|'specRound'|'specEnd', session, ...}   target side of speculative decoding
-//                                                     (specRound with plain: n streams n plain rounds as 'chunk' events)
-//     {id, op:'draftStart'|'draftPropose'|'draftEnd', session, ...} draft side
-//     {id, op:'vocab'}                                vocabulary fingerprint (draft/target check)
-//     {id, op:'renderChat', template, messages, options}  chat template rendered inside limits
-//                                                     (web/template.js; browsers: in web/template-worker.js)
-//                                                     replies {prompt} or {error}
-//     {op:'abort', target}                            stops request `target` (queued or running)
-//     {id, op:'dispose'}
-//   worker -> main
-//     {id, ok:true, result} | {id, ok:false, error:{name, message, code, status}}
-//     {id, event:'chunk', text, token, logprob}       streaming generation
-//     {id, event:'progress', loaded, total}           file loading
+// The protocol (its ops, each request's fields, results and events) is
+// defined in web/protocol.js: a request that does not fit it is refused
+// with an INTERNAL error, never run.
 // Requests run one at a time in arrival order; 'abort' is handled at once.
 // During generation the worker yields to its event loop between tokens
 // (setImmediate in Node, a MessageChannel tick in browsers), so an abort
@@ -36,16 +12,14 @@
 import { Engine } from './engine.js';
 import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint } from './multi.js';
 import { readModelFile } from './model-file.js';
-import { WasmlmError } from './errors.js';
-import { templateErrorReply } from './chat.js';
+import { WasmlmError } from '../errors.js';
+import { templateErrorReply } from '../chat.js';
+import { isNode, nodeImport } from '../env.js';
+import { OPS, checkRequest } from '../protocol.js';
 
-// Node built-ins are imported through a variable: bundlers then leave them
-// alone, so a browser bundle of this worker is one self-contained file
+// Node built-ins come through nodeImport (web/env.js): bundlers then leave
+// them alone, so a browser bundle of this worker is one self-contained file
 // (Vite's default worker format, iife, allows no code splitting).
-const nodeImport = (name) => import(/* @vite-ignore */ /* webpackIgnore: true */ name);
-
-const isNode = typeof process !== 'undefined' && !!(process.versions && process.versions.node) &&
-  typeof self === 'undefined';
 
 let port;            // {post(msg, transfer), on(fn)}
 let engine = null;
@@ -94,7 +68,7 @@ function isAborted(id) {
 
 let nodeFs = null;
 
-// Starts one compute thread (web/thread-worker.js) and resolves when it is
+// Starts one compute thread (web/worker/thread-worker.js) and resolves when it is
 // inside its loop; the engine waits for all of them before any work.
 async function spawnThread(msg) {
   if (isNode) {
@@ -142,7 +116,7 @@ const ops = {
   loadEnd(m) { return finishLoad(m.options); },
   loadCancel() { engine.unload(); return null; },
   async generate(m) {
-    if (m.options && m.options.lookup) return generateLookup(m);
+    if (m.draft === 'lookup') return generateLookup(m);
     const g = engine.startGeneration(m.prompt, m.options || {});
     const stop = () => isAborted(m.id);
     let lastYield = Date.now();
@@ -207,10 +181,6 @@ const ops = {
       await yieldNow();
     }
   },
-  specRoom(m) {
-    const g = sessions.get(m.session);
-    return g ? g.room(m.k) : 0;
-  },
   specEnd(m) {
     const g = sessions.get(m.session);
     sessions.delete(m.session);
@@ -261,6 +231,11 @@ const ops = {
   },
 };
 
+// every op of the protocol has its handler here, and only those
+for (const name of new Set([...Object.keys(OPS), ...Object.keys(ops)])) {
+  if (!Object.hasOwn(OPS, name) || !Object.hasOwn(ops, name)) throw new Error(`worker ops and web/protocol.js disagree on ${name}`);
+}
+
 const sessions = new Map();   // speculative generations (target side) by session id
 const drafts = new Map();     // draft sides
 
@@ -280,7 +255,7 @@ function finishGeneration(m, r) {
 
 // Speculative decoding with drafts looked up in the context itself (no draft model).
 async function generateLookup(m) {
-  const g = startSpeculative(engine, m.prompt, m.options);
+  const g = startSpeculative(engine, m.prompt, m.options || {}, { lookup: true });
   const stop = () => isAborted(m.id);
   for (;;) {
     const r = g.round('lookup', null, stop);
@@ -290,11 +265,13 @@ async function generateLookup(m) {
   }
 }
 
-// Chat templates (web/template.js, with @huggingface/jinja) are loaded on
+// Chat templates (web/worker/template.js, with @huggingface/jinja) are loaded on
 // the first chat only: in Node imported here on demand; in browsers rendered
-// by a worker of this worker (web/template-worker.js), which bundlers bundle
+// by a worker of this worker (web/worker/template-worker.js), which bundlers bundle
 // on its own. A failure is a reply ({error}), not a rejection, so that its
 // code and limit reach the caller.
+// a variable specifier: bundlers leave it out (browsers render in the template worker)
+const TEMPLATE_MODULE = './template.js';
 let templateModule = null;
 let templateWorker = null;   // browsers: {w, pending}
 const TEMPLATE_WATCHDOG_MS = 5000; // past its own time budget, a silent renderer is ended
@@ -303,7 +280,7 @@ async function renderChatTemplate(m) {
   try {
     if (!isNode) return await renderInTemplateWorker(m);
     if (!templateModule) {
-      templateModule = nodeImport('./template.js').catch((e) => {
+      templateModule = import(/* @vite-ignore */ /* webpackIgnore: true */ TEMPLATE_MODULE).catch((e) => {
         templateModule = null;
         throw noJinja(e);
       });
@@ -364,10 +341,10 @@ async function run(m) {
     return;
   }
   try {
-    if (!engine && m.op !== 'dispose') throw new Error('engine is disposed');
-    const fn = ops[m.op];
-    if (!fn) throw new Error('unknown op ' + m.op);
-    let result = await fn(m);
+    const problem = checkRequest(m);
+    if (problem) throw new WasmlmError('INTERNAL', `protocol: ${problem} (web/protocol.js)`);
+    if (!engine && m.op !== 'dispose') throw new WasmlmError('DISPOSED', 'engine is disposed');
+    let result = await ops[m.op](m);
     let transfer;
     if (result && result.__transfer) { transfer = result.__transfer; delete result.__transfer; }
     post({ id: m.id, ok: true, result }, transfer);
