@@ -526,13 +526,12 @@ export class Model {
    * chunks. Its return value (when iterated by hand) is the CompletionResult.
    */
   generate(prompt, opts = {}) {
-    const self = this;
-    return (async function* gen() {
-      self._check();
+    return async function* gen() {
+      this._check();
       const o = checkOptions('generate', opts);
-      const p = self._prompt(prompt);
-      if (o.draft && o.draft !== 'lookup') return yield* scaling.speculative(self, o.draft, p, o);
-      const it = streamRequest(self._client, 'generate', generateRequest(p, o, true), o.signal);
+      const p = this._prompt(prompt);
+      if (o.draft && o.draft !== 'lookup') return yield* scaling.speculative(this, o.draft, p, o);
+      const it = streamRequest(this._client, 'generate', generateRequest(p, o, true), o.signal);
       try {
         for (;;) {
           const r = await it.next();
@@ -542,7 +541,7 @@ export class Model {
       } finally {
         await it.return();
       }
-    })();
+    }.call(this);
   }
 
   /** Runs a whole completion; resolves with {text, tokens, logprobs, finishReason, stats}. */
@@ -591,13 +590,12 @@ export class Model {
    * end-of-generation tokens (EOS, <|im_end|>, <|eot_id|>, ...).
    */
   chat(messages, opts = {}) {
-    const self = this;
-    return (async function* chatGen() {
-      self._check();
+    return async function* chatGen() {
+      this._check();
       const o = checkOptions('chat', opts);
-      const prompt = await self.applyChatTemplate(messages, templateOptions(o));
-      return yield* self.generate(prompt, chatGenerateOptions(prompt, self.info, o));
-    })();
+      const prompt = await this.applyChatTemplate(messages, templateOptions(o));
+      return yield* this.generate(prompt, chatGenerateOptions(prompt, this.info, o));
+    }.call(this);
   }
 
   /** The whole reply to a conversation; resolves with a CompletionResult (onToken streams). */

@@ -4,7 +4,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 process.removeAllListeners('warning');
 const [, , file, ...args] = process.argv;
-const root = path.resolve('..');
 const wasi = new WASI({
   version: 'preview1',
   args: [file, ...args],

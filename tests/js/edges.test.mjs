@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { MODEL_PATH, reference } from './helpers.mjs';
 import { loadModel } from '../../web/index.js';
+import { CHANNEL } from '../../web/protocol.js';
 
 const REF = reference();
 const GREEDY = { temperature: 0, repeatPenalty: 1, ignoreEos: true };
@@ -161,7 +162,8 @@ test('a worker that dies: pending and later calls reject with a clear error, nev
   const it = m.generate('Once upon a time', { maxTokens: 100000, ignoreEos: true, temperature: 0.8 });
   await it.next();
   const pendingTok = m.tokenize('hello');
-  m._client.w.terminate(); // simulate a crash: the worker is gone without a word
+  // simulate a crash: the worker is gone without a word (only the client holds the worker)
+  m[CHANNEL].w.terminate();
   const deadline = (p) => Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error('hung')), 3000))]);
   // chunks that arrived before the crash may still be handed out; then it fails
   await assert.rejects(deadline((async () => { for (let i = 0; i < 1000; i++) if ((await it.next()).done) return; })()), /worker exited/);
@@ -175,10 +177,9 @@ test('a worker that dies: pending and later calls reject with a clear error, nev
 test('a malformed request that throws inside the worker fails alone; the model keeps working', async () => {
   const m = await loadModel(MODEL_PATH, { contextLength: 64 });
   try {
-    const { promise } = m._client.request('logits', { ids: { length: -1 } });
-    await assert.rejects(promise);
-    const { promise: p2 } = m._client.request('no-such-op', {});
-    await assert.rejects(p2, /unknown op no-such-op/);
+    // past the caller-side checks: these reach the worker as a peer could send them
+    await assert.rejects(m[CHANNEL].call('logits', { ids: [1, 2], all: false }).then(() => m[CHANNEL].call('logits', { ids: { length: -1 }, all: false })));
+    await assert.rejects(m[CHANNEL].call('no-such-op', {}), /no-such-op/);
     const r = await m.complete('Once upon a time', { ...GREEDY, maxTokens: 5 });
     assert.deepEqual(r.tokens, refTokens(5));
   } finally { await m.dispose(); }

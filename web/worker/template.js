@@ -15,7 +15,6 @@ import { normalizeMessages, templateLimits } from '../chat.js';
 // The runtime value classes are not exported by @huggingface/jinja: take
 // their constructors from values it creates.
 const probeEnv = new Environment();
-const StringValue = probeEnv.set('s', '').constructor;
 const FunctionValue = probeEnv.set('f', () => null).constructor;
 
 // Text appended by all blocks of one render (nested blocks count again, so
