@@ -337,3 +337,17 @@ test('issue #25 item 6: dispose() stops a running stream, an in-flight complete(
   await assert.rejects(m.complete('x'), (e) => e.code === 'DISPOSED');
   assert.ok(disposeMs < 5000, `dispose took ${disposeMs} ms`);
 });
+
+test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_params (one source of truth)', async () => {
+  const { readSamplerParams } = await import('../../web/worker/abi.js');
+  const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536 });
+  const { instance } = await WebAssembly.instantiate(fs.readFileSync(path.join(ROOT, 'wasm/wasmlm.wasm')), { env: { memory } });
+  const p = instance.exports.__heap_base.value; // nothing is allocated yet: free bytes
+  instance.exports.wlm_sampler_default_params(p);
+  const c = readSamplerParams(new DataView(memory.buffer), p);
+  const f32 = (x) => Math.fround(x);
+  assert.deepEqual(c, {
+    temperature: f32(DEFAULT_SAMPLING.temperature), topK: DEFAULT_SAMPLING.topK, topP: f32(DEFAULT_SAMPLING.topP),
+    minP: f32(DEFAULT_SAMPLING.minP), repeatPenalty: f32(DEFAULT_SAMPLING.repeatPenalty), repeatLastN: DEFAULT_SAMPLING.repeatLastN,
+  });
+});
