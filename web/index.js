@@ -1,4 +1,4 @@
-// wasmlm: LLM inference in WebAssembly. Package entry (ESM, Node >= 20 and
+// wasmlm: LLM inference in WebAssembly. Package entry (ESM, Node 20.19+ / 22.12+ and
 // browsers). Each loaded model runs in its own worker (worker_threads in
 // Node, a module Web Worker in browsers) with its own wasm memory, so the
 // caller's event loop never blocks on inference.

@@ -149,13 +149,12 @@ async function checkVocab(target, draft) {
  * taken with 4 pseudo-drafts at 0.7 (so one lucky draft is not read as a
  * perfect draft), and the first round takes the k picked for 0.7 (at least
  * 1). k = 0 is a plain target step, so a draft that is rarely right costs
- * only its catch-up at the probes (0.72-0.91x plain in the benchmark, against
- * 0.52x when it drafted every round); after `PROBE` plain rounds one round
+ * only its catch-up at the probes (bench/results/README.md, speculative
+ * decoding); after `PROBE` plain rounds one round
  * drafts a token again so a draft that starts agreeing is noticed, the
  * interval doubling (up to `PROBE_MAX`) while the draft stays poor: a probe
  * costs the draft's catch-up over every token it missed, which with a poor
- * draft cost more than the probes found (tl1b F16 / Q4_0 on random weights:
- * 0.80x plain with the interval capped at 64). Timed probes draft two
+ * draft cost more than the probes found. Timed probes draft two
  * tokens, so that each times a draft step, and they stop for good once the
  * measured costs say that no k could pay even at full acceptance
  * (draftingCanPay; stats.speculative.stoppedDrafting).
@@ -169,12 +168,9 @@ async function checkVocab(target, draft) {
  *   one-hot, so the output is the target's own whatever k is): c and v are
  *   measured as the generation goes (measuredCosts: the rounds' wall times
  *   by k, fitted by a line, the draft's time per token, timed in the
- *   draft's own loop, and the rest of its drafting rounds), because the fixed model can be far off: on an Intel
- *   host whose L3 holds the weights, s110m F16 target with its Q8_0 as
- *   draft, c = 0.16 measured against the fixed 0.53 and v = 0-0.1 against
- *   0.45. The fixed model never drafted there (0.99x plain); timed, the
- *   rounds drafted 4 tokens at 0.79 acceptance: 1.51x (both in one Node
- *   process, runs alternating, medians of 3).
+ *   draft's own loop, and the rest of its drafting rounds), because the
+ *   fixed model can be far off on a host whose cache holds the weights
+ *   (bench/results/README.md, speculative decoding by host).
  */
 export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25, draftOverhead = 0) {
   const a = Math.min(Math.max(acceptance, 0), 0.999);
@@ -188,9 +184,8 @@ export function chooseDraftTokens(kMax, acceptance, draftCost, verifyCost = 0.25
 }
 const PROBE = 8, PROBE_MAX = 512, PRIOR_ACCEPTANCE = 0.7, PRIOR_WEIGHT = 4;
 // Greedy timings carry from one generation of a target / draft pair to the
-// next, which starts from them instead of timing its own first rounds (a
-// first round over 2 drafts and a probe cost 5-10 % of a 64-token generation
-// where drafting does not pay); every CARRY_FRESH-th generation of a pair
+// next, which starts from them instead of timing its own first rounds (timing
+// them costs a generation where drafting does not pay); every CARRY_FRESH-th generation of a pair
 // times afresh, so that a change in the host's load is seen.
 const carried = new WeakMap();   // target -> WeakMap(draft -> timings)
 const CARRY_FRESH = 8;
@@ -216,7 +211,7 @@ function carriedTimings(target, draft) {
  * steps: c a draft token, v one more token in a pass, o a drafting round's
  * overhead) if every draft were accepted. Measured costs at which it could
  * not stop the probes: the pair is too dear on this host whatever it agrees
- * on (s110m F16 / Q8_0 on Zen 3: c 0.45, v 0.7). */
+ * on (bench/results/README.md, Zen 3 speculative decoding). */
 export function draftingCanPay(kMax, costs) {
   return chooseDraftTokens(kMax, 1, costs.draftCost, costs.verifyCost, costs.draftOverhead || 0) > 0;
 }
@@ -225,10 +220,7 @@ export function draftingCanPay(kMax, costs) {
  * target's matrix elements stored as halves (F16 1, BF16 30 in GGML's ids),
  * whose batches are float arithmetic. bench/verify-cost.mjs measures v
  * (without the extra logits rows a verification computes, so a lower
- * bound): on a Zen 3 host, s110m, 2 threads, 2-9 tokens a pass, 0.36-0.46
- * for F16 and 0.28-0.39 for Q4_0; on an Intel host whose L3 holds the
- * weights, 0.02-0.1 for F16 (decode there is bound by the half conversion,
- * which a batch shares) and 0.03-0.15 for Q4_0. */
+ * bound); its results by host are in bench/results/README.md. */
 export function verifyCostOf(info) {
   let all = 0, flt = 0;
   for (const t of info?.tensors || []) {
@@ -302,9 +294,8 @@ export async function* speculative(target, draft, prompt, opts = {}) {
     // draft's ms per token, the rest of its drafting rounds. The first two
     // are the least of their last 8 samples: a round's work is the same each
     // time, and what varies is one-sided (a collection, a function compiled
-    // by V8's optimizing tier only after its first calls: one first-round
-    // draft step took 16 ms against 5 ms later, and by a mean that one
-    // sample set the costs of the whole generation)
+    // by V8's optimizing tier only after its first calls, so by a mean one
+    // slow first sample would set the costs of the whole generation)
     const memo = timed ? carriedTimings(target, draft) : null;
     const passS = Array.from({ length: kMax + 1 }, (_, i) => (memo?.passS?.[i] || []).slice()), draftS = (memo?.draftS || []).slice();
     let overMs = memo ? memo.overMs : NaN, overN = memo ? memo.overN : 0;
@@ -339,8 +330,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         const tok = Number.isFinite(p.stepMs) ? p.stepMs : p.tokens.length && p.caughtUp <= 2 ? ms / p.tokens.length : NaN;
         if (tok > 0) push8(draftS, tok);
         // the rest of a drafting round's draft time (its catch-up over the 1-2
-        // tokens the last round added, the call), which k c leaves out (s110m
-        // Q8_0 on Zen 3, one draft a round: 8.6 ms a round against a 5.5 ms step)
+        // tokens the last round added, the call), which k c leaves out
         if (Number.isFinite(p.stepMs) && p.caughtUp <= 2) { overMs = mean(overMs, overN, ms - p.tokens.length * p.stepMs); overN++; }
       }
       const transfer = p.qs.flatMap((q) => [q.ids.buffer, q.probs.buffer]);
@@ -348,8 +338,8 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       let r;
       if (hopeless) {
         // no more drafts: the target's worker runs the rest as plain rounds,
-        // streaming their tokens, without a call a token (which cost 5 % of
-        // an s110m F16 step here)
+        // streaming their tokens, without a call a token (a measurable share
+        // of a small model's step)
         const it = streamRequest(target[CHANNEL], 'specRound', { session, drafts: [], qs: [], plain: 2 ** 31 }, signal);
         try {
           for (;;) {
@@ -367,8 +357,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       }
       const nd = p.tokens.length;
       // a pass's time, without the prompt prefill the first round also does
-      // (a cached prompt's last token: it made the first pass over 2 drafts
-      // 40 ms against 30 later, and v 1.3-1.7 against 0.7)
+      // (a cached prompt's last token, which would inflate the first pass's v)
       if (timed && !hopeless && !r.done) push8(passS[nd], performance.now() - tr - (r.prefillMs || 0));
       rounds++;
       if (!p.tokens.length) plainRounds++;
@@ -397,8 +386,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
         k = chooseDraftTokens(kMax, (accepted + PRIOR_WEIGHT * PRIOR_ACCEPTANCE) / (proposed + PRIOR_WEIGHT), costs.draftCost, costs.verifyCost, costs.draftOverhead || 0);
         // timed costs at which no k pays even if every draft were accepted:
         // this host's draft and verification are too dear for this pair, so
-        // probing only costs catch-ups (Zen 3, s110m F16 / Q8_0: c 0.44, v
-        // 0.6; 0.82x plain while probing)
+        // probing only costs catch-ups (bench/results/README.md)
         if (timed && costs !== fixed && noKPays()) hopeless = true;
         if (k > 0) probeEvery = PROBE;
         // a probe drafts one token (two when timed: its second step times a draft token)

