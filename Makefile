@@ -17,8 +17,12 @@ WASM_CC  = PATH="$(NO_WASM_OPT_PATH)" $(CLANG) -fuse-ld=$(WASM_LD)
 SHARED  ?= ../shared
 BUILD   := build
 
-CORE_SRC := $(filter-out src/native_cli.c src/probe_relaxed.c,$(wildcard src/*.c))
+# the library: every .c directly in src/ (front ends live in src/cli/, the
+# relaxed-SIMD probe in src/probe/)
+CORE_SRC := $(wildcard src/*.c)
 CORE_HDR := $(wildcard src/*.h)
+CLI_SRC  :=
+CLI_HDR  :=
 TEST_SRC := $(wildcard tests/c/*.c)
 
 COMMON_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off
@@ -57,9 +61,9 @@ wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-
 toolchain:
 	@sh tools/setup.sh
 
-$(BUILD)/wasmlm-native: $(CORE_SRC) src/native_cli.c $(CORE_HDR)
+$(BUILD)/wasmlm-native: $(CORE_SRC) src/cli/native.c $(CLI_SRC) $(CORE_HDR) $(CLI_HDR)
 	@mkdir -p $(BUILD)
-	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm -lpthread
+	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/cli/native.c $(CLI_SRC) -lm -lpthread
 
 $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
@@ -68,9 +72,9 @@ $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 # the relaxed-SIMD kernel set natively: the same tests, and the native
 # baseline of the relaxed wasm build in `make bench` (without SIMDe, the
 # scalar set again)
-$(BUILD)/wasmlm-native-relaxed: $(CORE_SRC) src/native_cli.c $(CORE_HDR)
+$(BUILD)/wasmlm-native-relaxed: $(CORE_SRC) src/cli/native.c $(CLI_SRC) $(CORE_HDR) $(CLI_HDR)
 	@mkdir -p $(BUILD)
-	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm -lpthread
+	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $@ $(CORE_SRC) src/cli/native.c $(CLI_SRC) -lm -lpthread
 $(BUILD)/tests-native-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
@@ -100,7 +104,7 @@ wasm/wasmlm-mt-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	$(WASM_CC) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
-wasm/probe-relaxed.wasm: src/probe_relaxed.c
+wasm/probe-relaxed.wasm: src/probe/relaxed.c
 	@mkdir -p wasm
 	$(WASM_CC) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
 
@@ -201,11 +205,11 @@ test-browser: wasm
 demo: wasm
 	node web/demo/server.mjs
 
-# WASI command build of the CLI (src/wasi/cli.c + the engine, Debian's
+# WASI command build of the CLI (src/cli/wasi.c + the engine, Debian's
 # wasi-libc): `node web/wasi-cli.js generate -m MODEL -p ...` or any WASI runtime.
-wasm/wasmlm-cli.wasm: $(CORE_SRC) $(CORE_HDR) src/wasi/cli.c
+wasm/wasmlm-cli.wasm: $(CORE_SRC) $(CORE_HDR) src/cli/wasi.c $(CLI_SRC) $(CLI_HDR)
 	@mkdir -p wasm
-	$(WASM_CC) $(WASI_CFLAGS) -O3 -Wl,-z,stack-size=1048576 -o $@ $(CORE_SRC) src/wasi/cli.c
+	$(WASM_CC) $(WASI_CFLAGS) -O3 -Wl,-z,stack-size=1048576 -o $@ $(CORE_SRC) src/cli/wasi.c $(CLI_SRC)
 
 # The same C sources built by Emscripten (Debian's emcc 3.1.6, package
 # `emscripten`, installed by tools/setup.sh) as a standalone module: no

@@ -1,6 +1,6 @@
 /* Freestanding basics shared by every file of the core: memory, error
  * formatting, system allocation. No libc is used anywhere in src/ except by
- * the native front end (native_cli.c). */
+ * the front ends (src/cli/). */
 #ifndef WLM_BASE_H
 #define WLM_BASE_H
 

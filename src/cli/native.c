@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <pthread.h>
-#include "wlm.h"
+#include "../wlm.h"
 
 #define DEFAULT_SEED 0xC0FFEEu
 
