@@ -12,9 +12,8 @@
  *
  * A call processes a batch of tokens (prefill) or one (decode). Every buffer
  * was planned at context creation: nothing is allocated here. */
-#include "internal.h"
+#include "ctx.h"
 #include "wmath.h"
-#include "kquants.h"
 
 /* ---- context creation: the memory plan ----------------------------------------- */
 

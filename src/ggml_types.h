@@ -91,6 +91,19 @@ static inline float wlm_bf16_to_f32(uint16_t h) {
 }
 uint16_t wlm_f32_to_bf16(float f);
 
-#include "kquants.h" /* K-quant and Q4_1/Q5_x kernels (kquants.c) */
+/* Quantizes n floats (n % 32 == 0) to Q8_0 blocks; scalar, shared by every
+ * build so activations quantize identically everywhere. */
+void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n);
+void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n);
+void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n);
+/* Dequantizes one row of any supported type into floats. */
+void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);
+/* The activation form a weight type's dot product takes: GGML_F32 (floats),
+ * GGML_Q8_0 (int8 blocks of 32) or GGML_Q8_K (int8 blocks of 256). */
+uint32_t wlm_act_type(uint32_t weight_type);
+/* Converts n floats into activation form `act_type` (no-op for F32). */
+void wlm_quantize_act(uint32_t act_type, const float *x, void *y, uint32_t n);
+/* bytes of one activation row of n elements in form act_type */
+uint64_t wlm_act_row_bytes(uint32_t act_type, uint32_t n);
 
 #endif

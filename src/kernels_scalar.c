@@ -7,7 +7,7 @@
  * same tokens natively, in Node and in the browser.
  * Quantized dot products sum int8 products exactly per 32-block, then
  * accumulate (d_w * d_x) * sum in four running sums by block index mod 4. */
-#include "internal.h"
+#include "kernels.h"
 #include "wmath.h"
 
 float wlm_fold16(const float s[16]) {

@@ -4,7 +4,7 @@
  * kernels_scalar.c, in the same order, so results are bit-identical: four
  * f32x4 accumulators are the reference's 16 running sums, folded the same
  * way; integer block sums are exact. No fused multiply-add is used. */
-#include "internal.h"
+#include "kernels.h"
 #if WLM_SIMD128
 #include "wmath.h"
 #include "simd128.h"

@@ -23,7 +23,8 @@
  * wlm_kq_acc* (kquants.h) add the block to the running sum, block by block in
  * order. The SIMD128 kernels (kquants_simd128.c) compute the same integers and
  * call the same float helpers, so their results are bit-identical. */
-#include "internal.h"
+#include "kquants.h"
+#include "kernels.h"
 
 /* ---- helpers --------------------------------------------------------------- */
 

@@ -6,7 +6,8 @@
  * kquants.h), block by block in order: results are bit-identical to the
  * reference. Products are formed in 16-bit lanes (|q| <= 63, |x| <= 128: no
  * overflow) and summed pairwise into 32-bit lanes by i32x4.dot_i16x8. */
-#include "internal.h"
+#include "kquants.h"
+#include "kernels.h"
 #if WLM_SIMD128
 #include "simd128.h"
 

@@ -22,7 +22,7 @@
  * by side (best-of-N, beams) are read in runs instead of one slot in
  * every N (attention: 12 % of a best-of-8 step of s110m before, 9-11 % in
  * profiles since); when no whole block is free, any free slot will do. */
-#include "internal.h"
+#include "ctx.h"
 
 void wlm_kv_reset(wlm_ctx *c) {
     for (uint32_t j = 0; j < c->n_ctx; j++) { c->slot_pos[j] = -1; c->slot_seq[j] = 0; }

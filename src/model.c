@@ -1,7 +1,8 @@
 /* llama / qwen2 architectures: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
-#include "internal.h"
+#include "model.h"
+#include "kernels.h"
 
 static const char *key(char *buf, const char *arch, uint32_t alen, const char *suffix) {
     wlm_fmt(buf, 128, "%.*s.%s", (int)alen, arch, suffix);

@@ -1,6 +1,8 @@
 /* Tensor types: the table of GGML types, half/bfloat conversion, and the
  * scalar reference quantizers and dequantizers. */
-#include "internal.h"
+#include "ggml_types.h"
+#include "kquants.h"
+#include "layouts.h"
 
 static const wlm_type_info TYPES[GGML_TYPE_COUNT] = {
     [0] = {"F32", 1, 4, 1},      [1] = {"F16", 1, 2, 1},      [2] = {"Q4_0", 32, 18, 1},

@@ -14,7 +14,9 @@
  *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0;
  *   - a tensor whose row length is not a multiple of the (fallback) block
  *     keeps its type. */
-#include "internal.h"
+#include "model.h"
+#include "layouts.h"
+#include "kquants.h"
 
 /* llama.cpp's file-type numbers for the whole-file type (a plain K type is
  * reported as its "_S" variant, the nearest llama.cpp file type) */

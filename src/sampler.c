@@ -6,7 +6,7 @@
  * The draw uses a PCG32 stream, so one seed gives the same tokens on every
  * platform. NaN and -inf logits are excluded; +inf always wins; finite
  * logits keep their values (the argmax is the true argmax). */
-#include "internal.h"
+#include "ctx.h"
 #include "wmath.h"
 
 void wlm_sampler_default_params(wlm_sampler_params *p) {

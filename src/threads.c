@@ -11,7 +11,7 @@
  * Jobs split work into fixed contiguous ranges by thread index, and every
  * output element is computed by the same code whatever the thread count, so
  * results are identical at any number of threads. */
-#include "internal.h"
+#include "threads.h"
 
 #if defined(__wasm__) && !defined(__wasm_atomics__)
 #define WLM_NO_THREADS 1
