@@ -124,6 +124,9 @@ typedef struct wlm_kernels {
     void (*att_scores)(uint32_t n, uint32_t hd, const float *q, const void *k, int f16, const uint32_t *idx, float scale, float *s);
 } wlm_kernels;
 
+/* the row dot of weight type `type` in set k (NULL: not available) */
+static inline wlm_dot_fn wlm_kernel_dot(const wlm_kernels *k, uint32_t type) { return k->dot[type]; }
+
 extern const wlm_kernels wlm_kernels_scalar;
 #if WLM_SIMD128
 extern const wlm_kernels wlm_kernels_simd128;
