@@ -6,7 +6,7 @@
 
 #include "base.h"
 #include "ggml_types.h"
-#include "kquants.h"
+#include "quants.h"
 #include "layouts.h"
 #include "kernels.h"
 #include "gguf.h"

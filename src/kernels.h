@@ -7,20 +7,16 @@
 
 #include "base.h"
 #include "ggml_types.h"
-#include "kquants.h"
+#include "quants.h"
 #include "layouts.h"
 
-/* dot of one weight row (n elements, stored in the weight type) with an
- * activation in the form wlm_act_type() names for that type */
-typedef float (*wlm_dot_fn)(uint32_t n, const void *w, const void *x);
 typedef void (*wlm_gemv_fn)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
                             const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
                             uint32_t nt, float *y, uint64_t ys);
 
 typedef struct wlm_kernels {
     const char *name;
-    /* row dot products by weight type (NULL = not available in this set) */
-    wlm_dot_fn dot[GGML_TYPE_COUNT];
+    uint32_t set;   /* WLM_SET_*: which dot of each type row this set uses */
     /* the float kernels by name (attention and tests use them directly) */
     float (*dot_f32)(uint32_t n, const float *w, const float *x);
     float (*dot_f16)(uint32_t n, const uint16_t *w, const float *x);
@@ -94,9 +90,9 @@ typedef struct wlm_kernels {
     void (*axpy_f16)(uint32_t n, float a, const uint16_t *x, float *y);
     /* y *= a */
     void (*scale)(uint32_t n, float a, float *y);
-    /* K-quants (kquants.c, kquants_simd128.c): rows of a K-quant weight
+    /* K-quants (quants_scalar.c, quants_simd128.c): rows of a K-quant weight
      * against a batch of Q8_K activations, equal to dot[type] bit for bit;
-     * returns 0 for a type without a batched path (see kquants.h) */
+     * returns 0 for a type without a batched path (see quants.h) */
     wlm_kq_rows_fn kq_rows;
     /* The sampler's log-sum-exp: sum over i of wlm_expf_fast(y[i] - m),
      * skipping NaN and -inf, with y[i] above FLT_MAX (+inf) taken as FLT_MAX.
@@ -124,8 +120,23 @@ typedef struct wlm_kernels {
     void (*att_scores)(uint32_t n, uint32_t hd, const float *q, const void *k, int f16, const uint32_t *idx, float scale, float *s);
 } wlm_kernels;
 
-/* the row dot of weight type `type` in set k (NULL: not available) */
-static inline wlm_dot_fn wlm_kernel_dot(const wlm_kernels *k, uint32_t type) { return k->dot[type]; }
+/* the row dot of weight type `type` in set k, from the type's row (NULL:
+ * not available) */
+wlm_dot_fn wlm_kernel_dot(const wlm_kernels *k, uint32_t type);
+/* the row dots of the float, Q8_0 and Q4_0 types in each set (the type
+ * rows of types.c name them) */
+float wlm_row_dot_f32(uint32_t n, const void *w, const void *x);
+float wlm_row_dot_f16(uint32_t n, const void *w, const void *x);
+float wlm_row_dot_bf16(uint32_t n, const void *w, const void *x);
+float wlm_row_dot_q8_0(uint32_t n, const void *w, const void *x);
+float wlm_row_dot_q4_0(uint32_t n, const void *w, const void *x);
+#if WLM_SIMD128
+float wlm_row_dot_f32_simd(uint32_t n, const void *w, const void *x);
+float wlm_row_dot_f16_simd(uint32_t n, const void *w, const void *x);
+float wlm_row_dot_bf16_simd(uint32_t n, const void *w, const void *x);
+float wlm_row_dot_q8_0_simd(uint32_t n, const void *w, const void *x);
+float wlm_row_dot_q4_0_simd(uint32_t n, const void *w, const void *x);
+#endif
 
 extern const wlm_kernels wlm_kernels_scalar;
 #if WLM_SIMD128

@@ -1352,11 +1352,11 @@ static void quantize_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
     }
 }
 
-static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
-static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
-static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
-static float row_q8_0(uint32_t n, const void *w, const void *x) { return dot_q8_0(n, w, x); }
-static float row_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
+float wlm_row_dot_f32_simd(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
+float wlm_row_dot_f16_simd(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
+float wlm_row_dot_bf16_simd(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
+float wlm_row_dot_q8_0_simd(uint32_t n, const void *w, const void *x) { return dot_q8_0(n, w, x); }
+float wlm_row_dot_q4_0_simd(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
 
 const wlm_kernels wlm_kernels_simd128 = {
 #if WLM_RELAXED
@@ -1364,11 +1364,7 @@ const wlm_kernels wlm_kernels_simd128 = {
 #else
     .name = "simd128",
 #endif
-    .dot = { [GGML_F32] = row_f32, [GGML_F16] = row_f16, [GGML_BF16] = row_bf16,
-             [GGML_Q8_0] = row_q8_0, [GGML_Q4_0] = row_q4_0,
-             [GGML_Q4_1] = wlm_kq_dot_q4_1_simd, [GGML_Q5_0] = wlm_kq_dot_q5_0_simd, [GGML_Q5_1] = wlm_kq_dot_q5_1_simd,
-             [GGML_Q2_K] = wlm_kq_dot_q2_k_simd, [GGML_Q3_K] = wlm_kq_dot_q3_k_simd, [GGML_Q4_K] = wlm_kq_dot_q4_k_simd,
-             [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
+    .set = WLM_SET_SIMD,
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
 #if WLM_RELAXED

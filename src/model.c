@@ -11,7 +11,7 @@ static const char *key(char *buf, const char *arch, uint32_t alen, const char *s
 
 /* a weight type is usable when the kernel set the engine runs has a dot for it */
 static int type_ok_for_matmul(uint32_t t) {
-    return t < GGML_TYPE_COUNT && wlm_kernels_best()->dot[t] != 0;
+    return t < GGML_TYPE_COUNT && wlm_kernel_dot(wlm_kernels_best(), t) != 0;
 }
 
 /* ---- architectures ------------------------------------------------------------

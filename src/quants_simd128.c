@@ -1,12 +1,12 @@
 /* SIMD128 dot products for Q4_1, Q5_0, Q5_1 and the K-quants.
  *
  * Each kernel computes the same exact int32 block sums as its reference in
- * kquants.c (integer arithmetic, so the order of the additions does not
+ * quants_scalar.c (integer arithmetic, so the order of the additions does not
  * matter), then adds the block with the same float helper (wlm_kq_acc*,
- * kquants.h), block by block in order: results are bit-identical to the
+ * quants.h), block by block in order: results are bit-identical to the
  * reference. Products are formed in 16-bit lanes (|q| <= 63, |x| <= 128: no
  * overflow) and summed pairwise into 32-bit lanes by i32x4.dot_i16x8. */
-#include "kquants.h"
+#include "quants.h"
 #include "kernels.h"
 #if WLM_SIMD128
 #include "simd128.h"
