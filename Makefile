@@ -21,8 +21,8 @@ BUILD   := build
 # relaxed-SIMD probe in src/probe/)
 CORE_SRC := $(wildcard src/*.c)
 CORE_HDR := $(wildcard src/*.h)
-CLI_SRC  :=
-CLI_HDR  :=
+CLI_SRC  := src/cli/common.c
+CLI_HDR  := src/cli/common.h
 TEST_SRC := $(wildcard tests/c/*.c)
 
 COMMON_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off
