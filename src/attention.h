@@ -26,7 +26,7 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
                             float scale, float *out, float *tile, uint32_t *idx);
 
 /* nq queries on one KV head of one sequence in one pass over its tiles
- * (forward.c explains); their outputs equal wlm_attention_tiled_kv's */
+ * (attention.c explains); their outputs equal wlm_attention_tiled_kv's */
 void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *q, float *const *out, const int32_t *qpos,
                          const void *kc, const void *vc, int kv_f16, const wlm_att_mask *mask, uint32_t hd_k, uint32_t hd_v,
                          float scale, float *tile, uint32_t *idx, float *kvt);

@@ -1,6 +1,6 @@
 /* Sequences in the KV cache.
  *
- * The cache is one pool of n_ctx slots (src/forward.c plans it). Slot j
+ * The cache is one pool of n_ctx slots (src/ctx.c plans it). Slot j
  * holds the keys and values of one position, slot_pos[j], for the set of
  * sequences in slot_seq[j] (bit s = sequence s). A sequence is just the set
  * of slots with its bit plus its next position seq_pos[s]:

@@ -12,7 +12,7 @@
  *   wlm_detok  - a streaming detokenizer that only emits complete UTF-8.
  *
  * The library needs no libc (it builds freestanding for wasm32); memory comes
- * from wlm_sys_alloc (see wlm_sys.h). */
+ * from wlm_sys_alloc (src/base.h; src/sys.c). */
 #ifndef WLM_H
 #define WLM_H
 
