@@ -40,15 +40,23 @@ typedef enum {
 
 /* what a rule applies to: classes of weight matrices */
 enum {
-    W_F32 = 1, W_F16 = 2, W_BF16 = 4, W_Q8_0 = 8,
-    W_Q4_0 = 16,   /* Q4_0 rows in file order */
-    W_Q4G = 32,    /* Q4_0 rows repacked at load (layouts.h, "q4g") */
-    W_KQ = 64,     /* types whose activations are Q8_K blocks (the K-quants) */
+    W_F32 = 1,
+    W_F16 = 2,
+    W_BF16 = 4,
+    W_Q8_0 = 8,
+    W_Q4_0 = 16, /* Q4_0 rows in file order */
+    W_Q4G = 32,  /* Q4_0 rows repacked at load (layouts.h, "q4g") */
+    W_KQ = 64,   /* types whose activations are Q8_K blocks (the K-quants) */
     W_ANY = 0xff
 };
 
 /* the kernel-set member a rule needs (the rule is skipped where it is NULL) */
-enum { REQ_NONE, REQ_KQ_ROWS, REQ_Q4GB, REQ_I8X4 };
+enum {
+    REQ_NONE,
+    REQ_KQ_ROWS, /* kq_rows */
+    REQ_Q4GB,    /* gemm_q4gb */
+    REQ_I8X4     /* gemm_q4_i8x4 */
+};
 
 #define ANY_TOK 0xffffu
 
@@ -64,6 +72,7 @@ typedef struct mm_rule {
     uint8_t kernel, forms;
 } mm_rule;
 
+/* clang-format off */
 static const mm_rule MM_RULES[] = {
     /* weights                requires     tokens                        kernel          forms */
     { W_F16,                  REQ_NONE,    2, WLM_GEMV_F16_MAX_TOK,      MM_GEMV_F16,    0 },
@@ -79,6 +88,7 @@ static const mm_rule MM_RULES[] = {
     { W_F16 | W_BF16,         REQ_NONE,    2, ANY_TOK,                   MM_PANEL_F32,   0 },
     { W_ANY,                  REQ_NONE,    1, ANY_TOK,                   MM_DOT,         0 },
 };
+/* clang-format on */
 
 static uint32_t weight_class(const wlm_tensor *w) {
     if (w->q4g) return W_Q4G;
@@ -112,7 +122,8 @@ static const mm_rule *mm_choose(const wlm_kernels *k, const wlm_tensor *w, uint3
 /* the type's own activation form as a WLM_NEED_* bit (0 for floats) */
 static uint32_t act_need(uint32_t type) {
     uint32_t at = wlm_act_type(type);
-    return at == GGML_Q8_0 ? WLM_NEED_Q8 : at == GGML_Q8_K ? WLM_NEED_QK : 0;
+    return at == GGML_Q8_0 ? WLM_NEED_Q8 : at == GGML_Q8_K ? WLM_NEED_QK
+                                                           : 0;
 }
 
 uint32_t wlm_mm_needs(const wlm_ctx *c, const wlm_tensor *w, uint32_t n_tok) {
@@ -126,7 +137,8 @@ uint64_t wlm_mm_panel_bytes(uint32_t widest) {
 }
 
 uint32_t wlm_act_unit(uint32_t need) {
-    return need & WLM_NEED_QK ? QK_K : need & WLM_NEED_G ? 4 * QK8_0 : QK8_0;   /* act_q4g converts whole groups of four blocks */
+    return need & WLM_NEED_QK ? QK_K : need & WLM_NEED_G ? 4 * QK8_0
+                                                         : QK8_0; /* act_q4g converts whole groups of four blocks */
 }
 
 void wlm_act_convert(const wlm_ctx *c, const float *y, uint32_t t, uint32_t n, uint32_t lo, uint32_t hi, uint32_t need) {
@@ -140,16 +152,17 @@ void wlm_act_convert(const wlm_ctx *c, const float *y, uint32_t t, uint32_t n, u
     if (need & WLM_NEED_X4) c->k->unpack_i16x4(GGML_Q8_0, q8, x16, n);
     if ((need & WLM_NEED_G) && c->k->act_q4g) /* (the scalar gemv_q4g reads the Q8_0 blocks) */
         c->k->act_q4g((const block_q8_0 *)q8, x16 + c->act8_off, n, lo / QK8_0, hi / QK8_0);
-    if (need & WLM_NEED_B) c->k->act_q4gb((const block_q8_0 *)q8, c->act_b, n, t);   /* (a batch: the whole row) */
+    if (need & WLM_NEED_B) c->k->act_q4gb((const block_q8_0 *)q8, c->act_b, n, t); /* (a batch: the whole row) */
 }
 
 /* the operands of one product, as every kernel below reads them */
 typedef struct mm_args {
-    wlm_ctx *c; const wlm_tensor *W;
+    wlm_ctx *c;
+    const wlm_tensor *W;
     uint32_t n, rows, n_tok, r0, r1;
     uint64_t row_bytes, xstride;
-    const uint8_t *xs;     /* the activations in the type's own form */
-    uint8_t *wrow;         /* this thread's panel */
+    const uint8_t *xs; /* the activations in the type's own form */
+    uint8_t *wrow;     /* this thread's panel */
     float *y;
 } mm_args;
 
@@ -159,7 +172,8 @@ typedef struct mm_args {
 static void run_gemv(const mm_args *a) {
     const wlm_kernels *k = a->c->k;
     const wlm_tensor *W = a->W;
-    wlm_gemv_fn gemv = W->q4g ? k->gemv_q4g : W->type == GGML_Q4_0 ? k->gemv_q4_0 : k->gemv_q8_0;
+    wlm_gemv_fn gemv = W->q4g ? k->gemv_q4g : W->type == GGML_Q4_0 ? k->gemv_q4_0
+                                                                   : k->gemv_q8_0;
     const uint8_t *x16 = a->c->act16 + (W->q4g ? a->c->act8_off : 0);
     gemv(a->n, W->data + (uint64_t)a->r0 * a->row_bytes, a->row_bytes, a->r1 - a->r0, a->xs, a->xstride, x16,
          a->c->act16_row_bytes, a->n_tok, a->y + a->r0, a->rows);
@@ -174,7 +188,7 @@ static void run_gemm_i8x4(const mm_args *a) {
         uint32_t nr = WLM_MIN(WLM_MM_PANEL, a->r1 - r);
         for (uint32_t i = 0; i < nr; i++) {
             const uint8_t *src = a->W->data + (uint64_t)(r + i) * a->row_bytes;
-            k->unpack_q4_i8x4((const block_q4_0 *)src, a->wrow + i * rb, a->n);   /* (q4g rows took gemm_q4gb) */
+            k->unpack_q4_i8x4((const block_q4_0 *)src, a->wrow + i * rb, a->n); /* (q4g rows took gemm_q4gb) */
         }
         k->gemm_q4_i8x4(a->n, a->wrow, rb, nr, a->c->act16 + a->c->act8_off, a->c->act16_row_bytes, a->n_tok, a->y + r, a->rows);
     }
@@ -230,23 +244,26 @@ void wlm_mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, flo
     uint32_t at = wlm_act_type(W->type);
     mm_args a = { c, W, (uint32_t)W->ne[0], (uint32_t)W->ne[1], n_tok, r0, r1, W->nbytes / W->ne[1],
                   (uint64_t)W->ne[0] * 4, (const uint8_t *)x, c->wrow + tid * c->wrow_bytes, y };
-    if (at != GGML_F32) { a.xs = at == GGML_Q8_K ? c->act_k : c->act; a.xstride = c->act_row_bytes; }
+    if (at != GGML_F32) {
+        a.xs = at == GGML_Q8_K ? c->act_k : c->act;
+        a.xstride = c->act_row_bytes;
+    }
     const uint8_t *w0 = W->data + (uint64_t)r0 * a.row_bytes;
     switch ((mm_kernel)mm_choose(k, W, n_tok)->kernel) {
     case MM_GEMV_F16:
         k->gemv_f16(a.n, w0, a.row_bytes, r1 - r0, (const float *)a.xs, a.xstride / 4, n_tok, y + r0, a.rows);
         return;
-    case MM_KQ_ROWS:   /* equal to the row dot bit for bit; 0 = no batched path for this type */
+    case MM_KQ_ROWS: /* equal to the row dot bit for bit; 0 = no batched path for this type */
         if (!k->kq_rows(W->type, a.n, w0, a.row_bytes, r1 - r0, a.xs, a.xstride, n_tok, y + r0, a.rows, a.wrow, c->wrow_bytes))
             run_dot(&a);
         return;
     case MM_GEMV: run_gemv(&a); return;
-    case MM_GEMM_Q4GB:   /* no unpacked copy (bit for bit dot_q4_0) */
+    case MM_GEMM_Q4GB: /* no unpacked copy (bit for bit dot_q4_0) */
         k->gemm_q4gb(a.n, w0, a.row_bytes, r1 - r0, a.xs, a.xstride, c->act_b, n_tok, y + r0, a.rows);
         return;
     case MM_GEMM_I8X4: run_gemm_i8x4(&a); return;
     case MM_GEMM_I16X4: run_gemm_i16x4(&a); return;
-    case MM_GEMM_F32:   /* dot_f32's bits */
+    case MM_GEMM_F32: /* dot_f32's bits */
         k->gemm_f32(a.n, (const float *)w0, a.row_bytes / 4, r1 - r0, (const float *)a.xs, a.xstride / 4, n_tok, y + r0, a.rows);
         return;
     case MM_PANEL_F32: run_panel_f32(&a); return;

@@ -16,12 +16,12 @@
  * read (Q, K and V share one input, gate and up another). The layouts of
  * the forms are in layouts.h. */
 enum {
-    WLM_NEED_Q8 = 1,   /* Q8_0 blocks (c->act) */
-    WLM_NEED_I16 = 2,  /* the i16eo form (gemv) */
-    WLM_NEED_QK = 4,   /* Q8_K blocks (c->act_k) */
-    WLM_NEED_X4 = 8,   /* the i16x4 form (gemm_i16x4) */
-    WLM_NEED_G = 16,   /* the set's act_q4g form (gemv_q4g; relaxed SIMD: also gemm_q4_i8x4) */
-    WLM_NEED_B = 32    /* the q4gb form of a batch (gemm_q4gb, relaxed SIMD) */
+    WLM_NEED_Q8 = 1,  /* Q8_0 blocks (c->act) */
+    WLM_NEED_I16 = 2, /* the i16eo form (gemv) */
+    WLM_NEED_QK = 4,  /* Q8_K blocks (c->act_k) */
+    WLM_NEED_X4 = 8,  /* the i16x4 form (gemm_i16x4) */
+    WLM_NEED_G = 16,  /* the set's act_q4g form (gemv_q4g; relaxed SIMD: also gemm_q4_i8x4) */
+    WLM_NEED_B = 32   /* the q4gb form of a batch (gemm_q4gb, relaxed SIMD) */
 };
 
 /* The forms a product with w over n_tok tokens reads (WLM_NEED_*), from

@@ -41,6 +41,7 @@ static void quantize_q4_0(const float *x, void *y, uint32_t n) { wlm_quantize_ro
 
 /* ---- the table ---- */
 
+/* clang-format off */
 #if WLM_SIMD128
 #define DOTS(ref, simd) { ref, simd }
 #else
@@ -87,6 +88,7 @@ static const wlm_type_info TYPES[GGML_TYPE_COUNT] = {
     [28] = SIZE_ONLY("F64", 1, 8),  [29] = SIZE_ONLY("IQ1_M", 256, 56), [34] = SIZE_ONLY("TQ1_0", 256, 54),
     [35] = SIZE_ONLY("TQ2_0", 256, 66), [39] = SIZE_ONLY("MXFP4", 32, 17),
 };
+/* clang-format on */
 
 const wlm_type_info *wlm_type(uint32_t type) {
     if (type >= GGML_TYPE_COUNT || !TYPES[type].name) return 0;

@@ -9,6 +9,11 @@
 
 void *wlm_sys_alloc(uint64_t bytes);
 
+static uint32_t clamp_threads(int v) {
+    if (v < 1) return 1;
+    return v > 64 ? 64 : (uint32_t)v;
+}
+
 double cli_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -51,13 +56,15 @@ static int take_flag(int argc, char **argv, int *i, unsigned accept, cli_gen_opt
     else if (ARG("--repeat-last-n")) o->sp.repeat_last_n = (uint32_t)atoi(v);
     else if (ARG("--seed")) o->seed = strtoull(v, NULL, 0);
     else if (ARG("--ctx")) o->cp.n_ctx = (uint32_t)atoi(v);
-    else if ((accept & CLI_THREADS) && (ARG("-t") || ARG("--threads"))) o->n_threads = atoi(v) < 1 ? 1 : atoi(v) > 64 ? 64 : (uint32_t)atoi(v);
+    else if ((accept & CLI_THREADS) && (ARG("-t") || ARG("--threads"))) o->n_threads = clamp_threads(atoi(v));
     else if (ARG("--kv")) {
         if (!strcmp(v, "f16")) o->cp.kv_type = WLM_KV_F16;
         else if (!strcmp(v, "f32")) o->cp.kv_type = WLM_KV_F32;
-        else { fprintf(stderr, "error: --kv must be f16 or f32, not %s\n", v); return -1; }
-    }
-    else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
+        else {
+            fprintf(stderr, "error: --kv must be f16 or f32, not %s\n", v);
+            return -1;
+        }
+    } else if (!strcmp(a, "--ignore-eos")) o->ignore_eos = 1;
     else if ((accept & CLI_PARSE_SPECIAL) && !strcmp(a, "--parse-special")) o->parse_special = 1;
     else if ((accept & CLI_JSONL) && !strcmp(a, "--jsonl")) o->jsonl = 1;
     else return 0;
@@ -70,29 +77,60 @@ int cli_parse_generate(int argc, char **argv, unsigned accept, cli_gen_opts *o) 
     for (int i = 0; i < argc; i++) {
         int r = take_flag(argc, argv, &i, accept, o);
         if (r < 0) return 2;
-        if (r == 0) { fprintf(stderr, "error: unknown or incomplete option %s\n", argv[i]); return 2; }
+        if (r == 0) {
+            fprintf(stderr, "error: unknown or incomplete option %s\n", argv[i]);
+            return 2;
+        }
     }
-    if (!o->model) { fprintf(stderr, "error: no model (-m MODEL)\n"); return 2; }
+    if (!o->model) {
+        fprintf(stderr, "error: no model (-m MODEL)\n");
+        return 2;
+    }
     if (accept & CLI_PROMPTS) {
-        if (!o->prompt == !o->prompts_file) { fprintf(stderr, "error: give exactly one of -p PROMPT and --prompts FILE\n"); return 2; }
+        if (!o->prompt == !o->prompts_file) {
+            fprintf(stderr, "error: give exactly one of -p PROMPT and --prompts FILE\n");
+            return 2;
+        }
     } else if (!o->prompt) {
-        o->prompt = "";   /* the BOS token alone */
+        o->prompt = ""; /* the BOS token alone */
     }
-    if (o->n_predict < 0) { fprintf(stderr, "error: -n must be >= 0\n"); return 2; }
+    if (o->n_predict < 0) {
+        fprintf(stderr, "error: -n must be >= 0\n");
+        return 2;
+    }
     o->cp.n_threads = o->n_threads;
     return -1;
 }
 
 unsigned char *cli_read_file(const char *path, uint64_t *size, int engine_mem) {
     FILE *f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "error: cannot open %s\n", path); return NULL; }
-    if (fseek(f, 0, SEEK_END) != 0) { fprintf(stderr, "error: cannot seek in %s\n", path); fclose(f); return NULL; }
+    if (!f) {
+        fprintf(stderr, "error: cannot open %s\n", path);
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fprintf(stderr, "error: cannot seek in %s\n", path);
+        fclose(f);
+        return NULL;
+    }
     long n = ftell(f);
     fseek(f, 0, SEEK_SET);
-    if (n < 0) { fprintf(stderr, "error: cannot size %s\n", path); fclose(f); return NULL; }
+    if (n < 0) {
+        fprintf(stderr, "error: cannot size %s\n", path);
+        fclose(f);
+        return NULL;
+    }
     unsigned char *buf = engine_mem ? wlm_sys_alloc((uint64_t)n + 1) : malloc((size_t)n + 1);
-    if (!buf) { fprintf(stderr, "error: out of memory reading %s (%ld bytes)\n", path, n); fclose(f); return NULL; }
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) { fprintf(stderr, "error: cannot read %s\n", path); fclose(f); return NULL; }
+    if (!buf) {
+        fprintf(stderr, "error: out of memory reading %s (%ld bytes)\n", path, n);
+        fclose(f);
+        return NULL;
+    }
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "error: cannot read %s\n", path);
+        fclose(f);
+        return NULL;
+    }
     fclose(f);
     buf[n] = 0;
     *size = (uint64_t)n;
@@ -106,7 +144,10 @@ wlm_model *cli_open_model(const char *path, int inplace) {
     wlm_model *m;
     wlm_err err;
     wlm_status s = inplace ? wlm_model_load_inplace(&m, data, size, &err) : wlm_model_load(&m, data, size, &err);
-    if (s) { fprintf(stderr, "error: %s: %s\n", path, err.msg); return NULL; }
+    if (s) {
+        fprintf(stderr, "error: %s: %s\n", path, err.msg);
+        return NULL;
+    }
     return m;
 }
 
@@ -120,7 +161,10 @@ static int tokenize_prompt(wlm_ctx *c, wlm_model *m, const cli_gen_opts *o, cons
         else fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    if (*n == 0) { fprintf(stderr, "error: empty prompt and the vocabulary has no BOS token\n"); return 1; }
+    if (*n == 0) {
+        fprintf(stderr, "error: empty prompt and the vocabulary has no BOS token\n");
+        return 1;
+    }
     return 0;
 }
 
@@ -132,7 +176,10 @@ int cli_generate(wlm_ctx *c, wlm_model *m, const cli_gen_opts *o, const char *pr
     if (tokenize_prompt(c, m, o, prompt, toks, &r->n_prompt)) return 1;
     wlm_ctx_reset(c);
     double t0 = cli_now_ms();
-    if (wlm_eval(c, toks, r->n_prompt, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+    if (wlm_eval(c, toks, r->n_prompt, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
     double t1 = cli_now_ms();
     wlm_rng rng;
     wlm_rng_seed(&rng, o->seed);
@@ -143,15 +190,27 @@ int cli_generate(wlm_ctx *c, wlm_model *m, const cli_gen_opts *o, const char *pr
     while (r->generated < o->n_predict) {
         int32_t tok;
         float lp;
-        if (wlm_sample(c, wlm_ctx_logits(c), &o->sp, toks, r->n_hist, &rng, &tok, &lp, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
-        if (wlm_token_is_eog(m, tok) && !o->ignore_eos) { r->finish = "stop"; break; }
+        if (wlm_sample(c, wlm_ctx_logits(c), &o->sp, toks, r->n_hist, &rng, &tok, &lp, &err)) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return 1;
+        }
+        if (wlm_token_is_eog(m, tok) && !o->ignore_eos) {
+            r->finish = "stop";
+            break;
+        }
         r->generated++;
         if (r->n_hist < cap) toks[r->n_hist++] = tok;
         if (emit(arg, out, wlm_detok_push(m, &dt, tok, out, sizeof out))) return 1;
         if (r->generated >= o->n_predict) break;
         wlm_status s = wlm_eval(c, &tok, 1, &err);
-        if (s == WLM_ERR_CONTEXT_FULL) { r->finish = "context"; break; }
-        if (s) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+        if (s == WLM_ERR_CONTEXT_FULL) {
+            r->finish = "context";
+            break;
+        }
+        if (s) {
+            fprintf(stderr, "error: %s\n", err.msg);
+            return 1;
+        }
     }
     if (emit(arg, out, wlm_detok_flush(&dt, out, sizeof out))) return 1;
     r->ms_prefill = t1 - t0;

@@ -11,14 +11,17 @@
 #define CLI_DEFAULT_SEED 0xC0FFEEull
 
 /* flags only some front ends take */
-enum { CLI_THREADS = 1, CLI_PARSE_SPECIAL = 2, CLI_PROMPTS = 4, CLI_JSONL = 8 };
+enum { CLI_THREADS = 1,
+       CLI_PARSE_SPECIAL = 2,
+       CLI_PROMPTS = 4,
+       CLI_JSONL = 8 };
 
 typedef struct cli_gen_opts {
     const char *model, *prompt, *prompts_file;
     int n_predict, ignore_eos, parse_special, jsonl;
     uint32_t n_threads;
     unsigned long long seed;
-    wlm_sampler_params sp;  /* the library's defaults, then the flags */
+    wlm_sampler_params sp; /* the library's defaults, then the flags */
     wlm_ctx_params cp;
 } cli_gen_opts;
 
@@ -42,9 +45,9 @@ wlm_model *cli_open_model(const char *path, int inplace);
 typedef int (*cli_emit_fn)(void *arg, const char *s, uint32_t n);
 
 typedef struct cli_gen_result {
-    uint32_t n_prompt, n_hist;   /* tokens: the prompt, and toks[n_prompt, n_hist) generated */
-    int generated;               /* tokens generated (an end-of-generation token is not one) */
-    const char *finish;          /* "length", "stop" or "context" */
+    uint32_t n_prompt, n_hist; /* tokens: the prompt, and toks[n_prompt, n_hist) generated */
+    int generated;             /* tokens generated (an end-of-generation token is not one) */
+    const char *finish;        /* "length", "stop" or "context" */
     double ms_prefill, ms_decode;
 } cli_gen_result;
 

@@ -49,7 +49,11 @@ TEST(types_quantize_targets) {
 static wlm_tensor shape_of(uint32_t type, uint32_t q4g) {
     wlm_tensor w;
     memset(&w, 0, sizeof w);
-    w.type = type; w.q4g = q4g; w.n_dims = 2; w.ne[0] = 256; w.ne[1] = 4;
+    w.type = type;
+    w.q4g = q4g;
+    w.n_dims = 2;
+    w.ne[0] = 256;
+    w.ne[1] = 4;
     return w;
 }
 
