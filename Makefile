@@ -17,8 +17,12 @@ WASM_CC  = PATH="$(NO_WASM_OPT_PATH)" $(CLANG) -fuse-ld=$(WASM_LD)
 SHARED  ?= ../shared
 BUILD   := build
 
-CORE_SRC := $(filter-out src/native_cli.c src/probe_relaxed.c,$(wildcard src/*.c))
+# the library: every .c directly in src/ (front ends live in src/cli/, the
+# relaxed-SIMD probe in src/probe/)
+CORE_SRC := $(wildcard src/*.c)
 CORE_HDR := $(wildcard src/*.h)
+CLI_SRC  := src/cli/common.c
+CLI_HDR  := src/cli/common.h
 TEST_SRC := $(wildcard tests/c/*.c)
 
 COMMON_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off
@@ -57,9 +61,9 @@ wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-
 toolchain:
 	@sh tools/setup.sh
 
-$(BUILD)/wasmlm-native: $(CORE_SRC) src/native_cli.c $(CORE_HDR)
+$(BUILD)/wasmlm-native: $(CORE_SRC) src/cli/native.c $(CLI_SRC) $(CORE_HDR) $(CLI_HDR)
 	@mkdir -p $(BUILD)
-	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm -lpthread
+	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/cli/native.c $(CLI_SRC) -lm -lpthread
 
 $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
@@ -68,9 +72,9 @@ $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 # the relaxed-SIMD kernel set natively: the same tests, and the native
 # baseline of the relaxed wasm build in `make bench` (without SIMDe, the
 # scalar set again)
-$(BUILD)/wasmlm-native-relaxed: $(CORE_SRC) src/native_cli.c $(CORE_HDR)
+$(BUILD)/wasmlm-native-relaxed: $(CORE_SRC) src/cli/native.c $(CLI_SRC) $(CORE_HDR) $(CLI_HDR)
 	@mkdir -p $(BUILD)
-	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $@ $(CORE_SRC) src/native_cli.c -lm -lpthread
+	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $@ $(CORE_SRC) src/cli/native.c $(CLI_SRC) -lm -lpthread
 $(BUILD)/tests-native-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
@@ -100,7 +104,7 @@ wasm/wasmlm-mt-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p wasm
 	$(WASM_CC) $(WASM_MT_CFLAGS) -mrelaxed-simd $(WASM_MT_LDFLAGS) -o $@ $(CORE_SRC)
 
-wasm/probe-relaxed.wasm: src/probe_relaxed.c
+wasm/probe-relaxed.wasm: src/probe/relaxed.c
 	@mkdir -p wasm
 	$(WASM_CC) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
 
@@ -214,11 +218,11 @@ test-browser: wasm
 demo: wasm
 	node web/demo/server.mjs
 
-# WASI command build of the CLI (src/wasi/cli.c + the engine, Debian's
+# WASI command build of the CLI (src/cli/wasi.c + the engine, Debian's
 # wasi-libc): `node web/wasi-cli.js generate -m MODEL -p ...` or any WASI runtime.
-wasm/wasmlm-cli.wasm: $(CORE_SRC) $(CORE_HDR) src/wasi/cli.c
+wasm/wasmlm-cli.wasm: $(CORE_SRC) $(CORE_HDR) src/cli/wasi.c $(CLI_SRC) $(CLI_HDR)
 	@mkdir -p wasm
-	$(WASM_CC) $(WASI_CFLAGS) -O3 -Wl,-z,stack-size=1048576 -o $@ $(CORE_SRC) src/wasi/cli.c
+	$(WASM_CC) $(WASI_CFLAGS) -O3 -Wl,-z,stack-size=1048576 -o $@ $(CORE_SRC) src/cli/wasi.c $(CLI_SRC)
 
 # The same C sources built by Emscripten (Debian's emcc 3.1.6, package
 # `emscripten`, installed by tools/setup.sh) as a standalone module: no
@@ -325,6 +329,25 @@ soak-quick: wasm
 test: soak-quick
 .PHONY: soak-quick
 
+# ---- C style (.clang-format) ---------------------------------------------------
+# format-check holds the files written in the .clang-format style to it
+# (FORMAT_CHECKED: add a file once it is formatted); for every other C file
+# changed since FORMAT_BASE it prints how many places differ, without
+# failing, so untouched and moved code is never reformatted to pass.
+CLANG_FORMAT ?= $(shell command -v clang-format-19 2>/dev/null || command -v clang-format 2>/dev/null)
+FORMAT_BASE ?= $(shell git merge-base HEAD main 2>/dev/null)
+FORMAT_CHECKED := src/matmul.c src/matmul.h src/cli/common.c src/cli/common.h tests/c/test_types.c
+.PHONY: format-check
+format-check:
+	@test -n "$(CLANG_FORMAT)" || { echo "clang-format not found (apt-get install clang-format)"; exit 1; }
+	$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_CHECKED)
+	@for f in $$(git diff --name-only $(FORMAT_BASE) -- 'src/*.c' 'src/*.h' 'tests/c/*.c' 'tests/c/*.h' 'fuzz/*.c' 'fuzz/*.h' 'bench/*.c'); do \
+	  case " $(FORMAT_CHECKED) " in *" $$f "*) continue;; esac; \
+	  [ -f "$$f" ] || continue; \
+	  n=$$($(CLANG_FORMAT) --dry-run "$$f" 2>&1 | grep -c 'warning:'); \
+	  [ "$$n" = 0 ] || echo "format-check: $$f: $$n places differ from .clang-format (not checked)"; \
+	done
+
 # Lint (eslint.config.js): the recommended set, no unused variables, no
 # `_private` member used from outside its object. eslint is a devDependency
 # (tools/setup.sh installs it with the others).
@@ -332,5 +355,6 @@ LINT_JS := web models tests bench tools fuzz eslint.config.js
 lint:
 	@test -x node_modules/.bin/eslint || { echo "lint: eslint is not installed (run npm ci)"; exit 1; }
 	node_modules/.bin/eslint $(LINT_JS)
+	@if [ -n "$(CLANG_FORMAT)" ]; then $(MAKE) --no-print-directory format-check; else echo "lint: clang-format not found, C style not checked"; fi
 test: lint
 .PHONY: lint

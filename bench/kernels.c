@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 #include "../src/internal.h"
-#include "../src/kquants.h"
+#include "../src/quants.h"
 
 #if !WLM_SIMD128
 int main(void) { puts("bench/kernels.c measures the SIMD kernel sets: build it for wasm32-wasi (make bench-kernels) or natively with SIMDe (make bench-kernels-native)"); return 0; }
@@ -105,7 +105,7 @@ static float *XF;
 static void f16_gemv(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4); }
 
 /* F16 batches: the row converted to floats, then dot_f32 per token (before
- * gemm_f32); a panel of 4 rows converted, then gemm_f32 (forward.c's mm) */
+ * gemm_f32); a panel of 4 rows converted, then gemm_f32 (matmul.c's MM_PANEL_F32) */
 static float *WF, *WROW;
 static void f16_cvt_dot(uint32_t nt) {
     for (uint32_t r = 0; r < rows4; r++) {
@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
     Y = malloc(sizeof(float) * N * MAXT);
     SCR = aligned_alloc(16, 1 << 20);
 
-    /* gemv takes up to 3 tokens a call in memory order (forward.c's limit
+    /* gemv takes up to 3 tokens a call in memory order (matmul.c's limit
      * decides which path a batch takes; here each runs every size) */
     for (uint32_t nt = 1; nt <= 3; nt++) {
         const char *names[] = { "gemv Q4_0", "gemv q4g" };

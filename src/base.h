@@ -1,6 +1,6 @@
 /* Freestanding basics shared by every file of the core: memory, error
  * formatting, system allocation. No libc is used anywhere in src/ except by
- * the native front end (native_cli.c). */
+ * the front ends (src/cli/). */
 #ifndef WLM_BASE_H
 #define WLM_BASE_H
 
@@ -40,12 +40,12 @@ wlm_status wlm_fail(wlm_err *err, wlm_status code, const char *fmt, ...);
 uint32_t wlm_fmt(char *buf, uint32_t cap, const char *fmt, ...);
 
 /* System memory. In wasm it is linear memory grown with memory.grow and
- * handed out by a first-fit allocator of large blocks (see wlm_sys.c);
+ * handed out by a first-fit allocator of large blocks (see sys.c);
  * natively it is malloc. Allocations are 64-byte aligned and zeroed. */
 WLM_API void *wlm_sys_alloc(uint64_t bytes);
 WLM_API void wlm_sys_free(void *p);
-/* Upper bound on memory the engine may use (wasm: 4 GiB minus what is in
- * use elsewhere; native: a configurable cap, default 16 GiB). */
+/* Upper bound on the bytes in use (wasm: 4 GiB, the wasm32 maximum;
+ * native: 8 GiB); wlm_sys_set_limit changes it. */
 WLM_API uint64_t wlm_sys_limit(void);
 WLM_API uint64_t wlm_sys_in_use(void);
 WLM_API void wlm_sys_set_limit(uint64_t bytes);

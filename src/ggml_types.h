@@ -25,7 +25,7 @@ _Static_assert(sizeof(block_q8_0) == 34, "block_q8_0 is 34 bytes");
 _Static_assert(sizeof(block_q4_0) == 18, "block_q4_0 is 18 bytes");
 
 /* ---- more 32-blocks and the K-quants (256-element super-blocks); the
- * element order of each is described in src/kquants.c. Halves are IEEE f16. */
+ * element order of each is described in src/quants_scalar.c. Halves are IEEE f16. */
 #define QK_K 256
 /* Q4_1: value = d * q + m, q = 0..15 (nibbles as in Q4_0) */
 typedef struct { uint16_t d, m; uint8_t qs[16]; } block_q4_1;
@@ -57,15 +57,35 @@ _Static_assert(sizeof(block_q5_k) == 176, "block_q5_k is 176 bytes");
 _Static_assert(sizeof(block_q6_k) == 210, "block_q6_k is 210 bytes");
 _Static_assert(sizeof(block_q8_k) == 292, "block_q8_k is 292 bytes");
 
+/* kernel sets a type row carries dots for: the scalar reference and the
+ * SIMD set (SIMD128 or relaxed SIMD, whichever the build compiles) */
+enum { WLM_SET_SCALAR = 0, WLM_SET_SIMD = 1, WLM_KERNEL_SETS = 2 };
+
+/* dot of one weight row (n elements, stored in the weight type) with an
+ * activation row in the type's activation form (act below) */
+typedef float (*wlm_dot_fn)(uint32_t n, const void *w, const void *x);
+
+/* One row per tensor type (types.c): everything the engine does with it.
+ * Adding a type is adding its row (and writing the functions it names). */
 typedef struct wlm_type_info {
     const char *name;
     uint32_t block;      /* elements per block (1 for plain floats) */
     uint32_t block_bytes;/* bytes per block; 0 = unknown/unsupported size */
-    uint32_t supported;  /* we can compute with it */
+    uint32_t act;        /* the activation form its dots read: GGML_F32, GGML_Q8_0 or GGML_Q8_K */
+    /* n elements of a row (n a multiple of block) to floats / from floats;
+     * quantize NULL: not a wlm_quantize target */
+    void (*dequantize)(const void *row, float *y, uint32_t n);
+    void (*quantize)(const float *x, void *y, uint32_t n);
+    uint32_t target;     /* quantize targets: place in wlm_quantize_target's list (from 1) */
+    uint32_t file_type;  /* general.file_type of a file written in this type (llama.cpp's numbers) */
+    uint32_t fallback;   /* K-quants: the 32-block type for rows that are not whole super-blocks */
+    wlm_dot_fn dot[WLM_KERNEL_SETS]; /* row dots by kernel set; dot[WLM_SET_SCALAR] NULL: not computable */
 } wlm_type_info;
 
 /* NULL for ids out of range; .block_bytes == 0 for ids with unknown size. */
 const wlm_type_info *wlm_type(uint32_t type);
+/* whether the engine computes with this type (it has a reference dot) */
+static inline int wlm_type_supported(const wlm_type_info *t) { return t && t->dot[WLM_SET_SCALAR]; }
 
 /* IEEE half <-> float (exact, all values incl. subnormals, inf, nan). */
 static inline float wlm_f16_to_f32(uint16_t h) {
@@ -91,6 +111,22 @@ static inline float wlm_bf16_to_f32(uint16_t h) {
 }
 uint16_t wlm_f32_to_bf16(float f);
 
-#include "kquants.h" /* K-quant and Q4_1/Q5_x kernels (kquants.c) */
+/* Quantizes n floats (n % 32 == 0) to Q8_0 blocks; scalar, shared by every
+ * build so activations quantize identically everywhere. */
+void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n);
+void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n);
+void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n);
+/* Dequantizes one row of any supported type into floats (zeros for others). */
+void wlm_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);
+/* Quantizes n floats into `type` by its row's quantizer; 0 (nothing
+ * written) when the type has none. */
+int wlm_quantize_row(uint32_t type, const float *x, void *y, uint32_t n);
+/* The activation form a weight type's dot product takes: GGML_F32 (floats),
+ * GGML_Q8_0 (int8 blocks of 32) or GGML_Q8_K (int8 blocks of 256). */
+uint32_t wlm_act_type(uint32_t weight_type);
+/* Converts n floats into activation form `act_type` (no-op for F32). */
+void wlm_quantize_act(uint32_t act_type, const float *x, void *y, uint32_t n);
+/* bytes of one activation row of n elements in form act_type */
+uint64_t wlm_act_row_bytes(uint32_t act_type, uint32_t n);
 
 #endif

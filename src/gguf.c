@@ -9,7 +9,8 @@
  *   n_tensors x (string name, u32 n_dims, u64 ne[n_dims], u32 type, u64 offset)
  *   padding to general.alignment (default 32) | tensor data
  * string = u64 length + bytes; array = u32 element type + u64 count + items. */
-#include "internal.h"
+#include "gguf.h"
+#include "ggml_types.h"
 
 #define GGUF_MAGIC 0x46554747u /* "GGUF" read as little-endian u32 */
 #define GGUF_MAX_ARRAY_DEPTH 4

@@ -7,7 +7,7 @@
  * same tokens natively, in Node and in the browser.
  * Quantized dot products sum int8 products exactly per 32-block, then
  * accumulate (d_w * d_x) * sum in four running sums by block index mod 4. */
-#include "internal.h"
+#include "kernels.h"
 #include "wmath.h"
 
 float wlm_fold16(const float s[16]) {
@@ -246,19 +246,15 @@ static void silu_mul(uint32_t n, float *a, const float *b) {
     for (uint32_t i = 0; i < n; i++) a[i] = wlm_silu(a[i]) * b[i];
 }
 
-static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
-static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
-static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
-static float row_q8_0(uint32_t n, const void *w, const void *x) { return dot_q8_0(n, w, x); }
-static float row_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
+float wlm_row_dot_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
+float wlm_row_dot_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
+float wlm_row_dot_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
+float wlm_row_dot_q8_0(uint32_t n, const void *w, const void *x) { return dot_q8_0(n, w, x); }
+float wlm_row_dot_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
 
 const wlm_kernels wlm_kernels_scalar = {
     .name = "scalar",
-    .dot = { [GGML_F32] = row_f32, [GGML_F16] = row_f16, [GGML_BF16] = row_bf16,
-             [GGML_Q8_0] = row_q8_0, [GGML_Q4_0] = row_q4_0,
-             [GGML_Q4_1] = wlm_kq_dot_q4_1, [GGML_Q5_0] = wlm_kq_dot_q5_0, [GGML_Q5_1] = wlm_kq_dot_q5_1,
-             [GGML_Q2_K] = wlm_kq_dot_q2_k, [GGML_Q3_K] = wlm_kq_dot_q3_k, [GGML_Q4_K] = wlm_kq_dot_q4_k,
-             [GGML_Q5_K] = wlm_kq_dot_q5_k, [GGML_Q6_K] = wlm_kq_dot_q6_k },
+    .set = WLM_SET_SCALAR,
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
     .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = wlm_q4g_from_q4_0, .gemv_f16 = gemv_f16, .gemm_f32 = gemm_f32, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,

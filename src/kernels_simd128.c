@@ -4,7 +4,7 @@
  * kernels_scalar.c, in the same order, so results are bit-identical: four
  * f32x4 accumulators are the reference's 16 running sums, folded the same
  * way; integer block sums are exact. No fused multiply-add is used. */
-#include "internal.h"
+#include "kernels.h"
 #if WLM_SIMD128
 #include "wmath.h"
 #include "simd128.h"
@@ -880,9 +880,8 @@ static void q4g_from_q4_0(uint8_t *row, uint32_t n) {
 /* One q4g row against T tokens (T <= 3), a group per loop iteration. V8
  * hoists a loop body's loads ahead of its arithmetic: the relaxed loop (12
  * loads for one token) fits in registers; SIMD128's (20) is cut into its
- * four slices by stores (below). Relaxed, 2048 x 1024 in Node (make
- * bench-kernels): 0.061-0.065 ns per weight against gemv_q4_0's 0.084-0.087
- * for one token. */
+ * four slices by stores (below). Both beat gemv_q4_0 on the same weights
+ * (make bench-kernels; bench/results/README.md). */
 static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n, const uint8_t *w,
                                                               const uint8_t *x8, uint64_t x8s, const uint8_t *xa, uint64_t xas,
                                                               float *y, uint64_t ys) {
@@ -914,13 +913,11 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
     /* Each slice's running sums are stored (volatile) before the next slice
      * is loaded: V8 keeps loads in order with stores and computes a value
      * where it is used, so without a store in between it issued all 20 of a
-     * group's loads first and spilled them (a half group per iteration, the
-     * former loop, took 81 instructions per 64 weights, with its sums carried
-     * across iterations). With the stores: 104-113 per 128 weights (-O2, -O3), few spills;
-     * make bench-kernels, 2048 x 1024, in the same runs: from 0.7-1.0x to
-     * 0.6x gemv_q4_0's time for 1-3 tokens. (The native builds compile the
-     * stores too: the same code on both sides of the wasm/native ratio.) */
+     * group's loads first and spilled them; with the stores it spills little
+     * (make bench-kernels; bench/results/README.md). The native builds
+     * compile the stores too: the same code on both sides of the ratio. */
     volatile v128_t order[3];
+    (void)order;   /* written only for the ordering it forces */
 #pragma clang loop unroll(disable)
     for (uint32_t g = 0; g < ng; g++, wp += 72) {
         v128_t s[3] = { wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0) };
@@ -1002,7 +999,7 @@ static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, con
  * A row's scales are checked for infinities / NaNs once, before its chunks
  * (the loop's 4-op half conversion holds for finite halves; such a row takes
  * wlm_dot_q4g): a running check inside the loop held one more register,
- * and V8 then spilled the accumulators (make bench-kernels: 5 % slower). */
+ * and V8 then spilled the accumulators (slower: make bench-kernels). */
 
 /* one row against T tokens of a chunk; the row's scales are finite */
 static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t n, const uint8_t *w,
@@ -1352,11 +1349,11 @@ static void quantize_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
     }
 }
 
-static float row_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
-static float row_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
-static float row_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
-static float row_q8_0(uint32_t n, const void *w, const void *x) { return dot_q8_0(n, w, x); }
-static float row_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
+float wlm_row_dot_f32_simd(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
+float wlm_row_dot_f16_simd(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
+float wlm_row_dot_bf16_simd(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
+float wlm_row_dot_q8_0_simd(uint32_t n, const void *w, const void *x) { return dot_q8_0(n, w, x); }
+float wlm_row_dot_q4_0_simd(uint32_t n, const void *w, const void *x) { return dot_q4_0(n, w, x); }
 
 const wlm_kernels wlm_kernels_simd128 = {
 #if WLM_RELAXED
@@ -1364,11 +1361,7 @@ const wlm_kernels wlm_kernels_simd128 = {
 #else
     .name = "simd128",
 #endif
-    .dot = { [GGML_F32] = row_f32, [GGML_F16] = row_f16, [GGML_BF16] = row_bf16,
-             [GGML_Q8_0] = row_q8_0, [GGML_Q4_0] = row_q4_0,
-             [GGML_Q4_1] = wlm_kq_dot_q4_1_simd, [GGML_Q5_0] = wlm_kq_dot_q5_0_simd, [GGML_Q5_1] = wlm_kq_dot_q5_1_simd,
-             [GGML_Q2_K] = wlm_kq_dot_q2_k_simd, [GGML_Q3_K] = wlm_kq_dot_q3_k_simd, [GGML_Q4_K] = wlm_kq_dot_q4_k_simd,
-             [GGML_Q5_K] = wlm_kq_dot_q5_k_simd, [GGML_Q6_K] = wlm_kq_dot_q6_k_simd },
+    .set = WLM_SET_SIMD,
     .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
     .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
 #if WLM_RELAXED

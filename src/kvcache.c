@@ -1,6 +1,6 @@
 /* Sequences in the KV cache.
  *
- * The cache is one pool of n_ctx slots (src/forward.c plans it). Slot j
+ * The cache is one pool of n_ctx slots (src/ctx.c plans it). Slot j
  * holds the keys and values of one position, slot_pos[j], for the set of
  * sequences in slot_seq[j] (bit s = sequence s). A sequence is just the set
  * of slots with its bit plus its next position seq_pos[s]:
@@ -22,7 +22,7 @@
  * by side (best-of-N, beams) are read in runs instead of one slot in
  * every N (attention: 12 % of a best-of-8 step of s110m before, 9-11 % in
  * profiles since); when no whole block is free, any free slot will do. */
-#include "internal.h"
+#include "ctx.h"
 
 void wlm_kv_reset(wlm_ctx *c) {
     for (uint32_t j = 0; j < c->n_ctx; j++) { c->slot_pos[j] = -1; c->slot_seq[j] = 0; }

@@ -1,7 +1,8 @@
 /* llama / qwen2 architectures: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
-#include "internal.h"
+#include "model.h"
+#include "kernels.h"
 
 static const char *key(char *buf, const char *arch, uint32_t alen, const char *suffix) {
     wlm_fmt(buf, 128, "%.*s.%s", (int)alen, arch, suffix);
@@ -10,7 +11,7 @@ static const char *key(char *buf, const char *arch, uint32_t alen, const char *s
 
 /* a weight type is usable when the kernel set the engine runs has a dot for it */
 static int type_ok_for_matmul(uint32_t t) {
-    return t < GGML_TYPE_COUNT && wlm_kernels_best()->dot[t] != 0;
+    return t < GGML_TYPE_COUNT && wlm_kernel_dot(wlm_kernels_best(), t) != 0;
 }
 
 /* ---- architectures ------------------------------------------------------------

@@ -6,7 +6,7 @@
  * The draw uses a PCG32 stream, so one seed gives the same tokens on every
  * platform. NaN and -inf logits are excluded; +inf always wins; finite
  * logits keep their values (the argmax is the true argmax). */
-#include "internal.h"
+#include "ctx.h"
 #include "wmath.h"
 
 void wlm_sampler_default_params(wlm_sampler_params *p) {
@@ -58,8 +58,8 @@ static void sift_down(float *v, int32_t *id, uint32_t n, uint32_t i) {
 
 /* The n candidates sorted best first (larger value, then smaller id: the
  * ids come in ascending order and the sort is stable) by a least-significant-
- * digit radix sort on 32-bit keys, four passes of 8 bits: O(n) where a heap
- * sort of a 32000-entry vocabulary took about 5 ms a token in wasm. Keys
+ * digit radix sort on 32-bit keys, four passes of 8 bits: O(n), where a heap
+ * sort of a whole vocabulary cost milliseconds a token in wasm. Keys
  * map floats to unsigned integers in descending order; -0 is taken as +0,
  * which compares equal to it. tmp: 12 n bytes. The same order as the heap
  * path, so the same tokens are sampled. */

@@ -1,5 +1,5 @@
 /* The wasm SIMD intrinsics and small helpers shared by the kernel files
- * (kernels_simd128.c, kquants_simd128.c). Include only under WLM_SIMD128
+ * (kernels_simd128.c, quants_simd128.c). Include only under WLM_SIMD128
  * (base.h).
  *
  * The wasm builds take the intrinsics from clang's wasm_simd128.h. Native

@@ -9,7 +9,7 @@
  *   = min(q(y), p(y)) + max(0, p(y) - q(y)) = p(y).
  * Greedy decoding is the special case p = one-hot(argmax): the draft token is
  * kept exactly when it is the target's argmax. */
-#include "internal.h"
+#include "ctx.h"
 
 wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                            const int32_t *history, uint32_t n_history, int32_t x,

@@ -11,7 +11,7 @@
  * Jobs split work into fixed contiguous ranges by thread index, and every
  * output element is computed by the same code whatever the thread count, so
  * results are identical at any number of threads. */
-#include "internal.h"
+#include "threads.h"
 
 #if defined(__wasm__) && !defined(__wasm_atomics__)
 #define WLM_NO_THREADS 1
@@ -30,8 +30,7 @@ static int32_t load32(volatile int32_t *p) { return __atomic_load_n(p, __ATOMIC_
 
 /* The longest sleep in one wait, in nanoseconds. Every caller re-checks its
  * condition in a loop, so a bounded sleep is always correct. Seen once, for
- * about a quarter of an hour on a freshly booted host (Node 20.20, V8 11.3,
- * an Intel Xeon with AVX-512 and AMX under KVM): with no timeout a 2-thread F16 prefill
+ * a while on one freshly booted machine: with no timeout a 2-thread F16 prefill
  * of s110m hung in about one fresh process of three, both threads asleep in
  * memory.atomic.wait32 (gdb) and the pool's counters showing the job done,
  * so the coordinator had missed the worker's notify. A build that trapped

@@ -26,7 +26,8 @@
  *   another segment, and leftmost order within a segment is preserved).
  *
  * Piece strings are not copied: they point into the GGUF bytes. */
-#include "internal.h"
+#include "vocab.h"
+#include "model.h"
 
 /* ---- UTF-8 ------------------------------------------------------------------ */
 

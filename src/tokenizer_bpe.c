@@ -20,7 +20,7 @@
  *
  * Character classes (letters L*, numbers N*, punctuation P*, White_Space...)
  * come from the generated tables of unicode_tables.c. */
-#include "internal.h"
+#include "vocab.h"
 #include "unicode_tables.h"
 
 /* ---- GPT-2 byte <-> code point mapping -------------------------------------- */

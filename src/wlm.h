@@ -12,7 +12,7 @@
  *   wlm_detok  - a streaming detokenizer that only emits complete UTF-8.
  *
  * The library needs no libc (it builds freestanding for wasm32); memory comes
- * from wlm_sys_alloc (see wlm_sys.h). */
+ * from wlm_sys_alloc (src/base.h; src/sys.c). */
 #ifndef WLM_H
 #define WLM_H
 
@@ -278,7 +278,7 @@ WLM_API wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sa
  * a GGML type id (0 F32, 1 F16, 8 Q8_0, 2 Q4_0, 3 Q4_1, 6 Q5_0, 7 Q5_1,
  * 10 Q2_K, 11 Q3_K, 12 Q4_K, 13 Q5_K, 14 Q6_K) or a mixture below. The
  * per-tensor rule (mixtures, K-quant fallback for rows not a multiple of
- * 256) is described in src/quantize.c and docs/accuracy.md. */
+ * 256) is described in src/requantize.c and docs/accuracy.md. */
 #define WLM_QUANT_Q4_K_M 1000 /* Q4_K, Q6_K for output and some attn_v/ffn_down */
 #define WLM_QUANT_Q5_K_M 1001 /* Q5_K, Q6_K for output and some attn_v/ffn_down */
 WLM_API wlm_status wlm_quantize_size(const wlm_model *m, uint32_t type, uint64_t *size, wlm_err *err);
@@ -288,6 +288,11 @@ WLM_API wlm_status wlm_quantize_size(const wlm_model *m, uint32_t type, uint64_t
  * one line per tensor. */
 WLM_API wlm_status wlm_quantize(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t size,
                         char *report, uint32_t report_cap, wlm_err *err);
+/* The targets wlm_quantize accepts, for front ends to list without a copy:
+ * the id of target i (types, then mixtures; 0xffffffff past the last) and
+ * the name of a target id ("Q4_0", "Q4_K_M"; NULL when it is not one). */
+WLM_API uint32_t wlm_quantize_target(uint32_t i);
+WLM_API const char *wlm_quantize_target_name(uint32_t type);
 
 #ifdef __cplusplus
 }

@@ -448,7 +448,7 @@ TEST(arch_memory_plan_uses_head_sizes) {
     CHECKF(e < 1e-4, "max |logit diff| %g", e);
 }
 
-/* GQA groups through the attention items (forward.c, wlm_attention_block):
+/* GQA groups through the attention items (forward.c attention_step, attention.c wlm_attention_block):
  * 8 query heads a KV head, and 66 on one KV head (wider than one pass of
  * WLM_ATT_MAXQ queries). A prompt as one batch, whose queries of up to
  * WLM_ATT_QB tokens share a pass over the cache, gives the logits decoding

@@ -204,8 +204,8 @@ TEST(kquants_kernels_dot_bit_identical) {
         uint32_t t = KTYPES[ti];
         const wlm_type_info *inf = wlm_type(t);
         uint32_t mult = is_k(t) ? 1 : 8; /* 32-block types: more blocks per row */
-        CHECKF(wlm_kernels_scalar.dot[t] == ref_dot(t), "scalar table entry for %s is not the reference", inf->name);
-        for (int k = 0; k < N_SETS; k++) CHECKF(SETS[k]->dot[t] != 0, "%s has no dot for %s", SETS[k]->name, inf->name);
+        CHECKF(wlm_kernel_dot(&wlm_kernels_scalar, t) == ref_dot(t), "scalar table entry for %s is not the reference", inf->name);
+        for (int k = 0; k < N_SETS; k++) CHECKF(wlm_kernel_dot(SETS[k], t) != 0, "%s has no dot for %s", SETS[k]->name, inf->name);
         for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
             uint32_t nb = NB[si] * mult, n = nb * inf->block;
             for (int rep = 0; rep < 12; rep++) {
@@ -217,7 +217,7 @@ TEST(kquants_kernels_dot_bit_identical) {
                 float ind = indep_dot(t, n, w, x, 0, 0);
                 CHECKF(same_float(ref, ind), "%s nb=%u rep=%d reference %.9g, documented order %.9g", inf->name, nb, rep, ref, ind);
                 for (int k = 0; k < N_SETS; k++) {
-                    float got = SETS[k]->dot[t](n, w, x);
+                    float got = wlm_kernel_dot(SETS[k], t)(n, w, x);
                     CHECKF(same_float(got, ref), "%s %s nb=%u rep=%d got %.9g (%08x) ref %.9g (%08x)", SETS[k]->name, inf->name, nb, rep,
                            got, fbits(got), ref, fbits(ref));
                     compared++;
@@ -514,7 +514,7 @@ TEST(kquants_roundtrip_error) {
         double se = 0, ss = 0;
         for (int rep = 0; rep < 4; rep++) {
             rand_row(x, N, rep == 3 ? 1e-3f : 0.02f);
-            CHECK(wlm_kq_quantize_row(t, x, q, N) == 1);
+            CHECK(wlm_quantize_row(t, x, q, N) == 1);
             wlm_dequantize_row(t, q, y, N);
             for (int i = 0; i < N; i++) { double e = (double)y[i] - x[i]; se += e * e; ss += (double)x[i] * x[i]; }
         }
@@ -522,12 +522,12 @@ TEST(kquants_roundtrip_error) {
         CHECKF(rel[bi] < B[bi].bound, "%s: relative RMS error %.4f above %.4f", wlm_type_name(t), rel[bi], B[bi].bound);
         /* degenerate rows: zeros stay zero, constant rows stay close, no NaN */
         for (int i = 0; i < 512; i++) x[i] = 0;
-        wlm_kq_quantize_row(t, x, q, 512); wlm_dequantize_row(t, q, y, 512);
+        wlm_quantize_row(t, x, q, 512); wlm_dequantize_row(t, q, y, 512);
         int bad = 0; for (int i = 0; i < 512; i++) if (y[i] != 0) bad++;
         CHECKF(bad == 0, "%s: zero row not reproduced", wlm_type_name(t));
         for (int i = 0; i < 512; i++) x[i] = i % 2 ? -0.5f : 0.5f;
         x[7] = 1000.0f; x[300] = -3e4f;
-        wlm_kq_quantize_row(t, x, q, 512); wlm_dequantize_row(t, q, y, 512);
+        wlm_quantize_row(t, x, q, 512); wlm_dequantize_row(t, q, y, 512);
         bad = 0; for (int i = 0; i < 512; i++) if (!(fabsf(y[i]) < 4e4f)) bad++;
         CHECKF(bad == 0, "%s: outlier row produced non-finite or huge values", wlm_type_name(t));
     }
@@ -567,7 +567,7 @@ TEST(kquants_dot_vs_double) {
         double worst = 0;
         for (int rep = 0; rep < 6; rep++) {
             rand_row(w, N, 0.02f); rand_row(xf, N, 1.5f);
-            wlm_kq_quantize_row(t, w, wq, N);
+            wlm_quantize_row(t, w, wq, N);
             wlm_quantize_act(wlm_act_type(t), xf, xq, N);
             double exact, mag;
             float ref = ref_dot(t)(N, wq, xq);

@@ -20,10 +20,11 @@
  *
  * Dot products: the integer sums of a block (weighted by the integer
  * sub-block scales for the K-quants) are exact in int32, then the float ops of
- * wlm_kq_acc* (kquants.h) add the block to the running sum, block by block in
- * order. The SIMD128 kernels (kquants_simd128.c) compute the same integers and
+ * wlm_kq_acc* (quants.h) add the block to the running sum, block by block in
+ * order. The SIMD128 kernels (quants_simd128.c) compute the same integers and
  * call the same float helpers, so their results are bit-identical. */
-#include "internal.h"
+#include "quants.h"
+#include "kernels.h"
 
 /* ---- helpers --------------------------------------------------------------- */
 
@@ -93,77 +94,82 @@ static void ints_q6_k(const block_q6_k *b, int8_t *q) {
 
 /* ---- dequantization ---------------------------------------------------------- */
 
-int wlm_kq_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n) {
+/* value = d * q + m (Q4_1, Q5_1) */
+static void dequantize_q4_1_q5_1(uint32_t type, const void *row, float *y, uint32_t n) {
+    int8_t q[32];
+    for (uint32_t b = 0; b < n / 32; b++) {
+        float d, m;
+        if (type == GGML_Q4_1) { const block_q4_1 *B = (const block_q4_1 *)row + b; ints_q4_1(B, q); d = h2f(B->d); m = h2f(B->m); }
+        else { const block_q5_1 *B = (const block_q5_1 *)row + b; ints_q5(B->qs, B->qh, 0, q); d = h2f(B->d); m = h2f(B->m); }
+        for (int j = 0; j < 32; j++) y[32 * b + j] = d * (float)q[j] + m;
+    }
+}
+void wlm_dequantize_q4_1(const void *row, float *y, uint32_t n) { dequantize_q4_1_q5_1(GGML_Q4_1, row, y, n); }
+void wlm_dequantize_q5_1(const void *row, float *y, uint32_t n) { dequantize_q4_1_q5_1(GGML_Q5_1, row, y, n); }
+
+void wlm_dequantize_q5_0(const void *row, float *y, uint32_t n) {
+    int8_t q[32];
+    for (uint32_t b = 0; b < n / 32; b++) {
+        const block_q5_0 *B = (const block_q5_0 *)row + b;
+        ints_q5(B->qs, B->qh, 16, q);
+        float d = h2f(B->d);
+        for (int j = 0; j < 32; j++) y[32 * b + j] = d * (float)q[j];
+    }
+}
+
+void wlm_dequantize_q2_k(const void *row, float *y, uint32_t n) {
     int8_t q[QK_K];
-    switch (type) {
-    case GGML_Q4_1: case GGML_Q5_1: {
-        for (uint32_t b = 0; b < n / 32; b++) {
-            float d, m;
-            if (type == GGML_Q4_1) { const block_q4_1 *B = (const block_q4_1 *)row + b; ints_q4_1(B, q); d = h2f(B->d); m = h2f(B->m); }
-            else { const block_q5_1 *B = (const block_q5_1 *)row + b; ints_q5(B->qs, B->qh, 0, q); d = h2f(B->d); m = h2f(B->m); }
-            for (int j = 0; j < 32; j++) y[32 * b + j] = d * (float)q[j] + m;
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        const block_q2_k *B = (const block_q2_k *)row + b;
+        ints_q2_k(B, q);
+        float d = h2f(B->d), dm = h2f(B->dmin);
+        for (int i = 0; i < QK_K; i++) {
+            uint8_t s = B->scales[i / 16];
+            y[QK_K * b + i] = (d * (float)(s & 15)) * (float)q[i] - dm * (float)(s >> 4);
         }
-        return 1;
     }
-    case GGML_Q5_0: {
-        for (uint32_t b = 0; b < n / 32; b++) {
-            const block_q5_0 *B = (const block_q5_0 *)row + b;
-            ints_q5(B->qs, B->qh, 16, q);
-            float d = h2f(B->d);
-            for (int j = 0; j < 32; j++) y[32 * b + j] = d * (float)q[j];
+}
+
+void wlm_dequantize_q3_k(const void *row, float *y, uint32_t n) {
+    int8_t q[QK_K];
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        const block_q3_k *B = (const block_q3_k *)row + b;
+        ints_q3_k(B, q);
+        float d = h2f(B->d);
+        for (int i = 0; i < QK_K; i++) y[QK_K * b + i] = (d * (float)(wlm_kq_scale_q3(B->scales, i / 16) - 32)) * (float)q[i];
+    }
+}
+
+/* value = d * sc * q - dmin * m with 6-bit sc, m (Q4_K, Q5_K) */
+static void dequantize_q45_k(uint32_t type, const void *row, float *y, uint32_t n) {
+    int8_t q[QK_K];
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        const uint8_t *scales; float d, dm;
+        if (type == GGML_Q4_K) { const block_q4_k *B = (const block_q4_k *)row + b; ints_q45_k(B->qs, 0, q); scales = B->scales; d = h2f(B->d); dm = h2f(B->dmin); }
+        else { const block_q5_k *B = (const block_q5_k *)row + b; ints_q45_k(B->qs, B->qh, q); scales = B->scales; d = h2f(B->d); dm = h2f(B->dmin); }
+        for (int i = 0; i < QK_K; i++) {
+            int sc, m; wlm_kq_scale_min_k4(scales, i / 32, &sc, &m);
+            y[QK_K * b + i] = (d * (float)sc) * (float)q[i] - dm * (float)m;
         }
-        return 1;
     }
-    case GGML_Q2_K: {
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            const block_q2_k *B = (const block_q2_k *)row + b;
-            ints_q2_k(B, q);
-            float d = h2f(B->d), dm = h2f(B->dmin);
-            for (int i = 0; i < QK_K; i++) {
-                uint8_t s = B->scales[i / 16];
-                y[QK_K * b + i] = (d * (float)(s & 15)) * (float)q[i] - dm * (float)(s >> 4);
-            }
-        }
-        return 1;
+}
+void wlm_dequantize_q4_k(const void *row, float *y, uint32_t n) { dequantize_q45_k(GGML_Q4_K, row, y, n); }
+void wlm_dequantize_q5_k(const void *row, float *y, uint32_t n) { dequantize_q45_k(GGML_Q5_K, row, y, n); }
+
+void wlm_dequantize_q6_k(const void *row, float *y, uint32_t n) {
+    int8_t q[QK_K];
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        const block_q6_k *B = (const block_q6_k *)row + b;
+        ints_q6_k(B, q);
+        float d = h2f(B->d);
+        for (int i = 0; i < QK_K; i++) y[QK_K * b + i] = (d * (float)B->scales[i / 16]) * (float)q[i];
     }
-    case GGML_Q3_K: {
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            const block_q3_k *B = (const block_q3_k *)row + b;
-            ints_q3_k(B, q);
-            float d = h2f(B->d);
-            for (int i = 0; i < QK_K; i++) y[QK_K * b + i] = (d * (float)(wlm_kq_scale_q3(B->scales, i / 16) - 32)) * (float)q[i];
-        }
-        return 1;
-    }
-    case GGML_Q4_K: case GGML_Q5_K: {
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            const uint8_t *scales; float d, dm;
-            if (type == GGML_Q4_K) { const block_q4_k *B = (const block_q4_k *)row + b; ints_q45_k(B->qs, 0, q); scales = B->scales; d = h2f(B->d); dm = h2f(B->dmin); }
-            else { const block_q5_k *B = (const block_q5_k *)row + b; ints_q45_k(B->qs, B->qh, q); scales = B->scales; d = h2f(B->d); dm = h2f(B->dmin); }
-            for (int i = 0; i < QK_K; i++) {
-                int sc, m; wlm_kq_scale_min_k4(scales, i / 32, &sc, &m);
-                y[QK_K * b + i] = (d * (float)sc) * (float)q[i] - dm * (float)m;
-            }
-        }
-        return 1;
-    }
-    case GGML_Q6_K: {
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            const block_q6_k *B = (const block_q6_k *)row + b;
-            ints_q6_k(B, q);
-            float d = h2f(B->d);
-            for (int i = 0; i < QK_K; i++) y[QK_K * b + i] = (d * (float)B->scales[i / 16]) * (float)q[i];
-        }
-        return 1;
-    }
-    case GGML_Q8_K: {
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            const block_q8_k *B = (const block_q8_k *)row + b;
-            for (int i = 0; i < QK_K; i++) y[QK_K * b + i] = B->d * (float)B->qs[i];
-        }
-        return 1;
-    }
-    default: return 0;
+}
+
+void wlm_dequantize_q8_k(const void *row, float *y, uint32_t n) {
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        const block_q8_k *B = (const block_q8_k *)row + b;
+        for (int i = 0; i < QK_K; i++) y[QK_K * b + i] = B->d * (float)B->qs[i];
     }
 }
 
@@ -274,15 +280,9 @@ float wlm_kq_dot_q6_k(uint32_t n, const void *wv, const void *xv) {
 int wlm_kq_rows(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_bytes, uint32_t n_rows,
                 const uint8_t *x, uint64_t xstride, uint32_t n_tok, float *y, uint64_t ystride,
                 void *scratch, uint64_t scratch_bytes) {
-    wlm_dot_fn dot;
-    switch (type) {
-    case GGML_Q2_K: dot = wlm_kq_dot_q2_k; break;
-    case GGML_Q3_K: dot = wlm_kq_dot_q3_k; break;
-    case GGML_Q4_K: dot = wlm_kq_dot_q4_k; break;
-    case GGML_Q5_K: dot = wlm_kq_dot_q5_k; break;
-    case GGML_Q6_K: dot = wlm_kq_dot_q6_k; break;
-    default: return 0;
-    }
+    const wlm_type_info *ti = wlm_type(type);
+    if (!ti || ti->act != GGML_Q8_K || !ti->dot[WLM_SET_SCALAR]) return 0;
+    wlm_dot_fn dot = ti->dot[WLM_SET_SCALAR];
     for (uint32_t r = 0; r < n_rows; r++)
         for (uint32_t t = 0; t < n_tok; t++)
             y[(uint64_t)t * ystride + r] = dot(n, w + r * row_bytes, x + (uint64_t)t * xstride);
@@ -429,94 +429,107 @@ static void pack_scales_k4(const int *sc, const int *mc, uint8_t *out) {
     }
 }
 
-int wlm_kq_quantize_row(uint32_t type, const float *x, void *yv, uint32_t n) {
+/* Q4_1, Q5_1: value = d * q + m; Q5_0: value = d * (q - 16) */
+static void quantize_32(uint32_t type, const float *x, void *yv, uint32_t n) {
+    int8_t q[32];
+    for (uint32_t b = 0; b < n / 32; b++) {
+        const float *v = x + (uint64_t)b * 32;
+        if (type == GGML_Q4_1) {
+            block_q4_1 *B = (block_q4_1 *)yv + b;
+            quant_q4_1_q5_1(v, &B->d, &B->m, 15, q);
+            for (int j = 0; j < 16; j++) B->qs[j] = (uint8_t)(q[j] | q[j + 16] << 4);
+        } else if (type == GGML_Q5_1) {
+            block_q5_1 *B = (block_q5_1 *)yv + b;
+            quant_q4_1_q5_1(v, &B->d, &B->m, 31, q);
+            pack_q5_bits(q, B->qs, B->qh);
+        } else {
+            block_q5_0 *B = (block_q5_0 *)yv + b;
+            float s = fit_sym(v, 32, -16, 15);
+            B->d = wlm_f32_to_f16(s);
+            float d = h2f(B->d), id = d != 0 ? 1.0f / d : 0.0f;
+            for (int j = 0; j < 32; j++) q[j] = (int8_t)(clampi(nearest(v[j] * id), -16, 15) + 16);
+            pack_q5_bits(q, B->qs, B->qh);
+        }
+    }
+}
+void wlm_quantize_q4_1(const float *x, void *y, uint32_t n) { quantize_32(GGML_Q4_1, x, y, n); }
+void wlm_quantize_q5_0(const float *x, void *y, uint32_t n) { quantize_32(GGML_Q5_0, x, y, n); }
+void wlm_quantize_q5_1(const float *x, void *y, uint32_t n) { quantize_32(GGML_Q5_1, x, y, n); }
+
+void wlm_quantize_q2_k(const float *x, void *yv, uint32_t n) {
     int8_t q[QK_K];
     int sc[16], mc[16];
-    switch (type) {
-    case GGML_Q4_1: case GGML_Q5_1: case GGML_Q5_0:
-        for (uint32_t b = 0; b < n / 32; b++) {
-            const float *v = x + (uint64_t)b * 32;
-            if (type == GGML_Q4_1) {
-                block_q4_1 *B = (block_q4_1 *)yv + b;
-                quant_q4_1_q5_1(v, &B->d, &B->m, 15, q);
-                for (int j = 0; j < 16; j++) B->qs[j] = (uint8_t)(q[j] | q[j + 16] << 4);
-            } else if (type == GGML_Q5_1) {
-                block_q5_1 *B = (block_q5_1 *)yv + b;
-                quant_q4_1_q5_1(v, &B->d, &B->m, 31, q);
-                pack_q5_bits(q, B->qs, B->qh);
-            } else {
-                block_q5_0 *B = (block_q5_0 *)yv + b;
-                float s = fit_sym(v, 32, -16, 15);
-                B->d = wlm_f32_to_f16(s);
-                float d = h2f(B->d), id = d != 0 ? 1.0f / d : 0.0f;
-                for (int j = 0; j < 32; j++) q[j] = (int8_t)(clampi(nearest(v[j] * id), -16, 15) + 16);
-                pack_q5_bits(q, B->qs, B->qh);
-            }
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        block_q2_k *B = (block_q2_k *)yv + b;
+        quant_k_min(x + (uint64_t)b * QK_K, 16, 16, 3, 15, q, sc, mc, &B->d, &B->dmin);
+        for (int j = 0; j < 16; j++) B->scales[j] = (uint8_t)(sc[j] | mc[j] << 4);
+        wlm_memset(B->qs, 0, sizeof B->qs);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++)
+                for (int l = 0; l < 32; l++) B->qs[32 * h + l] |= (uint8_t)(q[128 * h + 32 * k + l] << (2 * k));
+    }
+}
+
+void wlm_quantize_q3_k(const float *x, void *yv, uint32_t n) {
+    int8_t q[QK_K];
+    int sc[16];
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        block_q3_k *B = (block_q3_k *)yv + b;
+        quant_k_sym(x + (uint64_t)b * QK_K, -4, 3, -32, 31, q, sc, &B->d);
+        wlm_memset(B->scales, 0, sizeof B->scales);
+        for (int j = 0; j < 16; j++) {
+            int u = sc[j] + 32;
+            B->scales[j % 8] |= (uint8_t)((u & 15) << (4 * (j / 8)));
+            B->scales[8 + j % 4] |= (uint8_t)((u >> 4) << (2 * (j / 4)));
         }
-        return 1;
-    case GGML_Q2_K:
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            block_q2_k *B = (block_q2_k *)yv + b;
-            quant_k_min(x + (uint64_t)b * QK_K, 16, 16, 3, 15, q, sc, mc, &B->d, &B->dmin);
-            for (int j = 0; j < 16; j++) B->scales[j] = (uint8_t)(sc[j] | mc[j] << 4);
-            wlm_memset(B->qs, 0, sizeof B->qs);
-            for (int h = 0; h < 2; h++)
-                for (int k = 0; k < 4; k++)
-                    for (int l = 0; l < 32; l++) B->qs[32 * h + l] |= (uint8_t)(q[128 * h + 32 * k + l] << (2 * k));
-        }
-        return 1;
-    case GGML_Q3_K:
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            block_q3_k *B = (block_q3_k *)yv + b;
-            quant_k_sym(x + (uint64_t)b * QK_K, -4, 3, -32, 31, q, sc, &B->d);
-            wlm_memset(B->scales, 0, sizeof B->scales);
-            for (int j = 0; j < 16; j++) {
-                int u = sc[j] + 32;
-                B->scales[j % 8] |= (uint8_t)((u & 15) << (4 * (j / 8)));
-                B->scales[8 + j % 4] |= (uint8_t)((u >> 4) << (2 * (j / 4)));
-            }
-            wlm_memset(B->qs, 0, sizeof B->qs); wlm_memset(B->hmask, 0, sizeof B->hmask);
-            for (int h = 0; h < 2; h++)
-                for (int k = 0; k < 4; k++)
-                    for (int l = 0; l < 32; l++) {
-                        int u = q[128 * h + 32 * k + l] + 4; /* 0..7 */
-                        B->qs[32 * h + l] |= (uint8_t)((u & 3) << (2 * k));
-                        B->hmask[l] |= (uint8_t)((u >> 2) << (4 * h + k));
-                    }
-        }
-        return 1;
-    case GGML_Q4_K: case GGML_Q5_K:
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            uint8_t *B = (uint8_t *)yv + (uint64_t)b * (type == GGML_Q4_K ? sizeof(block_q4_k) : sizeof(block_q5_k));
-            uint16_t d, dmin;
-            quant_k_min(x + (uint64_t)b * QK_K, 8, 32, type == GGML_Q4_K ? 15 : 31, 63, q, sc, mc, &d, &dmin);
-            __builtin_memcpy(B, &d, 2); __builtin_memcpy(B + 2, &dmin, 2);
-            pack_scales_k4(sc, mc, B + 4);
-            uint8_t *qh = type == GGML_Q5_K ? B + 16 : 0, *qs = type == GGML_Q5_K ? B + 48 : B + 16;
-            if (qh) wlm_memset(qh, 0, 32);
-            for (int c = 0; c < 4; c++)
+        wlm_memset(B->qs, 0, sizeof B->qs); wlm_memset(B->hmask, 0, sizeof B->hmask);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 4; k++)
                 for (int l = 0; l < 32; l++) {
-                    int lo = q[64 * c + l], hi = q[64 * c + 32 + l];
-                    qs[32 * c + l] = (uint8_t)((lo & 15) | (hi & 15) << 4);
-                    if (qh) qh[l] |= (uint8_t)(((lo >> 4) & 1) << (2 * c) | ((hi >> 4) & 1) << (2 * c + 1));
+                    int u = q[128 * h + 32 * k + l] + 4; /* 0..7 */
+                    B->qs[32 * h + l] |= (uint8_t)((u & 3) << (2 * k));
+                    B->hmask[l] |= (uint8_t)((u >> 2) << (4 * h + k));
                 }
-        }
-        return 1;
-    case GGML_Q6_K:
-        for (uint32_t b = 0; b < n / QK_K; b++) {
-            block_q6_k *B = (block_q6_k *)yv + b;
-            quant_k_sym(x + (uint64_t)b * QK_K, -32, 31, -128, 127, q, sc, &B->d);
-            for (int j = 0; j < 16; j++) B->scales[j] = (int8_t)sc[j];
-            for (int h = 0; h < 2; h++)
-                for (int l = 0; l < 32; l++) {
-                    int u0 = q[128 * h + l] + 32, u1 = q[128 * h + 32 + l] + 32;
-                    int u2 = q[128 * h + 64 + l] + 32, u3 = q[128 * h + 96 + l] + 32;
-                    B->ql[64 * h + l] = (uint8_t)((u0 & 15) | (u2 & 15) << 4);
-                    B->ql[64 * h + 32 + l] = (uint8_t)((u1 & 15) | (u3 & 15) << 4);
-                    B->qh[32 * h + l] = (uint8_t)((u0 >> 4) | (u1 >> 4) << 2 | (u2 >> 4) << 4 | (u3 >> 4) << 6);
-                }
-        }
-        return 1;
-    default: return 0;
+    }
+}
+
+/* Q4_K, Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins */
+static void quantize_q45_k(uint32_t type, const float *x, void *yv, uint32_t n) {
+    int8_t q[QK_K];
+    int sc[16], mc[16];
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        uint8_t *B = (uint8_t *)yv + (uint64_t)b * (type == GGML_Q4_K ? sizeof(block_q4_k) : sizeof(block_q5_k));
+        uint16_t d, dmin;
+        quant_k_min(x + (uint64_t)b * QK_K, 8, 32, type == GGML_Q4_K ? 15 : 31, 63, q, sc, mc, &d, &dmin);
+        __builtin_memcpy(B, &d, 2); __builtin_memcpy(B + 2, &dmin, 2);
+        pack_scales_k4(sc, mc, B + 4);
+        uint8_t *qh = type == GGML_Q5_K ? B + 16 : 0, *qs = type == GGML_Q5_K ? B + 48 : B + 16;
+        if (qh) wlm_memset(qh, 0, 32);
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                int lo = q[64 * c + l], hi = q[64 * c + 32 + l];
+                qs[32 * c + l] = (uint8_t)((lo & 15) | (hi & 15) << 4);
+                if (qh) qh[l] |= (uint8_t)(((lo >> 4) & 1) << (2 * c) | ((hi >> 4) & 1) << (2 * c + 1));
+            }
+    }
+}
+void wlm_quantize_q4_k(const float *x, void *y, uint32_t n) { quantize_q45_k(GGML_Q4_K, x, y, n); }
+void wlm_quantize_q5_k(const float *x, void *y, uint32_t n) { quantize_q45_k(GGML_Q5_K, x, y, n); }
+
+void wlm_quantize_q6_k(const float *x, void *yv, uint32_t n) {
+    int8_t q[QK_K];
+    int sc[16];
+    for (uint32_t b = 0; b < n / QK_K; b++) {
+        block_q6_k *B = (block_q6_k *)yv + b;
+        quant_k_sym(x + (uint64_t)b * QK_K, -32, 31, -128, 127, q, sc, &B->d);
+        for (int j = 0; j < 16; j++) B->scales[j] = (int8_t)sc[j];
+        for (int h = 0; h < 2; h++)
+            for (int l = 0; l < 32; l++) {
+                int u0 = q[128 * h + l] + 32, u1 = q[128 * h + 32 + l] + 32;
+                int u2 = q[128 * h + 64 + l] + 32, u3 = q[128 * h + 96 + l] + 32;
+                B->ql[64 * h + l] = (uint8_t)((u0 & 15) | (u2 & 15) << 4);
+                B->ql[64 * h + 32 + l] = (uint8_t)((u1 & 15) | (u3 & 15) << 4);
+                B->qh[32 * h + l] = (uint8_t)((u0 >> 4) | (u1 >> 4) << 2 | (u2 >> 4) << 4 | (u3 >> 4) << 6);
+            }
     }
 }

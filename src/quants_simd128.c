@@ -1,12 +1,13 @@
 /* SIMD128 dot products for Q4_1, Q5_0, Q5_1 and the K-quants.
  *
  * Each kernel computes the same exact int32 block sums as its reference in
- * kquants.c (integer arithmetic, so the order of the additions does not
+ * quants_scalar.c (integer arithmetic, so the order of the additions does not
  * matter), then adds the block with the same float helper (wlm_kq_acc*,
- * kquants.h), block by block in order: results are bit-identical to the
+ * quants.h), block by block in order: results are bit-identical to the
  * reference. Products are formed in 16-bit lanes (|q| <= 63, |x| <= 128: no
  * overflow) and summed pairwise into 32-bit lanes by i32x4.dot_i16x8. */
-#include "internal.h"
+#include "quants.h"
+#include "kernels.h"
 #if WLM_SIMD128
 #include "simd128.h"
 
@@ -516,10 +517,8 @@ float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
 /* ---- prefill: rows unpacked once per chunk of tokens ------------------------------ */
 /* Both builds: a block unpacked to int16 products, tokens widened as they are
  * loaded. A relaxed-SIMD variant (values as bytes, one relaxed dot per 16
- * values) measured 15-25 % slower end to end in the relaxed build (s110m
- * Q4_K_M, 128-token prompt, bench/thread-ratio.mjs: 165 against 195 tok/s at
- * 1 thread, 285 against 374 at 2), though faster in a microbenchmark, and
- * was removed. */
+ * values) was slower end to end though faster in a microbenchmark, and was
+ * removed (bench/thread-ratio.mjs; bench/results/README.md). */
 
 /* An unpacked block: 256 int16 products q*sc (Q4_K) or (q-32)*sc (Q6_K), then
  * the block's float scales and, for Q4_K, its 8 mins as int16. */
@@ -619,8 +618,8 @@ static inline int32_t dot1_u(const ublock *u, const block_q8_k *bt) { return dot
 
 /* dot4_u for two rows (the same tensor) at once: each token's 8 values are
  * loaded and widened once for both rows; 8 accumulators, 2 weight vectors
- * and one activation vector a step fit V8's registers. Same integers.
- * make bench-kernels (2048 x 256, 64 tokens): 1.25-1.3x one row a call. */
+ * and one activation vector a step fit V8's registers. Same integers,
+ * faster than one row a call (make bench-kernels). */
 static inline void dot4x2_u(const ublock *u0, const ublock *u1, const block_q8_k *b0, const block_q8_k *b1,
                             const block_q8_k *b2, const block_q8_k *b3, int32_t *s0, int32_t *s1) {
     v128_t a00 = wasm_i32x4_splat(0), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;

@@ -14,26 +14,56 @@
  *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0;
  *   - a tensor whose row length is not a multiple of the (fallback) block
  *     keeps its type. */
-#include "internal.h"
+#include "model.h"
+#include "layouts.h"
 
-/* llama.cpp's file-type numbers for the whole-file type (a plain K type is
- * reported as its "_S" variant, the nearest llama.cpp file type) */
-static uint32_t file_type_of(uint32_t t) {
-    switch (t) {
-    case GGML_F32: return 0; case GGML_F16: return 1; case GGML_Q4_0: return 2; case GGML_Q4_1: return 3;
-    case GGML_Q8_0: return 7; case GGML_Q5_0: return 8; case GGML_Q5_1: return 9; case GGML_Q2_K: return 10;
-    case GGML_Q3_K: return 11; case GGML_Q4_K: return 14; case GGML_Q5_K: return 16; case GGML_Q6_K: return 18;
-    case WLM_QUANT_Q4_K_M: return 15; case WLM_QUANT_Q5_K_M: return 17; default: return 0;
-    }
+/* The mixtures: not types, but requests for a base K type with Q6_K for
+ * the tensors most sensitive to quantization (nominal_type) */
+static const struct { const char *name; uint32_t id, base, file_type; } MIXTURES[] = {
+    { "Q4_K_M", WLM_QUANT_Q4_K_M, GGML_Q4_K, 15 },
+    { "Q5_K_M", WLM_QUANT_Q5_K_M, GGML_Q5_K, 17 },
+};
+#define N_MIXTURES (sizeof MIXTURES / sizeof MIXTURES[0])
+
+static int mixture_of(uint32_t t) {
+    for (uint32_t i = 0; i < N_MIXTURES; i++) if (MIXTURES[i].id == t) return (int)i;
+    return -1;
 }
 
-static int target_ok(uint32_t t) {
-    switch (t) {
-    case GGML_F32: case GGML_F16: case GGML_Q8_0: case GGML_Q4_0: case GGML_Q4_1: case GGML_Q5_0: case GGML_Q5_1:
-    case GGML_Q2_K: case GGML_Q3_K: case GGML_Q4_K: case GGML_Q5_K: case GGML_Q6_K:
-    case WLM_QUANT_Q4_K_M: case WLM_QUANT_Q5_K_M: return 1;
-    default: return 0;
+/* how many types are quantize targets (numbered 1.. in their rows) */
+static uint32_t type_targets(void) {
+    uint32_t n = 0;
+    for (uint32_t t = 0; t < GGML_TYPE_COUNT; t++) if (wlm_type(t) && wlm_type(t)->quantize) n++;
+    return n;
+}
+
+uint32_t wlm_quantize_target(uint32_t i) {
+    for (uint32_t t = 0; t < GGML_TYPE_COUNT; t++) {
+        const wlm_type_info *ti = wlm_type(t);
+        if (ti && ti->quantize && ti->target == i + 1) return t;
     }
+    uint32_t nt = type_targets();
+    return i >= nt && i - nt < N_MIXTURES ? MIXTURES[i - nt].id : 0xffffffffu;
+}
+
+const char *wlm_quantize_target_name(uint32_t type) {
+    int mx = mixture_of(type);
+    if (mx >= 0) return MIXTURES[mx].name;
+    const wlm_type_info *ti = wlm_type(type);
+    return ti && ti->quantize ? ti->name : 0;
+}
+
+/* llama.cpp's file-type number for the whole file (a plain K type is
+ * reported as its "_S" variant, the nearest llama.cpp file type) */
+static uint32_t file_type_of(uint32_t t) {
+    int mx = mixture_of(t);
+    return mx >= 0 ? MIXTURES[mx].file_type : wlm_type(t)->file_type;
+}
+
+/* a type with no 32-block fallback keeps itself */
+static uint32_t k_fallback(uint32_t t) {
+    uint32_t f = wlm_type(t)->fallback;
+    return f ? f : t;
 }
 
 static int name_is(const wlm_tensor *t, const char *s) { return wlm_str_is(t->name, t->name_len, s); }
@@ -48,19 +78,12 @@ static int layer_with_suffix(const wlm_tensor *t, const char *suffix) {
     return v;
 }
 
-static uint32_t k_fallback(uint32_t t) {
-    switch (t) {
-    case GGML_Q2_K: case GGML_Q3_K: return GGML_Q4_0;
-    case GGML_Q4_K: return GGML_Q5_0; case GGML_Q5_K: return GGML_Q5_1; case GGML_Q6_K: return GGML_Q8_0;
-    default: return t;
-    }
-}
-
 /* the type the rule asks for tensor t, before the row-length check */
 static uint32_t nominal_type(const wlm_model *m, const wlm_tensor *t, uint32_t req) {
     uint32_t want = req;
-    if (req == WLM_QUANT_Q4_K_M || req == WLM_QUANT_Q5_K_M) {
-        want = req == WLM_QUANT_Q4_K_M ? GGML_Q4_K : GGML_Q5_K;
+    int mx = mixture_of(req);
+    if (mx >= 0) {
+        want = MIXTURES[mx].base;
         int L = layer_with_suffix(t, "attn_v.weight");
         if (L < 0) L = layer_with_suffix(t, "ffn_down.weight");
         int n = (int)m->hp.n_layer;
@@ -73,11 +96,21 @@ static uint32_t nominal_type(const wlm_model *m, const wlm_tensor *t, uint32_t r
 /* the type tensor t is written in for request `req` (t->type: kept) */
 static uint32_t choose_type(const wlm_model *m, const wlm_tensor *t, uint32_t req) {
     const wlm_type_info *src = wlm_type(t->type);
-    if (!src || !src->supported || t->n_dims < 2 || t->ne[1] <= 1) return t->type;
+    if (!wlm_type_supported(src) || t->n_dims < 2 || t->ne[1] <= 1) return t->type;
     uint32_t want = nominal_type(m, t, req);
     if (t->ne[0] % wlm_type(want)->block) want = k_fallback(want);
     if (t->ne[0] % wlm_type(want)->block) return t->type;
     return want;
+}
+
+/* the error for a type wlm_quantize cannot write, listing the targets */
+static wlm_status unsupported_target(uint32_t type, wlm_err *err) {
+    char list[256];
+    uint32_t len = 0, id;
+    for (uint32_t i = 0; (id = wlm_quantize_target(i)) != 0xffffffffu; i++)
+        len += wlm_fmt(list + len, sizeof list - len, id >= WLM_QUANT_Q4_K_M ? "%s%s (%u)" : "%s%s",
+                       i ? ", " : "", wlm_quantize_target_name(id), id);
+    return wlm_fail(err, WLM_ERR_UNSUPPORTED, "cannot quantize to type %u (supported: %s)", type, list);
 }
 
 typedef struct wr { uint8_t *out; uint64_t cap, pos; } wr;
@@ -97,9 +130,7 @@ static uint64_t out_bytes(const wlm_model *m, const wlm_tensor *t, uint32_t req)
 static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t cap, uint64_t *size,
                         char *report, uint32_t report_cap, wlm_err *err) {
     const wlm_gguf *g = &m->g;
-    if (!target_ok(type))
-        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "cannot quantize to type %u (supported: F32, F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-                        "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q4_K_M (%u), Q5_K_M (%u))", type, WLM_QUANT_Q4_K_M, WLM_QUANT_Q5_K_M);
+    if (!wlm_quantize_target_name(type)) return unsupported_target(type, err);
     wr w = { out, cap, 0 };
     uint32_t rlen = 0;
     int has_ft = wlm_gguf_find(g, "general.file_type") != 0;
@@ -147,9 +178,9 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
             if (report) {
                 uint32_t nom = nominal_type(m, t, type);
                 const char *why = t->n_dims < 2 || t->ne[1] == 1 ? "1-D tensor"
-                                : !wlm_type(t->type)->supported ? "source type not supported"
+                                : !wlm_type_supported(wlm_type(t->type)) ? "source type not supported"
                                 : (t->type == nom || t->type == k_fallback(nom)) ? "already the target type"
-                                : !wlm_type(t->type)->supported ? "source type not supported" : "row length is not a multiple of the block";
+                                : !wlm_type_supported(wlm_type(t->type)) ? "source type not supported" : "row length is not a multiple of the block";
                 rlen += wlm_fmt(report + rlen, report_cap - rlen, "%.*s: kept %s (%s)\n", (int)t->name_len, t->name, wlm_type_name(t->type), why);
             }
             continue;
@@ -162,13 +193,7 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
                 else wlm_dequantize_row(t->type, t->data + r * src_row, row, (uint32_t)n);
                 uint8_t *dst = w.out + w.pos + r * dst_row;
                 if (w.pos + (r + 1) * dst_row > w.cap) break;
-                switch (tt) {
-                case GGML_F32: wlm_memcpy(dst, row, n * 4); break;
-                case GGML_F16: wlm_quantize_row_f16(row, (uint16_t *)dst, (uint32_t)n); break;
-                case GGML_Q8_0: wlm_quantize_row_q8_0(row, (block_q8_0 *)dst, (uint32_t)n); break;
-                case GGML_Q4_0: wlm_quantize_row_q4_0(row, (block_q4_0 *)dst, (uint32_t)n); break;
-                default: wlm_kq_quantize_row(tt, row, dst, (uint32_t)n); break;
-                }
+                wlm_quantize_row(tt, row, dst, (uint32_t)n);
             }
         }
         w.pos += nb;

@@ -1,10 +1,12 @@
-/* Q4_1, Q5_0, Q5_1 and the K-quants (Q2_K .. Q6_K): scalar reference
- * (kquants.c) and SIMD128 (kquants_simd128.c) dot products, dequantizers and
- * quantizers. Included by ggml_types.h (the block structs are there). */
-#ifndef WLM_KQUANTS_H
-#define WLM_KQUANTS_H
+/* Q4_1, Q5_0, Q5_1 and the K-quants (Q2_K .. Q6_K): the scalar reference
+ * (quants_scalar.c) and SIMD128 (quants_simd128.c) dot products, and the
+ * reference dequantizers and quantizers (the block structs are in
+ * ggml_types.h). */
+#ifndef WLM_QUANTS_H
+#define WLM_QUANTS_H
 
-#include <stdint.h>
+#include "base.h"
+#include "ggml_types.h"
 
 /* Row dot products (the wlm_dot_fn signature): n weights of the named type
  * with an activation row, block_q8_0 for Q4_1/Q5_0/Q5_1, block_q8_k for the
@@ -51,12 +53,25 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
                      void *scratch, uint64_t scratch_bytes);
 #endif
 
-/* Dequantizes n elements of a row of one of the types above (or Q8_K);
- * returns 0 (and writes nothing) for other types. */
-int wlm_kq_dequantize_row(uint32_t type, const void *row, float *y, uint32_t n);
-/* Quantizes n floats (n a multiple of the type's block) into `type`
- * (Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K); returns 0 for other types. */
-int wlm_kq_quantize_row(uint32_t type, const float *x, void *y, uint32_t n);
+/* Row codecs of the types above (the type rows of types.c name them): n
+ * elements, n a multiple of the type's block. */
+void wlm_dequantize_q4_1(const void *row, float *y, uint32_t n);
+void wlm_dequantize_q5_0(const void *row, float *y, uint32_t n);
+void wlm_dequantize_q5_1(const void *row, float *y, uint32_t n);
+void wlm_dequantize_q2_k(const void *row, float *y, uint32_t n);
+void wlm_dequantize_q3_k(const void *row, float *y, uint32_t n);
+void wlm_dequantize_q4_k(const void *row, float *y, uint32_t n);
+void wlm_dequantize_q5_k(const void *row, float *y, uint32_t n);
+void wlm_dequantize_q6_k(const void *row, float *y, uint32_t n);
+void wlm_dequantize_q8_k(const void *row, float *y, uint32_t n);
+void wlm_quantize_q4_1(const float *x, void *y, uint32_t n);
+void wlm_quantize_q5_0(const float *x, void *y, uint32_t n);
+void wlm_quantize_q5_1(const float *x, void *y, uint32_t n);
+void wlm_quantize_q2_k(const float *x, void *y, uint32_t n);
+void wlm_quantize_q3_k(const float *x, void *y, uint32_t n);
+void wlm_quantize_q4_k(const float *x, void *y, uint32_t n);
+void wlm_quantize_q5_k(const float *x, void *y, uint32_t n);
+void wlm_quantize_q6_k(const float *x, void *y, uint32_t n);
 /* Activation quantization for the K-quant dots (n % 256 == 0): d = amax/127,
  * q = round(x/d) half away from zero, bsums exact. Scalar, shared by every build. */
 void wlm_quantize_row_q8_k(const float *x, void *y, uint32_t n);

@@ -1,0 +1,78 @@
+/* An inference context (ctx.c: its memory plan; forward.c: the forward
+ * pass; kvcache.c: sequences in the cache; sampler.c, speculative.c):
+ * the KV cache, the scratch of a batch and the threads it runs on. */
+#ifndef WLM_CTX_H
+#define WLM_CTX_H
+
+#include "model.h"
+#include "kernels.h"
+#include "threads.h"
+#include "attention.h"
+
+struct wlm_ctx {
+    wlm_model *m;
+    const wlm_kernels *k;
+    wlm_ctx_params p;
+    uint32_t n_ctx, n_batch;
+    uint32_t slid;         /* positions dropped by the sliding window (sequence 0) */
+    /* sequences (src/kvcache.c): next position of each, and which sequences
+     * use each cache slot (bit s of slot_seq[j]; 0 = the slot is free) */
+    uint32_t n_seq_max, n_outputs;
+    uint32_t seq_pos[WLM_MAX_SEQ];
+    uint32_t seq_next[WLM_MAX_SEQ];  /* the slot after each sequence's highest slot (0: none) */
+    uint64_t *slot_seq;
+    uint32_t n_slots;      /* slots [0, n_slots) may be in use: attention scans these */
+    uint32_t n_free;       /* free slots */
+    uint32_t free_hint;    /* no free slot below this one */
+    /* the tokens of the chunk being evaluated: sequence, position, cache slot */
+    uint32_t *tok_seq, *tok_slot; int32_t *tok_pos;
+    uint32_t *out_tok;     /* chunk tokens whose logits are wanted, in order */
+    uint32_t *att_run; int32_t *att_wpos;   /* attention's runs of the chunk (forward.c, att_plan_runs) */
+    /* KV cache: [layer][kv_head][slot][head_dim], f32 or f16 */
+    void *k_cache, *v_cache;
+    uint64_t kv_layer_stride, kv_head_stride; /* in elements (K cache) */
+    uint64_t kv_layer_stride_v, kv_head_stride_v; /* in elements (V cache: value heads may differ in size) */
+    int32_t *slot_pos;     /* absolute position stored in each slot, -1 empty */
+    /* scratch for a batch of up to n_batch tokens */
+    float *x, *xb, *q, *kk, *vv, *att, *hb, *hb2;
+    uint8_t *act, *act_k;  /* quantized activations, n_batch rows: Q8_0 blocks, Q8_K blocks */
+    uint64_t act_row_bytes;
+    uint8_t *wrow;         /* per thread: one weight row unpacked for a batch (prefill) */
+    uint8_t *act16;        /* int8 activations widened to int16 + float scales (prefill) */
+    uint64_t act16_row_bytes;
+    uint64_t act8_off;      /* the i8x4 form of the same rows, at act16 + row * act16_row_bytes + act8_off */
+    uint8_t *act_b;         /* a batch's input in the q4gb form (relaxed SIMD, q4g weights) */
+    uint64_t wrow_bytes;   /* bytes of one thread's wrow */
+    wlm_pool *pool; uint32_t n_thr; /* threads running matmul/attention (1 = inline) */
+    float *logits; uint32_t n_logits;
+    float *att_tile;       /* one tile of scores per thread */
+    uint32_t *att_idx;     /* the cache slots of that tile, per thread */
+    float *att_kvt;        /* F16 caches: a tile of keys and values as floats, per thread (else NULL) */
+    float *spec_q;         /* n_vocab: a dense draft distribution (wlm_spec_accept) */
+    double *rope_freq;     /* n_rot/2 inverse frequencies base^(-2i/n_rot) */
+    float *rope_cs;        /* cos/sin pairs for the position of each token of a chunk (n_rot floats apart) */
+    /* sampler work space */
+    int32_t *cand_id; float *cand_val; uint8_t *seen;
+    void *sort_tmp;        /* 12 n_vocab bytes: the radix sort of the candidates */
+    void *mem; uint64_t mem_bytes;
+};
+
+
+/* log P(tok) under softmax(logits) at T = 1 (sampler.c): the vocabulary in
+ * 32 fixed blocks, each by k->logit_max / k->sum_exp, blocks added in order;
+ * wlm_ctx_token_logprob shares the blocks among c's threads, same value */
+float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, int32_t tok);
+/* the sampler's candidate order (sampler.c): keeps the best k (0 = all) of
+ * v/id (ids ascending), larger value first, ties by smaller id; tmp (12 n
+ * bytes, or NULL for the heap path) lets it radix-sort when k >= 256 */
+uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *tmp);
+float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok);
+
+/* ---- sequences in the cache (kvcache.c) ------------------------------------- */
+void wlm_kv_reset(wlm_ctx *c);
+/* slots a sequence fills before it takes another block (src/kvcache.c) */
+#define WLM_KV_BLOCK 16u
+/* takes a free slot (the caller checked c->n_free > 0) for seq at pos */
+uint32_t wlm_kv_take(wlm_ctx *c, uint32_t seq, int32_t pos);
+
+#endif

@@ -1,0 +1,42 @@
+/* A loaded model (model.c): hyperparameters, architecture, RoPE scaling and
+ * the weight tensors of every layer, all views into the GGUF bytes. */
+#ifndef WLM_MODEL_H
+#define WLM_MODEL_H
+
+#include "gguf.h"
+#include "vocab.h"
+
+typedef struct wlm_layer {
+    const wlm_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    const wlm_tensor *bq, *bk, *bv, *bo;    /* optional F32 biases (qwen2 has q/k/v), NULL if absent */
+    const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+} wlm_layer;
+
+enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1 };
+enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
+
+struct wlm_model {
+    wlm_gguf g;
+    wlm_hparams hp;
+    uint32_t arch;                          /* WLM_ARCH_* */
+    const wlm_tensor *tok_embd, *out_norm, *output;
+    const wlm_tensor *rope_freqs;           /* optional [n_rot/2] F32 divisors of the RoPE frequencies */
+    /* rope.scaling.* metadata: used when rope_freqs is absent */
+    uint32_t rope_scaling;                  /* WLM_ROPE_SCALING_* */
+    float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
+    uint32_t rope_orig_ctx;
+    wlm_layer *layers;
+    wlm_vocab vocab;
+    void *mem;
+};
+
+/* The divisor of RoPE frequency i (0 <= i < n_rot/2) for model m: 1 without
+ * scaling; rope_freqs.weight[i] when the file has it; otherwise computed
+ * from rope.scaling.* (linear: the factor; llama3: by wavelength). */
+double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta);
+
+/* repacks a loaded model's Q4_0 matrices into q4g (wlm_model_load_inplace
+ * does it in the SIMD builds; tests call it to run the q4g paths anywhere) */
+void wlm_model_repack_q4g(wlm_model *m);
+
+#endif
