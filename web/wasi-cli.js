@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs the WASI command build of the engine (wasm/wasmlm-cli.wasm, built
-// from src/wasi/cli.c by `make wasm`) under node:wasi: the same engine as a
+// from src/cli/wasi.c by `make wasm`) under node:wasi: the same engine as a
 // plain WASI program, single-threaded, for offline batch generation.
 //
 //   wasmlm-wasi generate -m MODEL.gguf (-p PROMPT | --prompts FILE) [-n N] [--temp T] ... [--jsonl]

@@ -59,3 +59,21 @@ test('prompt lookup travels as the generate request\'s draft field', async () =>
     await model.dispose();
   }
 });
+
+test('QUANT_TYPES equals the C library\'s quantize targets (wlm_quantize_target): one list', async () => {
+  const { QUANT_TYPES } = await import('../../web/protocol.js');
+  const root = new URL('../../', import.meta.url);
+  const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536 });
+  const { instance } = await WebAssembly.instantiate(fs.readFileSync(new URL('wasm/wasmlm.wasm', root)), { env: { memory } });
+  const x = instance.exports;
+  const fromC = {};
+  for (let i = 0; ; i++) {
+    const id = x.wlm_quantize_target(i) >>> 0;
+    if (id === 0xffffffff) break;
+    const p = x.wlm_quantize_target_name(id) >>> 0;
+    const bytes = new Uint8Array(memory.buffer, p);
+    const name = new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(0)));
+    fromC[name.toLowerCase()] = id;
+  }
+  assert.deepEqual(fromC, { ...QUANT_TYPES });
+});

@@ -1,5 +1,5 @@
 // The WASI command build of the CLI (wasm/wasmlm-cli.wasm from
-// src/wasi/cli.c) run by node:wasi through web/wasi-cli.js: greedy output
+// src/cli/wasi.c) run by node:wasi through web/wasi-cli.js: greedy output
 // equals llama.cpp's reference, batch prompts give JSON lines, failures
 // name the problem and exit non-zero.
 import test from 'node:test';
