@@ -94,7 +94,7 @@ export async function generateUntil(model, prompt, opts = {}) {
   const { verify, maxAttempts = 4, feedback, signal, ...rest } = opts;
   if (typeof verify !== 'function') throw new TypeError('generateUntil needs a verify(result, attempt) function');
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new TypeError('maxAttempts must be a positive integer');
-  const seed0 = BigInt(rest.seed ?? 0xC0FFEE);
+  const seed0 = BigInt(rest.seed ?? DEFAULT_SAMPLING.seed);
   const attempts = [];
   let p = prompt;
   for (let a = 0; a < maxAttempts; a++) {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL_PATH, NATIVE_SKIP, reference, runCli } from './helpers.mjs';
+import { MODEL_PATH, NATIVE_BIN, NATIVE_SKIP, reference, runCli } from './helpers.mjs';
 import { loadModel, DEFAULT_SAMPLING } from '../../web/index.js';
 import { usage, OPTION_FLAGS, parseArgs, chatInterrupt } from '../../web/cli.js';
 import { OPTIONS, METHODS } from '../../web/options.js';
@@ -55,6 +55,16 @@ test('CLI default sampling is the API default (wasm and native agree without fla
   const m = await loadModel('stories260K');
   try {
     assert.equal(a.stdout, (await m.complete('Once upon a time', { maxTokens: 60 })).text);
+  } finally { await m.dispose(); }
+});
+
+test('the native CLI\'s own defaults (src/cli/common.c, no flags at all) equal the options schema\'s: same text as complete() with no options', { skip: NATIVE_SKIP }, async () => {
+  const { spawnSync } = await import('node:child_process');
+  const r = spawnSync(NATIVE_BIN, ['generate', '-m', MODEL_PATH, '-p', 'Once upon a time'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const m = await loadModel(MODEL_PATH, { threads: 1 });
+  try {
+    assert.equal(r.stdout, (await m.complete('Once upon a time')).text);
   } finally { await m.dispose(); }
 });
 

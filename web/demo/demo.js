@@ -2,7 +2,7 @@
 // (web/index.js -> web/worker/worker.js, plus compute workers when threads > 1):
 // this file only reads controls and draws. Everything the page does with the
 // model goes through the public API, so it doubles as a usage example.
-import { loadModel, registryEntries, listCachedModels, deleteCachedModel } from '../index.js';
+import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING } from '../index.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -16,9 +16,12 @@ const el = {
   bonN: $('bon-n'), bonScorer: $('bon-scorer'), bonRun: $('bon-run'), bonStop: $('bon-stop'),
   bonStatus: $('bon-status'), bonGrid: $('bon-grid'), drop: $('drop-overlay'),
 };
+// [control id, digits shown, option]: the controls start at the API's defaults (web/options.js)
 const SLIDERS = [
-  ['temperature', 2], ['top-k', 0], ['top-p', 2], ['min-p', 2], ['repeat-penalty', 2],
+  ['temperature', 2, 'temperature'], ['top-k', 0, 'topK'], ['top-p', 2, 'topP'], ['min-p', 2, 'minP'], ['repeat-penalty', 2, 'repeatPenalty'],
 ];
+for (const [id, , option] of SLIDERS) $(id).value = String(DEFAULT_SAMPLING[option]);
+$('seed').value = String(DEFAULT_SAMPLING.seed);
 
 const state = {
   model: null,          // the loaded Model
