@@ -469,7 +469,7 @@ export declare class Model {
  */
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
-  | 'NETWORK' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'INTERNAL'
+  | 'NETWORK' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'INTERNAL'
   | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE'
   | (string & {});
 

@@ -7,6 +7,7 @@ export function abortError(signal) {
   if (r instanceof Error) return r;
   const e = new Error(typeof r === 'string' ? r : 'The operation was aborted');
   e.name = 'AbortError';
+  e.code = 'ABORTED';
   return e;
 }
 

@@ -14,6 +14,7 @@
 
 import { fetchChecked } from './net.js';
 import { isNode, nodeImport } from './env.js';
+import { WasmlmError } from './errors.js';
 
 export const MODEL_CACHE = 'wasmlm-models-v1';
 
@@ -118,7 +119,7 @@ export async function deleteCachedModel(key, options = {}) {
     const path = await nodeImport('node:path');
     const dir = path.resolve(await nodeCacheDir(options));
     const file = path.resolve(dir, String(key));
-    if (path.dirname(file) !== dir || !file.endsWith('.gguf')) throw new Error(`not a cached model in ${dir}: ${key}`);
+    if (path.dirname(file) !== dir || !file.endsWith('.gguf')) throw new WasmlmError('BAD_OPTION', `not a cached model in ${dir}: ${key}`, { option: 'key' });
     try { fs.unlinkSync(file + '.json'); } catch { /* no record (models/registry.js keeps one per download) */ }
     try { fs.unlinkSync(file); return true; } catch (e) { if (e.code === 'ENOENT') return false; throw e; }
   }

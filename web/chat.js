@@ -32,14 +32,14 @@ export function templateLimits(given) {
 /** Validates and normalises chat messages: [{role, content}] with string fields. */
 export function normalizeMessages(messages) {
   if (!Array.isArray(messages) || messages.length === 0) {
-    throw new TypeError('chat: messages must be a non-empty array of {role, content}');
+    throw new WasmlmError('BAD_OPTION', 'chat: messages must be a non-empty array of {role, content}', { option: 'messages' });
   }
   return messages.map((m, i) => {
     if (!m || typeof m !== 'object' || typeof m.role !== 'string' || m.role === '') {
-      throw new TypeError(`chat: message ${i} needs a string role`);
+      throw new WasmlmError('BAD_OPTION', `chat: message ${i} needs a string role`, { option: 'messages' });
     }
     if (m.content != null && typeof m.content !== 'string') {
-      throw new TypeError(`chat: message ${i} content must be a string`);
+      throw new WasmlmError('BAD_OPTION', `chat: message ${i} content must be a string`, { option: 'messages' });
     }
     return { ...m, content: m.content ?? '' };
   });
@@ -107,7 +107,7 @@ export function chatGenerateOptions(prompt, info, options) {
 /** The template to use: options.template, else the model's own; a clear error when there is none. */
 export function chatTemplateFor(info, options) {
   if (options && options.template != null) {
-    if (typeof options.template !== 'string' || options.template === '') throw new TypeError('chat: options.template must be a non-empty string');
+    if (typeof options.template !== 'string' || options.template === '') throw badOption('template', options.template, 'must be a non-empty string');
     return options.template;
   }
   if (info.chatTemplate) return info.chatTemplate;

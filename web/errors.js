@@ -13,6 +13,7 @@
 //   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
 //   WORKER          the model's worker died
 //   UNSUPPORTED     this runtime or build lacks what was asked for (relaxed SIMD, an architecture, ...)
+//   VOCAB_MISMATCH  a draft model whose vocabulary differs from the target's
 //   INTERNAL        an unexpected failure inside wasmlm (a bug: please report it)
 // Engine failures (the C library's wlm_status) map to these codes, with the
 // status number in `status` and the C name in `statusName`:

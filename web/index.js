@@ -205,15 +205,15 @@ class WorkerClient {
     const canShare = typeof SharedArrayBuffer !== 'undefined' && (isNode || globalThis.crossOriginIsolated);
     this.abortFlag = canShare ? new Int32Array(new SharedArrayBuffer(4)) : null;
     const onMessage = (m) => this._onMessage(m);
-    const onError = (e) => this._fail(e instanceof Error ? e : new Error('worker error: ' + (e && e.message || e)));
+    const onError = (e) => this._fail(new WasmlmError('WORKER', 'worker error: ' + (e && e.message || e), { cause: e }));
     if (nodeWorker) {
       nodeWorker.on('message', onMessage);
       nodeWorker.on('error', onError);
-      nodeWorker.on('exit', (code) => this._fail(new Error(`wasmlm worker exited (code ${code})`)));
+      nodeWorker.on('exit', (code) => this._fail(new WasmlmError('WORKER', `wasmlm worker exited (code ${code})`)));
       nodeWorker.unref();
     } else {
       w.onmessage = (ev) => onMessage(ev.data);
-      w.onerror = (ev) => { ev.preventDefault?.(); onError(new Error('worker error: ' + (ev.message || 'failed to start'))); };
+      w.onerror = (ev) => { ev.preventDefault?.(); onError({ message: ev.message || 'failed to start' }); };
     }
     w.postMessage({ op: 'init', wasm: mod, threads, abortFlag: this.abortFlag ? this.abortFlag.buffer : null });
   }
@@ -374,7 +374,7 @@ async function resolveSource(source, options) {
   if (typeof ReadableStream !== 'undefined' && source instanceof ReadableStream) return { kind: 'stream', stream: source };
   if (typeof Response !== 'undefined' && source instanceof Response) return { kind: 'response', response: source };
   if (source && typeof source[Symbol.asyncIterator] === 'function') return { kind: 'iterable', iterable: source };
-  throw new TypeError('loadModel: source must be a path, URL, registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream or Response');
+  throw badOption('source', source, 'must be a path, URL, registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream or Response');
 }
 
 function ctxOptions(options) {

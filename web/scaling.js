@@ -10,10 +10,10 @@
 // attention heads. Scoring functions (verifiers) run here, on the caller's
 // thread, concurrently (Promise.all) once the candidates are complete.
 
+import { WasmlmError, badOption } from './errors.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { DEFAULT_SAMPLING } from './options.js';
 import { CHANNEL } from './protocol.js';
-import { WasmlmError } from './errors.js';
 
 function scorerOf(scorer) {
   if (scorer == null || scorer === 'mean-logprob') {
@@ -21,7 +21,7 @@ function scorerOf(scorer) {
   }
   if (scorer === 'total-logprob') return (c) => c.logprobs.reduce((a, b) => a + b, 0);
   if (typeof scorer === 'function') return scorer;
-  throw new TypeError(`scorer must be 'mean-logprob', 'total-logprob' or a function, got ${scorer}`);
+  throw badOption('scorer', scorer, "must be 'mean-logprob', 'total-logprob' or a function");
 }
 
 
@@ -59,7 +59,7 @@ export async function bestOfN(model, prompt, opts = {}) {
  */
 export async function selfConsistency(model, prompt, opts = {}) {
   const { extract, ...rest } = opts;
-  if (typeof extract !== 'function') throw new TypeError('selfConsistency needs an extract(text, candidate) function');
+  if (typeof extract !== 'function') throw badOption('extract', extract, 'must be a function (text, candidate) => answer');
   const r = await bestOfN(model, prompt, { ...rest, scorer: 'mean-logprob' });
   const byIndex = r.candidates.slice().sort((a, b) => a.index - b.index);
   const answers = await Promise.all(byIndex.map((c) => Promise.resolve().then(() => extract(c.text, c))));
@@ -92,8 +92,8 @@ export async function selfConsistency(model, prompt, opts = {}) {
  */
 export async function generateUntil(model, prompt, opts = {}) {
   const { verify, maxAttempts = 4, feedback, signal, ...rest } = opts;
-  if (typeof verify !== 'function') throw new TypeError('generateUntil needs a verify(result, attempt) function');
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new TypeError('maxAttempts must be a positive integer');
+  if (typeof verify !== 'function') throw badOption('verify', verify, 'must be a function (result, attempt) => verdict');
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw badOption('maxAttempts', maxAttempts, 'must be a positive integer');
   const seed0 = BigInt(rest.seed ?? DEFAULT_SAMPLING.seed);
   const attempts = [];
   let p = prompt;
@@ -128,8 +128,7 @@ async function checkVocab(target, draft) {
   if (m && m.get(draft)) return;
   const [a, b] = await Promise.all([target[CHANNEL].call('vocab'), draft[CHANNEL].call('vocab')]);
   if (a.nVocab !== b.nVocab || a.hash !== b.hash) {
-    const e = new Error(`the draft model's vocabulary differs from the target's (${b.nVocab} tokens, fingerprint ${b.hash}, vs ${a.nVocab} tokens, fingerprint ${a.hash}): speculative decoding needs one shared vocabulary`);
-    e.code = 'VOCAB_MISMATCH';
+    const e = new WasmlmError('VOCAB_MISMATCH', `the draft model's vocabulary differs from the target's (${b.nVocab} tokens, fingerprint ${b.hash}, vs ${a.nVocab} tokens, fingerprint ${a.hash}): speculative decoding needs one shared vocabulary`);
     throw e;
   }
   if (!m) vocabChecked.set(target, (m = new WeakMap()));

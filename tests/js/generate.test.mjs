@@ -280,7 +280,7 @@ test('bad input rejects with the engine message; the process stays healthy', asy
     }, name);
   }
   await assert.rejects(loadModel('/nonexistent/dir/model.gguf'), /ENOENT|no such file/);
-  await assert.rejects(loadModel(12345), TypeError);
+  await assert.rejects(loadModel(12345), (e) => e.code === 'BAD_OPTION' && e.option === 'source');
   await assert.rejects(loadModel(MODEL_PATH, { kvType: 'f8' }), /kvType/);
   await assert.rejects(model.complete('x', { temperature: -1 }), /temperature/);
   await assert.rejects(model.detokenize([100000]), /out of range/);

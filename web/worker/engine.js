@@ -11,7 +11,7 @@
 // strings (stream.js), the generation loop (generation.js), quantization
 // (quantize.js); struct layouts come from abi.js, generated from src/wlm.h.
 import { DEFAULT_SAMPLING } from '../options.js';
-import { EngineError } from '../errors.js';
+import { WasmlmError, EngineError } from '../errors.js';
 import { STREAM, readHparams, writeCtxParams, writeSamplerParams } from './abi.js';
 import { WasmHeap, STATUS_CONTEXT_FULL } from './heap.js';
 import { FileStaging } from './staging.js';
@@ -43,7 +43,7 @@ export class Engine extends WasmHeap {
     const mod = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
     const imports = WebAssembly.Module.imports(mod);
     const bad = imports.filter((i) => !(i.module === 'env' && i.name === 'memory' && i.kind === 'memory'));
-    if (bad.length) throw new Error('wasmlm.wasm has unexpected imports: ' + bad.map((i) => `${i.module}.${i.name}`).join(', '));
+    if (bad.length) throw new WasmlmError('UNSUPPORTED', 'wasmlm.wasm has unexpected imports: ' + bad.map((i) => `${i.module}.${i.name}`).join(', '));
     const threads = Math.max(1, opts.threads | 0);
     const shared = threads > 1;
     const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536, shared });
@@ -74,7 +74,7 @@ export class Engine extends WasmHeap {
    */
   async startThreads(mod, threads, spawn) {
     this.pool = this.x.wlm_pool_new(threads);
-    if (!this.pool) throw new Error('this wasm build has no threads');
+    if (!this.pool) throw new WasmlmError('UNSUPPORTED', 'this wasm build has no threads');
     this.threadWorkers = [];
     const STACK = 1 << 20;
     for (let tid = 1; tid < threads; tid++) {
