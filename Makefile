@@ -219,7 +219,7 @@ demo: wasm
 	node web/demo/server.mjs
 
 # WASI command build of the CLI (src/cli/wasi.c + the engine, Debian's
-# wasi-libc): `node web/wasi-cli.js generate -m MODEL -p ...` or any WASI runtime.
+# wasi-libc): `node web/cli/wasi-cli.js generate -m MODEL -p ...` or any WASI runtime.
 wasm/wasmlm-cli.wasm: $(CORE_SRC) $(CORE_HDR) src/cli/wasi.c $(CLI_SRC) $(CLI_HDR)
 	@mkdir -p wasm
 	$(WASM_CC) $(WASI_CFLAGS) -O3 -Wl,-z,stack-size=1048576 -o $@ $(CORE_SRC) src/cli/wasi.c $(CLI_SRC)

@@ -1,5 +1,5 @@
 /* Native front end: the same engine as the wasm build, for comparison,
- * sanitizers and the native baseline. Flags match `wasmlm` (web/cli.js):
+ * sanitizers and the native baseline. Flags match `wasmlm` (web/cli/cli.js):
  *   wasmlm-native generate -m PATH -p PROMPT [-n N] [--temp T] [--top-k K]
  *       [--top-p P] [--min-p P] [--repeat-penalty R] [--repeat-last-n N]
  *       [--seed S] [--ctx N] [--kv f16|f32] [--threads N] [--ignore-eos] [--parse-special]

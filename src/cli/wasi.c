@@ -1,7 +1,7 @@
 /* WASI command front end: the same engine as wasm/wasmlm.wasm, built as a
  * plain wasm32-wasi program (wasm/wasmlm-cli.wasm) for offline batch
- * generation under any WASI runtime (node:wasi via web/wasi-cli.js,
- * wasmtime, ...). Single-threaded. Flags match `wasmlm` (web/cli.js):
+ * generation under any WASI runtime (node:wasi via web/cli/wasi-cli.js,
+ * wasmtime, ...). Single-threaded. Flags match `wasmlm` (web/cli/cli.js):
  *
  *   wasmlm-cli generate -m MODEL (-p PROMPT | --prompts FILE) [-n N] [--temp T]
  *       [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]

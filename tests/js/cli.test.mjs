@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { MODEL_PATH, NATIVE_BIN, NATIVE_SKIP, reference, runCli } from './helpers.mjs';
 import { loadModel, DEFAULT_SAMPLING } from '../../web/index.js';
-import { usage, OPTION_FLAGS, parseArgs, chatInterrupt } from '../../web/cli.js';
+import { usage, OPTION_FLAGS, parseArgs, chatInterrupt } from '../../web/cli/cli.js';
 import { OPTIONS, METHODS } from '../../web/options.js';
 
 const REF = reference();

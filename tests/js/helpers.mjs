@@ -9,7 +9,7 @@ export const SHARED = path.resolve(ROOT, process.env.WLM_SHARED || '../shared');
 export const MODELS = path.join(SHARED, 'models');
 export const REFERENCE = path.join(SHARED, 'reference');
 export const MODEL_PATH = path.join(MODELS, 'stories260K.gguf');
-export const CLI = path.join(ROOT, 'web', 'cli.js');
+export const CLI = path.join(ROOT, 'web', 'cli', 'cli.js');
 export const NATIVE_BIN = path.join(ROOT, 'build', 'wasmlm-native');
 export const hasNative = fs.existsSync(NATIVE_BIN);
 export const NATIVE_SKIP = hasNative ? false : `build/wasmlm-native is missing (run 'make native'): native comparisons skipped`;
@@ -22,7 +22,7 @@ export function reference() {
   return JSON.parse(fs.readFileSync(path.join(REFERENCE, 'stories260K_greedy.json'), 'utf8'));
 }
 
-/** Runs the CLI (node web/cli.js ...); resolves {code, stdout, stderr}. */
+/** Runs the CLI (node web/cli/cli.js ...); resolves {code, stdout, stderr}. */
 export function runCli(args, { env = {}, timeout = 120000 } = {}) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CLI, ...args], {

@@ -12,8 +12,8 @@ import { packOnce, npmInstall } from './pack.mjs';
 
 test('npm pack: wasm, glue, types and registry ship; no models, tests or demo', () => {
   const p = packOnce();
-  for (const f of ['web/index.js', 'web/worker/worker.js', 'web/worker/thread-worker.js', 'web/worker/engine.js', 'web/cache.js', 'web/cli.js',
-    'wasm/wasmlm.wasm', 'wasm/wasmlm-mt.wasm', 'wasm/wasmlm-cli.wasm', 'web/wasi-cli.js', 'index.d.ts', 'models/registry.json', 'package.json', 'README.md']) {
+  for (const f of ['web/index.js', 'web/worker/worker.js', 'web/worker/thread-worker.js', 'web/worker/engine.js', 'web/cache.js', 'web/cli/cli.js',
+    'wasm/wasmlm.wasm', 'wasm/wasmlm-mt.wasm', 'wasm/wasmlm-cli.wasm', 'web/cli/wasi-cli.js', 'index.d.ts', 'models/registry.json', 'package.json', 'README.md']) {
     assert.ok(p.files.includes(f), `${f} is in the tarball`);
   }
   assert.deepEqual(p.files.filter((f) => /\.gguf$|^tests\/|^src\/|^web\/demo\//.test(f)), []);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { StopMatcher, decodeGgufValue, shortF32, samplingOptions, DEFAULT_SAMPLING, ARRAY_SUMMARY_LIMIT } from '../../web/worker/engine.js';
 import { Sha256 } from '../../web/sha256.js';
-import { parseArgs, nativeArgs, formatInfo } from '../../web/cli.js';
+import { parseArgs, nativeArgs, formatInfo } from '../../web/cli/cli.js';
 import { lookupDraft, nextLookupTokens } from '../../web/worker/multi.js';
 
 function feed(stops, pieces) {

@@ -1,5 +1,5 @@
 // The WASI command build of the CLI (wasm/wasmlm-cli.wasm from
-// src/cli/wasi.c) run by node:wasi through web/wasi-cli.js: greedy output
+// src/cli/wasi.c) run by node:wasi through web/cli/wasi-cli.js: greedy output
 // equals llama.cpp's reference, batch prompts give JSON lines, failures
 // name the problem and exit non-zero.
 import test from 'node:test';
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { ROOT, MODEL_PATH, reference } from './helpers.mjs';
 
-const RUNNER = path.join(ROOT, 'web', 'wasi-cli.js');
+const RUNNER = path.join(ROOT, 'web', 'cli', 'wasi-cli.js');
 
 function run(args) {
   return new Promise((resolve, reject) => {

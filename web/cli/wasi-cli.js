@@ -18,14 +18,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const WASM = process.env.WASMLM_WASI_CLI || fileURLToPath(new URL('../wasm/wasmlm-cli.wasm', import.meta.url));
+const WASM = process.env.WASMLM_WASI_CLI || fileURLToPath(new URL('../../wasm/wasmlm-cli.wasm', import.meta.url));
 
 export async function runWasiCli(argv, { stdout = 1, stderr = 2 } = {}) {
   const args = argv.slice();
   // registry name -> local file (WASMLM_MODELS, the cache, or a verified download)
   const modelPath = async (v) => {
     if (!fs.existsSync(v) && /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(v) && !v.endsWith('.gguf')) {
-      const { resolveModel } = await import('../models/registry.js');
+      const { resolveModel } = await import('../../models/registry.js');
       v = (await resolveModel(v)).path;
     }
     return path.resolve(v);

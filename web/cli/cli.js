@@ -12,13 +12,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
-import { loadModel, DEFAULT_SAMPLING } from './index.js';
-import { chatTemplateFor } from './chat.js';
-import { QUANT_TYPES } from './protocol.js';
-import { OPTIONS, METHODS, checkValue } from './options.js';
-import { resolveModel, isRegistryName } from '../models/registry.js';
+import { loadModel, DEFAULT_SAMPLING } from '../index.js';
+import { chatTemplateFor } from '../chat.js';
+import { QUANT_TYPES } from '../protocol.js';
+import { OPTIONS, METHODS, checkValue } from '../options.js';
+import { resolveModel, isRegistryName } from '../../models/registry.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const NATIVE_BIN = path.join(ROOT, 'build', 'wasmlm-native');
 
 /**
