@@ -2,7 +2,9 @@
 // 0.02, fixed seed) in real shapes, for speed and architecture tests:
 // llama with a 32000-piece SentencePiece-style vocabulary (default), a
 // Llama 3 style llama (RoPE scaling, byte-level BPE, chat template) and qwen2
-// (Q/K/V biases, NEOX RoPE, ChatML). llama.cpp-based engines accept these files.
+// (Q/K/V biases, NEOX RoPE, ChatML), phi3 (fused QKV and gate/up tensors,
+// LongRoPE factors, Phi-3 chat template) and Mistral-style llama with
+// attention.sliding_window. llama.cpp-based engines accept these files.
 // Weights are written as F32 or F16; other types come from `wasmlm quantize`.
 import { writeGGUF, T, GGML } from './gguf-writer.js';
 
@@ -128,6 +130,10 @@ export function bpeVocabulary(n, specials) {
 export const CHAT_TEMPLATES = {
   chatml: "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}" +
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}",
+  // Phi-3 / Phi-3.5-mini-instruct's template as published with the models
+  phi3: "{% for message in messages %}{% if message['role'] == 'system' and message['content'] %}{{'<|system|>\n' + message['content'] + '<|end|>\n'}}" +
+    "{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}" +
+    "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}",
   llama3: "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}" +
     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
 };
@@ -147,7 +153,23 @@ export function llama3RopeDivisors(nRot, base, { factor = 8, lowFreqFactor = 1, 
   return out;
 }
 
-export const ARCHS = ['llama', 'llama3', 'qwen2'];
+/** Synthetic LongRoPE divisors (phi3): short ones near 1, long ones growing
+ * to 16 with the wavelength, as the published factor lists do. */
+export function phi3RopeFactors(nRot) {
+  const half = nRot / 2, short = new Float32Array(half), long = new Float32Array(half);
+  for (let i = 0; i < half; i++) {
+    const t = half > 1 ? i / (half - 1) : 0;
+    short[i] = 1 + 0.25 * t * t;
+    long[i] = 1 + 15 * t * t;
+  }
+  return { short, long };
+}
+
+// Phi-3's added tokens (ids follow the base vocabulary, in Phi-3's order)
+export const PHI3_SPECIALS = ['<|endoftext|>', '<|assistant|>', '<|placeholder1|>', '<|placeholder2|>', '<|placeholder3|>',
+  '<|placeholder4|>', '<|system|>', '<|end|>', '<|placeholder5|>', '<|placeholder6|>', '<|user|>'];
+
+export const ARCHS = ['llama', 'llama3', 'qwen2', 'phi3'];
 
 /**
  * Writes a synthetic model.
@@ -156,17 +178,26 @@ export const ARCHS = ['llama', 'llama3', 'qwen2'];
  * @param {'f32'|'f16'} type weight type of the 2-D tensors
  * @param {number} seed
  * @param {object} [opts]
- * @param {'llama'|'llama3'|'qwen2'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
+ * @param {'llama'|'llama3'|'qwen2'|'phi3'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
  *   'llama3' (architecture llama, RoPE base 500000, Llama 3.1 frequency
  *   scaling as rope_freqs.weight, byte-level BPE vocab with Llama 3 control
  *   tokens, pre 'llama-bpe', a Llama 3 chat template); 'qwen2' (architecture
  *   qwen2: Q/K/V biases, NEOX RoPE base 1000000, BPE vocab with ChatML
- *   control tokens, pre 'qwen2', a ChatML chat template, eos <|im_end|>)
+ *   control tokens, pre 'qwen2', a ChatML chat template, eos <|im_end|>); 'phi3' (architecture
+ *   phi3: attn_qkv.weight = Q, K, V rows; ffn_up.weight = gate rows then up rows, no ffn_gate;
+ *   NEOX RoPE base 10000 with LongRoPE rope_factors_short/long.weight, rope.scaling.attn_factor
+ *   and original_context_length; the SentencePiece vocab plus Phi-3's added tokens, eos
+ *   <|endoftext|>, eot <|end|>, no BOS; Phi-3's chat template)
+ * @param {number} [opts.ropeOriginalContext] also phi3: rope.scaling.original_context_length (default
+ *   ctx / 32, at least 1; contexts past it use the long factors)
+ * @param {number} [opts.slidingWindow] llama: attention.sliding_window (Mistral-style window of W positions)
  * @param {number} [opts.keyLength] / [opts.valueLength] head sizes (attention.key_length / value_length)
  * @param {'tensor'|'metadata'} [opts.ropeScaling] llama3: divisors as rope_freqs.weight (default) or rope.scaling.* metadata
  * @param {number} [opts.ropeOriginalContext] llama3 scaling: original context length (default 8192; small values
  *   scale more frequencies, so that short test prompts see the effect)
  * @param {string|false} [opts.chatTemplate] tokenizer.chat_template (false: none)
+ * @param {number} [opts.outStd] std of output.weight (default 0.02; larger values give peaked
+ *   next-token distributions, so that a KL divergence between engines means something)
  * @param {number} [opts.qkStd] std of the Q and K weights (default 0.02; larger values make attention
  *   peaked, so that tests see RoPE at work)
  * @param {Array<[string,string]>} [opts.script] deterministic bigrams [after, next] (token texts):
@@ -179,7 +210,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const arch = opts.arch || 'llama';
   if (!ARCHS.includes(arch)) throw new Error(`unknown arch ${arch} (known: ${ARCHS.join(', ')})`);
   const wt = type === 'f32' ? GGML.F32 : GGML.F16;
-  const gArch = arch === 'qwen2' ? 'qwen2' : 'llama';
+  const gArch = arch === 'qwen2' || arch === 'phi3' ? arch : 'llama';
   const kl = opts.keyLength || s.dim / s.heads, vl = opts.valueLength || s.dim / s.heads;
   const qDim = kl * s.heads, kDim = kl * s.kvHeads, vDim = vl * s.kvHeads, oDim = vl * s.heads;
   const ropeBase = arch === 'llama3' ? 500000 : arch === 'qwen2' ? 1000000 : 10000;
@@ -197,6 +228,14 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     { key: `${gArch}.attention.layer_norm_rms_epsilon`, type: T.F32, value: arch === 'qwen2' ? 1e-6 : 1e-5 },
     { key: `${gArch}.rope.freq_base`, type: T.F32, value: ropeBase },
   ];
+  if (opts.slidingWindow) kv.push({ key: `${gArch}.attention.sliding_window`, type: T.U32, value: opts.slidingWindow });
+  let phiFactors = null;
+  if (arch === 'phi3') {
+    const orig = opts.ropeOriginalContext || Math.max(1, Math.floor(s.ctx / 32));
+    phiFactors = phi3RopeFactors(kl);
+    kv.push({ key: 'phi3.rope.scaling.original_context_length', type: T.U32, value: orig });
+    kv.push({ key: 'phi3.rope.scaling.attn_factor', type: T.F32, value: Math.sqrt(1 + Math.log(s.ctx / orig) / Math.log(orig)) });
+  }
   if (opts.keyLength || opts.valueLength) {
     kv.push({ key: `${gArch}.attention.key_length`, type: T.U32, value: kl });
     kv.push({ key: `${gArch}.attention.value_length`, type: T.U32, value: vl });
@@ -210,8 +249,9 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     kv.push({ key: 'llama.rope.scaling.original_context_length', type: T.U32, value: opts.ropeOriginalContext || 8192 });
   }
   let vocabSize, template = null;
-  if (arch === 'llama') {
-    const v = vocabulary(s.vocab);
+  if (arch === 'llama' || arch === 'phi3') {
+    const v = vocabulary(arch === 'phi3' ? Math.max(s.vocab - PHI3_SPECIALS.length, 300) : s.vocab);
+    if (arch === 'phi3') for (const t of PHI3_SPECIALS) { v.tokens.push(t); v.types.push(3); v.scores.push(0); }
     vocabSize = v.tokens.length;
     kv.push(
       { key: 'tokenizer.ggml.model', type: T.STRING, value: 'llama' },
@@ -219,9 +259,18 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
       { key: 'tokenizer.ggml.scores', type: T.ARRAY, arrayType: T.F32, value: v.scores },
       { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
       { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: 1 },
-      { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: 2 },
+      { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: arch === 'phi3' ? v.tokens.indexOf('<|endoftext|>') : 2 },
       { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: 0 },
     );
+    if (arch === 'phi3') {
+      const id = (t) => v.tokens.indexOf(t);
+      kv.push(
+        { key: 'tokenizer.ggml.eot_token_id', type: T.U32, value: id('<|end|>') },
+        { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: id('<|endoftext|>') },
+        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
+      );
+      template = CHAT_TEMPLATES.phi3;
+    }
   } else {
     const specials = arch === 'qwen2'
       ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
@@ -290,8 +339,12 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const tensors = [
     { name: 'token_embd.weight', ne: [s.dim, vocabSize], type: wt, write: embed ? fromFloats(embed.length, wt, (i) => embed[i]) : random([s.dim, vocabSize], wt) },
     { name: 'output_norm.weight', ne: [s.dim], type: GGML.F32, write: ones(s.dim) },
-    { name: 'output.weight', ne: [s.dim, vocabSize], type: wt, write: outRows ? fromFloats(outRows.length, wt, (i) => outRows[i]) : random([s.dim, vocabSize], wt) },
+    { name: 'output.weight', ne: [s.dim, vocabSize], type: wt, write: outRows ? fromFloats(outRows.length, wt, (i) => outRows[i]) : random([s.dim, vocabSize], wt, opts.outStd) },
   ];
+  if (phiFactors) {
+    tensors.push({ name: 'rope_factors_long.weight', ne: [kl / 2], type: GGML.F32, write: (emit) => emit(new Uint8Array(phiFactors.long.buffer)) });
+    tensors.push({ name: 'rope_factors_short.weight', ne: [kl / 2], type: GGML.F32, write: (emit) => emit(new Uint8Array(phiFactors.short.buffer)) });
+  }
   if (ropeScaling === 'tensor') {
     const div = llama3RopeDivisors(kl, ropeBase, { originalContext: opts.ropeOriginalContext || 8192 });
     tensors.push({ name: 'rope_freqs.weight', ne: [kl / 2], type: GGML.F32, write: (emit) => emit(new Uint8Array(div.buffer)) });
@@ -300,15 +353,25 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     const m = (name, ne, write) => tensors.push({ name: `blk.${l}.${name}`, ne, type: wt, write: write || random(ne, wt) });
     const bias = (name, n) => tensors.push({ name: `blk.${l}.${name}`, ne: [n], type: GGML.F32, write: random([n], GGML.F32, 0.1) });
     tensors.push({ name: `blk.${l}.attn_norm.weight`, ne: [s.dim], type: GGML.F32, write: ones(s.dim) });
-    m('attn_q.weight', [s.dim, qDim], opts.qkStd ? random([s.dim, qDim], wt, opts.qkStd) : null);
-    m('attn_k.weight', [s.dim, kDim], opts.qkStd ? random([s.dim, kDim], wt, opts.qkStd) : null);
-    m('attn_v.weight', [s.dim, vDim]);
+    if (arch === 'phi3') { // one matrix: the Q rows, the K rows, the V rows
+      const qk = opts.qkStd || 0.02, n = s.dim * (qDim + kDim);
+      m('attn_qkv.weight', [s.dim, qDim + kDim + vDim], fromFloats(s.dim * (qDim + kDim + vDim), wt, (i) => (i < n ? qk : 0.02) * r()));
+    } else {
+      m('attn_q.weight', [s.dim, qDim], opts.qkStd ? random([s.dim, qDim], wt, opts.qkStd) : null);
+      m('attn_k.weight', [s.dim, kDim], opts.qkStd ? random([s.dim, kDim], wt, opts.qkStd) : null);
+      m('attn_v.weight', [s.dim, vDim]);
+    }
     if (arch === 'qwen2') { bias('attn_q.bias', qDim); bias('attn_k.bias', kDim); bias('attn_v.bias', vDim); }
     m('attn_output.weight', [oDim, s.dim], opts.script ? zeros([oDim, s.dim], wt) : null);
     tensors.push({ name: `blk.${l}.ffn_norm.weight`, ne: [s.dim], type: GGML.F32, write: ones(s.dim) });
-    m('ffn_gate.weight', [s.dim, s.ffn]);
-    m('ffn_down.weight', [s.ffn, s.dim], opts.script ? zeros([s.ffn, s.dim], wt) : null);
-    m('ffn_up.weight', [s.dim, s.ffn]);
+    if (arch === 'phi3') { // one matrix: the gate rows, then the up rows
+      m('ffn_down.weight', [s.ffn, s.dim], opts.script ? zeros([s.ffn, s.dim], wt) : null);
+      m('ffn_up.weight', [s.dim, 2 * s.ffn]);
+    } else {
+      m('ffn_gate.weight', [s.dim, s.ffn]);
+      m('ffn_down.weight', [s.ffn, s.dim], opts.script ? zeros([s.ffn, s.dim], wt) : null);
+      m('ffn_up.weight', [s.dim, s.ffn]);
+    }
   }
   writeGGUF(path, kv, tensors);
   return path;

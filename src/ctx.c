@@ -157,9 +157,10 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     /* inverse RoPE frequencies theta_i = base^(-2i/n_rot), in double, divided
      * by the model's per-frequency factor (rope_freqs.weight or rope.scaling) */
     double lb = wlm_log((double)hp->rope_freq_base);
+    const float *lr = wlm_rope_factors(m, p.n_ctx);   /* phi3 LongRoPE: chosen by this context's length */
     for (uint32_t i = 0; i < hp->n_rot / 2; i++) {
         double theta = wlm_exp(-(double)(2 * i) / hp->n_rot * lb);
-        c->rope_freq[i] = hp->rope_scaled ? theta / wlm_rope_freq_divisor(m, i, theta) : theta;
+        c->rope_freq[i] = lr ? theta / lr[i] : hp->rope_scaled ? theta / wlm_rope_freq_divisor(m, i, theta) : theta;
     }
     wlm_ctx_reset(c);
     *out = c;

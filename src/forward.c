@@ -67,10 +67,11 @@ static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t row
  * cs holds (cos, sin) of each pos * theta_i, once per token of a chunk. */
 static void rope_prepare(const wlm_ctx *c, float *cs, uint32_t pos) {
     uint32_t half = c->m->hp.n_rot / 2;
+    double mscale = c->m->rope_attn_factor;   /* 1 but for LongRoPE files (phi3) */
     for (uint32_t i = 0; i < half; i++) {
         double ang = (double)pos * c->rope_freq[i];
-        cs[2 * i] = (float)wlm_cos(ang);
-        cs[2 * i + 1] = (float)wlm_sin(ang);
+        cs[2 * i] = (float)(wlm_cos(ang) * mscale);
+        cs[2 * i + 1] = (float)(wlm_sin(ang) * mscale);
     }
 }
 
@@ -151,9 +152,16 @@ static uint32_t att_block_tokens(const wlm_hparams *hp) {
     return WLM_MAX(1u, WLM_MIN((uint32_t)WLM_ATT_QB, WLM_ATT_MAXQ / (hp->n_head / hp->n_head_kv)));
 }
 
+/* the first position a query at qpos sees: with a sliding window of W
+ * (attention.sliding_window) the last W positions, itself included */
+static int32_t att_window_lo(const wlm_ctx *c, int32_t qpos) {
+    uint32_t w = c->m->n_swa;
+    return w && (int64_t)qpos >= (int64_t)w ? qpos - (int32_t)w + 1 : 0;
+}
+
 /* the slots a token of the run starting at t0 may see, up to position wpos */
 static wlm_att_mask att_run_mask(const wlm_ctx *c, uint32_t t0, int32_t wpos) {
-    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0 };
+    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, att_window_lo(c, wpos) };
     return mk;
 }
 
@@ -173,7 +181,9 @@ static void att_plan_runs(wlm_ctx *c, uint32_t n) {
             int32_t wpos = c->tok_pos[t0];
             for (t1 = t0 + 1; t1 < tend && c->tok_seq[t1] == c->tok_seq[t0]; t1++) wpos = WLM_MAX(wpos, c->tok_pos[t1]);
             wlm_att_mask mk = att_run_mask(c, t0, wpos);
-            c->att_run[t0] = t1 | (t1 - t0 == 1 || wlm_att_ascending(&mk) ? ATT_TOGETHER : 0);
+            /* with a sliding window an earlier query's slots are not a
+             * prefix of the run's last one: only a lone token shares */
+            c->att_run[t0] = t1 | (t1 - t0 == 1 || (!c->m->n_swa && wlm_att_ascending(&mk)) ? ATT_TOGETHER : 0);
             c->att_wpos[t0] = wpos;
         }
     }
@@ -228,6 +238,7 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
                             for (uint32_t i = 0; i < nq; i++) {
                                 wlm_att_mask one = mask;
                                 one.qpos = qpos[i];
+                                one.window_lo = att_window_lo(c, qpos[i]);
                                 wlm_attention_tiled_kv(c->k, qs[i], kc, vc, f16, &one, hd, hdv, scale, outs[i], tile, idx);
                             }
                         nq = 0;

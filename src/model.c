@@ -1,4 +1,4 @@
-/* llama / qwen2 architectures: hyper-parameters from GGUF metadata and the tensor map.
+/* llama / qwen2 / phi3 architectures: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
 #include "model.h"
@@ -26,13 +26,25 @@ static int type_ok_for_matmul(uint32_t t) {
  *     ("NEOX" style).
  *   - qwen2 has F32 biases on Q, K and V (blk.N.attn_q.bias, ...). Biases are
  *     accepted (optional) on both architectures, as is attn_output.bias.
+ * "phi3" (Phi-3, Phi-3.5, Phi-4-mini) is the same decoder with NEOX RoPE and
+ * two fused matrices: attn_qkv.weight holds the rows of Q, then K, then V;
+ * ffn_up.weight (with no ffn_gate.weight) holds 2 n_ff rows, the gate's
+ * first, then the up projection's. They are cut here into views of those
+ * rows, so the forward pass sees the usual five matrices. Its LongRoPE
+ * ("su") scaling comes as two tensors of per-frequency divisors,
+ * rope_factors_short.weight for contexts up to
+ * rope.scaling.original_context_length and rope_factors_long.weight beyond
+ * it, with rope.scaling.attn_factor scaling cos and sin.
+ * llama files may carry attention.sliding_window (Mistral-style): every
+ * layer then attends to the last W positions only.
  * Every tensor in the file must be one of the names below: anything else
- * (fused QKV, mixture-of-experts, extra norms) is refused by name rather
- * than silently ignored. */
+ * (mixture-of-experts, extra norms) is refused by name rather than
+ * silently ignored. */
 
-static const char *const k_global_tensors[] = { "token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight" };
+static const char *const k_global_tensors[] = { "token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight",
+                                                "rope_factors_long.weight", "rope_factors_short.weight" };
 static const char *const k_block_tensors[] = {
-    "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_output.weight",
+    "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight", "attn_output.weight",
     "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
     "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
 };
@@ -86,17 +98,18 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if ((s = wlm_kv_str(g, "general.architecture", 1, &arch, &alen, err))) return s;
     if (wlm_str_is(arch, alen, "llama")) m->arch = WLM_ARCH_LLAMA;
     else if (wlm_str_is(arch, alen, "qwen2")) m->arch = WLM_ARCH_QWEN2;
+    else if (wlm_str_is(arch, alen, "phi3")) m->arch = WLM_ARCH_PHI3;
     else {
         uint32_t n_layer = 0;
         (void)wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 0, &n_layer, err);
         const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024);
         if (u)
-            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: llama, qwen2)",
+            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: llama, qwen2, phi3)",
                             (int)WLM_MIN(alen, 64u), arch, (int)WLM_MIN(u->name_len, 96u), u->name);
-        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: llama, qwen2)", (int)WLM_MIN(alen, 64u), arch);
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: llama, qwen2, phi3)", (int)WLM_MIN(alen, 64u), arch);
     }
     hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = 1e-5f;
-    hp->rope_type = m->arch == WLM_ARCH_QWEN2 ? WLM_ROPE_NEOX : WLM_ROPE_NORM;
+    hp->rope_type = m->arch == WLM_ARCH_LLAMA ? WLM_ROPE_NORM : WLM_ROPE_NEOX;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "embedding_length"), 1, &hp->n_embd, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 1, &hp->n_layer, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "feed_forward_length"), 1, &hp->n_ff, err))) return s;
@@ -146,12 +159,24 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if ((s = wlm_kv_str(g, key(kb, arch, alen, "rope.scaling.type"), 0, &st, &stlen, err))) return s;
     m->rope_scaling = WLM_ROPE_SCALING_NONE;
     m->rope_scale_factor = 1.0f; m->rope_low_freq_factor = 1.0f; m->rope_high_freq_factor = 4.0f;
-    m->rope_orig_ctx = 8192;
+    m->rope_orig_ctx = m->arch == WLM_ARCH_PHI3 ? hp->n_ctx_train : 8192;
     if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.factor"), 0, &m->rope_scale_factor, err))) return s;
     if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.low_freq_factor"), 0, &m->rope_low_freq_factor, err))) return s;
     if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.high_freq_factor"), 0, &m->rope_high_freq_factor, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "rope.scaling.original_context_length"), 0, &m->rope_orig_ctx, err))) return s;
-    if (st && !wlm_str_is(st, stlen, "none")) {
+    /* phi3's LongRoPE divisors are tensors (load_tensors); a file may name
+     * the scheme (longrope, su) without changing how it is read */
+    int longrope = m->arch == WLM_ARCH_PHI3 && st && (wlm_str_is(st, stlen, "longrope") || wlm_str_is(st, stlen, "su"));
+    m->rope_attn_factor = 1.0f;
+    if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.attn_factor"), 0, &m->rope_attn_factor, err))) return s;
+    if (!(m->rope_attn_factor > 0) || m->rope_attn_factor > 1e3f)
+        return wlm_fail(err, WLM_ERR_FORMAT, "rope.scaling.attn_factor must be positive (at most 1000)");
+    /* Mistral-style sliding-window attention: llama files (phi3's
+     * attention.sliding_window is not applied by llama.cpp either, so it is
+     * read for llama only) */
+    m->n_swa = 0;
+    if (m->arch == WLM_ARCH_LLAMA && (s = wlm_kv_u32(g, key(kb, arch, alen, "attention.sliding_window"), 0, &m->n_swa, err))) return s;
+    if (st && !longrope && !wlm_str_is(st, stlen, "none")) {
         if (wlm_str_is(st, stlen, "linear")) m->rope_scaling = WLM_ROPE_SCALING_LINEAR;
         else if (wlm_str_is(st, stlen, "llama3")) m->rope_scaling = WLM_ROPE_SCALING_LLAMA3;
         else return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported rope.scaling.type '%.*s' (supported: none, linear, llama3)",
@@ -193,6 +218,33 @@ static wlm_status get_bias(const wlm_gguf *g, const char *name, uint64_t n, cons
     return WLM_OK;
 }
 
+/* *v = rows [r0, r0 + rows) of matrix t (a view: same type, same bytes) */
+static const wlm_tensor *row_view(wlm_tensor *v, const wlm_tensor *t, uint64_t r0, uint64_t rows) {
+    uint64_t rb = t->nbytes / t->ne[1];
+    *v = *t;
+    v->ne[1] = rows;
+    v->data = t->data + r0 * rb;
+    v->offset = t->offset + r0 * rb;
+    v->nbytes = rows * rb;
+    return v;
+}
+
+/* a per-frequency divisor tensor (rope_freqs, rope_factors_*): n positive floats */
+static wlm_status get_divisors(const wlm_gguf *g, const char *name, uint32_t n, const wlm_tensor **out, wlm_err *err) {
+    wlm_status s = get_tensor(g, name, n, 0, 0, 0, out, err);
+    if (s || !*out) return s;
+    const float *f = (const float *)(*out)->data;
+    for (uint32_t i = 0; i < n; i++)
+        if (!(f[i] >= 1e-4f) || f[i] > 1e30f)
+            return wlm_fail(err, WLM_ERR_FORMAT, "%s[%u] must be a positive number (1e-4 to 1e30)", name, i);
+    return WLM_OK;
+}
+
+const float *wlm_rope_factors(const wlm_model *m, uint32_t n_ctx) {
+    const wlm_tensor *t = n_ctx > m->rope_orig_ctx ? m->rope_long : m->rope_short;
+    return t ? (const float *)t->data : 0;
+}
+
 static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     const wlm_gguf *g = &m->g;
     wlm_hparams *hp = &m->hp;
@@ -202,14 +254,12 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     if ((s = get_tensor(g, "token_embd.weight", d, hp->n_vocab, 1, 1, &m->tok_embd, err))) return s;
     if ((s = get_tensor(g, "output_norm.weight", d, 0, 1, 0, &m->out_norm, err))) return s;
     if ((s = get_tensor(g, "output.weight", d, hp->n_vocab, 0, 1, &m->output, err))) return s;
-    if ((s = get_tensor(g, "rope_freqs.weight", hp->n_rot / 2, 0, 0, 0, &m->rope_freqs, err))) return s;
-    if (m->rope_freqs) {
-        const float *f = (const float *)m->rope_freqs->data;
-        for (uint32_t i = 0; i < hp->n_rot / 2; i++)
-            if (!(f[i] >= 1e-4f) || f[i] > 1e30f)
-                return wlm_fail(err, WLM_ERR_FORMAT, "rope_freqs.weight[%u] must be a positive number (1e-4 to 1e30)", i);
-    }
-    hp->rope_scaled = m->rope_freqs != 0 || m->rope_scaling != WLM_ROPE_SCALING_NONE;
+    if ((s = get_divisors(g, "rope_freqs.weight", hp->n_rot / 2, &m->rope_freqs, err))) return s;
+    if ((s = get_divisors(g, "rope_factors_long.weight", hp->n_rot / 2, &m->rope_long, err))) return s;
+    if ((s = get_divisors(g, "rope_factors_short.weight", hp->n_rot / 2, &m->rope_short, err))) return s;
+    if ((m->rope_long || m->rope_short) && (m->rope_freqs || m->rope_scaling != WLM_ROPE_SCALING_NONE))
+        return wlm_fail(err, WLM_ERR_FORMAT, "rope_factors_long/short.weight together with another RoPE scaling (rope_freqs.weight or rope.scaling.type)");
+    hp->rope_scaled = m->rope_freqs != 0 || m->rope_scaling != WLM_ROPE_SCALING_NONE || m->rope_long || m->rope_short;
     hp->tied_output = m->output == 0;
     if (!m->output) m->output = m->tok_embd;
     char name[96];
@@ -222,17 +272,41 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
         wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
         if ((s = get_bias(g, name, n, &L->field, err))) return s;
         T(attn_norm, "attn_norm.weight", d, 0, 0)
-        T(wq, "attn_q.weight", d, q_dim, 1)
-        T(wk, "attn_k.weight", d, kv_dim, 1)
-        T(wv, "attn_v.weight", d, v_dim, 1)
+        wlm_tensor *views = m->views + 5 * l;
+        wlm_fmt(name, sizeof name, "blk.%u.attn_qkv.weight", l);
+        if (wlm_gguf_tensor(g, name)) {   /* fused: the rows of Q, K, V in turn */
+            const wlm_tensor *qkv;
+            if ((s = get_tensor(g, name, d, q_dim + kv_dim + v_dim, 1, 1, &qkv, err))) return s;
+            static const char *const sep[3] = { "attn_q.weight", "attn_k.weight", "attn_v.weight" };
+            for (uint32_t i = 0; i < 3; i++) {
+                wlm_fmt(name, sizeof name, "blk.%u.%s", l, sep[i]);
+                if (wlm_gguf_tensor(g, name)) return wlm_fail(err, WLM_ERR_FORMAT, "both blk.%u.attn_qkv.weight and %s", l, name);
+            }
+            L->wq = row_view(&views[0], qkv, 0, q_dim);
+            L->wk = row_view(&views[1], qkv, q_dim, kv_dim);
+            L->wv = row_view(&views[2], qkv, q_dim + kv_dim, v_dim);
+        } else {
+            T(wq, "attn_q.weight", d, q_dim, 1)
+            T(wk, "attn_k.weight", d, kv_dim, 1)
+            T(wv, "attn_v.weight", d, v_dim, 1)
+        }
         T(wo, "attn_output.weight", o_dim, d, 1)
         B(bq, "attn_q.bias", q_dim)
         B(bk, "attn_k.bias", kv_dim)
         B(bv, "attn_v.bias", v_dim)
         B(bo, "attn_output.bias", d)
         T(ffn_norm, "ffn_norm.weight", d, 0, 0)
-        T(w_gate, "ffn_gate.weight", d, hp->n_ff, 1)
-        T(w_up, "ffn_up.weight", d, hp->n_ff, 1)
+        wlm_fmt(name, sizeof name, "blk.%u.ffn_gate.weight", l);
+        if (m->arch == WLM_ARCH_PHI3 && !wlm_gguf_tensor(g, name)) {   /* fused: gate rows, then up rows */
+            const wlm_tensor *gu;
+            wlm_fmt(name, sizeof name, "blk.%u.ffn_up.weight", l);
+            if ((s = get_tensor(g, name, d, 2ull * hp->n_ff, 1, 1, &gu, err))) return s;
+            L->w_gate = row_view(&views[3], gu, 0, hp->n_ff);
+            L->w_up = row_view(&views[4], gu, hp->n_ff, hp->n_ff);
+        } else {
+            T(w_gate, "ffn_gate.weight", d, hp->n_ff, 1)
+            T(w_up, "ffn_up.weight", d, hp->n_ff, 1)
+        }
         T(w_down, "ffn_down.weight", hp->n_ff, d, 1)
 #undef T
 #undef B
@@ -241,7 +315,8 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer);
     if (u)
         return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor %.*s in this %s model (not part of the layout this engine runs)",
-                        (int)WLM_MIN(u->name_len, 96u), u->name, m->arch == WLM_ARCH_QWEN2 ? "qwen2" : "llama");
+                        (int)WLM_MIN(u->name_len, 96u), u->name,
+                        m->arch == WLM_ARCH_QWEN2 ? "qwen2" : m->arch == WLM_ARCH_PHI3 ? "phi3" : "llama");
     return WLM_OK;
 }
 
@@ -255,12 +330,14 @@ wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, w
     wlm_model tmp; wlm_memset(&tmp, 0, sizeof tmp);
     tmp.g = g;
     if ((s = load_hparams(&tmp, err))) { wlm_gguf_free(&g); return s; }
-    uint64_t bytes = sizeof(wlm_model) + 64 + (uint64_t)tmp.hp.n_layer * sizeof(wlm_layer);
+    uint64_t layers_bytes = WLM_ALIGN_UP((uint64_t)tmp.hp.n_layer * sizeof(wlm_layer), 64);
+    uint64_t bytes = sizeof(wlm_model) + 64 + layers_bytes + (uint64_t)tmp.hp.n_layer * 5 * sizeof(wlm_tensor);
     wlm_model *m = wlm_sys_alloc(bytes);
     if (!m) { wlm_gguf_free(&g); return wlm_fail_nomem(err, "the model tables", bytes); }
     *m = tmp;
     m->mem = m;
     m->layers = (wlm_layer *)((uint8_t *)m + WLM_ALIGN_UP(sizeof(wlm_model), 64));
+    m->views = (wlm_tensor *)((uint8_t *)m->layers + layers_bytes);
     if ((s = wlm_vocab_load(&m->vocab, &m->g, err))) goto fail;
     m->hp.n_vocab = m->vocab.n;
     m->hp.bos_id = m->vocab.bos; m->hp.eos_id = m->vocab.eos; m->hp.unk_id = m->vocab.unk;

@@ -12,7 +12,7 @@ typedef struct wlm_layer {
     const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
 } wlm_layer;
 
-enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1 };
+enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_PHI3 = 2 };
 enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
 
 struct wlm_model {
@@ -25,6 +25,15 @@ struct wlm_model {
     uint32_t rope_scaling;                  /* WLM_ROPE_SCALING_* */
     float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
     uint32_t rope_orig_ctx;
+    /* phi3 LongRoPE: per-frequency divisors for contexts up to
+     * rope_orig_ctx (short) and beyond it (long), and the factor that
+     * scales RoPE's cos and sin (rope.scaling.attn_factor, 1 when absent) */
+    const wlm_tensor *rope_long, *rope_short;
+    float rope_attn_factor;
+    /* attention.sliding_window: a query sees the last n_swa positions
+     * (itself included) on every layer; 0 = no window */
+    uint32_t n_swa;
+    wlm_tensor *views;                      /* fused tensors cut into Q/K/V and gate/up rows (phi3) */
     wlm_layer *layers;
     wlm_vocab vocab;
     void *mem;
@@ -34,6 +43,9 @@ struct wlm_model {
  * scaling; rope_freqs.weight[i] when the file has it; otherwise computed
  * from rope.scaling.* (linear: the factor; llama3: by wavelength). */
 double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta);
+/* phi3 LongRoPE: the divisors a context of n_ctx positions uses (the long
+ * factors past rope.scaling.original_context_length), NULL without them */
+const float *wlm_rope_factors(const wlm_model *m, uint32_t n_ctx);
 
 /* repacks a loaded model's Q4_0 matrices into q4g (wlm_model_load_inplace
  * does it in the SIMD builds; tests call it to run the q4g paths anywhere) */

@@ -366,18 +366,25 @@ TEST(arch_refusals_name_the_problem) {
     gb_llama p = { D, 1, NH, NKV, NFF, 0, 0, 3 };
     /* an architecture we do not run: named, with its first unknown tensor */
     gb_tiny_llama(f, &p);
+    rename_arch_keys(f, "falcon");
+    uint64_t ne1[1] = { D };
+    gb_tensor_add(f, "blk.0.attn_norm.bias", 0, 1, ne1, NULL, (size_t)D * 4);
+    expect_refusal(f, WLM_ERR_UNSUPPORTED, "unsupported architecture 'falcon' (first unknown tensor: blk.0.attn_norm.bias", "falcon");
+    gb_free(f);
+    /* phi3 with a fused QKV matrix of the wrong height (Q + K + V rows = D + 2 * kv) */
+    gb_tiny_llama(f, &p);
     rename_arch_keys(f, "phi3");
     gb_tensor_remove(f, "blk.0.attn_q.weight");
     gb_tensor_remove(f, "blk.0.attn_k.weight");
     gb_tensor_remove(f, "blk.0.attn_v.weight");
     uint64_t ne[2] = { D, 3 * D };
     gb_tensor_add(f, "blk.0.attn_qkv.weight", 0, 2, ne, NULL, (size_t)D * 3 * D * 4);
-    expect_refusal(f, WLM_ERR_UNSUPPORTED, "unsupported architecture 'phi3' (first unknown tensor: blk.0.attn_qkv.weight", "phi3");
+    expect_refusal(f, WLM_ERR_FORMAT, "tensor blk.0.attn_qkv.weight has shape [32, 96], expected [32, 64]", "phi3 qkv");
     gb_free(f);
     /* an unknown architecture whose tensors all look familiar */
     gb_tiny_llama(f, &p);
     rename_arch_keys(f, "mystery");
-    expect_refusal(f, WLM_ERR_UNSUPPORTED, "unsupported architecture 'mystery' (supported: llama, qwen2)", "mystery");
+    expect_refusal(f, WLM_ERR_UNSUPPORTED, "unsupported architecture 'mystery' (supported: llama, qwen2, phi3)", "mystery");
     gb_free(f);
     /* a llama file with mixture-of-experts tensors */
     gb_tiny_llama(f, &p);

@@ -1,6 +1,8 @@
 // Architectures: synthetic llama, Llama 3 style (rope_freqs.weight or llama3
 // RoPE-scaling metadata, key/value head sizes that differ from
-// n_embd/n_head, byte-level BPE) and qwen2 (Q/K/V biases, NEOX RoPE) models
+// n_embd/n_head, byte-level BPE), qwen2 (Q/K/V biases, NEOX RoPE), phi3
+// (fused QKV and gate/up, LongRoPE short/long factors by context length,
+// attention factor) and Mistral-style llama (attention.sliding_window) models
 // run in the wasm engine; their logits match an independent plain-JS
 // forward pass (tests/js/reference-forward.mjs) to 1e-4; the native build
 // generates the same greedy text; unknown architectures are refused by name.
@@ -26,7 +28,11 @@ const VARIANTS = [
   { name: 'llama3-scaling-metadata-k16', type: 'f16', opts: { arch: 'llama3', ropeScaling: 'metadata', keyLength: 16, valueLength: 16, ropeOriginalContext: 64 } },
   { name: 'qwen2-biases', type: 'f32', opts: { arch: 'qwen2' } },
   { name: 'qwen2-f16-k8-v24', type: 'f16', opts: { arch: 'qwen2', keyLength: 8, valueLength: 24 } },
+  // contextLength 64: past original_context_length 32 the long factors, within 128 the short ones
+  { name: 'phi3-long-factors', type: 'f32', opts: { arch: 'phi3', ropeOriginalContext: 32 } },
+  { name: 'phi3-f16-short-factors-k24-v8', type: 'f16', opts: { arch: 'phi3', ropeOriginalContext: 128, keyLength: 24, valueLength: 8 } },
 ];
+const CTX = 64;
 const TOKENS = [5, 17, 200, 33, 64, 99, 150, 7, 250, 12, 81, 42];
 const TOL = 1e-4;
 
@@ -41,15 +47,15 @@ for (const v of VARIANTS) {
     const file = path.join(DIR, `${v.name}.gguf`);
     makeModel(file, SHAPE, v.type, 4321, { qkStd: 0.2, ...v.opts });
     const g = readGGUF(file);
-    const cfg = configOf(g);
-    const ref = referenceLogits(g, TOKENS);
-    const model = await loadModel(file, { contextLength: 64, batchSize: 5 });
+    const cfg = configOf(g, { nCtx: CTX });
+    const ref = referenceLogits(g, TOKENS, { nCtx: CTX });
+    const model = await loadModel(file, { contextLength: CTX, batchSize: 5 });
     try {
       const hp = model.info.hparams;
       assert.equal(hp.headDim, cfg.hk);
       assert.equal(hp.headDimV, cfg.hv);
-      assert.equal(hp.ropeType, v.opts.arch === 'qwen2' ? 'neox' : 'norm');
-      assert.equal(hp.ropeScaled, v.opts.arch === 'llama3');
+      assert.equal(hp.ropeType, v.opts.arch === 'qwen2' || v.opts.arch === 'phi3' ? 'neox' : 'norm');
+      assert.equal(hp.ropeScaled, v.opts.arch === 'llama3' || v.opts.arch === 'phi3');
       if (v.opts.arch === 'llama3') assert.equal(hp.ropeFreqBase, 500000);
       const rows = await model.logits(TOKENS, { all: true });
       assert.equal(rows.length, TOKENS.length);
@@ -99,20 +105,32 @@ test('synthetic architectures generate in the native build exactly as in wasm', 
   }
 });
 
+test('phi3 reference: the fused tensors, the factor choice and the attention factor all matter', () => {
+  const file = path.join(DIR, 'phi3-long-factors.gguf');
+  if (!fs.existsSync(file)) makeModel(file, SHAPE, 'f32', 4321, { qkStd: 0.2, ...VARIANTS[6].opts });
+  const g = readGGUF(file);
+  const toks = TOKENS.slice(0, 8);
+  const long = referenceLogits(g, toks, { nCtx: CTX }).at(-1);
+  assert.ok(maxDiff(long, referenceLogits(g, toks, { nCtx: 32 }).at(-1)) > 1e-3, 'short vs long factors');
+  g.meta['phi3.rope.scaling.attn_factor'] = 1;
+  assert.ok(maxDiff(long, referenceLogits(g, toks, { nCtx: CTX }).at(-1)) > 1e-3, 'attention factor');
+});
+
 test('an unknown architecture is refused naming it and its first unknown tensor', async () => {
-  const file = path.join(DIR, 'phi3.gguf');
+  const file = path.join(DIR, 'falcon.gguf');
   const f32 = (n) => (emit) => emit(new Uint8Array(new Float32Array(n).buffer));
   writeGGUF(file, [
-    { key: 'general.architecture', type: T.STRING, value: 'phi3' },
-    { key: 'phi3.block_count', type: T.U32, value: 1 },
-    { key: 'phi3.embedding_length', type: T.U32, value: 32 },
+    { key: 'general.architecture', type: T.STRING, value: 'falcon' },
+    { key: 'falcon.block_count', type: T.U32, value: 1 },
+    { key: 'falcon.embedding_length', type: T.U32, value: 32 },
   ], [
     { name: 'token_embd.weight', ne: [32, 8], type: GGML.F32, write: f32(256) },
     { name: 'blk.0.attn_norm.weight', ne: [32], type: GGML.F32, write: f32(32) },
+    { name: 'blk.0.attn_norm.bias', ne: [32], type: GGML.F32, write: f32(32) },
     { name: 'blk.0.attn_qkv.weight', ne: [32, 96], type: GGML.F32, write: f32(32 * 96) },
   ]);
   await assert.rejects(loadModel(file), (e) => {
-    assert.match(e.message, /unsupported architecture 'phi3' \(first unknown tensor: blk\.0\.attn_qkv\.weight/);
+    assert.match(e.message, /unsupported architecture 'falcon' \(first unknown tensor: blk\.0\.attn_norm\.bias/);
     assert.equal(e.code, 'UNSUPPORTED');
     return true;
   });

@@ -3,7 +3,8 @@
 // end-of-generation tokens, and `wasmlm chat` driven through a stdin pipe.
 // The models are synthetic: qwen2 style (ChatML, <|im_start|>/<|im_end|>
 // control tokens, eos <|im_end|>) and Llama 3 style (BOS written by the
-// template). A "script" makes greedy decoding deterministic: after the
+// template) and Phi-3 style (SentencePiece vocabulary with Phi-3's added
+// tokens, eot <|end|>, Phi-3's own template). A "script" makes greedy decoding deterministic: after the
 // generation prompt's last token the model says "Hi", "!", then the end token.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +21,7 @@ const QWEN = path.join(DIR, 'qwen2-chat.gguf');
 const LLAMA3 = path.join(DIR, 'llama3-chat.gguf');
 const PLAIN = path.join(DIR, 'llama-plain.gguf');
 const RANDOM = path.join(DIR, 'qwen2-random.gguf');
+const PHI3 = path.join(DIR, 'phi3-chat.gguf');
 const SHAPE = { dim: 64, layers: 2, heads: 4, kvHeads: 2, ffn: 96, ctx: 256, vocab: 320 };
 const GREEDY = { temperature: 0, repeatPenalty: 1 };
 
@@ -27,6 +29,7 @@ makeModel(QWEN, SHAPE, 'f32', 11, { arch: 'qwen2', script: [['Ċ', 'Hi'], ['Hi',
 makeModel(LLAMA3, SHAPE, 'f32', 12, { arch: 'llama3', script: [['ĊĊ', 'Hello'], ['Hello', '!'], ['!', '<|eot_id|>']] });
 makeModel(PLAIN, SHAPE, 'f32', 13, { arch: 'llama' });
 makeModel(RANDOM, SHAPE, 'f32', 14, { arch: 'qwen2' });
+makeModel(PHI3, SHAPE, 'f32', 15, { arch: 'phi3', script: [['<0x0A>', '\u2581h'], ['\u2581h', '<|end|>']] });
 
 let qwen, llama3;
 test.before(async () => { [qwen, llama3] = await Promise.all([loadModel(QWEN), loadModel(LLAMA3)]); });
@@ -89,6 +92,29 @@ test('chatComplete equals the streamed reply; multi-turn history renders every t
   const p = await qwen.applyChatTemplate(turns);
   assert.ok(p.includes('<|im_start|>assistant\nHi!<|im_end|>\n<|im_start|>user\nHow are you<|im_end|>\n<|im_start|>assistant\n'));
   assert.equal((await qwen.chatComplete(turns, GREEDY)).text, 'Hi!');
+});
+
+test('Phi-3 template: <|user|>/<|assistant|> turns ending in <|end|>, parsed to single ids; stops on <|end|>', async () => {
+  const phi = await loadModel(PHI3);
+  try {
+    const p = await phi.applyChatTemplate(MSGS);
+    assert.equal(p, '<|system|>\nYou are helpful<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\n');
+    assert.equal(await phi.applyChatTemplate(MSGS, { addGenerationPrompt: false }),
+      '<|system|>\nYou are helpful<|end|>\n<|user|>\nHello<|end|>\n<|endoftext|>');
+    const ids = await phi.tokenize(p, { parseSpecial: true });
+    const id = async (t) => (await phi.tokenize(t, { parseSpecial: true, addBos: false }))[0];
+    const [sys, user, asst, end] = [await id('<|system|>'), await id('<|user|>'), await id('<|assistant|>'), await id('<|end|>')];
+    assert.equal(ids[0], sys); // no BOS (add_bos_token false)
+    assert.equal(ids.filter((t) => t === user).length, 1);
+    assert.equal(ids.filter((t) => t === asst).length, 1);
+    assert.equal(ids.filter((t) => t === end).length, 2);
+    const r = await phi.chatComplete(MSGS, GREEDY);
+    assert.equal(r.text.trim(), 'h');
+    assert.equal(r.finishReason, 'stop');
+    assert.ok(!r.tokens.includes(end));
+  } finally {
+    await phi.dispose();
+  }
 });
 
 test('Llama 3 template: BOS written by the template is not doubled; stops on <|eot_id|>', async () => {

@@ -1,6 +1,6 @@
 // An independent, deliberately plain forward pass (not a test file itself):
 // reads a GGUF with its own small reader (F32 / F16 tensors only) and runs
-// the llama / qwen2 decoder in double precision, written from the math:
+// the llama / qwen2 / phi3 decoder in double precision, written from the math:
 //
 //   x = E[token]
 //   per layer:  h = rmsnorm(x) * g_attn
@@ -9,10 +9,17 @@
 //                 theta_i = base^(-2i/n_rot) / divisor_i
 //                 (divisor_i: rope_freqs.weight, or the Llama 3.1 rule from
 //                  rope.scaling.* metadata, or 1)
-//                 pairs (2i, 2i+1) for llama, (i, i + n_rot/2) for qwen2
-//               a_h = softmax(q_h . K_g / sqrt(key_length)) V_g    (g = h / (n_head / n_head_kv), causal)
+//                 (phi3 LongRoPE: divisor_i = rope_factors_short.weight[i] for a
+//                  context of at most rope.scaling.original_context_length
+//                  positions, rope_factors_long.weight[i] beyond; cos and sin
+//                  times rope.scaling.attn_factor)
+//                 pairs (2i, 2i+1) for llama, (i, i + n_rot/2) for qwen2 and phi3
+//               (phi3: q, k, v are the rows of attn_qkv.weight in turn)
+//               a_h = softmax(q_h . K_g / sqrt(key_length)) V_g    (g = h / (n_head / n_head_kv), causal;
+//                     with attention.sliding_window W (llama) only keys at positions > pos - W)
 //               x += Wo a (+ bo)
 //               h = rmsnorm(x) * g_ffn ;  x += Wdown (silu(Wgate h) * (Wup h))
+//                     (phi3: Wgate, Wup = the first and second n_ff rows of ffn_up.weight)
 //   logits = Wout (rmsnorm(x) * g_out)        (Wout = E when output.weight is absent)
 import fs from 'node:fs';
 
@@ -95,19 +102,23 @@ function rmsnorm(x, g, eps) {
   return x.map((v, i) => v * k * g[i]);
 }
 
-/** The hyper-parameters and RoPE setup a GGUF describes. */
-export function configOf({ meta, tensors }) {
+/** The hyper-parameters and RoPE setup a GGUF describes (nCtx: the context
+ * length it runs with, which picks phi3's LongRoPE factors). */
+export function configOf({ meta, tensors }, { nCtx = 0 } = {}) {
   const arch = meta['general.architecture'];
-  if (arch !== 'llama' && arch !== 'qwen2') throw new Error(`reference: architecture ${arch}`);
+  if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'phi3') throw new Error(`reference: architecture ${arch}`);
   const k = (s) => meta[`${arch}.${s}`];
   const d = k('embedding_length'), nHead = k('attention.head_count');
   const nHeadKv = k('attention.head_count_kv') ?? nHead;
   const hk = k('attention.key_length') ?? d / nHead, hv = k('attention.value_length') ?? d / nHead;
   const nRot = k('rope.dimension_count') ?? hk, base = k('rope.freq_base') ?? 10000;
   const theta = [];
+  const origCtx = k('rope.scaling.original_context_length') ?? k('context_length');
+  const longrope = tensors[nCtx > origCtx ? 'rope_factors_long.weight' : 'rope_factors_short.weight'];
   for (let i = 0; i < nRot / 2; i++) {
     let t = Math.pow(base, -2 * i / nRot);
-    if (tensors['rope_freqs.weight']) t /= tensors['rope_freqs.weight'].data[i];
+    if (longrope) t /= longrope.data[i];
+    else if (tensors['rope_freqs.weight']) t /= tensors['rope_freqs.weight'].data[i];
     else if (k('rope.scaling.type') === 'llama3') {
       const f = k('rope.scaling.factor'), lo = k('rope.scaling.low_freq_factor') ?? 1;
       const hi = k('rope.scaling.high_freq_factor') ?? 4, orig = k('rope.scaling.original_context_length') ?? 8192;
@@ -118,7 +129,9 @@ export function configOf({ meta, tensors }) {
     theta.push(t);
   }
   return {
-    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch === 'qwen2',
+    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch !== 'llama',
+    mscale: k('rope.scaling.attn_factor') ?? 1,
+    window: arch === 'llama' ? k('attention.sliding_window') ?? 0 : 0,
     nLayer: k('block_count'), nFf: k('feed_forward_length'),
     eps: k('attention.layer_norm_rms_epsilon') ?? 1e-5,
     nVocab: tensors['token_embd.weight'].ne[1],
@@ -128,7 +141,7 @@ export function configOf({ meta, tensors }) {
 function rope(v, off, c, pos) {
   const half = c.nRot / 2;
   for (let i = 0; i < half; i++) {
-    const a = pos * c.theta[i], co = Math.cos(a), si = Math.sin(a);
+    const a = pos * c.theta[i], co = Math.cos(a) * c.mscale, si = Math.sin(a) * c.mscale;
     const i0 = off + (c.neox ? i : 2 * i), i1 = off + (c.neox ? i + half : 2 * i + 1);
     const x0 = v[i0], x1 = v[i1];
     v[i0] = x0 * co - x1 * si;
@@ -136,10 +149,13 @@ function rope(v, off, c, pos) {
   }
 }
 
-/** Logits (Float64Array per position) of `tokens` under the model in `g` (readGGUF). */
-export function referenceLogits(g, tokens) {
-  const c = configOf(g), T = g.tensors;
+/** Logits (Float64Array per position) of `tokens` under the model in `g`
+ * (readGGUF), run in a context of nCtx positions (phi3's LongRoPE). */
+export function referenceLogits(g, tokens, { nCtx = 0 } = {}) {
+  const c = configOf(g, { nCtx }), T = g.tensors;
   const W = (name) => (T[name] ? T[name].data : null);
+  // fused matrices (phi3): rows [r0, r0 + n) of a matrix with rows of `cols` values
+  const rows = (m, cols, r0, n) => (m ? m.subarray(r0 * cols, (r0 + n) * cols) : null);
   const E = W('token_embd.weight'), Wout = W('output.weight') || E;
   const K = [], V = [];
   for (let l = 0; l < c.nLayer; l++) { K.push([]); V.push([]); }
@@ -149,16 +165,18 @@ export function referenceLogits(g, tokens) {
     for (let l = 0; l < c.nLayer; l++) {
       const b = (s) => W(`blk.${l}.${s}`);
       let h = rmsnorm(x, b('attn_norm.weight'), c.eps);
-      const q = matvec(b('attn_q.weight'), h, c.nHead * c.hk, b('attn_q.bias'));
-      const k = matvec(b('attn_k.weight'), h, c.nHeadKv * c.hk, b('attn_k.bias'));
-      const v = matvec(b('attn_v.weight'), h, c.nHeadKv * c.hv, b('attn_v.bias'));
+      const qkv = b('attn_qkv.weight'), nq = c.nHead * c.hk, nk = c.nHeadKv * c.hk;
+      const q = matvec(qkv ? rows(qkv, c.d, 0, nq) : b('attn_q.weight'), h, nq, b('attn_q.bias'));
+      const k = matvec(qkv ? rows(qkv, c.d, nq, nk) : b('attn_k.weight'), h, nk, b('attn_k.bias'));
+      const v = matvec(qkv ? rows(qkv, c.d, nq + nk, c.nHeadKv * c.hv) : b('attn_v.weight'), h, c.nHeadKv * c.hv, b('attn_v.bias'));
       for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos);
       for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos);
       K[l].push(k); V[l].push(v);
       const att = new Float64Array(c.nHead * c.hv);
       for (let hq = 0; hq < c.nHead; hq++) {
         const g = Math.floor(hq / (c.nHead / c.nHeadKv));
-        const s = K[l].map((kj) => {
+        const s = K[l].map((kj, j) => {
+          if (c.window && pos - j >= c.window) return -Infinity;   // outside the sliding window
           let dot = 0;
           for (let i = 0; i < c.hk; i++) dot += q[hq * c.hk + i] * kj[g * c.hk + i];
           return dot / Math.sqrt(c.hk);
@@ -170,7 +188,9 @@ export function referenceLogits(g, tokens) {
       const o = matvec(b('attn_output.weight'), att, c.d, b('attn_output.bias'));
       x = x.map((z, i) => z + o[i]);
       h = rmsnorm(x, b('ffn_norm.weight'), c.eps);
-      const gate = matvec(b('ffn_gate.weight'), h, c.nFf), up = matvec(b('ffn_up.weight'), h, c.nFf);
+      const fused = !b('ffn_gate.weight');
+      const gate = matvec(fused ? rows(b('ffn_up.weight'), c.d, 0, c.nFf) : b('ffn_gate.weight'), h, c.nFf);
+      const up = matvec(fused ? rows(b('ffn_up.weight'), c.d, c.nFf, c.nFf) : b('ffn_up.weight'), h, c.nFf);
       const act = gate.map((z, i) => (z / (1 + Math.exp(-z))) * up[i]);
       const dn = matvec(b('ffn_down.weight'), act, c.d);
       x = x.map((z, i) => z + dn[i]);
