@@ -31,6 +31,9 @@ const VARIANTS = [
   // contextLength 64: past original_context_length 32 the long factors, within 128 the short ones
   { name: 'phi3-long-factors', type: 'f32', opts: { arch: 'phi3', ropeOriginalContext: 32 } },
   { name: 'phi3-f16-short-factors-k24-v8', type: 'f16', opts: { arch: 'phi3', ropeOriginalContext: 128, keyLength: 24, valueLength: 8 } },
+  // Mistral-style: each query sees the last 5 positions (prefill chunks of 5 straddle the window)
+  { name: 'llama-sliding-window-5', type: 'f32', opts: { arch: 'llama', slidingWindow: 5 } },
+  { name: 'llama-f16-sliding-window-3-gqa', type: 'f16', opts: { arch: 'llama', slidingWindow: 3 } },
 ];
 const CTX = 64;
 const TOKENS = [5, 17, 200, 33, 64, 99, 150, 7, 250, 12, 81, 42];
@@ -114,6 +117,17 @@ test('phi3 reference: the fused tensors, the factor choice and the attention fac
   assert.ok(maxDiff(long, referenceLogits(g, toks, { nCtx: 32 }).at(-1)) > 1e-3, 'short vs long factors');
   g.meta['phi3.rope.scaling.attn_factor'] = 1;
   assert.ok(maxDiff(long, referenceLogits(g, toks, { nCtx: CTX }).at(-1)) > 1e-3, 'attention factor');
+});
+
+test('sliding window: the reference with a window differs from full attention only from position W on', () => {
+  const file = path.join(DIR, 'llama-sliding-window-5.gguf');
+  if (!fs.existsSync(file)) makeModel(file, SHAPE, 'f32', 4321, { qkStd: 0.2, ...VARIANTS[8].opts });
+  const g = readGGUF(file);
+  const win = referenceLogits(g, TOKENS);
+  g.meta['llama.attention.sliding_window'] = 0;
+  const full = referenceLogits(g, TOKENS);
+  for (let t = 0; t < 5; t++) assert.equal(maxDiff(win[t], full[t]), 0);
+  for (let t = 5; t < TOKENS.length; t++) assert.ok(maxDiff(win[t], full[t]) > 1e-3, `position ${t}`);
 });
 
 test('an unknown architecture is refused naming it and its first unknown tensor', async () => {

@@ -42,16 +42,25 @@ function logSoftmax(row) {
 
 const argmax = (a) => { let b = 0; for (let i = 1; i < a.length; i++) if (a[i] > a[b]) b = i; return b; };
 
+function dense(probabilities, nVocab) {
+  const lp = new Float64Array(nVocab).fill(-Infinity);
+  for (const [id, p] of probabilities) lp[id] = Math.log(p);
+  return lp;
+}
+
 // llama.cpp's next-token log-probabilities after each token of `tokens`
-// (from an empty sequence each call), as dense arrays
-async function llamaLogProbs(seq, tokens, nVocab) {
+// (from an empty sequence each call), as dense arrays. With `greedy` n, n more tokens follow, each llama.cpp's argmax (their
+// log-probabilities appended too); returns {lps, tokens: the greedy ones}.
+export async function llamaLogProbs(seq, tokens, nVocab, greedy = 0) {
   await seq.clearHistory();
-  const res = await seq.controlledEvaluate(tokens.map((t) => [t, { generateNext: { probabilities: true, options: SAMPLING } }]));
-  return res.map((r) => {
-    const lp = new Float64Array(nVocab).fill(-Infinity);
-    for (const [id, p] of r.next.probabilities) lp[id] = Math.log(p);
-    return lp;
-  });
+  const gen = { generateNext: { probabilities: true, options: SAMPLING } };
+  const feed = async (ts) => (await seq.controlledEvaluate(ts.map((t) => [t, gen]))).map((r) => dense(r.next.probabilities, nVocab));
+  const lps = await feed(tokens), more = [];
+  for (let i = 0; i < greedy; i++) {
+    more.push(argmax(lps.at(-1)));
+    if (i + 1 < greedy) lps.push(...await feed([more.at(-1)]));
+  }
+  return { lps, tokens: more };
 }
 
 // the top-2 gap of log-probabilities (= of logits) over the finite range
@@ -80,7 +89,7 @@ export async function crossCheck({ llama, name, file, nCtx, promptList, ourOptio
     const greedy = [];
     for (const p of promptList) {
       // teacher forced
-      const ref = await llamaLogProbs(seq, p, nVocab);
+      const { lps: ref } = await llamaLogProbs(seq, p, nVocab);
       const ours = (await model.logits(p, { all: true })).map(logSoftmax);
       ref.forEach((r, t) => {
         let kl = 0;
@@ -89,14 +98,13 @@ export async function crossCheck({ llama, name, file, nCtx, promptList, ourOptio
         maxKL = Math.max(maxKL, kl); sumKL += kl; positions++;
       });
       // greedy, each engine on its own
-      const gl = [...p], go = [...p];
-      for (let i = 0; i < GREEDY_TOKENS; i++) gl.push(argmax((await llamaLogProbs(seq, gl, nVocab)).at(-1)));
+      const g = await llamaLogProbs(seq, p, nVocab, GREEDY_TOKENS), go = [...p];
       for (let i = 0; i < GREEDY_TOKENS; i++) go.push(argmax((await model.logits(go)).at(-1)));
-      const a = gl.slice(p.length), b = go.slice(p.length);
-      let first = a.findIndex((v, i) => v !== b[i]), tie = false;
+      const a = g.tokens, b = go.slice(p.length);
+      const first = a.findIndex((v, i) => v !== b[i]);
+      let tie = false;
       if (first >= 0) {
-        const lp = (await llamaLogProbs(seq, gl.slice(0, p.length + first), nVocab)).at(-1);
-        tie = tieAt(lp);
+        tie = tieAt(g.lps[p.length - 1 + first]);
         if (tie) ties++; else greedyEqual = false;
       }
       greedy.push({ llamaCpp: a, ours: b, firstDifference: first, atTie: tie });
