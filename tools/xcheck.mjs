@@ -39,7 +39,7 @@ export async function runOne(fn, llama) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const only = process.argv.slice(2);
-  const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.mjs') && f !== 'common.mjs')
+  const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.mjs') && !/common\.mjs$/.test(f))
     .filter((f) => !only.length || only.includes(f.replace(/\.mjs$/, ''))).sort();
   const llama = await llamaCpp();
   const results = [];
