@@ -130,6 +130,8 @@ function unknown(name, entries, modelDir) {
 
 const GGUF_MAGIC = 'GGUF';
 const DAY_MS = 24 * 3600 * 1000;
+/** Days after which an abandoned partial download (NAME.gguf.partial) is swept. */
+export const PARTIAL_DAYS = 7;
 
 /** The record kept beside a cached model: {url, size, sha256, etag?, downloadedAt}. */
 function sidecarPath(file) { return file + '.json'; }
@@ -205,7 +207,8 @@ function processAlive(pid) {
 /**
  * Node: deletes temp files (NAME.gguf.tmp-PID-X, NAME.gguf.json.tmp-PID-X)
  * left in the cache by a download whose process is gone or that is older
- * than a day. Resolves with the names removed.
+ * than a day, and partial downloads (NAME.gguf.partial and its .json) not
+ * locked and untouched for PARTIAL_DAYS. Resolves with the names removed.
  */
 export async function sweepTempFiles(dir) {
   const fs = await nodeImport('node:fs');
@@ -214,6 +217,14 @@ export async function sweepTempFiles(dir) {
   try { names = fs.readdirSync(dir); } catch { return []; }
   const removed = [];
   for (const f of names) {
+    // a resumable partial download nobody holds, untouched for PARTIAL_DAYS: given up
+    if (/\.gguf\.partial(?:\.json)?$/.test(f)) {
+      const p = path.join(dir, f), lock = path.join(dir, f.replace(/\.json$/, '') + '.lock');
+      try {
+        if (!fs.existsSync(lock) && Date.now() - fs.statSync(p).mtimeMs > PARTIAL_DAYS * DAY_MS) { fs.unlinkSync(p); removed.push(f); }
+      } catch { /* gone meanwhile */ }
+      continue;
+    }
     const m = /\.gguf(?:\.json)?\.tmp-(\d+)-[A-Za-z0-9]+$/.exec(f);
     if (!m) continue;
     const p = path.join(dir, f);

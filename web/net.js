@@ -85,10 +85,10 @@ class StallTimer {
  * `headers` are sent with the request (Range, If-None-Match, ...); statuses
  * in `allow` (e.g. 304, 416) are returned like 2xx ones, body unread.
  * @param {string} url
- * @param {{signal?: AbortSignal, timeout?: number, fetch?: Function, headers?: object, allow?: number[]}} [opts]
+ * @param {{signal?: AbortSignal, timeout?: number, fetch?: Function, headers?: object, allow?: number[], method?: string}} [opts]
  * @returns {Promise<{response: Response, timer: StallTimer}>}
  */
-export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = globalThis.fetch, headers, allow } = {}) {
+export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = globalThis.fetch, headers, allow, method } = {}) {
   if (signal?.aborted) throw abortError(signal);
   const timer = new StallTimer(timeout, signal);
   let res;
@@ -99,7 +99,10 @@ export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = 
       reject(e);
     }));
     stalled.catch(() => {});
-    res = await Promise.race([doFetch(url, headers ? { signal: timer.ctl.signal, headers } : { signal: timer.ctl.signal }), stalled]);
+    const init = { signal: timer.ctl.signal };
+    if (headers) init.headers = headers;
+    if (method) init.method = method;
+    res = await Promise.race([doFetch(url, init), stalled]);
   } catch (e) {
     timer.done();
     if (signal?.aborted) throw abortError(signal);

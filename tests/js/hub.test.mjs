@@ -5,20 +5,18 @@
 // and a file that changes (a new ETag). No network.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
 import { runCli } from './helpers.mjs';
 import { loadModel } from '../../web/index.js';
 import { parseHubId, pickFile, matchesQuant, hubBaseUrl, nextLink, isHubId } from '../../web/hub.js';
-import { resolveHubModel, hubCacheName, downloadModel, MAX_RESUMES } from '../../models/registry.js';
+import { resolveHubModel, hubCacheName, downloadModel, sweepTempFiles, MAX_RESUMES, PARTIAL_DAYS } from '../../models/registry.js';
 import { makeModel } from '../../models/make-model.js';
+import { withHub, sha } from './hub-server.mjs';
 
 const LONG = { timeout: 120000 };
 const tmpdir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-hub-'));
-const sha = (b) => createHash('sha256').update(b).digest('hex');
 
 // two versions of one model file (different weights, same shape)
 const DIR = tmpdir();
@@ -36,79 +34,6 @@ function isError(code, ...patterns) {
     for (const p of patterns) assert.match(e.message, p);
     return true;
   };
-}
-
-/**
- * A hub imitation. `state.files` maps repository paths of owner/repo to
- * bytes; `state.version` is part of each file's ETag (bump it to change the
- * file); `state.cuts` is how many of the next CDN bodies are cut after
- * `state.cutAt` bytes; `state.ignoreRange` answers 200 to a Range request;
- * `state.rangeEtag` sends that ETag on a 206. `log` records every request.
- */
-function hubServer(state) {
-  const log = [];
-  const server = http.createServer((req, res) => {
-    const u = new URL(req.url, 'http://x');
-    log.push({ method: req.method, path: u.pathname + u.search, range: req.headers.range, ifRange: req.headers['if-range'], ifNoneMatch: req.headers['if-none-match'] });
-    let m = /^\/api\/models\/([^/]+)\/([^/]+)\/tree\/([^/]+)$/.exec(u.pathname);
-    if (m) {
-      if (`${m[1]}/${m[2]}` !== state.repo || decodeURIComponent(m[3]) !== 'main') { res.writeHead(404, { 'content-type': 'application/json' }); res.end('{"error":"Repository not found"}'); return; }
-      const all = Object.entries(state.files).map(([p, b]) => ({ type: 'file', path: p, size: b.length, oid: 'x', lfs: { oid: sha(b), size: b.length, pointerSize: 130 } }));
-      all.push({ type: 'directory', path: 'sub', oid: 'y', size: 0 }, { type: 'file', path: 'README.md', size: 5, oid: 'z' });
-      // two entries a page, linked by cursor
-      const cursor = Number(u.searchParams.get('cursor') || 0);
-      const page = all.slice(cursor, cursor + 2);
-      const headers = { 'content-type': 'application/json' };
-      if (cursor + 2 < all.length) headers.link = `<${u.pathname}?recursive=true&cursor=${cursor + 2}>; rel="next"`;
-      res.writeHead(200, headers);
-      res.end(JSON.stringify(page));
-      return;
-    }
-    m = /^\/([^/]+)\/([^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(u.pathname);
-    if (m) {
-      const p = decodeURIComponent(m[4]);
-      if (`${m[1]}/${m[2]}` !== state.repo || !state.files[p]) { res.writeHead(404); res.end('Entry not found'); return; }
-      res.writeHead(302, { location: `/cdn/${encodeURIComponent(p)}?v=${state.version}` });
-      res.end();
-      return;
-    }
-    m = /^\/cdn\/(.+)$/.exec(u.pathname);
-    if (m) {
-      const body = state.files[decodeURIComponent(m[1])];
-      const etag = `"${sha(body).slice(0, 16)}-${state.version}"`;
-      if (req.headers['if-none-match'] === etag) { res.writeHead(304, { etag }); res.end(); return; }
-      let start = 0;
-      const r = /^bytes=(\d+)-$/.exec(req.headers.range || '');
-      const rangeOk = r && !state.ignoreRange && (!req.headers['if-range'] || req.headers['if-range'] === etag || state.rangeEtag);
-      if (rangeOk) start = Number(r[1]);
-      if (start >= body.length && rangeOk) { res.writeHead(416, { 'content-range': `bytes */${body.length}` }); res.end(); return; }
-      const part = body.subarray(start);
-      const headers = { 'content-type': 'application/octet-stream', 'content-length': part.length, 'accept-ranges': 'bytes', etag };
-      if (rangeOk) {
-        headers['content-range'] = `bytes ${start}-${body.length - 1}/${body.length}`;
-        if (state.rangeEtag) headers.etag = state.rangeEtag;
-      }
-      res.writeHead(rangeOk ? 206 : 200, headers);
-      if (state.cuts > 0) {
-        state.cuts--;
-        res.write(part.subarray(0, state.cutAt));
-        setTimeout(() => res.socket?.destroy(), 50); // after the bytes reached the client
-        return;
-      }
-      res.end(part);
-      return;
-    }
-    res.writeHead(404); res.end();
-  });
-  return { server, log };
-}
-
-async function withHub(state, fn) {
-  for (const [k, v] of Object.entries({ repo: 'owner/repo', version: 1, cuts: 0, cutAt: 100000 })) if (!(k in state)) state[k] = v;
-  const { server, log } = hubServer(state); // the test changes `state` as it goes
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const hubUrl = `http://127.0.0.1:${server.address().port}`;
-  try { return await fn(hubUrl, log); } finally { server.closeAllConnections?.(); await new Promise((r) => server.close(r)); }
 }
 
 const cdnGets = (log) => log.filter((l) => l.path.startsWith('/cdn/'));
@@ -270,6 +195,34 @@ test('an interrupted download keeps its partial file; the next call asks only fo
     const r = await resolveHubModel('hf:owner/repo/tiny.gguf', o);
     assert.equal(sha(fs.readFileSync(r.path)), sha(V1));
     assert.deepEqual(cdnGets(log).map((l) => l.range), [`bytes=${have}-`]);
+  });
+});
+
+test('partial downloads are swept only when abandoned: unlocked and untouched for PARTIAL_DAYS', async () => {
+  const d = tmpdir();
+  const old = (Date.now() - (PARTIAL_DAYS + 1) * 86400e3) / 1000;
+  for (const n of ['a', 'b', 'c']) {
+    fs.writeFileSync(path.join(d, `${n}.gguf.partial`), 'x');
+    fs.writeFileSync(path.join(d, `${n}.gguf.partial.json`), '{}');
+  }
+  for (const n of ['a', 'b']) for (const f of [`${n}.gguf.partial`, `${n}.gguf.partial.json`]) fs.utimesSync(path.join(d, f), old, old);
+  fs.writeFileSync(path.join(d, 'b.gguf.partial.lock'), String(process.pid)); // a download in progress
+  assert.deepEqual((await sweepTempFiles(d)).sort(), ['a.gguf.partial', 'a.gguf.partial.json']);
+  assert.deepEqual(fs.readdirSync(d).sort(), ['b.gguf.partial', 'b.gguf.partial.json', 'b.gguf.partial.lock', 'c.gguf.partial', 'c.gguf.partial.json']);
+});
+
+test('a partial file locked by a live download is left alone: this download goes to a temp file', LONG, async () => {
+  await withHub({ files: { 'm.gguf': V1 } }, async (hubUrl, log) => {
+    const d = tmpdir(), dest = path.join(d, 'm.gguf'), url = `${hubUrl}/owner/repo/resolve/main/m.gguf`;
+    fs.writeFileSync(dest + '.partial', V1.subarray(0, 1000));
+    fs.writeFileSync(dest + '.partial.json', JSON.stringify({ url, etag: `"${sha(V1).slice(0, 16)}-1"`, total: V1.length }));
+    fs.writeFileSync(dest + '.partial.lock', String(process.pid)); // held by another download of this process
+    await downloadModel('m', { url }, dest, {});
+    assert.equal(sha(fs.readFileSync(dest)), sha(V1));
+    assert.deepEqual(cdnGets(log).map((l) => l.range), [undefined], 'no resume of a file in use');
+    assert.equal(fs.readFileSync(dest + '.partial').length, 1000, 'the other download\'s partial file is untouched');
+    assert.ok(fs.existsSync(dest + '.partial.lock'));
+    assert.deepEqual(fs.readdirSync(d).filter((f) => f.includes('.tmp-')), []);
   });
 });
 
