@@ -11,12 +11,13 @@ import { Sha256 } from './sha256.js';
 import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
-import { resolveModel, isRegistryName, registryEntries, evictCached } from '../models/registry.js';
+import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
+import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 import { checkSha256, checkTimeout, declaredLength, readBody, httpError, REGISTRY_TIMEOUT_MS } from './net.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
-export { resolveModel, registryEntries };
+export { resolveModel, registryEntries, isHubId, parseHubId, resolveHubId };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 export { checkSha256, REGISTRY_TIMEOUT_MS };
 
@@ -284,12 +285,19 @@ class WorkerClient {
 
 // ---- source handling ---------------------------------------------------------
 
+/** Bytes per second since `t0` (ms), 0 before a millisecond has passed. */
+function rateOf(bytes, t0) {
+  const secs = (Date.now() - t0) / 1000;
+  return secs > 0 ? Math.round(bytes / secs) : 0;
+}
+
 /** Streams chunks to the worker, coalesced into STAGE_BYTES messages, one in flight. */
 class ChunkSender {
   constructor(client, { total, onProgress, hasher, signal }) {
     this.client = client; this.total = total || 0; this.onProgress = onProgress;
     this.hasher = hasher; this.signal = signal;
     this.stage = null; this.n = 0; this.loaded = 0; this.inflight = null;
+    this.t0 = Date.now();
   }
   async push(chunk) {
     let u8 = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk)
@@ -313,7 +321,10 @@ class ChunkSender {
     if (this.inflight) await this.inflight;
     this.inflight = this.client.call('loadChunk', { bytes }, { transfer: [bytes.buffer] });
     this.loaded += n;
-    if (this.onProgress) callGuarded(this.onProgress, { loaded: this.loaded, total: this.total || this.loaded }, (e) => { this.failed = this.failed || e; });
+    if (this.onProgress) {
+      const p = { loaded: this.loaded, total: this.total || this.loaded, rate: rateOf(this.loaded, this.t0) };
+      callGuarded(this.onProgress, p, (e) => { this.failed = this.failed || e; });
+    }
     if (this.failed) throw this.failed;
   }
   async end() {
@@ -356,6 +367,16 @@ async function resolveSource(source, options) {
   if (typeof source === 'string' || source instanceof URL) {
     const s = String(source);
     if (looksLikeUrl(s)) return { kind: 'url', url: s };
+    if (isHubId(s)) {
+      // Node: through the download cache (resumable, kept by URL + ETag); browsers: a URL for web/cache.js
+      if (isNode && options.cache !== false) {
+        const r = await resolveHubModel(s, options);
+        return { kind: 'path', path: r.path, registry: r };
+      }
+      const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
+      const hub = await resolveHubId(s, { hubUrl: options.hubUrl, signal: options.signal, timeout });
+      return { kind: 'url', url: hub.url, sha256: hub.sha256, size: hub.size, hub };
+    }
     if (/^file:/i.test(s)) {
       if (!isNode) return { kind: 'url', url: s };
       const { fileURLToPath } = await nodeImport('node:url');
@@ -374,7 +395,7 @@ async function resolveSource(source, options) {
   if (typeof ReadableStream !== 'undefined' && source instanceof ReadableStream) return { kind: 'stream', stream: source };
   if (typeof Response !== 'undefined' && source instanceof Response) return { kind: 'response', response: source };
   if (source && typeof source[Symbol.asyncIterator] === 'function') return { kind: 'iterable', iterable: source };
-  throw badOption('source', source, 'must be a path, URL, registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream or Response');
+  throw badOption('source', source, 'must be a path, URL, hub id (hf:OWNER/REPO:QUANT), registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream or Response');
 }
 
 function ctxOptions(options) {
@@ -387,8 +408,9 @@ async function loadInto(client, src, options) {
   const { onProgress, signal } = options;
   const ctx = ctxOptions(options);
   if (src.kind === 'path') {
+    const t0 = Date.now();
     const { id, promise } = client.request('loadFile', { path: src.path, options: ctx, progress: !!onProgress },
-      { onEvent: (ev) => onProgress && onProgress({ loaded: ev.loaded, total: ev.total }) });
+      { onEvent: (ev) => onProgress && onProgress({ loaded: ev.loaded, total: ev.total, rate: rateOf(ev.loaded, t0) }) });
     const onAbort = () => client.abort(id);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
@@ -417,11 +439,13 @@ async function loadInto(client, src, options) {
     run = async (sender) => { for await (const c of src.iterable) await sender.push(c); };
   } else if (src.kind === 'url' || src.kind === 'response') {
     // a stall timeout (web/net.js): the caller's, else a default for registry models
-    const timeout = checkTimeout(options.timeout, src.registry ? REGISTRY_TIMEOUT_MS : 0);
+    const timeout = checkTimeout(options.timeout, src.registry || src.hub ? REGISTRY_TIMEOUT_MS : 0);
     let res, timer = null, url = src.url;
     if (src.kind === 'url') {
       // browsers: through the model cache (web/cache.js); options.cache === false skips it
-      cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout });
+      try {
+        cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout });
+      } catch (e) { throw src.hub ? hubFileError(e, src.hub) : e; }
       ({ response: res, timer } = cached);
     } else {
       res = src.response;

@@ -16,7 +16,8 @@ import { loadModel, DEFAULT_SAMPLING } from '../index.js';
 import { chatTemplateFor } from '../chat.js';
 import { QUANT_TYPES } from '../protocol.js';
 import { OPTIONS, METHODS, checkValue } from '../options.js';
-import { resolveModel, isRegistryName } from '../../models/registry.js';
+import { resolveModel, isRegistryName, resolveHubModel } from '../../models/registry.js';
+import { isHubId } from '../hub.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const NATIVE_BIN = path.join(ROOT, 'build', 'wasmlm-native');
@@ -79,14 +80,15 @@ export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
     `  wasmlm quantize IN OUT TYPE${nat}   (TYPE: ${Object.keys(QUANT_TYPES).join(' | ')})`,
     '  wasmlm tokenize -m MODEL -p TEXT [--no-bos] [--parse-special]',
     '',
-    'MODEL: a .gguf path, a URL, or a registry name (stories260K).',
+    'MODEL: a .gguf path, a URL, a registry name (stories260K), or a hub id: hf:OWNER/REPO:Q4_K_M',
+    '       (the file of that quantization), hf:OWNER/REPO/PATH.gguf; @REVISION after REPO (default main).',
     '',
     'sampling (generate, chat):',
     ...optionLines(sampling),
     'loading:',
     ...optionLines(loading),
     ...(native ? ['', '--native (or WASMLM_NATIVE=1) runs this checkout\'s build/wasmlm-native with the same arguments.'] : []),
-    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache).',
+    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache), WASMLM_HUB_URL (hub for hf: ids).',
   ].join('\n');
 }
 
@@ -165,6 +167,7 @@ async function modelToPath(spec) {
     const r = await resolveModel(spec, { onProgress: progressPrinter('download') });
     return r.path;
   }
+  if (isHubId(spec)) return (await resolveHubModel(spec, { onProgress: progressPrinter('download') })).path;
   if (/^file:/i.test(spec)) return fileURLToPath(spec);
   if (/^https?:/i.test(spec)) throw new UsageError('--native needs a local file or a registry name, not a URL');
   return spec;

@@ -2,7 +2,7 @@
 // (web/index.js -> web/worker/worker.js, plus compute workers when threads > 1):
 // this file only reads controls and draws. Everything the page does with the
 // model goes through the public API, so it doubles as a usage example.
-import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING } from '../index.js';
+import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING, isHubId, parseHubId } from '../index.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -165,6 +165,12 @@ el.loadBtn.addEventListener('click', () => { const s = sourceOfSelection(); if (
 el.urlBtn.addEventListener('click', () => {
   const u = el.urlInput.value.trim();
   if (!u) { el.urlInput.focus(); return; }
+  if (isHubId(u)) { // hf:OWNER/REPO[:QUANT | /PATH.gguf]: loadModel resolves it on the hub
+    let id;
+    try { id = parseHubId(u); } catch (e) { showError(el.progressText, e); return; }
+    load(u, `${id.repo}${id.quant ? ':' + id.quant : ''}${id.path ? '/' + id.path : ''}`);
+    return;
+  }
   let url;
   try { url = new URL(u, location.href); } catch { showError(el.progressText, new Error(`not a URL: ${u}`)); return; }
   load(url.href, decodeURIComponent(url.pathname.split('/').pop() || url.host).replace(/\.gguf$/i, ''));
