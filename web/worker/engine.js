@@ -137,8 +137,8 @@ export class Engine extends WasmHeap {
         try {
           const sizes = tab + Math.ceil(parts.length * 4 / 8) * 8;
           parts.forEach((p, i) => {
-            this.dv.setUint32(tab + 4 * i, this.staging.ptr + p.offset, true);
-            this.dv.setBigUint64(sizes + 8 * i, BigInt(p.length), true);
+            this.dv.setUint32(tab + i * 4, this.staging.ptr + p.offset, true);
+            this.dv.setBigUint64(sizes + i * 8, BigInt(p.length), true);
           });
           st = this.x.wlm_model_load_parts_inplace(pp, tab, sizes, parts.length, this.at('err'));
         } finally { this.free(tab); }
