@@ -1,9 +1,13 @@
 // Type declarations for wasmlm (web/index.js).
 
 /** Where a model comes from. A string is a registry name (e.g. "stories260K"),
- * a file path (Node), or a URL (http:, https:, file:, blob:, data:). */
+ * a file path (Node), or a URL (http:, https:, file:, blob:, data:). A path or
+ * http(s) URL of the first part of a split GGUF (NAME-00001-of-0000N.gguf)
+ * loads every part; an array holds a split GGUF's parts in order (Files are
+ * checked by name first). */
 export type ModelSource =
   | string
+  | Array<Blob | ArrayBuffer | ArrayBufferView>
   | URL
   | ArrayBuffer
   | ArrayBufferView
@@ -222,8 +226,10 @@ export interface TensorInfo {
   type: number;
   typeName: string;
   dims: number[];
-  /** absolute offset in the file */
+  /** absolute offset in the file (for a split GGUF: in its part) */
   offset: number;
+  /** split GGUFs only: the part holding it (0-based) */
+  part?: number;
 }
 
 export interface ModelInfo {
@@ -234,7 +240,10 @@ export interface ModelInfo {
   /** tokenizer.chat_template, null when the file has none */
   chatTemplate: string | null;
   name: string | null;
+  /** bytes of the file (a split GGUF: of all its parts) */
   fileSize: number;
+  /** files the model was loaded from: 1, or the parts of a split GGUF */
+  parts: number;
   paramCount: number;
   hparams: HParams;
   context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide' };
