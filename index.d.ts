@@ -4,9 +4,12 @@
  * a file path (Node), a URL (http:, https:, file:, blob:, data:), or a hub id:
  * 'hf:OWNER/REPO/PATH.gguf', 'hf:OWNER/REPO:Q4_K_M' (the file of that quantization
  * in the repository's listing) or 'hf:OWNER/REPO', each with an optional '@REVISION'
- * after REPO (default main); see LoadOptions.hubUrl. */
+ * after REPO (default main); see LoadOptions.hubUrl. A path or http(s) URL of the
+ * first part of a split GGUF (NAME-00001-of-0000N.gguf) loads every part; an array
+ * holds a split GGUF's parts in order (Files are checked by name first). */
 export type ModelSource =
   | string
+  | Array<Blob | ArrayBuffer | ArrayBufferView>
   | URL
   | ArrayBuffer
   | ArrayBufferView
@@ -235,8 +238,10 @@ export interface TensorInfo {
   type: number;
   typeName: string;
   dims: number[];
-  /** absolute offset in the file */
+  /** absolute offset in the file (for a split GGUF: in its part) */
   offset: number;
+  /** split GGUFs only: the part holding it (0-based) */
+  part?: number;
 }
 
 export interface ModelInfo {
@@ -247,7 +252,10 @@ export interface ModelInfo {
   /** tokenizer.chat_template, null when the file has none */
   chatTemplate: string | null;
   name: string | null;
+  /** bytes of the file (a split GGUF: of all its parts) */
   fileSize: number;
+  /** files the model was loaded from: 1, or the parts of a split GGUF */
+  parts: number;
   paramCount: number;
   hparams: HParams;
   context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide' };

@@ -297,11 +297,17 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
 }
 
 wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err) {
+    const uint8_t *d[1] = { data };
+    uint64_t z[1] = { size };
+    return wlm_model_load_parts(out, d, z, 1, err);
+}
+
+wlm_status wlm_model_load_parts(wlm_model **out, const uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err) {
     wlm_err dummy; if (!err) err = &dummy;
     if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_model_load: out is NULL");
     *out = 0;
     wlm_gguf g;
-    wlm_status s = wlm_gguf_parse(&g, data, size, err);
+    wlm_status s = wlm_gguf_parse_parts(&g, data, sizes, n_parts, err);
     if (s) return s;
     wlm_model tmp; wlm_memset(&tmp, 0, sizeof tmp);
     tmp.g = g;
@@ -346,7 +352,13 @@ void wlm_model_repack_q4g(wlm_model *m) {
 }
 
 wlm_status wlm_model_load_inplace(wlm_model **out, uint8_t *data, uint64_t size, wlm_err *err) {
-    wlm_status s = wlm_model_load(out, data, size, err);
+    uint8_t *d[1] = { data };
+    uint64_t z[1] = { size };
+    return wlm_model_load_parts_inplace(out, d, z, 1, err);
+}
+
+wlm_status wlm_model_load_parts_inplace(wlm_model **out, uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err) {
+    wlm_status s = wlm_model_load_parts(out, (const uint8_t *const *)data, sizes, n_parts, err);
     /* the SIMD builds; the scalar kernels would gain nothing */
     if (s == WLM_OK && wlm_kernels_best()->act_q4g) wlm_model_repack_q4g(*out);
     return s;
@@ -385,3 +397,5 @@ uint32_t wlm_tensor_type(const wlm_model *m, uint32_t i) { return i < m->g.n_ten
 uint32_t wlm_tensor_ndims(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].n_dims : 0; }
 uint64_t wlm_tensor_dim(const wlm_model *m, uint32_t i, uint32_t d) { return i < m->g.n_tensors && d < 4 ? m->g.tensors[i].ne[d] : 0; }
 uint64_t wlm_tensor_offset(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].offset : 0; }
+uint32_t wlm_tensor_part(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].part : 0; }
+uint32_t wlm_model_n_parts(const wlm_model *m) { return m->g.n_parts; }

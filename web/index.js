@@ -15,6 +15,8 @@ import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubM
 import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 import { checkSha256, checkTimeout, declaredLength, readBody, httpError, REGISTRY_TIMEOUT_MS } from './net.js';
+import { splitPartUrls, checkSplitNames } from './split.js';
+import { PART_ALIGN } from './worker/staging.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
 export { resolveModel, registryEntries, isHubId, parseHubId, resolveHubId };
@@ -363,10 +365,26 @@ function isFileError(e) {
 
 function looksLikeUrl(s) { return /^(https?|blob|data):/i.test(s); }
 
+/** A split GGUF's parts as Blobs/Files or buffers, in order (Files: their names are checked first). */
+function resolveParts(list) {
+  if (list.length === 0) throw badOption('source', list, 'an array of model parts must not be empty');
+  const parts = list.map((p, i) => {
+    if (p instanceof ArrayBuffer || ArrayBuffer.isView(p)) return { kind: 'bytes', bytes: p };
+    if (typeof Blob !== 'undefined' && p instanceof Blob) return { kind: 'blob', blob: p };
+    throw badOption(`source[${i}]`, p, 'each part of a split GGUF must be a Blob, File, ArrayBuffer or Uint8Array');
+  });
+  checkSplitNames(list.map((p) => (typeof p.name === 'string' ? p.name : '')));
+  return parts.length === 1 ? parts[0] : { kind: 'parts', parts };
+}
+
 async function resolveSource(source, options) {
+  if (Array.isArray(source)) return resolveParts(source);
   if (typeof source === 'string' || source instanceof URL) {
     const s = String(source);
-    if (looksLikeUrl(s)) return { kind: 'url', url: s };
+    if (looksLikeUrl(s)) {
+      const urls = splitPartUrls(s);   // NAME-00001-of-0000N.gguf: every part, fetched one after the other
+      return urls ? { kind: 'parts', parts: urls.map((url) => ({ kind: 'url', url })) } : { kind: 'url', url: s };
+    }
     if (isHubId(s)) {
       // Node: through the download cache (resumable, kept by URL + ETag); browsers: a URL for web/cache.js
       if (isNode && options.cache !== false) {
@@ -395,7 +413,7 @@ async function resolveSource(source, options) {
   if (typeof ReadableStream !== 'undefined' && source instanceof ReadableStream) return { kind: 'stream', stream: source };
   if (typeof Response !== 'undefined' && source instanceof Response) return { kind: 'response', response: source };
   if (source && typeof source[Symbol.asyncIterator] === 'function') return { kind: 'iterable', iterable: source };
-  throw badOption('source', source, 'must be a path, URL, hub id (hf:OWNER/REPO:QUANT), registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream or Response');
+  throw badOption('source', source, 'must be a path, URL, hub id (hf:OWNER/REPO:QUANT), registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream, Response, or an array of split GGUF parts');
 }
 
 function ctxOptions(options) {
@@ -404,9 +422,83 @@ function ctxOptions(options) {
   return o;
 }
 
+/** A failure fetching part i of n: a part the server does not have is BAD_FILE naming it; others say which part. */
+function partError(e, i, n, url) {
+  if (e && e.code === 'NETWORK' && (e.status === 404 || e.status === 410)) {
+    return new WasmlmError('BAD_FILE', `split GGUF part ${i + 1} of ${n} is missing: ${url} (HTTP ${e.status})`, { url, part: i + 1, parts: n, status: e.status, cause: e });
+  }
+  if (e instanceof WasmlmError && e.part === undefined && e.code !== 'ABORTED') { e.part = i + 1; e.message = `split GGUF part ${i + 1} of ${n}: ${e.message}`; }
+  return e;
+}
+
+/**
+ * A split GGUF's parts streamed one after the other into the worker (op
+ * loadPart between them), so they end up in one block of its memory and load
+ * as one model. URLs are fetched in turn (each through the model cache).
+ */
+async function loadParts(client, parts, options) {
+  const { onProgress, signal } = options;
+  const ctx = ctxOptions(options);
+  if (options.sha256 !== undefined) throw badOption('sha256', options.sha256, 'is the digest of one file: it does not apply to the parts of a split GGUF');
+  const timeout = checkTimeout(options.timeout, 0);
+  const known = parts.every((p) => p.kind !== 'url');
+  const sizeOf = (p) => (p.kind === 'blob' ? p.blob.size : p.bytes.byteLength);
+  const sender = new ChunkSender(client, { total: known ? parts.reduce((a, p) => a + sizeOf(p), 0) : 0, onProgress, signal });
+  const cached = [];
+  let begun = false;
+  try {
+    for (const [i, p] of parts.entries()) {
+      let size, run;
+      if (p.kind === 'url') {
+        let c;
+        try { c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout }); } catch (e) { throw partError(e, i, parts.length, p.url); }
+        cached.push(c);
+        const res = c.response;
+        size = declaredLength(res);
+        sender.total = sender.total && size ? sender.total + size : (i === 0 ? size : 0);
+        run = async () => {
+          if (!res.body) throw new WasmlmError('NETWORK', `${p.url} has no body`, { url: p.url });
+          try {
+            for await (const ch of readBody(res, { url: p.url, expected: size, timeout, signal, timer: c.timer })) await sender.push(ch);
+          } catch (e) { throw partError(e, i, parts.length, p.url); }
+        };
+      } else {
+        size = sizeOf(p);
+        run = p.kind === 'blob' ? () => pumpReader(p.blob.stream().getReader(), sender) : async () => {
+          const b = p.bytes, u8 = b instanceof ArrayBuffer ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+          for (let off = 0; off < u8.byteLength; off += STAGE_BYTES) await sender.push(u8.subarray(off, off + STAGE_BYTES));
+        };
+      }
+      if (i === 0) {
+        // sizes all known (Blobs, buffers): one block for every part from the start
+        await client.call('loadBegin', { size: known ? sender.total + PART_ALIGN * parts.length : size });
+        begun = true;
+      } else {
+        await sender.end();   // the previous part's bytes are in before the next part starts
+        await client.call('loadPart', { size });
+      }
+      await run();
+    }
+    await sender.end();
+    if (signal && signal.aborted) throw abortError(signal);
+  } catch (e) {
+    if (begun) await client.call('loadCancel').catch(() => {});
+    for (const c of cached) { c.timer?.done(); await c.discard(); }
+    throw e;
+  }
+  let info;
+  try { info = await client.call('loadEnd', { options: ctx }); } catch (e) { for (const c of cached) await c.discard(); throw e; }
+  if (cached.length) {
+    for (const c of cached) await c.commit().catch((e) => console.warn(`wasmlm: a model part was not cached: ${e.message}`));
+    info.fromCache = cached.every((c) => c.fromCache);
+  }
+  return info;
+}
+
 async function loadInto(client, src, options) {
   const { onProgress, signal } = options;
   const ctx = ctxOptions(options);
+  if (src.kind === 'parts') return loadParts(client, src.parts, options);
   if (src.kind === 'path') {
     const t0 = Date.now();
     const { id, promise } = client.request('loadFile', { path: src.path, options: ctx, progress: !!onProgress },
