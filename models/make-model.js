@@ -1,10 +1,13 @@
 // Synthetic model generator: valid GGUFs with random weights (normal, std
 // 0.02, fixed seed) in real shapes, for speed and architecture tests:
 // llama with a 32000-piece SentencePiece-style vocabulary (default), a
-// Llama 3 style llama (RoPE scaling, byte-level BPE, chat template) and qwen2
-// (Q/K/V biases, NEOX RoPE, ChatML), phi3 (fused QKV and gate/up tensors,
-// LongRoPE factors, Phi-3 chat template) and Mistral-style llama with
-// attention.sliding_window. llama.cpp-based engines accept these files.
+// Llama 3 style llama (RoPE scaling, byte-level BPE, chat template), qwen2
+// (Q/K/V biases, NEOX RoPE, ChatML), qwen3 (per-head Q/K RMSNorm, the Qwen3
+// template with thinking blocks), smollm3 (every 4th layer without RoPE),
+// granite (embedding/residual/attention/logit multipliers), phi3 (fused QKV
+// and gate/up tensors, LongRoPE factors, Phi-3 chat template) and
+// Mistral-style llama with attention.sliding_window. llama.cpp-based engines
+// accept these files.
 // Weights are written as F32 or F16; other types come from `wasmlm quantize`.
 import { writeGGUF, T, GGML } from './gguf-writer.js';
 
@@ -153,6 +156,105 @@ export function llama3RopeDivisors(nRot, base, { factor = 8, lowFreqFactor = 1, 
   return out;
 }
 
+// The Qwen3 chat template as Qwen3 GGUF files carry it (tools, thinking
+// blocks: reasoning kept only after the last user query; enable_thinking=false
+// pre-fills an empty think block)
+CHAT_TEMPLATES.qwen3 = String.raw`{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in message.content %}
+                {%- set content = message.content.split('</think>')[-1].lstrip('\n') %}
+                {%- set reasoning_content = message.content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}`;
+
+// written for the synthetic granite models (Granite 3's role markers)
+CHAT_TEMPLATES.granite = "{% for message in messages %}{{ '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|start_of_role|>assistant<|end_of_role|>' }}{% endif %}";
+
+export const ARCHS = ['llama', 'llama3', 'qwen2', 'qwen3', 'smollm3', 'granite', 'phi3'];
+
+// granite multipliers of the synthetic models (Granite 3.x files carry values
+// of this kind: embeddings x12, block outputs x0.22, logits / 8)
+export const GRANITE_SCALES = { embedding: 12, residual: 0.22, attention: 0.3, logit: 2 };
+
 /** Synthetic LongRoPE divisors (phi3): short ones near 1, long ones growing
  * to 16 with the wavelength, as the published factor lists do. */
 export function phi3RopeFactors(nRot) {
@@ -169,8 +271,6 @@ export function phi3RopeFactors(nRot) {
 export const PHI3_SPECIALS = ['<|endoftext|>', '<|assistant|>', '<|placeholder1|>', '<|placeholder2|>', '<|placeholder3|>',
   '<|placeholder4|>', '<|system|>', '<|end|>', '<|placeholder5|>', '<|placeholder6|>', '<|user|>'];
 
-export const ARCHS = ['llama', 'llama3', 'qwen2', 'phi3'];
-
 /**
  * Writes a synthetic model.
  * @param {string} path output file
@@ -178,7 +278,7 @@ export const ARCHS = ['llama', 'llama3', 'qwen2', 'phi3'];
  * @param {'f32'|'f16'} type weight type of the 2-D tensors
  * @param {number} seed
  * @param {object} [opts]
- * @param {'llama'|'llama3'|'qwen2'|'phi3'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
+ * @param {'llama'|'llama3'|'qwen2'|'qwen3'|'smollm3'|'granite'|'phi3'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
  *   'llama3' (architecture llama, RoPE base 500000, Llama 3.1 frequency
  *   scaling as rope_freqs.weight, byte-level BPE vocab with Llama 3 control
  *   tokens, pre 'llama-bpe', a Llama 3 chat template); 'qwen2' (architecture
@@ -196,8 +296,13 @@ export const ARCHS = ['llama', 'llama3', 'qwen2', 'phi3'];
  * @param {number} [opts.ropeOriginalContext] llama3 scaling: original context length (default 8192; small values
  *   scale more frequencies, so that short test prompts see the effect)
  * @param {string|false} [opts.chatTemplate] tokenizer.chat_template (false: none)
- * @param {number} [opts.outStd] std of output.weight (default 0.02; larger values give peaked
- *   next-token distributions, so that a KL divergence between engines means something)
+ *   'qwen3' (architecture qwen3: no biases, per-head attn_q_norm / attn_k_norm weights near 1,
+ *   NEOX RoPE, attention.key_length/value_length always written, ChatML + <think> tokens, the
+ *   Qwen3 chat template); 'smollm3' (llama-like, RoPE base 5000000, Llama 3 BPE vocab; llama.cpp
+ *   leaves layers 3, 7, 11, ... unrotated); 'granite' (llama-like with granite.embedding_scale,
+ *   residual_scale, attention.scale, logit_scale from opts.graniteScales or GRANITE_SCALES)
+ * @param {number} [opts.ropeBase] RoPE base (default by arch)
+ * @param {number} [opts.outStd] std of output.weight (default 0.02; larger values spread the logits)
  * @param {number} [opts.qkStd] std of the Q and K weights (default 0.02; larger values make attention
  *   peaked, so that tests see RoPE at work)
  * @param {Array<[string,string]>} [opts.script] deterministic bigrams [after, next] (token texts):
@@ -210,10 +315,11 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const arch = opts.arch || 'llama';
   if (!ARCHS.includes(arch)) throw new Error(`unknown arch ${arch} (known: ${ARCHS.join(', ')})`);
   const wt = type === 'f32' ? GGML.F32 : GGML.F16;
-  const gArch = arch === 'qwen2' || arch === 'phi3' ? arch : 'llama';
+  const gArch = arch === 'llama3' ? 'llama' : arch;
+  const qwen = arch === 'qwen2' || arch === 'qwen3';
   const kl = opts.keyLength || s.dim / s.heads, vl = opts.valueLength || s.dim / s.heads;
   const qDim = kl * s.heads, kDim = kl * s.kvHeads, vDim = vl * s.kvHeads, oDim = vl * s.heads;
-  const ropeBase = arch === 'llama3' ? 500000 : arch === 'qwen2' ? 1000000 : 10000;
+  const ropeBase = opts.ropeBase || { llama3: 500000, qwen2: 1000000, qwen3: 1000000, smollm3: 5000000 }[arch] || 10000;
   const kv = [
     { key: 'general.architecture', type: T.STRING, value: gArch },
     { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${typeof shape === 'string' ? shape : 'custom'}` },
@@ -225,7 +331,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     { key: `${gArch}.rope.dimension_count`, type: T.U32, value: kl },
     { key: `${gArch}.attention.head_count`, type: T.U32, value: s.heads },
     { key: `${gArch}.attention.head_count_kv`, type: T.U32, value: s.kvHeads },
-    { key: `${gArch}.attention.layer_norm_rms_epsilon`, type: T.F32, value: arch === 'qwen2' ? 1e-6 : 1e-5 },
+    { key: `${gArch}.attention.layer_norm_rms_epsilon`, type: T.F32, value: qwen ? 1e-6 : 1e-5 },
     { key: `${gArch}.rope.freq_base`, type: T.F32, value: ropeBase },
   ];
   if (opts.slidingWindow) kv.push({ key: `${gArch}.attention.sliding_window`, type: T.U32, value: opts.slidingWindow });
@@ -236,9 +342,16 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     kv.push({ key: 'phi3.rope.scaling.original_context_length', type: T.U32, value: orig });
     kv.push({ key: 'phi3.rope.scaling.attn_factor', type: T.F32, value: Math.sqrt(1 + Math.log(s.ctx / orig) / Math.log(orig)) });
   }
-  if (opts.keyLength || opts.valueLength) {
+  if (opts.keyLength || opts.valueLength || arch === 'qwen3') {
     kv.push({ key: `${gArch}.attention.key_length`, type: T.U32, value: kl });
     kv.push({ key: `${gArch}.attention.value_length`, type: T.U32, value: vl });
+  }
+  if (arch === 'granite') {
+    const g = { ...GRANITE_SCALES, ...opts.graniteScales };
+    kv.push({ key: 'granite.embedding_scale', type: T.F32, value: g.embedding });
+    kv.push({ key: 'granite.residual_scale', type: T.F32, value: g.residual });
+    kv.push({ key: 'granite.attention.scale', type: T.F32, value: g.attention });
+    kv.push({ key: 'granite.logit_scale', type: T.F32, value: g.logit });
   }
   const ropeScaling = arch === 'llama3' ? (opts.ropeScaling || 'tensor') : null;
   if (ropeScaling === 'metadata') {
@@ -272,27 +385,37 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
       template = CHAT_TEMPLATES.phi3;
     }
   } else {
-    const specials = arch === 'qwen2'
-      ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
-      : ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>'];
+    const specials = arch === 'qwen2' ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
+      : arch === 'qwen3' ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<think>', '</think>']
+        : arch === 'granite' ? ['<|end_of_text|>', '<|start_of_role|>', '<|end_of_role|>']
+          : ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>'];
     const v = bpeVocabulary(Math.max(s.vocab, 300), specials);
+    // Qwen3's think markers are user-defined tokens (matched in text, printed)
+    if (arch === 'qwen3') for (const t of ['<think>', '</think>']) v.types[v.tokens.indexOf(t)] = 4;
     vocabSize = v.tokens.length;
     const id = (t) => v.tokens.indexOf(t);
     kv.push(
       { key: 'tokenizer.ggml.model', type: T.STRING, value: 'gpt2' },
-      { key: 'tokenizer.ggml.pre', type: T.STRING, value: arch === 'qwen2' ? 'qwen2' : 'llama-bpe' },
+      { key: 'tokenizer.ggml.pre', type: T.STRING, value: qwen ? 'qwen2' : arch === 'granite' ? 'refact' : 'llama-bpe' },
       { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
       { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
       { key: 'tokenizer.ggml.merges', type: T.ARRAY, arrayType: T.STRING, value: v.merges },
     );
-    if (arch === 'qwen2') {
+    if (qwen) {
       kv.push(
         { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|im_end|>') },
         { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: id('<|endoftext|>') },
         { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|endoftext|>') },
         { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
       );
-      template = CHAT_TEMPLATES.chatml;
+      template = arch === 'qwen3' ? CHAT_TEMPLATES.qwen3 : CHAT_TEMPLATES.chatml;
+    } else if (arch === 'granite') {
+      kv.push(
+        { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|end_of_text|>') },
+        { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|end_of_text|>') },
+        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
+      );
+      template = CHAT_TEMPLATES.granite;
     } else {
       kv.push(
         { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|begin_of_text|>') },
@@ -339,7 +462,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const tensors = [
     { name: 'token_embd.weight', ne: [s.dim, vocabSize], type: wt, write: embed ? fromFloats(embed.length, wt, (i) => embed[i]) : random([s.dim, vocabSize], wt) },
     { name: 'output_norm.weight', ne: [s.dim], type: GGML.F32, write: ones(s.dim) },
-    { name: 'output.weight', ne: [s.dim, vocabSize], type: wt, write: outRows ? fromFloats(outRows.length, wt, (i) => outRows[i]) : random([s.dim, vocabSize], wt, opts.outStd) },
+    { name: 'output.weight', ne: [s.dim, vocabSize], type: wt, write: outRows ? fromFloats(outRows.length, wt, (i) => outRows[i]) : random([s.dim, vocabSize], wt, opts.outStd || 0.02) },
   ];
   if (phiFactors) {
     tensors.push({ name: 'rope_factors_long.weight', ne: [kl / 2], type: GGML.F32, write: (emit) => emit(new Uint8Array(phiFactors.long.buffer)) });
@@ -362,6 +485,11 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
       m('attn_v.weight', [s.dim, vDim]);
     }
     if (arch === 'qwen2') { bias('attn_q.bias', qDim); bias('attn_k.bias', kDim); bias('attn_v.bias', vDim); }
+    if (arch === 'qwen3') {   // per-head norm weights near 1 (all heads share them)
+      const near1 = (n) => fromFloats(n, GGML.F32, () => 1 + 0.2 * r());
+      tensors.push({ name: `blk.${l}.attn_q_norm.weight`, ne: [kl], type: GGML.F32, write: near1(kl) });
+      tensors.push({ name: `blk.${l}.attn_k_norm.weight`, ne: [kl], type: GGML.F32, write: near1(kl) });
+    }
     m('attn_output.weight', [oDim, s.dim], opts.script ? zeros([oDim, s.dim], wt) : null);
     tensors.push({ name: `blk.${l}.ffn_norm.weight`, ne: [s.dim], type: GGML.F32, write: ones(s.dim) });
     if (arch === 'phi3') { // one matrix: the gate rows, then the up rows

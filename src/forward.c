@@ -1,14 +1,17 @@
 /* The transformer forward pass (llama), written to read like the math:
  *
- *   x = embed(token)
+ *   x = embed(token)                                (granite: * embedding_scale)
  *   for each layer:
  *     h = rmsnorm(x) * w_attn_norm
- *     q, k, v = Wq h, Wk h, Wv h ; rotate q, k by RoPE at the token's position
+ *     q, k, v = Wq h, Wk h, Wv h                      (qwen3: rmsnorm of each q, k head)
+ *     rotate q, k by RoPE at the token's position     (smollm3: not every 4th layer)
  *     append k, v to the KV cache
  *     x = x + Wo attention(q, K_cache, V_cache)      (causal, tiled, online softmax)
  *     h = rmsnorm(x) * w_ffn_norm
  *     x = x + W_down (silu(W_gate h) * (W_up h))     (SwiGLU)
- *   logits = W_out (rmsnorm(x) * w_out_norm)
+ *   logits = W_out (rmsnorm(x) * w_out_norm)         (granite: / logit_scale;
+ *                                                     block outputs * residual_scale,
+ *                                                     attention.scale for 1/sqrt(d))
  *
  * A call processes a batch of tokens (prefill) or one (decode). Every buffer
  * was planned at context creation: nothing is allocated here. */
@@ -87,6 +90,16 @@ static void rope_apply(const wlm_ctx *c, const float *cs, float *v, uint32_t n_h
             x[i0] = x0 * co - x1 * si;
             x[i1] = x0 * si + x1 * co;
         }
+    }
+}
+
+/* qwen3: each of n_heads heads of v (head_dim floats) = rmsnorm(head) * w */
+static void head_norm(const wlm_ctx *c, const wlm_tensor *norm, float *v, uint32_t n_heads) {
+    uint32_t hd = c->m->hp.head_dim;
+    const float *w = (const float *)norm->data;
+    for (uint32_t h = 0; h < n_heads; h++) {
+        float *x = v + h * hd, s = rms_scale(x, hd, c->m->hp.rms_eps);
+        for (uint32_t i = 0; i < hd; i++) x[i] = (x[i] * s) * w[i];
     }
 }
 
@@ -256,7 +269,9 @@ static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
     uint64_t emb_row = m->tok_embd->nbytes / m->tok_embd->ne[1];
     wlm_split(f->n, tid, nth, &lo, &hi);
     for (uint32_t t = lo; t < hi; t++) {
-        wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, c->x + (uint64_t)t * d, d);
+        float *x = c->x + (uint64_t)t * d;
+        wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, x, d);
+        if (m->embd_scale != 1.0f) for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale;   /* granite */
         rope_prepare(c, c->rope_cs + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
     }
 }
@@ -269,7 +284,7 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     const wlm_hparams *hp = &c->m->hp;
     const wlm_layer *L = &c->m->layers[l];
-    const wlm_tensor *W[3] = { L->wq, L->wk, L->wv }, *B[3] = { L->bq, L->bk, L->bv };
+    const wlm_tensor *W[3] = { L->wq, L->wk, L->wv }, *B[3] = { L->bq, L->bk, L->bv }, *N[2] = { L->q_norm, L->k_norm };
     float *Y[3] = { c->q, c->kk, c->vv };
     uint32_t heads[3] = { hp->n_head, hp->n_head_kv, hp->n_head_kv }, hs[3] = { hp->head_dim, hp->head_dim, hp->head_dim_v };
     uint32_t lo, hi;
@@ -283,7 +298,8 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
             add_bias(Y[i], B[i], f->n, rows, h0 * hs[i], h1 * hs[i]);
             for (uint32_t t = 0; t < f->n; t++) {
                 float *y = Y[i] + (uint64_t)t * rows;
-                if (i < 2) rope_apply(c, c->rope_cs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
+                if (i < 2 && N[i]) head_norm(c, N[i], y + h0 * hs[i], h1 - h0);
+                if (i < 2 && !L->no_rope) rope_apply(c, c->rope_cs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
                 if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
             }
         }
@@ -294,11 +310,15 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
 static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     uint32_t d = c->m->hp.n_embd, r0, r1;
+    float rs = c->m->resid_scale;
     while (take(s, d, min_rows(W), &r0, &r1)) {
         wlm_mm(c, W, y, f->n, c->xb, r0, r1, tid);
         add_bias(c->xb, b, f->n, d, r0, r1);
         for (uint32_t t = 0; t < f->n; t++)
-            for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
+            if (rs == 1.0f)
+                for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
+            else   /* granite: the block's output scaled before it is added */
+                for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r] * rs;
     }
 }
 
@@ -321,7 +341,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     const wlm_hparams *hp = &m->hp;
     wlm_pool *p = c->pool;
     uint32_t n = f->n, d = hp->n_embd, od = hp->n_head * hp->head_dim_v, k = 0;
-    float scale = 1.0f / wlm_sqrtf((float)hp->head_dim);
+    float scale = m->attn_scale != 0.0f ? m->attn_scale : 1.0f / wlm_sqrtf((float)hp->head_dim);
     step s;
 
     embed_step(f, tid, nth);
@@ -361,8 +381,14 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     wlm_pool_barrier(p, nth);
     s = step_begin(f, &k, tid, nth);
     uint32_t r0, r1;
-    while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1))
-        wlm_mm(c, m->output, c->xb, f->n_out, c->logits + (uint64_t)f->out_row * hp->n_vocab, r0, r1, tid);
+    float ls = 1.0f / m->logit_scale;
+    while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1)) {
+        float *lg = c->logits + (uint64_t)f->out_row * hp->n_vocab;
+        wlm_mm(c, m->output, c->xb, f->n_out, lg, r0, r1, tid);
+        if (ls != 1.0f)   /* granite: logits divided by logit_scale */
+            for (uint32_t t = 0; t < f->n_out; t++)
+                for (uint32_t r = r0; r < r1; r++) lg[(uint64_t)t * hp->n_vocab + r] *= ls;
+    }
 }
 
 /* Runs n tokens whose sequence, position and cache slot are in

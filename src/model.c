@@ -1,4 +1,4 @@
-/* llama / qwen2 / phi3 architectures: hyper-parameters from GGUF metadata and the tensor map.
+/* llama / qwen2 / qwen3 / smollm3 / granite / phi3 architectures: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
 #include "model.h"
@@ -17,15 +17,24 @@ static int type_ok_for_matmul(uint32_t t) {
 /* ---- architectures ------------------------------------------------------------
  *
  * Supported: "llama" (Llama 1/2/3, TinyLlama, Mistral-style files written as
- * llama, SmolLM, ...) and "qwen2" (Qwen1.5 / Qwen2 / Qwen2.5). Both are the
- * same pre-norm decoder: RMSNorm, Q/K/V/O projections with grouped-query
- * attention, RoPE, a SwiGLU feed-forward block and a final RMSNorm. They
- * differ in:
- *   - RoPE convention: llama GGUF files rotate pairs (2i, 2i+1) (the
- *     converter permutes Q/K rows for it); qwen2 rotates pairs (i, i + n_rot/2)
- *     ("NEOX" style).
+ * llama, SmolLM, ...), "qwen2" (Qwen1.5 / Qwen2 / Qwen2.5), "qwen3",
+ * "smollm3" and "granite" (Granite 3.x). All are the same pre-norm decoder:
+ * RMSNorm, Q/K/V/O projections with grouped-query attention, RoPE, a SwiGLU
+ * feed-forward block and a final RMSNorm. They differ in:
+ *   - RoPE convention: llama-like GGUF files (llama, smollm3, granite)
+ *     rotate pairs (2i, 2i+1) (the converter permutes Q/K rows for it); the
+ *     Qwen families rotate pairs (i, i + n_rot/2) ("NEOX" style).
  *   - qwen2 has F32 biases on Q, K and V (blk.N.attn_q.bias, ...). Biases are
- *     accepted (optional) on both architectures, as is attn_output.bias.
+ *     accepted (optional) on every architecture, as is attn_output.bias.
+ *   - qwen3 normalizes each head of Q and K by RMSNorm (blk.N.attn_q_norm,
+ *     attn_k_norm, [head_dim]) before RoPE.
+ *   - smollm3 leaves every 4th layer unrotated (layers 3, 7, 11, ...). Its
+ *     GGUF files carry no key for it: the converter writes none and
+ *     llama.cpp applies this fixed rule, so we do too.
+ *   - granite scales the embeddings, each block's contribution to the
+ *     residual stream, the attention scores and the logits by factors from
+ *     its metadata (granite.embedding_scale, residual_scale,
+ *     attention.scale, logit_scale).
  * "phi3" (Phi-3, Phi-3.5, Phi-4-mini) is the same decoder with NEOX RoPE and
  * two fused matrices: attn_qkv.weight holds the rows of Q, then K, then V;
  * ffn_up.weight (with no ffn_gate.weight) holds 2 n_ff rows, the gate's
@@ -41,6 +50,20 @@ static int type_ok_for_matmul(uint32_t t) {
  * (mixture-of-experts, extra norms) is refused by name rather than
  * silently ignored. */
 
+typedef struct arch_info { const char *name; uint32_t id, rope_type; } arch_info;
+static const arch_info k_archs[] = {
+    { "llama", WLM_ARCH_LLAMA, WLM_ROPE_NORM },
+    { "qwen2", WLM_ARCH_QWEN2, WLM_ROPE_NEOX },
+    { "qwen3", WLM_ARCH_QWEN3, WLM_ROPE_NEOX },
+    { "smollm3", WLM_ARCH_SMOLLM3, WLM_ROPE_NORM },
+    { "granite", WLM_ARCH_GRANITE, WLM_ROPE_NORM },
+    { "phi3", WLM_ARCH_PHI3, WLM_ROPE_NEOX },
+};
+#define N_ARCHS (sizeof k_archs / sizeof k_archs[0])
+#define SUPPORTED_ARCHS "llama, qwen2, qwen3, smollm3, granite, phi3"
+/* smollm3: a layer l has no RoPE when (l + 1) % 4 == 0 (no GGUF key says so) */
+#define SMOLLM3_NO_ROPE_STEP 4
+
 static const char *const k_global_tensors[] = { "token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight",
                                                 "rope_factors_long.weight", "rope_factors_short.weight" };
 static const char *const k_block_tensors[] = {
@@ -48,9 +71,12 @@ static const char *const k_block_tensors[] = {
     "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
     "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
 };
+/* only in architectures with per-head Q/K norms (qwen3) */
+static const char *const k_qk_norm_tensors[] = { "attn_q_norm.weight", "attn_k_norm.weight" };
 
-/* 1 when `name` is a tensor of the llama/qwen2 layout for a model of n_layer blocks */
-static int tensor_known(const char *name, uint32_t len, uint32_t n_layer) {
+/* 1 when `name` is a tensor of the layout for a model of n_layer blocks
+ * (qk_norm: with per-head Q/K norm weights) */
+static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, int qk_norm) {
     for (uint32_t i = 0; i < sizeof k_global_tensors / sizeof k_global_tensors[0]; i++)
         if (wlm_str_is(name, len, k_global_tensors[i])) return 1;
     if (len < 6 || !wlm_memeq(name, "blk.", 4)) return 0;
@@ -60,13 +86,16 @@ static int tensor_known(const char *name, uint32_t len, uint32_t n_layer) {
     p++;
     for (uint32_t i = 0; i < sizeof k_block_tensors / sizeof k_block_tensors[0]; i++)
         if (wlm_str_is(name + p, len - p, k_block_tensors[i])) return 1;
+    if (qk_norm)
+        for (uint32_t i = 0; i < 2; i++)
+            if (wlm_str_is(name + p, len - p, k_qk_norm_tensors[i])) return 1;
     return 0;
 }
 
-/* the first tensor of the file not in the llama/qwen2 layout, or NULL */
-static const wlm_tensor *first_unknown_tensor(const wlm_gguf *g, uint32_t n_layer) {
+/* the first tensor of the file not in the layout, or NULL */
+static const wlm_tensor *first_unknown_tensor(const wlm_gguf *g, uint32_t n_layer, int qk_norm) {
     for (uint64_t i = 0; i < g->n_tensors; i++)
-        if (!tensor_known(g->tensors[i].name, g->tensors[i].name_len, n_layer)) return &g->tensors[i];
+        if (!tensor_known(g->tensors[i].name, g->tensors[i].name_len, n_layer, qk_norm)) return &g->tensors[i];
     return 0;
 }
 
@@ -77,7 +106,7 @@ static wlm_status get_tensor(const wlm_gguf *g, const char *name, uint64_t ne0, 
     *out = t;
     if (!t) {
         if (!required) return WLM_OK;
-        const wlm_tensor *u = first_unknown_tensor(g, 1024);
+        const wlm_tensor *u = first_unknown_tensor(g, 1024, 1);
         if (u) return wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s (first unknown tensor: %.*s)", name, (int)WLM_MIN(u->name_len, 96u), u->name);
         return wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s", name);
     }
@@ -90,26 +119,43 @@ static wlm_status get_tensor(const wlm_gguf *g, const char *name, uint64_t ne0, 
     return WLM_OK;
 }
 
+const char *wlm_arch_name(uint32_t arch) {
+    for (uint32_t i = 0; i < N_ARCHS; i++)
+        if (k_archs[i].id == arch) return k_archs[i].name;
+    return "?";
+}
+
 static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     const wlm_gguf *g = &m->g;
     wlm_hparams *hp = &m->hp;
     const char *arch; uint32_t alen; wlm_status s;
     char kb[128];
     if ((s = wlm_kv_str(g, "general.architecture", 1, &arch, &alen, err))) return s;
-    if (wlm_str_is(arch, alen, "llama")) m->arch = WLM_ARCH_LLAMA;
-    else if (wlm_str_is(arch, alen, "qwen2")) m->arch = WLM_ARCH_QWEN2;
-    else if (wlm_str_is(arch, alen, "phi3")) m->arch = WLM_ARCH_PHI3;
-    else {
+    const arch_info *ai = 0;
+    for (uint32_t i = 0; i < N_ARCHS && !ai; i++)
+        if (wlm_str_is(arch, alen, k_archs[i].name)) ai = &k_archs[i];
+    if (!ai) {
         uint32_t n_layer = 0;
         (void)wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 0, &n_layer, err);
-        const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024);
+        const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024, 0);
         if (u)
-            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: llama, qwen2, phi3)",
+            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: " SUPPORTED_ARCHS ")",
                             (int)WLM_MIN(alen, 64u), arch, (int)WLM_MIN(u->name_len, 96u), u->name);
-        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: llama, qwen2, phi3)", (int)WLM_MIN(alen, 64u), arch);
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: " SUPPORTED_ARCHS ")", (int)WLM_MIN(alen, 64u), arch);
     }
+    m->arch = ai->id;
     hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = 1e-5f;
-    hp->rope_type = m->arch == WLM_ARCH_LLAMA ? WLM_ROPE_NORM : WLM_ROPE_NEOX;
+    hp->rope_type = ai->rope_type;
+    m->embd_scale = 1.0f; m->resid_scale = 1.0f; m->attn_scale = 0.0f; m->logit_scale = 1.0f;
+    if (m->arch == WLM_ARCH_GRANITE) {
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "embedding_scale"), 0, &m->embd_scale, err))) return s;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "residual_scale"), 0, &m->resid_scale, err))) return s;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "attention.scale"), 0, &m->attn_scale, err))) return s;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "logit_scale"), 0, &m->logit_scale, err))) return s;
+        if (!(m->embd_scale > 0 && m->embd_scale < 1e6f) || !(m->resid_scale > 0 && m->resid_scale < 1e6f) ||
+            !(m->attn_scale >= 0 && m->attn_scale < 1e6f) || !(m->logit_scale > 1e-6f && m->logit_scale < 1e6f))
+            return wlm_fail(err, WLM_ERR_FORMAT, "granite multipliers (embedding_scale, residual_scale, attention.scale, logit_scale) must be positive and finite");
+    }
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "embedding_length"), 1, &hp->n_embd, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 1, &hp->n_layer, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "feed_forward_length"), 1, &hp->n_ff, err))) return s;
@@ -308,24 +354,34 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
             T(w_up, "ffn_up.weight", d, hp->n_ff, 1)
         }
         T(w_down, "ffn_down.weight", hp->n_ff, d, 1)
+        if (m->arch == WLM_ARCH_QWEN3) {
+            T(q_norm, "attn_q_norm.weight", hp->head_dim, 0, 0)
+            T(k_norm, "attn_k_norm.weight", hp->head_dim, 0, 0)
+        }
+        L->no_rope = m->arch == WLM_ARCH_SMOLLM3 && (l + 1) % SMOLLM3_NO_ROPE_STEP == 0;
 #undef T
 #undef B
     }
     /* every required tensor is there: refuse any tensor we would ignore */
-    const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer);
+    const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer, m->arch == WLM_ARCH_QWEN3);
     if (u)
         return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor %.*s in this %s model (not part of the layout this engine runs)",
-                        (int)WLM_MIN(u->name_len, 96u), u->name,
-                        m->arch == WLM_ARCH_QWEN2 ? "qwen2" : m->arch == WLM_ARCH_PHI3 ? "phi3" : "llama");
+                        (int)WLM_MIN(u->name_len, 96u), u->name, wlm_arch_name(m->arch));
     return WLM_OK;
 }
 
 wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err) {
+    const uint8_t *d[1] = { data };
+    uint64_t z[1] = { size };
+    return wlm_model_load_parts(out, d, z, 1, err);
+}
+
+wlm_status wlm_model_load_parts(wlm_model **out, const uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err) {
     wlm_err dummy; if (!err) err = &dummy;
     if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_model_load: out is NULL");
     *out = 0;
     wlm_gguf g;
-    wlm_status s = wlm_gguf_parse(&g, data, size, err);
+    wlm_status s = wlm_gguf_parse_parts(&g, data, sizes, n_parts, err);
     if (s) return s;
     wlm_model tmp; wlm_memset(&tmp, 0, sizeof tmp);
     tmp.g = g;
@@ -372,7 +428,13 @@ void wlm_model_repack_q4g(wlm_model *m) {
 }
 
 wlm_status wlm_model_load_inplace(wlm_model **out, uint8_t *data, uint64_t size, wlm_err *err) {
-    wlm_status s = wlm_model_load(out, data, size, err);
+    uint8_t *d[1] = { data };
+    uint64_t z[1] = { size };
+    return wlm_model_load_parts_inplace(out, d, z, 1, err);
+}
+
+wlm_status wlm_model_load_parts_inplace(wlm_model **out, uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err) {
+    wlm_status s = wlm_model_load_parts(out, (const uint8_t *const *)data, sizes, n_parts, err);
     /* the SIMD builds; the scalar kernels would gain nothing */
     if (s == WLM_OK && wlm_kernels_best()->act_q4g) wlm_model_repack_q4g(*out);
     return s;
@@ -411,3 +473,5 @@ uint32_t wlm_tensor_type(const wlm_model *m, uint32_t i) { return i < m->g.n_ten
 uint32_t wlm_tensor_ndims(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].n_dims : 0; }
 uint64_t wlm_tensor_dim(const wlm_model *m, uint32_t i, uint32_t d) { return i < m->g.n_tensors && d < 4 ? m->g.tensors[i].ne[d] : 0; }
 uint64_t wlm_tensor_offset(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].offset : 0; }
+uint32_t wlm_tensor_part(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].part : 0; }
+uint32_t wlm_model_n_parts(const wlm_model *m) { return m->g.n_parts; }

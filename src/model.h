@@ -10,9 +10,12 @@ typedef struct wlm_layer {
     const wlm_tensor *attn_norm, *wq, *wk, *wv, *wo;
     const wlm_tensor *bq, *bk, *bv, *bo;    /* optional F32 biases (qwen2 has q/k/v), NULL if absent */
     const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    const wlm_tensor *q_norm, *k_norm;      /* qwen3: per-head RMSNorm weights [head_dim] of Q and K, else NULL */
+    uint32_t no_rope;                       /* smollm3: 1 when this layer's Q and K are not rotated */
 } wlm_layer;
 
-enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_PHI3 = 2 };
+enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_QWEN3 = 2, WLM_ARCH_SMOLLM3 = 3, WLM_ARCH_GRANITE = 4,
+       WLM_ARCH_PHI3 = 7 };   /* 5, 6: gemma2, gemma3 (branch b27) */
 enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
 
 struct wlm_model {
@@ -25,6 +28,10 @@ struct wlm_model {
     uint32_t rope_scaling;                  /* WLM_ROPE_SCALING_* */
     float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
     uint32_t rope_orig_ctx;
+    /* granite multipliers (1 elsewhere): x = embed * embd_scale; each block
+     * adds resid_scale * its output; attention scores use attn_scale instead
+     * of 1/sqrt(head_dim) when it is not 0; logits are divided by logit_scale */
+    float embd_scale, resid_scale, attn_scale, logit_scale;
     /* phi3 LongRoPE: per-frequency divisors for contexts up to
      * rope_orig_ctx (short) and beyond it (long), and the factor that
      * scales RoPE's cos and sin (rope.scaling.attn_factor, 1 when absent) */
@@ -38,6 +45,9 @@ struct wlm_model {
     wlm_vocab vocab;
     void *mem;
 };
+
+/* the GGUF general.architecture name of a WLM_ARCH_* value */
+const char *wlm_arch_name(uint32_t arch);
 
 /* The divisor of RoPE frequency i (0 <= i < n_rot/2) for model m: 1 without
  * scaling; rope_freqs.weight[i] when the file has it; otherwise computed

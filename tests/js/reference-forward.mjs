@@ -1,11 +1,13 @@
 // An independent, deliberately plain forward pass (not a test file itself):
 // reads a GGUF with its own small reader (F32 / F16 tensors only) and runs
-// the llama / qwen2 / phi3 decoder in double precision, written from the math:
+// the llama / qwen2 / qwen3 / smollm3 / granite / phi3 decoder in double precision,
+// written from the math:
 //
-//   x = E[token]
+//   x = E[token] * s_emb                                        (granite: embedding_scale, else 1)
 //   per layer:  h = rmsnorm(x) * g_attn
 //               q = Wq h + bq, k = Wk h + bk, v = Wv h + bv     (biases when present)
-//               rotate q, k per head by RoPE at the position:
+//               qwen3: each head of q, k = rmsnorm(head) * g_q / g_k (attn_q_norm, attn_k_norm)
+//               rotate q, k per head by RoPE at the position    (smollm3: not in layers l with (l+1) % 4 == 0):
 //                 theta_i = base^(-2i/n_rot) / divisor_i
 //                 (divisor_i: rope_freqs.weight, or the Llama 3.1 rule from
 //                  rope.scaling.* metadata, or 1)
@@ -13,14 +15,16 @@
 //                  context of at most rope.scaling.original_context_length
 //                  positions, rope_factors_long.weight[i] beyond; cos and sin
 //                  times rope.scaling.attn_factor)
-//                 pairs (2i, 2i+1) for llama, (i, i + n_rot/2) for qwen2 and phi3
+//                 pairs (2i, 2i+1) for llama, smollm3, granite; (i, i + n_rot/2) for qwen2, qwen3, phi3
 //               (phi3: q, k, v are the rows of attn_qkv.weight in turn)
-//               a_h = softmax(q_h . K_g / sqrt(key_length)) V_g    (g = h / (n_head / n_head_kv), causal;
+//               a_h = softmax(q_h . K_g * s_att) V_g    (g = h / (n_head / n_head_kv), causal;
+//                                                        s_att = granite attention.scale, else 1/sqrt(key_length);
 //                     with attention.sliding_window W (llama) only keys at positions > pos - W)
-//               x += Wo a (+ bo)
-//               h = rmsnorm(x) * g_ffn ;  x += Wdown (silu(Wgate h) * (Wup h))
+//               x += s_res * (Wo a (+ bo))                      (granite: residual_scale, else 1)
+//               h = rmsnorm(x) * g_ffn ;  x += s_res * Wdown (silu(Wgate h) * (Wup h))
 //                     (phi3: Wgate, Wup = the first and second n_ff rows of ffn_up.weight)
-//   logits = Wout (rmsnorm(x) * g_out)        (Wout = E when output.weight is absent)
+//   logits = Wout (rmsnorm(x) * g_out) / s_logit  (Wout = E when output.weight is absent;
+//                                                   granite: logit_scale, else 1)
 import fs from 'node:fs';
 
 const dec = new TextDecoder();
@@ -106,7 +110,7 @@ function rmsnorm(x, g, eps) {
  * length it runs with, which picks phi3's LongRoPE factors). */
 export function configOf({ meta, tensors }, { nCtx = 0 } = {}) {
   const arch = meta['general.architecture'];
-  if (arch !== 'llama' && arch !== 'qwen2' && arch !== 'phi3') throw new Error(`reference: architecture ${arch}`);
+  if (!['llama', 'qwen2', 'qwen3', 'smollm3', 'granite', 'phi3'].includes(arch)) throw new Error(`reference: architecture ${arch}`);
   const k = (s) => meta[`${arch}.${s}`];
   const d = k('embedding_length'), nHead = k('attention.head_count');
   const nHeadKv = k('attention.head_count_kv') ?? nHead;
@@ -129,9 +133,15 @@ export function configOf({ meta, tensors }, { nCtx = 0 } = {}) {
     theta.push(t);
   }
   return {
-    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch !== 'llama',
+    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch === 'qwen2' || arch === 'qwen3' || arch === 'phi3',
     mscale: k('rope.scaling.attn_factor') ?? 1,
     window: arch === 'llama' ? k('attention.sliding_window') ?? 0 : 0,
+    embScale: arch === 'granite' ? k('embedding_scale') ?? 1 : 1,
+    resScale: arch === 'granite' ? k('residual_scale') ?? 1 : 1,
+    attScale: (arch === 'granite' && k('attention.scale')) || 0,   // 0: 1/sqrt(key_length)
+    logitScale: arch === 'granite' ? k('logit_scale') ?? 1 : 1,
+    // smollm3: llama.cpp leaves every 4th layer unrotated (no GGUF key for it)
+    ropeLayer: (l) => arch !== 'smollm3' || (l + 1) % 4 !== 0,
     nLayer: k('block_count'), nFf: k('feed_forward_length'),
     eps: k('attention.layer_norm_rms_epsilon') ?? 1e-5,
     nVocab: tensors['token_embd.weight'].ne[1],
@@ -161,7 +171,7 @@ export function referenceLogits(g, tokens, { nCtx = 0 } = {}) {
   for (let l = 0; l < c.nLayer; l++) { K.push([]); V.push([]); }
   const out = [];
   tokens.forEach((tok, pos) => {
-    let x = E.slice(tok * c.d, (tok + 1) * c.d);
+    let x = E.slice(tok * c.d, (tok + 1) * c.d).map((z) => z * c.embScale);
     for (let l = 0; l < c.nLayer; l++) {
       const b = (s) => W(`blk.${l}.${s}`);
       let h = rmsnorm(x, b('attn_norm.weight'), c.eps);
@@ -169,8 +179,15 @@ export function referenceLogits(g, tokens, { nCtx = 0 } = {}) {
       const q = matvec(qkv ? rows(qkv, c.d, 0, nq) : b('attn_q.weight'), h, nq, b('attn_q.bias'));
       const k = matvec(qkv ? rows(qkv, c.d, nq, nk) : b('attn_k.weight'), h, nk, b('attn_k.bias'));
       const v = matvec(qkv ? rows(qkv, c.d, nq + nk, c.nHeadKv * c.hv) : b('attn_v.weight'), h, c.nHeadKv * c.hv, b('attn_v.bias'));
-      for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos);
-      for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos);
+      const headNorm = (v, n, g) => {
+        for (let hh = 0; hh < n; hh++) v.set(rmsnorm(v.slice(hh * c.hk, (hh + 1) * c.hk), g, c.eps), hh * c.hk);
+      };
+      if (b('attn_q_norm.weight')) headNorm(q, c.nHead, b('attn_q_norm.weight'));
+      if (b('attn_k_norm.weight')) headNorm(k, c.nHeadKv, b('attn_k_norm.weight'));
+      if (c.ropeLayer(l)) {
+        for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos);
+        for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos);
+      }
       K[l].push(k); V[l].push(v);
       const att = new Float64Array(c.nHead * c.hv);
       for (let hq = 0; hq < c.nHead; hq++) {
@@ -179,23 +196,23 @@ export function referenceLogits(g, tokens, { nCtx = 0 } = {}) {
           if (c.window && pos - j >= c.window) return -Infinity;   // outside the sliding window
           let dot = 0;
           for (let i = 0; i < c.hk; i++) dot += q[hq * c.hk + i] * kj[g * c.hk + i];
-          return dot / Math.sqrt(c.hk);
+          return c.attScale ? dot * c.attScale : dot / Math.sqrt(c.hk);
         });
         const mx = Math.max(...s), e = s.map((z) => Math.exp(z - mx)), sum = e.reduce((a, z) => a + z, 0);
         for (let j = 0; j < e.length; j++)
           for (let i = 0; i < c.hv; i++) att[hq * c.hv + i] += (e[j] / sum) * V[l][j][g * c.hv + i];
       }
       const o = matvec(b('attn_output.weight'), att, c.d, b('attn_output.bias'));
-      x = x.map((z, i) => z + o[i]);
+      x = x.map((z, i) => z + c.resScale * o[i]);
       h = rmsnorm(x, b('ffn_norm.weight'), c.eps);
       const fused = !b('ffn_gate.weight');
       const gate = matvec(fused ? rows(b('ffn_up.weight'), c.d, 0, c.nFf) : b('ffn_gate.weight'), h, c.nFf);
       const up = matvec(fused ? rows(b('ffn_up.weight'), c.d, c.nFf, c.nFf) : b('ffn_up.weight'), h, c.nFf);
       const act = gate.map((z, i) => (z / (1 + Math.exp(-z))) * up[i]);
       const dn = matvec(b('ffn_down.weight'), act, c.d);
-      x = x.map((z, i) => z + dn[i]);
+      x = x.map((z, i) => z + c.resScale * dn[i]);
     }
-    out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab));
+    out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab).map((z) => z / c.logitScale));
   });
   return out;
 }
