@@ -51,6 +51,16 @@ static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const w
     }
 }
 
+/* heads [h0, h1) of one token's row y (heads of hs floats): each head
+ * x -> rmsnorm(x) * w (gemma3's Q/K norms; w has hs values) */
+static void head_norm(float *y, const wlm_tensor *norm, uint32_t hs, uint32_t h0, uint32_t h1, float eps) {
+    const float *w = (const float *)norm->data;
+    for (uint32_t h = h0; h < h1; h++) {
+        float *x = y + (uint64_t)h * hs, sc = rms_scale(x, hs, eps);
+        for (uint32_t i = 0; i < hs; i++) x[i] = (x[i] * sc) * w[i];
+    }
+}
+
 /* y[t][r] += b[r] for rows [r0, r1) of n_tok rows of `rows` values (projection biases) */
 static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t rows, uint32_t r0, uint32_t r1) {
     if (!b) return;
@@ -65,10 +75,10 @@ static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t row
  *   NORM (llama GGUF files): consecutive pairs (x[2i], x[2i+1]);
  *   NEOX (qwen2):            halves, (x[i], x[i + n_rot/2]).
  * cs holds (cos, sin) of each pos * theta_i, once per token of a chunk. */
-static void rope_prepare(const wlm_ctx *c, float *cs, uint32_t pos) {
+static void rope_prepare(const wlm_ctx *c, const double *freq, float *cs, uint32_t pos) {
     uint32_t half = c->m->hp.n_rot / 2;
     for (uint32_t i = 0; i < half; i++) {
-        double ang = (double)pos * c->rope_freq[i];
+        double ang = (double)pos * freq[i];
         cs[2 * i] = (float)wlm_cos(ang);
         cs[2 * i + 1] = (float)wlm_sin(ang);
     }
@@ -153,7 +163,7 @@ static uint32_t att_block_tokens(const wlm_hparams *hp) {
 
 /* the slots a token of the run starting at t0 may see, up to position wpos */
 static wlm_att_mask att_run_mask(const wlm_ctx *c, uint32_t t0, int32_t wpos) {
-    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0 };
+    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0, c->m->attn_softcap };
     return mk;
 }
 
@@ -202,6 +212,9 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
     const float *qs[WLM_ATT_MAXQ];
     float *outs[WLM_ATT_MAXQ];
     int32_t qpos[WLM_ATT_MAXQ];
+    /* a sliding-window layer: a query at position p sees positions > p - n_swa,
+     * a window of its own, so its queries run one by one */
+    uint32_t swa = c->m->layers[layer].swa ? c->m->n_swa : 0;
     while (take(s, nblk * hp->n_head_kv, 1, &lo, &hi))
         for (uint32_t it = lo; it < hi; it++) {
             uint32_t b = it / hp->n_head_kv, hk = it % hp->n_head_kv;
@@ -211,7 +224,7 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
             const void *kc = (const uint8_t *)c->k_cache + off * esz, *vc = (const uint8_t *)c->v_cache + off_v * esz;
             while (t0 < tend) {   /* the block's runs (att_plan_runs) */
                 uint32_t t1 = c->att_run[t0] & ~ATT_TOGETHER;
-                int together = (c->att_run[t0] & ATT_TOGETHER) != 0;
+                int together = (c->att_run[t0] & ATT_TOGETHER) != 0 && !swa;
                 wlm_att_mask mask = att_run_mask(c, t0, c->att_wpos[t0]);
                 /* the run's queries, WLM_ATT_MAXQ at a time (a GQA group can be wider) */
                 uint32_t nq = 0;
@@ -228,6 +241,7 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
                             for (uint32_t i = 0; i < nq; i++) {
                                 wlm_att_mask one = mask;
                                 one.qpos = qpos[i];
+                                if (swa) one.window_lo = qpos[i] - (int32_t)swa + 1;
                                 wlm_attention_tiled_kv(c->k, qs[i], kc, vc, f16, &one, hd, hdv, scale, outs[i], tile, idx);
                             }
                         nq = 0;
@@ -245,8 +259,11 @@ static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
     uint64_t emb_row = m->tok_embd->nbytes / m->tok_embd->ne[1];
     wlm_split(f->n, tid, nth, &lo, &hi);
     for (uint32_t t = lo; t < hi; t++) {
-        wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, c->x + (uint64_t)t * d, d);
-        rope_prepare(c, c->rope_cs + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
+        float *x = c->x + (uint64_t)t * d;
+        wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, x, d);
+        if (m->embd_scale) for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale;
+        rope_prepare(c, c->rope_freq, c->rope_cs + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
+        if (c->rope_cs_swa) rope_prepare(c, c->rope_freq_swa, c->rope_cs_swa + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
     }
 }
 
@@ -261,6 +278,8 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
     const wlm_tensor *W[3] = { L->wq, L->wk, L->wv }, *B[3] = { L->bq, L->bk, L->bv };
     float *Y[3] = { c->q, c->kk, c->vv };
     uint32_t heads[3] = { hp->n_head, hp->n_head_kv, hp->n_head_kv }, hs[3] = { hp->head_dim, hp->head_dim, hp->head_dim_v };
+    const wlm_tensor *N[2] = { L->q_norm, L->k_norm };
+    const float *rcs = L->swa && c->rope_cs_swa ? c->rope_cs_swa : c->rope_cs;
     uint32_t lo, hi;
     while (take(s, heads[0] + heads[1] + heads[2], 1, &lo, &hi))
         for (uint32_t i = 0, base = 0; i < 3; base += heads[i], i++) {
@@ -272,34 +291,58 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
             add_bias(Y[i], B[i], f->n, rows, h0 * hs[i], h1 * hs[i]);
             for (uint32_t t = 0; t < f->n; t++) {
                 float *y = Y[i] + (uint64_t)t * rows;
-                if (i < 2) rope_apply(c, c->rope_cs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
+                if (i < 2 && N[i]) head_norm(y, N[i], hs[i], h0, h1, hp->rms_eps);
+                if (i < 2) rope_apply(c, rcs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
                 if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
             }
         }
 }
 
 /* x += W y (+ bias): a projection back into the residual stream (attention
- * output, FFN down), each thread adding the rows it computed */
-static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, const step *s, uint32_t tid) {
+ * output, FFN down), each thread adding the rows it computed. With
+ * add = 0 only xb = W y (+ bias): a norm of the whole row comes first
+ * (post_norm_step). */
+static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, int add, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     uint32_t d = c->m->hp.n_embd, r0, r1;
     while (take(s, d, min_rows(W), &r0, &r1)) {
         wlm_mm(c, W, y, f->n, c->xb, r0, r1, tid);
         add_bias(c->xb, b, f->n, d, r0, r1);
-        for (uint32_t t = 0; t < f->n; t++)
-            for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
+        if (add)
+            for (uint32_t t = 0; t < f->n; t++)
+                for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
     }
 }
 
-/* hb = silu(W_gate h) * (W_up h): a thread computes the same rows of both */
+/* x += rmsnorm(xb) * w (gemma's post-attention and post-FFN norms), the
+ * tokens split among threads (one token: thread 0; a row of n_embd is cheap) */
+static void post_norm_step(const fwd *f, const wlm_tensor *norm, uint32_t tid, uint32_t nth) {
+    wlm_ctx *c = f->c;
+    uint32_t d = c->m->hp.n_embd, t0, t1;
+    const float *w = (const float *)norm->data;
+    wlm_split(f->n, tid, nth, &t0, &t1);
+    for (uint32_t t = t0; t < t1; t++) {
+        const float *y = c->xb + (uint64_t)t * d;
+        float *x = c->x + (uint64_t)t * d, sc = rms_scale(y, d, c->m->hp.rms_eps);
+        for (uint32_t i = 0; i < d; i++) x[i] += (y[i] * sc) * w[i];
+    }
+}
+
+/* hb = act(W_gate h) * (W_up h), act = SiLU (SwiGLU) or GELU (GeGLU, gemma):
+ * a thread computes the same rows of both */
 static void gate_up_step(const fwd *f, const wlm_layer *L, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     uint32_t nff = c->m->hp.n_ff, r0, r1;
+    int gelu = c->m->ffn_gelu;
     while (take(s, nff, min_rows(L->w_gate), &r0, &r1)) {
         wlm_mm(c, L->w_gate, c->xb, f->n, c->hb, r0, r1, tid);
         wlm_mm(c, L->w_up, c->xb, f->n, c->hb2, r0, r1, tid);
-        for (uint32_t t = 0; t < f->n; t++)
-            c->k->silu_mul(r1 - r0, c->hb + (uint64_t)t * nff + r0, c->hb2 + (uint64_t)t * nff + r0);
+        for (uint32_t t = 0; t < f->n; t++) {
+            float *a = c->hb + (uint64_t)t * nff + r0;
+            const float *b = c->hb2 + (uint64_t)t * nff + r0;
+            if (gelu) for (uint32_t i = 0; i < r1 - r0; i++) a[i] = wlm_gelu_tanh(a[i]) * b[i];
+            else c->k->silu_mul(r1 - r0, a, b);
+        }
     }
 }
 
@@ -310,7 +353,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     const wlm_hparams *hp = &m->hp;
     wlm_pool *p = c->pool;
     uint32_t n = f->n, d = hp->n_embd, od = hp->n_head * hp->head_dim_v, k = 0;
-    float scale = 1.0f / wlm_sqrtf((float)hp->head_dim);
+    float scale = m->attn_scale ? m->attn_scale : 1.0f / wlm_sqrtf((float)hp->head_dim);
     step s;
 
     embed_step(f, tid, nth);
@@ -329,8 +372,12 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         act_step(c, c->att, 0, 0, 0, n, od, wlm_mm_needs(c, L->wo, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
-        residual_step(f, L->wo, L->bo, c->att, &s, tid);
+        residual_step(f, L->wo, L->bo, c->att, !L->post_attn_norm, &s, tid);
         wlm_pool_barrier(p, nth);
+        if (L->post_attn_norm) {   /* gemma: x += rmsnorm(Wo att) * w_post_attn */
+            post_norm_step(f, L->post_attn_norm, tid, nth);
+            wlm_pool_barrier(p, nth);
+        }
         /* feed-forward block (SwiGLU): h = rmsnorm(x) * w_ffn_norm; x += W_down (silu(W_gate h) * (W_up h)) */
         act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, wlm_mm_needs(c, L->w_gate, n) | wlm_mm_needs(c, L->w_up, n), tid, nth);
         wlm_pool_barrier(p, nth);
@@ -340,8 +387,12 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, wlm_mm_needs(c, L->w_down, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
-        residual_step(f, L->w_down, 0, c->hb, &s, tid);
+        residual_step(f, L->w_down, 0, c->hb, !L->post_ffn_norm, &s, tid);
         wlm_pool_barrier(p, nth);
+        if (L->post_ffn_norm) {    /* gemma: x += rmsnorm(W_down hb) * w_post_ffw */
+            post_norm_step(f, L->post_ffn_norm, tid, nth);
+            wlm_pool_barrier(p, nth);
+        }
     }
 
     /* logits = W_out (rmsnorm(x) * w_out_norm) for the tokens asked for */
@@ -350,8 +401,13 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     wlm_pool_barrier(p, nth);
     s = step_begin(f, &k, tid, nth);
     uint32_t r0, r1;
-    while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1))
-        wlm_mm(c, m->output, c->xb, f->n_out, c->logits + (uint64_t)f->out_row * hp->n_vocab, r0, r1, tid);
+    float *lg = c->logits + (uint64_t)f->out_row * hp->n_vocab;
+    while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1)) {
+        wlm_mm(c, m->output, c->xb, f->n_out, lg, r0, r1, tid);
+        if (m->final_softcap > 0)   /* gemma2: logits soft-capped */
+            for (uint32_t t = 0; t < f->n_out; t++)
+                for (uint32_t r = r0; r < r1; r++) lg[(uint64_t)t * hp->n_vocab + r] = wlm_softcap(lg[(uint64_t)t * hp->n_vocab + r], m->final_softcap);
+    }
 }
 
 /* Runs n tokens whose sequence, position and cache slot are in

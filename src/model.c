@@ -1,8 +1,9 @@
-/* llama / qwen2 architectures: hyper-parameters from GGUF metadata and the tensor map.
+/* llama / qwen2 / gemma2 / gemma3 architectures: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
 #include "model.h"
 #include "kernels.h"
+#include "wmath.h"
 
 static const char *key(char *buf, const char *arch, uint32_t alen, const char *suffix) {
     wlm_fmt(buf, 128, "%.*s.%s", (int)alen, arch, suffix);
@@ -36,9 +37,24 @@ static const char *const k_block_tensors[] = {
     "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
     "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
 };
+/* the gemma2 / gemma3 norms (gemma3 adds the Q/K norms: the last two) */
+static const char *const k_gemma_tensors[] = {
+    "post_attention_norm.weight", "post_ffw_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight",
+};
 
-/* 1 when `name` is a tensor of the llama/qwen2 layout for a model of n_layer blocks */
-static int tensor_known(const char *name, uint32_t len, uint32_t n_layer) {
+static int is_gemma(uint32_t arch) { return arch == WLM_ARCH_GEMMA2 || arch == WLM_ARCH_GEMMA3; }
+
+static const char *arch_name(uint32_t arch) {
+    switch (arch) {
+    case WLM_ARCH_QWEN2: return "qwen2";
+    case WLM_ARCH_GEMMA2: return "gemma2";
+    case WLM_ARCH_GEMMA3: return "gemma3";
+    default: return "llama";
+    }
+}
+
+/* 1 when `name` is a tensor of architecture arch's layout for a model of n_layer blocks */
+static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, uint32_t arch) {
     for (uint32_t i = 0; i < sizeof k_global_tensors / sizeof k_global_tensors[0]; i++)
         if (wlm_str_is(name, len, k_global_tensors[i])) return 1;
     if (len < 6 || !wlm_memeq(name, "blk.", 4)) return 0;
@@ -48,24 +64,28 @@ static int tensor_known(const char *name, uint32_t len, uint32_t n_layer) {
     p++;
     for (uint32_t i = 0; i < sizeof k_block_tensors / sizeof k_block_tensors[0]; i++)
         if (wlm_str_is(name + p, len - p, k_block_tensors[i])) return 1;
+    uint32_t n_gemma = arch == WLM_ARCH_GEMMA3 ? 4 : arch == WLM_ARCH_GEMMA2 ? 2 : 0;
+    for (uint32_t i = 0; i < n_gemma; i++)
+        if (wlm_str_is(name + p, len - p, k_gemma_tensors[i])) return 1;
     return 0;
 }
 
-/* the first tensor of the file not in the llama/qwen2 layout, or NULL */
-static const wlm_tensor *first_unknown_tensor(const wlm_gguf *g, uint32_t n_layer) {
+/* the first tensor of the file not in architecture arch's layout, or NULL */
+static const wlm_tensor *first_unknown_tensor(const wlm_gguf *g, uint32_t n_layer, uint32_t arch) {
     for (uint64_t i = 0; i < g->n_tensors; i++)
-        if (!tensor_known(g->tensors[i].name, g->tensors[i].name_len, n_layer)) return &g->tensors[i];
+        if (!tensor_known(g->tensors[i].name, g->tensors[i].name_len, n_layer, arch)) return &g->tensors[i];
     return 0;
 }
 
 /* Finds a tensor, checks its shape (ne0, ne1; ne1 = 0 for vectors) and type. */
-static wlm_status get_tensor(const wlm_gguf *g, const char *name, uint64_t ne0, uint64_t ne1, int required,
+static wlm_status get_tensor(const wlm_model *m, const char *name, uint64_t ne0, uint64_t ne1, int required,
                              int matrix, const wlm_tensor **out, wlm_err *err) {
+    const wlm_gguf *g = &m->g;
     const wlm_tensor *t = wlm_gguf_tensor(g, name);
     *out = t;
     if (!t) {
         if (!required) return WLM_OK;
-        const wlm_tensor *u = first_unknown_tensor(g, 1024);
+        const wlm_tensor *u = first_unknown_tensor(g, 1024, m->arch);
         if (u) return wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s (first unknown tensor: %.*s)", name, (int)WLM_MIN(u->name_len, 96u), u->name);
         return wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s", name);
     }
@@ -78,6 +98,50 @@ static wlm_status get_tensor(const wlm_gguf *g, const char *name, uint64_t ne0, 
     return WLM_OK;
 }
 
+/* Gemma 2 / Gemma 3 (architectures "gemma2", "gemma3"): the same decoder
+ * with NEOX RoPE plus
+ *   - token embeddings scaled by sqrt(n_embd);
+ *   - RMSNorm weights used as stored: Gemma computes x * (1 + w), and the
+ *     GGUF converter writes 1 + w into the file (checked against llama.cpp
+ *     on the same files: tools/xcheck/gemma2.mjs);
+ *   - the outputs of attention and of the FFN normed (post_attention_norm,
+ *     post_ffw_norm) before they join the residual stream;
+ *   - GeGLU: gelu(gate) * up, GELU in its tanh form;
+ *   - a sliding window (attention.sliding_window) on some layers: gemma2
+ *     every other one from layer 0, gemma3 five of every six (layers 5, 11,
+ *     ... are global); gemma3's sliding layers rotate with base 10000 and no
+ *     scaling, its global ones with the file's rope.freq_base and scaling;
+ *   - gemma2: attention scores and final logits soft-capped, s -> c tanh(s/c),
+ *     with attn_logit_softcapping (default 50) and final_logit_softcapping
+ *     (default 30); gemma3 has no soft-capping but per-head Q/K RMSNorm;
+ *   - queries scaled by 1/sqrt(query_pre_attn_scalar). The converter writes
+ *     no such key: that scalar is the key length, except in the 27B models
+ *     (46 layers for gemma2, 62 for gemma3), where it is n_embd / n_head. */
+static wlm_status load_gemma_hparams(wlm_model *m, const char *arch, uint32_t alen, wlm_err *err) {
+    const wlm_gguf *g = &m->g;
+    wlm_hparams *hp = &m->hp;
+    char kb[128];
+    wlm_status s;
+    int g2 = m->arch == WLM_ARCH_GEMMA2;
+    m->embd_scale = wlm_sqrtf((float)hp->n_embd);
+    m->ffn_gelu = 1;
+    m->n_swa = g2 ? 4096 : 0;
+    if ((s = wlm_kv_u32(g, key(kb, arch, alen, "attention.sliding_window"), 0, &m->n_swa, err))) return s;
+    if (g2) {
+        m->attn_softcap = 50.0f; m->final_softcap = 30.0f;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "attn_logit_softcapping"), 0, &m->attn_softcap, err))) return s;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "final_logit_softcapping"), 0, &m->final_softcap, err))) return s;
+        if (!(m->attn_softcap >= 0) || !(m->final_softcap >= 0))
+            return wlm_fail(err, WLM_ERR_FORMAT, "gemma2 soft-capping values must not be negative");
+    } else {
+        m->rope_base_swa = 10000.0f;
+    }
+    uint32_t big = g2 ? 46 : 62;
+    float qpas = hp->n_layer == big ? (float)hp->n_embd / (float)hp->n_head : (float)hp->head_dim;
+    m->attn_scale = 1.0f / wlm_sqrtf(qpas);
+    return WLM_OK;
+}
+
 static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     const wlm_gguf *g = &m->g;
     wlm_hparams *hp = &m->hp;
@@ -86,17 +150,20 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if ((s = wlm_kv_str(g, "general.architecture", 1, &arch, &alen, err))) return s;
     if (wlm_str_is(arch, alen, "llama")) m->arch = WLM_ARCH_LLAMA;
     else if (wlm_str_is(arch, alen, "qwen2")) m->arch = WLM_ARCH_QWEN2;
+    else if (wlm_str_is(arch, alen, "gemma2")) m->arch = WLM_ARCH_GEMMA2;
+    else if (wlm_str_is(arch, alen, "gemma3")) m->arch = WLM_ARCH_GEMMA3;
     else {
         uint32_t n_layer = 0;
         (void)wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 0, &n_layer, err);
-        const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024);
+        const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024, WLM_ARCH_LLAMA);
         if (u)
-            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: llama, qwen2)",
+            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: llama, qwen2, gemma2, gemma3)",
                             (int)WLM_MIN(alen, 64u), arch, (int)WLM_MIN(u->name_len, 96u), u->name);
-        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: llama, qwen2)", (int)WLM_MIN(alen, 64u), arch);
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: llama, qwen2, gemma2, gemma3)", (int)WLM_MIN(alen, 64u), arch);
     }
-    hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = 1e-5f;
-    hp->rope_type = m->arch == WLM_ARCH_QWEN2 ? WLM_ROPE_NEOX : WLM_ROPE_NORM;
+    int gemma = is_gemma(m->arch);
+    hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = gemma ? 1e-6f : 1e-5f;
+    hp->rope_type = m->arch == WLM_ARCH_LLAMA ? WLM_ROPE_NORM : WLM_ROPE_NEOX;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "embedding_length"), 1, &hp->n_embd, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 1, &hp->n_layer, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "feed_forward_length"), 1, &hp->n_ff, err))) return s;
@@ -162,7 +229,7 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
             return wlm_fail(err, WLM_ERR_FORMAT, "llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor and original_context_length > 0");
         if (m->rope_scale_factor == 1.0f && m->rope_scaling == WLM_ROPE_SCALING_LINEAR) m->rope_scaling = WLM_ROPE_SCALING_NONE;
     }
-    return WLM_OK;
+    return gemma ? load_gemma_hparams(m, arch, alen, err) : WLM_OK;
 }
 
 double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta) {
@@ -199,10 +266,10 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     uint64_t d = hp->n_embd, q_dim = (uint64_t)hp->n_head * hp->head_dim, kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
     uint64_t v_dim = (uint64_t)hp->n_head_kv * hp->head_dim_v, o_dim = (uint64_t)hp->n_head * hp->head_dim_v;
     wlm_status s;
-    if ((s = get_tensor(g, "token_embd.weight", d, hp->n_vocab, 1, 1, &m->tok_embd, err))) return s;
-    if ((s = get_tensor(g, "output_norm.weight", d, 0, 1, 0, &m->out_norm, err))) return s;
-    if ((s = get_tensor(g, "output.weight", d, hp->n_vocab, 0, 1, &m->output, err))) return s;
-    if ((s = get_tensor(g, "rope_freqs.weight", hp->n_rot / 2, 0, 0, 0, &m->rope_freqs, err))) return s;
+    if ((s = get_tensor(m, "token_embd.weight", d, hp->n_vocab, 1, 1, &m->tok_embd, err))) return s;
+    if ((s = get_tensor(m, "output_norm.weight", d, 0, 1, 0, &m->out_norm, err))) return s;
+    if ((s = get_tensor(m, "output.weight", d, hp->n_vocab, 0, 1, &m->output, err))) return s;
+    if ((s = get_tensor(m, "rope_freqs.weight", hp->n_rot / 2, 0, 0, 0, &m->rope_freqs, err))) return s;
     if (m->rope_freqs) {
         const float *f = (const float *)m->rope_freqs->data;
         for (uint32_t i = 0; i < hp->n_rot / 2; i++)
@@ -217,7 +284,7 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
         wlm_layer *L = &m->layers[l];
 #define T(field, suffix, n0, n1, mat) \
         wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
-        if ((s = get_tensor(g, name, n0, n1, 1, mat, &L->field, err))) return s;
+        if ((s = get_tensor(m, name, n0, n1, 1, mat, &L->field, err))) return s;
 #define B(field, suffix, n) \
         wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
         if ((s = get_bias(g, name, n, &L->field, err))) return s;
@@ -234,14 +301,23 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
         T(w_gate, "ffn_gate.weight", d, hp->n_ff, 1)
         T(w_up, "ffn_up.weight", d, hp->n_ff, 1)
         T(w_down, "ffn_down.weight", hp->n_ff, d, 1)
+        if (is_gemma(m->arch)) {
+            T(post_attn_norm, "post_attention_norm.weight", d, 0, 0)
+            T(post_ffn_norm, "post_ffw_norm.weight", d, 0, 0)
+            if (m->arch == WLM_ARCH_GEMMA3) {
+                T(q_norm, "attn_q_norm.weight", hp->head_dim, 0, 0)
+                T(k_norm, "attn_k_norm.weight", hp->head_dim, 0, 0)
+            }
+            L->swa = m->n_swa && (m->arch == WLM_ARCH_GEMMA2 ? l % 2 == 0 : l % 6 != 5);
+        }
 #undef T
 #undef B
     }
     /* every required tensor is there: refuse any tensor we would ignore */
-    const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer);
+    const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer, m->arch);
     if (u)
         return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor %.*s in this %s model (not part of the layout this engine runs)",
-                        (int)WLM_MIN(u->name_len, 96u), u->name, m->arch == WLM_ARCH_QWEN2 ? "qwen2" : "llama");
+                        (int)WLM_MIN(u->name_len, 96u), u->name, arch_name(m->arch));
     return WLM_OK;
 }
 

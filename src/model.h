@@ -10,9 +10,13 @@ typedef struct wlm_layer {
     const wlm_tensor *attn_norm, *wq, *wk, *wv, *wo;
     const wlm_tensor *bq, *bk, *bv, *bo;    /* optional F32 biases (qwen2 has q/k/v), NULL if absent */
     const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    /* gemma2 / gemma3: norms of the attention and FFN outputs before they are
+     * added to the residual; gemma3: per-head RMSNorm of Q and K (before RoPE) */
+    const wlm_tensor *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
+    uint32_t swa;                           /* 1: a sliding-window layer (sees the last n_swa positions) */
 } wlm_layer;
 
-enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1 };
+enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_GEMMA2 = 2, WLM_ARCH_GEMMA3 = 3 };
 enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
 
 struct wlm_model {
@@ -25,6 +29,13 @@ struct wlm_model {
     uint32_t rope_scaling;                  /* WLM_ROPE_SCALING_* */
     float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
     uint32_t rope_orig_ctx;
+    /* gemma2 / gemma3 (0 / 1 / plain values for llama and qwen2) */
+    float embd_scale;                       /* token embeddings times this (sqrt(n_embd)); 0: none */
+    float attn_scale;                       /* queries times this before q.k (1/sqrt(head_dim) unless the architecture says) */
+    float attn_softcap, final_softcap;      /* s -> cap * tanh(s / cap) on attention scores / logits; 0: none */
+    uint32_t n_swa;                         /* sliding window in positions (0: none); which layers: wlm_layer.swa */
+    float rope_base_swa;                    /* RoPE base of the sliding-window layers (gemma3: 10000, unscaled); 0: same as the others */
+    uint32_t ffn_gelu;                      /* 1: GeGLU, gelu(gate) * up with tanh-approximated GELU; 0: SwiGLU */
     wlm_layer *layers;
     wlm_vocab vocab;
     void *mem;

@@ -252,7 +252,7 @@ TEST(forward_attention_block_equals_single_queries) {
             if (qpos[i] > qmax) qmax = qpos[i];
             qp[i] = Q + i * hdk; op[i] = outb + i * hdv;
         }
-        wlm_att_mask mk = { pos, seq, 1, n, qmax, 0 };
+        wlm_att_mask mk = { pos, seq, 1, n, qmax, 0, 0 };
         CHECK(wlm_att_ascending(&mk));
         for (int f16 = 0; f16 < 2; f16++)
             for (int k = 0; k < N_SETS; k++) {

@@ -1,6 +1,8 @@
 // Architectures: synthetic llama, Llama 3 style (rope_freqs.weight or llama3
 // RoPE-scaling metadata, key/value head sizes that differ from
-// n_embd/n_head, byte-level BPE) and qwen2 (Q/K/V biases, NEOX RoPE) models
+// n_embd/n_head, byte-level BPE), qwen2 (Q/K/V biases, NEOX RoPE), gemma2
+// (soft-capping, post norms, GeGLU, sliding window on even layers) and gemma3
+// (Q/K norms, 5 sliding : 1 global layers with their own RoPE bases) models
 // run in the wasm engine; their logits match an independent plain-JS
 // forward pass (tests/js/reference-forward.mjs) to 1e-4; the native build
 // generates the same greedy text; unknown architectures are refused by name.
@@ -26,6 +28,11 @@ const VARIANTS = [
   { name: 'llama3-scaling-metadata-k16', type: 'f16', opts: { arch: 'llama3', ropeScaling: 'metadata', keyLength: 16, valueLength: 16, ropeOriginalContext: 64 } },
   { name: 'qwen2-biases', type: 'f32', opts: { arch: 'qwen2' } },
   { name: 'qwen2-f16-k8-v24', type: 'f16', opts: { arch: 'qwen2', keyLength: 8, valueLength: 24 } },
+  // small caps and window, large embeddings: soft-capping and the window change the logits
+  { name: 'gemma2-caps-window3', type: 'f32', opts: { arch: 'gemma2', embdStd: 0.5, attnSoftcap: 2, finalSoftcap: 3, slidingWindow: 3 } },
+  { name: 'gemma2-f16-k24-v8', type: 'f16', opts: { arch: 'gemma2', embdStd: 0.3, keyLength: 24, valueLength: 8 } },
+  { name: 'gemma3-7layers', type: 'f32', shape: { ...SHAPE, layers: 7 }, opts: { arch: 'gemma3', embdStd: 0.5, slidingWindow: 4 } },
+  { name: 'gemma3-f16-k8-v24-7layers', type: 'f16', shape: { ...SHAPE, layers: 7 }, opts: { arch: 'gemma3', embdStd: 0.3, keyLength: 8, valueLength: 24, slidingWindow: 5 } },
 ];
 const TOKENS = [5, 17, 200, 33, 64, 99, 150, 7, 250, 12, 81, 42];
 const TOL = 1e-4;
@@ -39,7 +46,7 @@ function maxDiff(a, b) {
 for (const v of VARIANTS) {
   test(`${v.name}: wasm logits match the plain-JS reference (decode and prefill)`, async () => {
     const file = path.join(DIR, `${v.name}.gguf`);
-    makeModel(file, SHAPE, v.type, 4321, { qkStd: 0.2, ...v.opts });
+    makeModel(file, v.shape || SHAPE, v.type, 4321, { qkStd: 0.2, ...v.opts });
     const g = readGGUF(file);
     const cfg = configOf(g);
     const ref = referenceLogits(g, TOKENS);
@@ -48,18 +55,20 @@ for (const v of VARIANTS) {
       const hp = model.info.hparams;
       assert.equal(hp.headDim, cfg.hk);
       assert.equal(hp.headDimV, cfg.hv);
-      assert.equal(hp.ropeType, v.opts.arch === 'qwen2' ? 'neox' : 'norm');
+      assert.equal(hp.ropeType, v.opts.arch.startsWith('llama') ? 'norm' : 'neox');
       assert.equal(hp.ropeScaled, v.opts.arch === 'llama3');
       if (v.opts.arch === 'llama3') assert.equal(hp.ropeFreqBase, 500000);
       const rows = await model.logits(TOKENS, { all: true });
       assert.equal(rows.length, TOKENS.length);
       let worst = 0;
+      // gemma's larger synthetic logits: the tolerance relative to their size
+      const tol = TOL * Math.max(1, ...ref.at(-1).map(Math.abs));
       rows.forEach((r, t) => { worst = Math.max(worst, maxDiff(r, ref[t])); });
-      assert.ok(worst < TOL, `decode: max |diff| ${worst}`);
+      assert.ok(worst < tol, `decode: max |diff| ${worst}`);
       if (process.env.WLM_TEST_VERBOSE) console.log(v.name, 'max |diff|', worst);
       const [last] = await model.logits(TOKENS);
       const wp = maxDiff(last, ref[TOKENS.length - 1]);
-      assert.ok(wp < TOL, `prefill: max |diff| ${wp}`);
+      assert.ok(wp < tol, `prefill: max |diff| ${wp}`);
       // the logits are not trivially small: the comparison means something
       assert.ok(Math.max(...ref.at(-1).map(Math.abs)) > 0.05);
     } finally {

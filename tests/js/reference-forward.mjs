@@ -14,6 +14,22 @@
 //               x += Wo a (+ bo)
 //               h = rmsnorm(x) * g_ffn ;  x += Wdown (silu(Wgate h) * (Wup h))
 //   logits = Wout (rmsnorm(x) * g_out)        (Wout = E when output.weight is absent)
+//
+// gemma2 / gemma3 change it to (norm weights g are used as stored: the file
+// holds Gemma's 1 + w):
+//   x = E[token] * sqrt(d)
+//   per layer:  h = rmsnorm(x) * g_attn ; q, k, v = Wq h, Wk h, Wv h
+//               gemma3: q_h = rmsnorm(q_h) * g_qnorm, k_h = rmsnorm(k_h) * g_knorm (per head)
+//               RoPE pairs (i, i + n_rot/2); gemma3: base 10000 on sliding layers,
+//                 rope.freq_base (and scaling) on global ones (every sixth: l % 6 == 5)
+//               s_j = q_h . k_j / sqrt(key_length) (n_embd / n_head for the 27B
+//                 shapes); gemma2: s_j = c_att tanh(s_j / c_att)
+//               sliding layers (gemma2: even l; gemma3: l % 6 != 5) see only
+//                 positions j > pos - sliding_window
+//               x += rmsnorm(Wo a) * g_post_attn
+//               h = rmsnorm(x) * g_ffn ; x += rmsnorm(Wdown (gelu(Wgate h) * (Wup h))) * g_post_ffw
+//                 (gelu(z) = z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))))
+//   logits = E (rmsnorm(x) * g_out) ; gemma2: l = c_final tanh(l / c_final)
 import fs from 'node:fs';
 
 const dec = new TextDecoder();
@@ -98,7 +114,8 @@ function rmsnorm(x, g, eps) {
 /** The hyper-parameters and RoPE setup a GGUF describes. */
 export function configOf({ meta, tensors }) {
   const arch = meta['general.architecture'];
-  if (arch !== 'llama' && arch !== 'qwen2') throw new Error(`reference: architecture ${arch}`);
+  if (!['llama', 'qwen2', 'gemma2', 'gemma3'].includes(arch)) throw new Error(`reference: architecture ${arch}`);
+  const gemma = arch.startsWith('gemma');
   const k = (s) => meta[`${arch}.${s}`];
   const d = k('embedding_length'), nHead = k('attention.head_count');
   const nHeadKv = k('attention.head_count_kv') ?? nHead;
@@ -117,18 +134,29 @@ export function configOf({ meta, tensors }) {
     } else if (k('rope.scaling.type') === 'linear') t /= k('rope.scaling.factor');
     theta.push(t);
   }
-  return {
-    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch === 'qwen2',
-    nLayer: k('block_count'), nFf: k('feed_forward_length'),
-    eps: k('attention.layer_norm_rms_epsilon') ?? 1e-5,
+  const nLayer = k('block_count');
+  const cfg = {
+    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch !== 'llama',
+    nLayer, nFf: k('feed_forward_length'),
+    eps: k('attention.layer_norm_rms_epsilon') ?? (gemma ? 1e-6 : 1e-5),
     nVocab: tensors['token_embd.weight'].ne[1],
+    scale: 1 / Math.sqrt(hk), swa: () => false, thetaSwa: null, attnCap: 0, finalCap: 0, gemma,
   };
+  if (gemma) {
+    const big = arch === 'gemma2' ? 46 : 62;
+    cfg.scale = 1 / Math.sqrt(nLayer === big ? d / nHead : hk);
+    cfg.window = k('attention.sliding_window') ?? (arch === 'gemma2' ? 4096 : 0);
+    cfg.swa = (l) => cfg.window > 0 && (arch === 'gemma2' ? l % 2 === 0 : l % 6 !== 5);
+    if (arch === 'gemma2') { cfg.attnCap = k('attn_logit_softcapping') ?? 50; cfg.finalCap = k('final_logit_softcapping') ?? 30; }
+    else cfg.thetaSwa = Array.from({ length: nRot / 2 }, (_, i) => Math.pow(10000, -2 * i / nRot));
+  }
+  return cfg;
 }
 
-function rope(v, off, c, pos) {
+function rope(v, off, c, pos, theta = c.theta) {
   const half = c.nRot / 2;
   for (let i = 0; i < half; i++) {
-    const a = pos * c.theta[i], co = Math.cos(a), si = Math.sin(a);
+    const a = pos * theta[i], co = Math.cos(a), si = Math.sin(a);
     const i0 = off + (c.neox ? i : 2 * i), i1 = off + (c.neox ? i + half : 2 * i + 1);
     const x0 = v[i0], x1 = v[i1];
     v[i0] = x0 * co - x1 * si;
@@ -144,38 +172,56 @@ export function referenceLogits(g, tokens) {
   const K = [], V = [];
   for (let l = 0; l < c.nLayer; l++) { K.push([]); V.push([]); }
   const out = [];
+  // per-head RMSNorm (gemma3's Q/K norms)
+  const headNorm = (v, nh, g) => {
+    if (!g) return;
+    for (let hh = 0; hh < nh; hh++) {
+      const n = rmsnorm(v.subarray(hh * c.hk, (hh + 1) * c.hk), g, c.eps);
+      v.set(n, hh * c.hk);
+    }
+  };
+  const gelu = (z) => 0.5 * z * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (z + 0.044715 * z * z * z)));
+  const cap = (z, k) => (k > 0 ? k * Math.tanh(z / k) : z);
   tokens.forEach((tok, pos) => {
     let x = E.slice(tok * c.d, (tok + 1) * c.d);
+    if (c.gemma) x = x.map((z) => z * Math.sqrt(c.d));
     for (let l = 0; l < c.nLayer; l++) {
       const b = (s) => W(`blk.${l}.${s}`);
+      const swa = c.swa(l);
+      const theta = swa && c.thetaSwa ? c.thetaSwa : c.theta;
       let h = rmsnorm(x, b('attn_norm.weight'), c.eps);
       const q = matvec(b('attn_q.weight'), h, c.nHead * c.hk, b('attn_q.bias'));
       const k = matvec(b('attn_k.weight'), h, c.nHeadKv * c.hk, b('attn_k.bias'));
       const v = matvec(b('attn_v.weight'), h, c.nHeadKv * c.hv, b('attn_v.bias'));
-      for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos);
-      for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos);
+      headNorm(q, c.nHead, b('attn_q_norm.weight'));
+      headNorm(k, c.nHeadKv, b('attn_k_norm.weight'));
+      for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos, theta);
+      for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos, theta);
       K[l].push(k); V[l].push(v);
+      const j0 = swa ? Math.max(0, pos - c.window + 1) : 0;   // the window: positions > pos - window
       const att = new Float64Array(c.nHead * c.hv);
       for (let hq = 0; hq < c.nHead; hq++) {
         const g = Math.floor(hq / (c.nHead / c.nHeadKv));
-        const s = K[l].map((kj) => {
+        const s = K[l].slice(j0).map((kj) => {
           let dot = 0;
           for (let i = 0; i < c.hk; i++) dot += q[hq * c.hk + i] * kj[g * c.hk + i];
-          return dot / Math.sqrt(c.hk);
+          return cap(dot * c.scale, c.attnCap);
         });
         const mx = Math.max(...s), e = s.map((z) => Math.exp(z - mx)), sum = e.reduce((a, z) => a + z, 0);
         for (let j = 0; j < e.length; j++)
-          for (let i = 0; i < c.hv; i++) att[hq * c.hv + i] += (e[j] / sum) * V[l][j][g * c.hv + i];
+          for (let i = 0; i < c.hv; i++) att[hq * c.hv + i] += (e[j] / sum) * V[l][j0 + j][g * c.hv + i];
       }
-      const o = matvec(b('attn_output.weight'), att, c.d, b('attn_output.bias'));
+      let o = matvec(b('attn_output.weight'), att, c.d, b('attn_output.bias'));
+      if (b('post_attention_norm.weight')) o = rmsnorm(o, b('post_attention_norm.weight'), c.eps);
       x = x.map((z, i) => z + o[i]);
       h = rmsnorm(x, b('ffn_norm.weight'), c.eps);
       const gate = matvec(b('ffn_gate.weight'), h, c.nFf), up = matvec(b('ffn_up.weight'), h, c.nFf);
-      const act = gate.map((z, i) => (z / (1 + Math.exp(-z))) * up[i]);
-      const dn = matvec(b('ffn_down.weight'), act, c.d);
+      const act = gate.map((z, i) => (c.gemma ? gelu(z) : z / (1 + Math.exp(-z))) * up[i]);
+      let dn = matvec(b('ffn_down.weight'), act, c.d);
+      if (b('post_ffw_norm.weight')) dn = rmsnorm(dn, b('post_ffw_norm.weight'), c.eps);
       x = x.map((z, i) => z + dn[i]);
     }
-    out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab));
+    out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab).map((z) => cap(z, c.finalCap)));
   });
   return out;
 }
