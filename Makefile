@@ -165,6 +165,14 @@ bench: wasm native $(BUILD)/tests.wasm
 	node $(BENCH_NODE_FLAGS) bench/bench.mjs $(BENCH_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/scaling.mjs $(SCALING_ARGS)
 
+# Every architecture cross-checked against llama.cpp (node-llama-cpp's
+# prebuilt CPU build, installed here on first use, not in CI) on synthetic
+# GGUFs: greedy tokens and teacher-forced KL; results in bench/results/xcheck.*
+.PHONY: xcheck
+xcheck: wasm
+	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
+	node tools/xcheck.mjs $(XCHECK_ARGS)
+
 # Batch kernels side by side in one wasm process per build (bench/kernels.c;
 # KERNELS_REPS interleaved reps): the numbers docs/architecture.md quotes.
 # The relaxed-SIMD build runs where Node's known-answer probe passes.

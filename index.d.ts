@@ -1,9 +1,15 @@
 // Type declarations for wasmlm (web/index.js).
 
 /** Where a model comes from. A string is a registry name (e.g. "stories260K"),
- * a file path (Node), or a URL (http:, https:, file:, blob:, data:). */
+ * a file path (Node), a URL (http:, https:, file:, blob:, data:), or a hub id:
+ * 'hf:OWNER/REPO/PATH.gguf', 'hf:OWNER/REPO:Q4_K_M' (the file of that quantization
+ * in the repository's listing) or 'hf:OWNER/REPO', each with an optional '@REVISION'
+ * after REPO (default main); see LoadOptions.hubUrl. A path or http(s) URL of the
+ * first part of a split GGUF (NAME-00001-of-0000N.gguf) loads every part; an array
+ * holds a split GGUF's parts in order (Files are checked by name first). */
 export type ModelSource =
   | string
+  | Array<Blob | ArrayBuffer | ArrayBufferView>
   | URL
   | ArrayBuffer
   | ArrayBufferView
@@ -13,10 +19,14 @@ export type ModelSource =
   | AsyncIterable<Uint8Array>;
 
 export interface LoadProgress {
-  /** bytes read so far */
+  /** bytes read so far (a resumed download counts the bytes it already had) */
   loaded: number;
   /** total bytes, 0 when unknown */
   total: number;
+  /** bytes per second of this download or load so far */
+  rate?: number;
+  /** 'download' while a registry model or hub id is downloaded into the Node cache */
+  phase?: 'download';
 }
 
 export interface LoadOptions {
@@ -61,8 +71,14 @@ export interface LoadOptions {
   timeout?: number;
   /** Fail instead of downloading a registry model that is not local. */
   offline?: boolean;
-  /** Browsers: keep models fetched by URL in Cache Storage and read them from there next time (default true; see web/cache.js). */
+  /** Keep downloaded models (default true). Browsers: models fetched by URL or hub id in Cache Storage,
+   * read from there next time (see web/cache.js). Node: hub ids are downloaded into cacheDir, resumably
+   * (HTTP Range after an interruption), and kept by URL and ETag: a changed file is fetched again. */
   cache?: boolean;
+  /** Base URL of the model hub for 'hf:' ids (default env WASMLM_HUB_URL, else 'https://huggingface.co'):
+   * a mirror, or a local server in tests. Listing: GET {hubUrl}/api/models/OWNER/REPO/tree/REVISION;
+   * files: {hubUrl}/OWNER/REPO/resolve/REVISION/PATH. */
+  hubUrl?: string;
   /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
   wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
   signal?: AbortSignal;
@@ -222,8 +238,10 @@ export interface TensorInfo {
   type: number;
   typeName: string;
   dims: number[];
-  /** absolute offset in the file */
+  /** absolute offset in the file (for a split GGUF: in its part) */
   offset: number;
+  /** split GGUFs only: the part holding it (0-based) */
+  part?: number;
 }
 
 export interface ModelInfo {
@@ -234,7 +252,10 @@ export interface ModelInfo {
   /** tokenizer.chat_template, null when the file has none */
   chatTemplate: string | null;
   name: string | null;
+  /** bytes of the file (a split GGUF: of all its parts) */
   fileSize: number;
+  /** files the model was loaded from: 1, or the parts of a split GGUF */
+  parts: number;
   paramCount: number;
   hparams: HParams;
   context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide' };
@@ -469,7 +490,7 @@ export declare class Model {
  */
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
-  | 'NETWORK' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'INTERNAL'
+  | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'INTERNAL'
   | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE'
   | (string & {});
 
@@ -509,6 +530,17 @@ export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | 
 export declare function relaxedSimdAvailable(): Promise<boolean>;
 /** Default compute threads: available cores, at most 8. */
 export declare function defaultThreads(): Promise<number>;
+
+/** A parsed hub id (web/hub.js): path (a file) or quant (a quantization) may be null. */
+export interface HubId { owner: string; repo: string; revision: string; path: string | null; quant: string | null; id: string }
+/** Whether a string is written as a hub id ('hf:...'). */
+export declare function isHubId(source: unknown): boolean;
+/** Parses 'hf:OWNER/REPO[@REV][/PATH.gguf | :QUANT]'; BAD_OPTION when malformed. */
+export declare function parseHubId(id: string): HubId;
+/** Resolves a hub id to its file's resolve URL (reading the repository's listing for a quantization):
+ * NOT_FOUND (listing the GGUF files that exist) or BAD_OPTION (several matches) otherwise. */
+export declare function resolveHubId(id: string, options?: { hubUrl?: string; signal?: AbortSignal; timeout?: number }):
+  Promise<HubId & { path: string; url: string; size: number | null; sha256: string | null; hubUrl: string }>;
 
 export interface RegistryEntry {
   url: string;

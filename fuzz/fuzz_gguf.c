@@ -2,10 +2,43 @@
  * API (src/gguf.c reader, src/model.c hyper-parameters and tensor map,
  * vocabulary loading). A file that loads is used: metadata and tensor
  * accessors, tokenize, a context, two evals and a sample, a quantize size.
- * Anything a file can do must end in a status and a message. */
+ * Anything a file can do must end in a status and a message. Bytes that hold
+ * the GGUF magic again later are also cut there into the parts of a split
+ * GGUF (wlm_model_load_parts, each part an exact-size copy). */
 #include "fuzz_common.h"
 
+#define FZ_MAX_PARTS 8
+
+static void try_parts(const uint8_t *data, size_t size) {
+    size_t cut[FZ_MAX_PARTS + 1]; uint32_t n = 0;
+    cut[n++] = 0;
+    for (size_t i = 4; i + 4 <= size && n < FZ_MAX_PARTS; i++)
+        if (memcmp(data + i, "GGUF", 4) == 0) cut[n++] = i;
+    if (n < 2) return;
+    cut[n] = size;
+    uint8_t *parts[FZ_MAX_PARTS]; uint64_t sizes[FZ_MAX_PARTS];
+    for (uint32_t i = 0; i < n; i++) {
+        sizes[i] = cut[i + 1] - cut[i];
+        parts[i] = malloc(sizes[i]);
+        memcpy(parts[i], data + cut[i], sizes[i]);
+    }
+    wlm_model *m = NULL; wlm_err err = { 0 };
+    wlm_status s = wlm_model_load_parts(&m, (const uint8_t *const *)parts, sizes, n, &err);
+    if (s != WLM_OK) {
+        FZ_ASSERT(m == NULL, "failed split load returned a model");
+        FZ_ASSERT(err.msg[0] != 0 && memchr(err.msg, 0, sizeof err.msg) != NULL, "split load: status %d without a message", (int)s);
+    } else {
+        FZ_ASSERT(wlm_model_n_parts(m) == n, "%u parts loaded as %u", n, wlm_model_n_parts(m));
+        for (uint32_t i = 0; i < wlm_tensor_count(m); i++) FZ_ASSERT(wlm_tensor_part(m, i) < n, "tensor in part %u of %u", wlm_tensor_part(m, i), n);
+        uint64_t qsize;
+        (void)wlm_quantize_size(m, 8, &qsize, &err);
+        wlm_model_free(m);
+    }
+    for (uint32_t i = 0; i < n; i++) free(parts[i]);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    try_parts(data, size);
     /* exact-size copy: reads past the end are ASan errors */
     uint8_t *d = malloc(size ? size : 1);
     if (size) memcpy(d, data, size);

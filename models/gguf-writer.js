@@ -83,3 +83,46 @@ export function writeGGUF(path, kv, tensors, alignment = 32) {
     fs.closeSync(fd);
   }
 }
+
+/**
+ * Writes a GGUF file from metadata values already encoded (`raw`: the bytes
+ * after a pair's type, as a reader finds them) and tensors of any type with
+ * their byte size given; data is placed as writeGGUF does (each tensor at the
+ * next `alignment` boundary, zero padding). For tools that copy tensors from
+ * other GGUF files (models/gguf-split.js). `padEnd`: pad after the last
+ * tensor to the alignment too.
+ * @param {string} path
+ * @param {{version?:number, alignment?:number, kv:Array<{key:string,type:number,raw:Uint8Array}>,
+ *          tensors:Array<{name:string,ne:Array<number|bigint>,type:number,nbytes:number,write:(emit:(u8:Uint8Array)=>void)=>void}>}} d
+ */
+export function writeGGUFRaw(path, { version = 3, alignment = 32, kv, tensors, padEnd = true }) {
+  const h = new Bytes();
+  h.raw(enc.encode('GGUF')); h.u32(version); h.u64(tensors.length); h.u64(kv.length);
+  for (const { key, type, raw } of kv) { h.str(key); h.u32(type); h.raw(raw); }
+  let off = 0;
+  const offsets = [];
+  for (const t of tensors) {
+    h.str(t.name); h.u32(t.ne.length);
+    for (const d of t.ne) h.u64(d);
+    h.u32(t.type); h.u64(off);
+    offsets.push(off);
+    off = Math.ceil((off + t.nbytes) / alignment) * alignment;
+  }
+  const head = h.concat();
+  const fd = fs.openSync(path, 'w');
+  try {
+    fs.writeSync(fd, head);
+    let pos = head.length;
+    const dataStart = Math.ceil(pos / alignment) * alignment;
+    const pad = (to) => { if (to > pos) { fs.writeSync(fd, Buffer.alloc(to - pos)); pos = to; } };
+    tensors.forEach((t, i) => {
+      pad(dataStart + offsets[i]);
+      let written = 0;
+      t.write((u8) => { fs.writeSync(fd, u8); written += u8.length; pos += u8.length; });
+      if (written !== t.nbytes) throw new Error(`tensor ${t.name}: wrote ${written} bytes, expected ${t.nbytes}`);
+    });
+    if (padEnd) pad(dataStart + off);   // (llama.cpp pads the last tensor too; writeGGUF does not)
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -1,11 +1,13 @@
 // Synthetic model generator: valid GGUFs with random weights (normal, std
 // 0.02, fixed seed) in real shapes, for speed and architecture tests:
 // llama with a 32000-piece SentencePiece-style vocabulary (default), a
-// Llama 3 style llama (RoPE scaling, byte-level BPE, chat template) and qwen2
-// (Q/K/V biases, NEOX RoPE, ChatML), gemma2 and gemma3 (norm weights stored
-// as the multipliers 1 + w, post-attention/post-FFN norms, a sliding window,
-// soft-capping or Q/K norms, a Gemma vocabulary and chat template).
-// llama.cpp-based engines accept these files.
+// Llama 3 style llama (RoPE scaling, byte-level BPE, chat template), qwen2
+// (Q/K/V biases, NEOX RoPE, ChatML), qwen3 (per-head Q/K RMSNorm, the Qwen3
+// template with thinking blocks), smollm3 (every 4th layer without RoPE),
+// granite (embedding/residual/attention/logit multipliers), gemma2 and gemma3
+// (norm weights stored as the multipliers 1 + w, post-attention/post-FFN
+// norms, a sliding window, soft-capping or Q/K norms, a Gemma vocabulary and
+// chat template). llama.cpp-based engines accept these files.
 // Weights are written as F32 or F16; other types come from `wasmlm quantize`.
 import { writeGGUF, T, GGML } from './gguf-writer.js';
 
@@ -157,7 +159,104 @@ export function llama3RopeDivisors(nRot, base, { factor = 8, lowFreqFactor = 1, 
   return out;
 }
 
-export const ARCHS = ['llama', 'llama3', 'qwen2', 'gemma2', 'gemma3'];
+// The Qwen3 chat template as Qwen3 GGUF files carry it (tools, thinking
+// blocks: reasoning kept only after the last user query; enable_thinking=false
+// pre-fills an empty think block)
+CHAT_TEMPLATES.qwen3 = String.raw`{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\n\n' }}
+    {%- endif %}
+    {{- "# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0].role == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0].content + '<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set content = message.content %}
+        {%- set reasoning_content = '' %}
+        {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
+            {%- set reasoning_content = message.reasoning_content %}
+        {%- else %}
+            {%- if '</think>' in message.content %}
+                {%- set content = message.content.split('</think>')[-1].lstrip('\n') %}
+                {%- set reasoning_content = message.content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') %}
+            {%- endif %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index %}
+            {%- if loop.last or (not loop.last and reasoning_content) %}
+                {{- '<|im_start|>' + message.role + '\n<think>\n' + reasoning_content.strip('\n') + '\n</think>\n\n' + content.lstrip('\n') }}
+            {%- else %}
+                {{- '<|im_start|>' + message.role + '\n' + content }}
+            {%- endif %}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\n\n</think>\n\n' }}
+    {%- endif %}
+{%- endif %}`;
+
+// written for the synthetic granite models (Granite 3's role markers)
+CHAT_TEMPLATES.granite = "{% for message in messages %}{{ '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}{% endfor %}" +
+  "{% if add_generation_prompt %}{{ '<|start_of_role|>assistant<|end_of_role|>' }}{% endif %}";
+
+export const ARCHS = ['llama', 'llama3', 'qwen2', 'qwen3', 'smollm3', 'granite', 'gemma2', 'gemma3'];
+
+// granite multipliers of the synthetic models (Granite 3.x files carry values
+// of this kind: embeddings x12, block outputs x0.22, logits / 8)
+export const GRANITE_SCALES = { embedding: 12, residual: 0.22, attention: 0.3, logit: 2 };
 
 /** A Gemma-style SentencePiece vocabulary of n pieces: <pad>, <eos>, <bos>,
  * <unk>, <start_of_turn>, <end_of_turn> first, then the synthetic pieces. */
@@ -178,7 +277,7 @@ function gemmaVocabulary(n) {
  * @param {'f32'|'f16'} type weight type of the 2-D tensors
  * @param {number} seed
  * @param {object} [opts]
- * @param {'llama'|'llama3'|'qwen2'|'gemma2'|'gemma3'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
+ * @param {'llama'|'llama3'|'qwen2'|'qwen3'|'smollm3'|'granite'|'gemma2'|'gemma3'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
  *   'llama3' (architecture llama, RoPE base 500000, Llama 3.1 frequency
  *   scaling as rope_freqs.weight, byte-level BPE vocab with Llama 3 control
  *   tokens, pre 'llama-bpe', a Llama 3 chat template); 'qwen2' (architecture
@@ -199,6 +298,13 @@ function gemmaVocabulary(n) {
  * @param {number} [opts.ropeOriginalContext] llama3 scaling: original context length (default 8192; small values
  *   scale more frequencies, so that short test prompts see the effect)
  * @param {string|false} [opts.chatTemplate] tokenizer.chat_template (false: none)
+ *   'qwen3' (architecture qwen3: no biases, per-head attn_q_norm / attn_k_norm weights near 1,
+ *   NEOX RoPE, attention.key_length/value_length always written, ChatML + <think> tokens, the
+ *   Qwen3 chat template); 'smollm3' (llama-like, RoPE base 5000000, Llama 3 BPE vocab; llama.cpp
+ *   leaves layers 3, 7, 11, ... unrotated); 'granite' (llama-like with granite.embedding_scale,
+ *   residual_scale, attention.scale, logit_scale from opts.graniteScales or GRANITE_SCALES)
+ * @param {number} [opts.ropeBase] RoPE base (default by arch)
+ * @param {number} [opts.outStd] std of output.weight (default 0.02; larger values spread the logits)
  * @param {number} [opts.qkStd] std of the Q and K weights (default 0.02; larger values make attention
  *   peaked, so that tests see RoPE at work)
  * @param {Array<[string,string]>} [opts.script] deterministic bigrams [after, next] (token texts):
@@ -211,12 +317,12 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const arch = opts.arch || 'llama';
   if (!ARCHS.includes(arch)) throw new Error(`unknown arch ${arch} (known: ${ARCHS.join(', ')})`);
   const wt = type === 'f32' ? GGML.F32 : GGML.F16;
-  const gemma = arch === 'gemma2' || arch === 'gemma3';
-  const gArch = arch === 'qwen2' || gemma ? arch : 'llama';
+  const gArch = arch === 'llama3' ? 'llama' : arch;
+  const qwen = arch === 'qwen2' || arch === 'qwen3';
   const kl = opts.keyLength || s.dim / s.heads, vl = opts.valueLength || s.dim / s.heads;
   const qDim = kl * s.heads, kDim = kl * s.kvHeads, vDim = vl * s.kvHeads, oDim = vl * s.heads;
-  const ropeBase = arch === 'llama3' ? 500000 : arch === 'qwen2' || arch === 'gemma3' ? 1000000 : 10000;
-  if (gemma) return makeGemma(path, s, wt, seed, opts, { arch, shapeName: typeof shape === 'string' ? shape : 'custom', kl, vl, ropeBase });
+  const ropeBase = opts.ropeBase || { llama3: 500000, qwen2: 1000000, qwen3: 1000000, smollm3: 5000000, gemma3: 1000000 }[arch] || 10000;
+  if (arch === 'gemma2' || arch === 'gemma3') return makeGemma(path, s, wt, seed, opts, { arch, shapeName: typeof shape === 'string' ? shape : 'custom', kl, vl, ropeBase });
   const kv = [
     { key: 'general.architecture', type: T.STRING, value: gArch },
     { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${typeof shape === 'string' ? shape : 'custom'}` },
@@ -228,12 +334,19 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     { key: `${gArch}.rope.dimension_count`, type: T.U32, value: kl },
     { key: `${gArch}.attention.head_count`, type: T.U32, value: s.heads },
     { key: `${gArch}.attention.head_count_kv`, type: T.U32, value: s.kvHeads },
-    { key: `${gArch}.attention.layer_norm_rms_epsilon`, type: T.F32, value: arch === 'qwen2' ? 1e-6 : 1e-5 },
+    { key: `${gArch}.attention.layer_norm_rms_epsilon`, type: T.F32, value: qwen ? 1e-6 : 1e-5 },
     { key: `${gArch}.rope.freq_base`, type: T.F32, value: ropeBase },
   ];
-  if (opts.keyLength || opts.valueLength) {
+  if (opts.keyLength || opts.valueLength || arch === 'qwen3') {
     kv.push({ key: `${gArch}.attention.key_length`, type: T.U32, value: kl });
     kv.push({ key: `${gArch}.attention.value_length`, type: T.U32, value: vl });
+  }
+  if (arch === 'granite') {
+    const g = { ...GRANITE_SCALES, ...opts.graniteScales };
+    kv.push({ key: 'granite.embedding_scale', type: T.F32, value: g.embedding });
+    kv.push({ key: 'granite.residual_scale', type: T.F32, value: g.residual });
+    kv.push({ key: 'granite.attention.scale', type: T.F32, value: g.attention });
+    kv.push({ key: 'granite.logit_scale', type: T.F32, value: g.logit });
   }
   const ropeScaling = arch === 'llama3' ? (opts.ropeScaling || 'tensor') : null;
   if (ropeScaling === 'metadata') {
@@ -257,27 +370,37 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
       { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: 0 },
     );
   } else {
-    const specials = arch === 'qwen2'
-      ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
-      : ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>'];
+    const specials = arch === 'qwen2' ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
+      : arch === 'qwen3' ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<think>', '</think>']
+        : arch === 'granite' ? ['<|end_of_text|>', '<|start_of_role|>', '<|end_of_role|>']
+          : ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>'];
     const v = bpeVocabulary(Math.max(s.vocab, 300), specials);
+    // Qwen3's think markers are user-defined tokens (matched in text, printed)
+    if (arch === 'qwen3') for (const t of ['<think>', '</think>']) v.types[v.tokens.indexOf(t)] = 4;
     vocabSize = v.tokens.length;
     const id = (t) => v.tokens.indexOf(t);
     kv.push(
       { key: 'tokenizer.ggml.model', type: T.STRING, value: 'gpt2' },
-      { key: 'tokenizer.ggml.pre', type: T.STRING, value: arch === 'qwen2' ? 'qwen2' : 'llama-bpe' },
+      { key: 'tokenizer.ggml.pre', type: T.STRING, value: qwen ? 'qwen2' : arch === 'granite' ? 'refact' : 'llama-bpe' },
       { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
       { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
       { key: 'tokenizer.ggml.merges', type: T.ARRAY, arrayType: T.STRING, value: v.merges },
     );
-    if (arch === 'qwen2') {
+    if (qwen) {
       kv.push(
         { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|im_end|>') },
         { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: id('<|endoftext|>') },
         { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|endoftext|>') },
         { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
       );
-      template = CHAT_TEMPLATES.chatml;
+      template = arch === 'qwen3' ? CHAT_TEMPLATES.qwen3 : CHAT_TEMPLATES.chatml;
+    } else if (arch === 'granite') {
+      kv.push(
+        { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|end_of_text|>') },
+        { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|end_of_text|>') },
+        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
+      );
+      template = CHAT_TEMPLATES.granite;
     } else {
       kv.push(
         { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|begin_of_text|>') },
@@ -324,7 +447,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const tensors = [
     { name: 'token_embd.weight', ne: [s.dim, vocabSize], type: wt, write: embed ? fromFloats(embed.length, wt, (i) => embed[i]) : random([s.dim, vocabSize], wt) },
     { name: 'output_norm.weight', ne: [s.dim], type: GGML.F32, write: ones(s.dim) },
-    { name: 'output.weight', ne: [s.dim, vocabSize], type: wt, write: outRows ? fromFloats(outRows.length, wt, (i) => outRows[i]) : random([s.dim, vocabSize], wt) },
+    { name: 'output.weight', ne: [s.dim, vocabSize], type: wt, write: outRows ? fromFloats(outRows.length, wt, (i) => outRows[i]) : random([s.dim, vocabSize], wt, opts.outStd || 0.02) },
   ];
   if (ropeScaling === 'tensor') {
     const div = llama3RopeDivisors(kl, ropeBase, { originalContext: opts.ropeOriginalContext || 8192 });
@@ -338,6 +461,11 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     m('attn_k.weight', [s.dim, kDim], opts.qkStd ? random([s.dim, kDim], wt, opts.qkStd) : null);
     m('attn_v.weight', [s.dim, vDim]);
     if (arch === 'qwen2') { bias('attn_q.bias', qDim); bias('attn_k.bias', kDim); bias('attn_v.bias', vDim); }
+    if (arch === 'qwen3') {   // per-head norm weights near 1 (all heads share them)
+      const near1 = (n) => fromFloats(n, GGML.F32, () => 1 + 0.2 * r());
+      tensors.push({ name: `blk.${l}.attn_q_norm.weight`, ne: [kl], type: GGML.F32, write: near1(kl) });
+      tensors.push({ name: `blk.${l}.attn_k_norm.weight`, ne: [kl], type: GGML.F32, write: near1(kl) });
+    }
     m('attn_output.weight', [oDim, s.dim], opts.script ? zeros([oDim, s.dim], wt) : null);
     tensors.push({ name: `blk.${l}.ffn_norm.weight`, ne: [s.dim], type: GGML.F32, write: ones(s.dim) });
     m('ffn_gate.weight', [s.dim, s.ffn]);

@@ -21,6 +21,7 @@
 import { WasmlmError, badOption } from '../web/errors.js';
 import { isNode, nodeImport } from '../web/env.js';
 import { checkSha256, checkTimeout, fetchChecked, readBody, declaredLength, safeUrl, REGISTRY_TIMEOUT_MS } from '../web/net.js';
+import { parseHubId, resolveHubId, hubBaseUrl, hubFileUrl, hubFileError, pickFile } from '../web/hub.js';
 
 
 let builtin = null;
@@ -129,6 +130,8 @@ function unknown(name, entries, modelDir) {
 
 const GGUF_MAGIC = 'GGUF';
 const DAY_MS = 24 * 3600 * 1000;
+/** Days after which an abandoned partial download (NAME.gguf.partial) is swept. */
+export const PARTIAL_DAYS = 7;
 
 /** The record kept beside a cached model: {url, size, sha256, etag?, downloadedAt}. */
 function sidecarPath(file) { return file + '.json'; }
@@ -204,7 +207,8 @@ function processAlive(pid) {
 /**
  * Node: deletes temp files (NAME.gguf.tmp-PID-X, NAME.gguf.json.tmp-PID-X)
  * left in the cache by a download whose process is gone or that is older
- * than a day. Resolves with the names removed.
+ * than a day, and partial downloads (NAME.gguf.partial and its .json) not
+ * locked and untouched for PARTIAL_DAYS. Resolves with the names removed.
  */
 export async function sweepTempFiles(dir) {
   const fs = await nodeImport('node:fs');
@@ -213,6 +217,14 @@ export async function sweepTempFiles(dir) {
   try { names = fs.readdirSync(dir); } catch { return []; }
   const removed = [];
   for (const f of names) {
+    // a resumable partial download nobody holds, untouched for PARTIAL_DAYS: given up
+    if (/\.gguf\.partial(?:\.json)?$/.test(f)) {
+      const p = path.join(dir, f), lock = path.join(dir, f.replace(/\.json$/, '') + '.lock');
+      try {
+        if (!fs.existsSync(lock) && Date.now() - fs.statSync(p).mtimeMs > PARTIAL_DAYS * DAY_MS) { fs.unlinkSync(p); removed.push(f); }
+      } catch { /* gone meanwhile */ }
+      continue;
+    }
     const m = /\.gguf(?:\.json)?\.tmp-(\d+)-[A-Za-z0-9]+$/.exec(f);
     if (!m) continue;
     const p = path.join(dir, f);
@@ -225,54 +237,185 @@ export async function sweepTempFiles(dir) {
 }
 
 /**
- * Node: downloads entry.url to `dest`: streamed into a temp file beside it
- * while hashing, verified (sha256, size, GGUF magic), then renamed into place
+ * Node: downloads entry.url to `dest`: streamed into a file beside it while
+ * hashing, verified (sha256, size, GGUF magic), then renamed into place
  * beside its record (dest + '.json'). Failures are WasmlmErrors: NETWORK
  * (connection, HTTP status, stall, cut body), INTEGRITY (sha256 or size),
  * BAD_FILE (not a GGUF file, e.g. an HTML error page); nothing is cached then.
+ *
+ * Resumable: when the server names the file with a strong ETag, the bytes
+ * go to dest + '.partial' (its record dest + '.partial.json': url, etag,
+ * total), which an interrupted download leaves behind. The next attempt (a
+ * later call, or this one after a cut or a stall, up to MAX_RESUMES times)
+ * asks for the rest with `Range: bytes=N-` and `If-Range: ETAG`; a 200
+ * instead of 206, a 206 of another ETag or of another offset starts over.
+ * A partial file in use by a live process is left alone (this download then
+ * goes to a temp file and cannot resume). `options.ifNoneMatch` (an ETag)
+ * makes the request conditional: a 304 resolves {status: 'unchanged'}.
+ * Progress: options.onProgress({loaded, total, rate, phase: 'download'}),
+ * rate in bytes/s of this attempt.
+ * @returns {Promise<{status: 'downloaded'|'unchanged', path: string, etag?: string, resumed: number}>}
  */
 export async function downloadModel(name, entry, dest, options = {}) {
   checkEntry(name, entry);
   const fs = await nodeImport('node:fs');
   const path = await nodeImport('node:path');
-  const { createHash } = await nodeImport('node:crypto');
   const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
-  const url = entry.url;
   fs.mkdirSync(path.dirname(dest), { recursive: true });
-  const { response: res, timer } = await fetchChecked(url, { signal: options.signal, timeout, fetch: options.fetch });
-  const type = res.headers.get('content-type') || '';
-  if (!entry.sha256 && /^text\/html/i.test(type)) {
-    timer.done();
-    res.body?.cancel().catch(() => {});
-    throw new WasmlmError('BAD_FILE', `model '${name}' from ${safeUrl(url)} is an HTML page (content-type ${type}), not a GGUF file; not cached`, { url: safeUrl(url) });
-  }
-  const expected = entry.size || declaredLength(res);
-  const tmp = `${dest}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  const hash = createHash('sha256');
-  const fh = await fs.promises.open(tmp, 'w');
-  let loaded = 0, head = '';
+  const lock = await takeLock(dest + '.partial.lock');
+  const part = lock ? dest + '.partial' : `${dest}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  const dropPart = () => { for (const f of [part, part + '.json']) { try { fs.unlinkSync(f); } catch { /* gone */ } } };
   try {
-    if (!res.body) throw new WasmlmError('NETWORK', `model '${name}' from ${safeUrl(url)} has no body`, { url: safeUrl(url) });
-    for await (const u8 of readBody(res, { url, expected, timeout, signal: options.signal, timer })) {
-      if (head.length < 4) head += Buffer.from(u8.subarray(0, 4 - head.length)).toString('latin1');
-      hash.update(u8);
-      await fh.write(u8);
-      loaded += u8.byteLength;
-      if (options.onProgress) options.onProgress({ loaded, total: expected, phase: 'download' });
+    let prec = lock ? readJson(fs, part + '.json') : null;
+    if (!prec || prec.url !== entry.url || !strongEtag(prec.etag) || !fs.existsSync(part)) { dropPart(); prec = null; }
+    let resumes = 0, restarts = 0, resumedFrom = 0;
+    for (;;) {
+      const have = prec ? fs.statSync(part).size : 0;
+      const r = await downloadAttempt(name, entry, { part, have, prec, timeout, options, conditional: !have && options.ifNoneMatch });
+      if (r.status === 'unchanged') { dropPart(); return { status: 'unchanged', path: dest, resumed: 0 }; }
+      if (r.status === 'restart') {
+        // the server sent the whole file, another version, or refused the range: from the start
+        dropPart(); prec = null;
+        if (++restarts > 2) throw new WasmlmError('NETWORK', `download of ${safeUrl(entry.url)} keeps restarting (${r.why})`, { url: safeUrl(entry.url) });
+        continue;
+      }
+      if (r.status === 'cut') {
+        // bytes kept in a resumable partial file: try again from where it stopped
+        prec = r.prec;
+        if (!lock || !prec || resumes >= MAX_RESUMES || options.signal?.aborted) throw r.error;
+        resumes++;
+        if (!resumedFrom) resumedFrom = fs.statSync(part).size;
+        continue;
+      }
+      if (have && !resumedFrom) resumedFrom = have;
+      checkDownload(name, entry, r);
+      await writeSidecar(dest, { url: entry.url, size: r.loaded, sha256: r.got, etag: r.etag || undefined, ...(options.record || {}) });
+      fs.renameSync(part, dest);
+      dropPart();
+      return { status: 'downloaded', path: dest, etag: r.etag || undefined, resumed: resumedFrom };
+    }
+  } catch (e) {
+    // a network failure keeps a resumable partial file; bad bytes never stay
+    const keep = lock && (e.code === 'NETWORK' || e.code === 'ABORTED' || e.name === 'AbortError');
+    if (!keep || !fs.existsSync(part + '.json')) dropPart();
+    throw e;
+  } finally {
+    if (lock) lock.release();
+  }
+}
+
+/** Resumes within one download call after a cut or a stall. */
+export const MAX_RESUMES = 3;
+
+function readJson(fs, file) {
+  try { return JSON.parse(fs.readFileSync(file, 'utf8')); } catch { return null; }
+}
+
+/** A strong ETag ("..."): weak ones (W/"...") may not be used in If-Range. */
+function strongEtag(etag) { return typeof etag === 'string' && /^"[^"]*"$/.test(etag); }
+
+/** `Content-Range: bytes START-END/TOTAL` → {start, end, total} (total null for '*'). */
+function contentRange(h) {
+  const m = /^bytes\s+(\d+)-(\d+)\/(\d+|\*)$/i.exec(h || '');
+  if (!m) return null;
+  const r = { start: Number(m[1]), end: Number(m[2]), total: m[3] === '*' ? null : Number(m[3]) };
+  return Number.isSafeInteger(r.end) && r.end >= r.start ? r : null;
+}
+
+/**
+ * One request of a download. Resolves {status: 'done', got, loaded, head,
+ * etag}, 'unchanged' (304), 'restart' (start over, with why), or 'cut'
+ * (the body broke after `received` bytes; error, prec for a resume).
+ */
+async function downloadAttempt(name, entry, { part, have, prec, timeout, options, conditional }) {
+  const fs = await nodeImport('node:fs');
+  const { createHash } = await nodeImport('node:crypto');
+  const url = entry.url;
+  const headers = {};
+  if (have) { headers.Range = `bytes=${have}-`; headers['If-Range'] = prec.etag; }
+  if (conditional) headers['If-None-Match'] = conditional;
+  const { response: res, timer } = await fetchChecked(url, { signal: options.signal, timeout, fetch: options.fetch, headers, allow: [304, 416] });
+  const drop = (status, why) => { timer.done(); res.body?.cancel().catch(() => {}); return { status, why }; };
+  if (res.status === 304) return conditional ? drop('unchanged') : drop('restart', 'HTTP 304 to an unconditional request');
+  if (res.status === 416) return drop('restart', `HTTP 416 for bytes ${have}-`);
+  const etag = res.headers.get('etag');
+  let offset = 0, total;
+  if (res.status === 206) {
+    const cr = contentRange(res.headers.get('content-range'));
+    if (!have || !cr || cr.start !== have) return drop('restart', `a 206 for ${res.headers.get('content-range') || 'no Content-Range'} when asking for bytes ${have}-`);
+    if (etag && etag !== prec.etag) return drop('restart', `the file changed (ETag ${etag}, was ${prec.etag})`);
+    offset = have;
+    total = cr.total ?? (entry.size || 0);
+  } else {
+    const type = res.headers.get('content-type') || '';
+    if (!entry.sha256 && /^text\/html/i.test(type)) {
+      drop();
+      throw new WasmlmError('BAD_FILE', `model '${name}' from ${safeUrl(url)} is an HTML page (content-type ${type}), not a GGUF file; not cached`, { url: safeUrl(url) });
+    }
+    total = entry.size || declaredLength(res);
+  }
+  if (!res.body) { drop(); throw new WasmlmError('NETWORK', `model '${name}' from ${safeUrl(url)} has no body`, { url: safeUrl(url) }); }
+  // resumable only with a strong ETag to ask If-Range with
+  const resumable = strongEtag(etag) && (offset > 0 || /bytes/i.test(res.headers.get('accept-ranges') || ''));
+  const rec = resumable ? { url, etag, total } : null;
+  if (rec) fs.writeFileSync(part + '.json', JSON.stringify(rec));
+  else { try { fs.unlinkSync(part + '.json'); } catch { /* none */ } }
+  const hash = createHash('sha256');
+  let head = '';
+  if (offset) { // the bytes already here count toward the digest and the magic
+    for await (const chunk of fs.createReadStream(part, { end: offset - 1 })) {
+      if (head.length < 4) head += chunk.subarray(0, 4 - head.length).toString('latin1');
+      hash.update(chunk);
+    }
+  }
+  const fh = await fs.promises.open(part, offset ? 'a' : 'w');
+  const t0 = Date.now();
+  let received = 0;
+  try {
+    try {
+      for await (const u8 of readBody(res, { url, expected: total ? total - offset : 0, timeout, signal: options.signal, timer })) {
+        if (head.length < 4) head += Buffer.from(u8.subarray(0, 4 - head.length)).toString('latin1');
+        hash.update(u8);
+        await fh.write(u8);
+        received += u8.byteLength;
+        if (options.onProgress) {
+          const secs = (Date.now() - t0) / 1000;
+          options.onProgress({ loaded: offset + received, total, rate: secs > 0 ? Math.round(received / secs) : 0, phase: 'download' });
+        }
+      }
+    } catch (e) {
+      if (e.code === 'NETWORK' && rec && !e.status) { await fh.sync().catch(() => {}); return { status: 'cut', error: e, received, prec: rec }; }
+      throw e;
     }
     await fh.sync();
-    await fh.close();
-    const got = hash.digest('hex');
-    checkDownload(name, entry, { got, loaded, head });
-    await writeSidecar(dest, { url, size: loaded, sha256: got, etag: res.headers.get('etag') || undefined });
-    fs.renameSync(tmp, dest);
-  } catch (e) {
-    try { await fh.close(); } catch { /* closed */ }
-    try { fs.unlinkSync(tmp); } catch { /* gone */ }
-    throw e;
+  } finally {
+    await fh.close().catch(() => {});
   }
-  return dest;
+  return { status: 'done', got: hash.digest('hex'), loaded: offset + received, head, etag };
 }
+
+/**
+ * An exclusive lock file holding our pid; one of a dead process is taken
+ * over. Resolves {release()} or null when a live process holds it.
+ */
+async function takeLock(file) {
+  const fs = await nodeImport('node:fs');
+  for (let i = 0; i < 2; i++) {
+    try {
+      fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return { release: () => { try { fs.unlinkSync(file); } catch { /* gone */ } } };
+    } catch (e) {
+      if (e.code !== 'EEXIST') return null;
+      const pid = Number(readText(fs, file));
+      if (pid && pid !== process.pid && processAlive(pid)) return null;
+      if (pid === process.pid) return null; // another download of this process
+      try { fs.unlinkSync(file); } catch { /* raced */ }
+    }
+  }
+  return null;
+}
+
+function readText(fs, file) { try { return fs.readFileSync(file, 'utf8'); } catch { return ''; } }
 
 /** Throws when downloaded bytes do not match the entry or are not a GGUF file. */
 function checkDownload(name, entry, { got, loaded, head }) {
@@ -287,4 +430,105 @@ function checkDownload(name, entry, { got, loaded, head }) {
   if (head !== GGUF_MAGIC) {
     throw new WasmlmError('BAD_FILE', `model '${name}' from ${url} is not a GGUF file (it starts with ${JSON.stringify(head)}); not cached`, { url });
   }
+}
+
+// ---- hub ids (web/hub.js) in the Node cache ---------------------------------
+
+/** The cache file name of a hub file: hf--OWNER--REPO--REVISION--PATH.gguf (path separators as --). */
+export function hubCacheName(hub) {
+  const clean = (x) => String(x).replace(/[^A-Za-z0-9._-]+/g, '_');
+  return ['hf', hub.owner, hub.repo, clean(hub.revision), ...hub.path.split('/').map(clean)].join('--');
+}
+
+/**
+ * Node: a hub id (hf:OWNER/REPO..., web/hub.js) as a verified file in the
+ * download cache. The cached copy is kept by URL and ETag: online, a
+ * conditional request (If-None-Match: its ETag) asks whether it changed
+ * (304: use it; 200: the new bytes replace it); offline, or when the hub
+ * cannot be reached, the cached copy is used as it is. Ids with a
+ * quantization are resolved from the repository listing (offline: from the
+ * cached files of that repository). Downloads resume (downloadModel).
+ * Resolves {name, path, source: 'cache'|'download', entry, hub}.
+ */
+export async function resolveHubModel(id, options = {}) {
+  const fs = await nodeImport('node:fs');
+  const path = await nodeImport('node:path');
+  const ref = parseHubId(id);
+  const cacheDir = options.cacheDir || await defaultCacheDir();
+  await sweepTempFiles(cacheDir);
+  const offline = options.offline ?? process.env.WASMLM_OFFLINE === '1';
+  const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
+  let hub;
+  if (ref.path) hub = { ...ref, url: hubFileUrl(hubBaseUrl(options), ref, ref.path), size: null, sha256: null };
+  else if (offline) hub = cachedHubFile(fs, path, cacheDir, ref, options, null);
+  else {
+    try {
+      hub = await resolveHubId(id, { ...options, timeout });
+    } catch (e) {
+      if (e.code !== 'NETWORK' || e.status) throw e;
+      hub = cachedHubFile(fs, path, cacheDir, ref, options, e); // the hub is unreachable: a cached copy will do
+    }
+  }
+  const name = hubCacheName(hub);
+  const file = path.join(cacheDir, name + '.gguf');
+  const entry = { url: hub.url, sha256: hub.sha256 || undefined, size: hub.size || undefined };
+  const out = (source) => ({ name, path: file, source, entry, hub });
+  const rec = await readSidecar(file);
+  const cachedOk = fs.existsSync(file) && rec && rec.url === hub.url;
+  if (cachedOk) {
+    if (offline || !rec.etag) {
+      const problem = await verifyCached(entry, file);
+      if (!problem) return out('cache');
+      if (offline) throw new WasmlmError('INTEGRITY', `cached ${hub.id} (${file}) failed verification: ${problem}; it was removed, and downloading again is not allowed offline`, { path: file });
+    } else {
+      let r;
+      try {
+        r = await downloadModel(name, entry, file, { ...options, timeout, ifNoneMatch: rec.etag, record: hubRecord(hub) });
+      } catch (e) {
+        if (e.code !== 'NETWORK' || e.status) throw hubFileError(e, hub);
+        console.warn(`wasmlm: cannot ask ${safeUrl(hub.url)} whether ${hub.id} changed (${e.message}); using the cached copy`);
+        r = { status: 'unchanged' };
+      }
+      if (r.status === 'downloaded') return out('download');
+      const problem = await verifyCached(entry, file);
+      if (!problem) return out('cache');
+    }
+  } else if (offline) {
+    throw new WasmlmError('NOT_FOUND', `${hub.id} is not in the cache ${cacheDir}, and downloading is not allowed offline`, { path: file });
+  }
+  try {
+    await downloadModel(name, entry, file, { ...options, timeout, record: hubRecord(hub) });
+  } catch (e) { throw hubFileError(e, hub); }
+  return out('download');
+}
+
+function hubRecord(hub) {
+  return { hub: { owner: hub.owner, repo: hub.repo, revision: hub.revision, path: hub.path } };
+}
+
+/**
+ * The cached file a quantization id picks among the cached files of its
+ * repository and revision (records' `hub` fields); `cause` is the network
+ * failure that sent us here (null: offline). Throws NOT_FOUND.
+ */
+function cachedHubFile(fs, path, cacheDir, ref, options, cause) {
+  let names = [];
+  try { names = fs.readdirSync(cacheDir).filter((f) => f.endsWith('.gguf.json')); } catch { /* no cache yet */ }
+  const files = [];
+  for (const f of names) {
+    const rec = readJson(fs, path.join(cacheDir, f));
+    const h = rec && rec.hub;
+    if (h && h.owner === ref.owner && h.repo === ref.repo && h.revision === ref.revision && typeof h.path === 'string' &&
+        fs.existsSync(path.join(cacheDir, f.slice(0, -5)))) files.push({ path: h.path, size: rec.size, sha256: null, url: rec.url });
+  }
+  const why = cause ? `the hub cannot be reached (${cause.message})` : 'offline';
+  let pick;
+  try {
+    pick = pickFile(files, ref);
+  } catch (e) {
+    if (e.code !== 'NOT_FOUND') throw e;
+    if (cause) throw cause;
+    throw new WasmlmError('NOT_FOUND', `${ref.id}: ${why}, and no cached file of ${ref.owner}/${ref.repo} matches (cached: ${files.map((x) => x.path).join(', ') || 'none'})`, { cause });
+  }
+  return { ...ref, path: pick.path, url: pick.url, size: null, sha256: null };
 }

@@ -1,14 +1,20 @@
 /* The transformer forward pass (llama), written to read like the math:
  *
- *   x = embed(token)
+ *   x = embed(token)                                (granite: * embedding_scale; gemma: * sqrt(d))
  *   for each layer:
  *     h = rmsnorm(x) * w_attn_norm
- *     q, k, v = Wq h, Wk h, Wv h ; rotate q, k by RoPE at the token's position
+ *     q, k, v = Wq h, Wk h, Wv h                      (qwen3, gemma3: rmsnorm of each q, k head)
+ *     rotate q, k by RoPE at the token's position     (smollm3: not every 4th layer)
  *     append k, v to the KV cache
- *     x = x + Wo attention(q, K_cache, V_cache)      (causal, tiled, online softmax)
+ *     x = x + Wo attention(q, K_cache, V_cache)      (causal, tiled, online softmax;
+ *                                                     gemma: sliding-window layers, gemma2 score
+ *                                                     soft-capping, rmsnorm of Wo a before the add)
  *     h = rmsnorm(x) * w_ffn_norm
- *     x = x + W_down (silu(W_gate h) * (W_up h))     (SwiGLU)
- *   logits = W_out (rmsnorm(x) * w_out_norm)
+ *     x = x + W_down (silu(W_gate h) * (W_up h))     (SwiGLU; gemma: GeGLU, rmsnorm before the add)
+ *   logits = W_out (rmsnorm(x) * w_out_norm)         (granite: / logit_scale;
+ *                                                     block outputs * residual_scale,
+ *                                                     attention.scale for 1/sqrt(d);
+ *                                                     gemma2: logits soft-capped)
  *
  * A call processes a batch of tokens (prefill) or one (decode). Every buffer
  * was planned at context creation: nothing is allocated here. */
@@ -51,16 +57,6 @@ static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const w
     }
 }
 
-/* heads [h0, h1) of one token's row y (heads of hs floats): each head
- * x -> rmsnorm(x) * w (gemma3's Q/K norms; w has hs values) */
-static void head_norm(float *y, const wlm_tensor *norm, uint32_t hs, uint32_t h0, uint32_t h1, float eps) {
-    const float *w = (const float *)norm->data;
-    for (uint32_t h = h0; h < h1; h++) {
-        float *x = y + (uint64_t)h * hs, sc = rms_scale(x, hs, eps);
-        for (uint32_t i = 0; i < hs; i++) x[i] = (x[i] * sc) * w[i];
-    }
-}
-
 /* y[t][r] += b[r] for rows [r0, r1) of n_tok rows of `rows` values (projection biases) */
 static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t rows, uint32_t r0, uint32_t r1) {
     if (!b) return;
@@ -96,6 +92,16 @@ static void rope_apply(const wlm_ctx *c, const float *cs, float *v, uint32_t n_h
             x[i0] = x0 * co - x1 * si;
             x[i1] = x0 * si + x1 * co;
         }
+    }
+}
+
+/* qwen3, gemma3: each of n_heads heads of v (head_dim floats) = rmsnorm(head) * w */
+static void head_norm(const wlm_ctx *c, const wlm_tensor *norm, float *v, uint32_t n_heads) {
+    uint32_t hd = c->m->hp.head_dim;
+    const float *w = (const float *)norm->data;
+    for (uint32_t h = 0; h < n_heads; h++) {
+        float *x = v + h * hd, s = rms_scale(x, hd, c->m->hp.rms_eps);
+        for (uint32_t i = 0; i < hd; i++) x[i] = (x[i] * s) * w[i];
     }
 }
 
@@ -261,7 +267,7 @@ static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
     for (uint32_t t = lo; t < hi; t++) {
         float *x = c->x + (uint64_t)t * d;
         wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, x, d);
-        if (m->embd_scale) for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale;
+        if (m->embd_scale != 1.0f) for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale;   /* granite, gemma */
         rope_prepare(c, c->rope_freq, c->rope_cs + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
         if (c->rope_cs_swa) rope_prepare(c, c->rope_freq_swa, c->rope_cs_swa + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
     }
@@ -275,10 +281,9 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     const wlm_hparams *hp = &c->m->hp;
     const wlm_layer *L = &c->m->layers[l];
-    const wlm_tensor *W[3] = { L->wq, L->wk, L->wv }, *B[3] = { L->bq, L->bk, L->bv };
+    const wlm_tensor *W[3] = { L->wq, L->wk, L->wv }, *B[3] = { L->bq, L->bk, L->bv }, *N[2] = { L->q_norm, L->k_norm };
     float *Y[3] = { c->q, c->kk, c->vv };
     uint32_t heads[3] = { hp->n_head, hp->n_head_kv, hp->n_head_kv }, hs[3] = { hp->head_dim, hp->head_dim, hp->head_dim_v };
-    const wlm_tensor *N[2] = { L->q_norm, L->k_norm };
     const float *rcs = L->swa && c->rope_cs_swa ? c->rope_cs_swa : c->rope_cs;
     uint32_t lo, hi;
     while (take(s, heads[0] + heads[1] + heads[2], 1, &lo, &hi))
@@ -291,8 +296,8 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
             add_bias(Y[i], B[i], f->n, rows, h0 * hs[i], h1 * hs[i]);
             for (uint32_t t = 0; t < f->n; t++) {
                 float *y = Y[i] + (uint64_t)t * rows;
-                if (i < 2 && N[i]) head_norm(y, N[i], hs[i], h0, h1, hp->rms_eps);
-                if (i < 2) rope_apply(c, rcs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
+                if (i < 2 && N[i]) head_norm(c, N[i], y + h0 * hs[i], h1 - h0);
+                if (i < 2 && !L->no_rope) rope_apply(c, rcs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
                 if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
             }
         }
@@ -305,12 +310,16 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
 static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, int add, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     uint32_t d = c->m->hp.n_embd, r0, r1;
+    float rs = c->m->resid_scale;
     while (take(s, d, min_rows(W), &r0, &r1)) {
         wlm_mm(c, W, y, f->n, c->xb, r0, r1, tid);
         add_bias(c->xb, b, f->n, d, r0, r1);
-        if (add)
-            for (uint32_t t = 0; t < f->n; t++)
+        if (!add) continue;
+        for (uint32_t t = 0; t < f->n; t++)
+            if (rs == 1.0f)
                 for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
+            else   /* granite: the block's output scaled before it is added */
+                for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r] * rs;
     }
 }
 
@@ -353,7 +362,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     const wlm_hparams *hp = &m->hp;
     wlm_pool *p = c->pool;
     uint32_t n = f->n, d = hp->n_embd, od = hp->n_head * hp->head_dim_v, k = 0;
-    float scale = m->attn_scale ? m->attn_scale : 1.0f / wlm_sqrtf((float)hp->head_dim);
+    float scale = m->attn_scale != 0.0f ? m->attn_scale : 1.0f / wlm_sqrtf((float)hp->head_dim);
     step s;
 
     embed_step(f, tid, nth);
@@ -401,9 +410,13 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     wlm_pool_barrier(p, nth);
     s = step_begin(f, &k, tid, nth);
     uint32_t r0, r1;
+    float ls = 1.0f / m->logit_scale;
     float *lg = c->logits + (uint64_t)f->out_row * hp->n_vocab;
     while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1)) {
         wlm_mm(c, m->output, c->xb, f->n_out, lg, r0, r1, tid);
+        if (ls != 1.0f)   /* granite: logits divided by logit_scale */
+            for (uint32_t t = 0; t < f->n_out; t++)
+                for (uint32_t r = r0; r < r1; r++) lg[(uint64_t)t * hp->n_vocab + r] *= ls;
         if (m->final_softcap > 0)   /* gemma2: logits soft-capped */
             for (uint32_t t = 0; t < f->n_out; t++)
                 for (uint32_t r = r0; r < r1; r++) lg[(uint64_t)t * hp->n_vocab + r] = wlm_softcap(lg[(uint64_t)t * hp->n_vocab + r], m->final_softcap);

@@ -127,9 +127,9 @@ static wlm_status check_overlap(wlm_gguf *g, wlm_err *err) {
     return WLM_OK;
 }
 
-wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+static wlm_status parse_one(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err) {
     wlm_memset(g, 0, sizeof *g);
+    g->n_parts = 1;
     if (!data || size == 0) return wlm_fail(err, WLM_ERR_FORMAT, "not a GGUF file: empty file");
     if (size < 4) return wlm_fail(err, WLM_ERR_FORMAT, "not a GGUF file: only %llu bytes", (unsigned long long)size);
     uint32_t magic = wlm_rd32(data);
@@ -244,6 +244,146 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
     return WLM_OK;
 fail:
     wlm_gguf_free(g);
+    return s;
+}
+
+/* ---- split GGUFs ------------------------------------------------------------
+ *
+ * A model published in parts NAME-00001-of-0000N.gguf: each part is a GGUF
+ * file of its own with split.no (u16, 0-based), split.count (u16) and
+ * split.tensors.count (i32, the tensors of all parts); the first part holds
+ * the model's metadata, each part a subset of the tensors with offsets into
+ * its own data section. Keys are read with the lenient integer getter (any
+ * unsigned or non-negative integer type), as the other counts are. */
+
+/* the split keys of one part; 0 for absent ones (count and no: has_* say so) */
+typedef struct split_keys { uint32_t count, no, tensors; int has_count, has_no, has_tensors; } split_keys;
+
+static wlm_status read_split_keys(const wlm_gguf *g, split_keys *k, wlm_err *err) {
+    wlm_memset(k, 0, sizeof *k);
+    wlm_status s;
+    k->has_count = wlm_gguf_find(g, "split.count") != 0;
+    k->has_no = wlm_gguf_find(g, "split.no") != 0;
+    k->has_tensors = wlm_gguf_find(g, "split.tensors.count") != 0;
+    if ((s = wlm_kv_u32(g, "split.count", 0, &k->count, err))) return s;
+    if ((s = wlm_kv_u32(g, "split.no", 0, &k->no, err))) return s;
+    if ((s = wlm_kv_u32(g, "split.tensors.count", 0, &k->tensors, err))) return s;
+    if (k->has_count && k->count == 0) return wlm_fail(err, WLM_ERR_FORMAT, "split.count is 0");
+    if (k->has_count && k->has_no && k->no >= k->count)
+        return wlm_fail(err, WLM_ERR_FORMAT, "split.no %u is out of range for split.count %u", k->no, k->count);
+    return WLM_OK;
+}
+
+/* "part I of N: " before a part's own error message */
+static wlm_status part_fail(wlm_err *err, uint32_t i, uint32_t n) {
+    char msg[sizeof err->msg];
+    wlm_memcpy(msg, err->msg, sizeof msg);
+    msg[sizeof msg - 1] = 0;
+    return wlm_fail(err, err->code, "part %u of %u: %s", i + 1, n, msg);
+}
+
+static void free_parts(wlm_gguf *parts, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) wlm_gguf_free(&parts[i]);
+    wlm_sys_free(parts);
+}
+
+wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err) {
+    const uint8_t *d[1] = { data };
+    uint64_t z[1] = { size };
+    return wlm_gguf_parse_parts(g, d, z, 1, err);
+}
+
+wlm_status wlm_gguf_parse_parts(wlm_gguf *g, const uint8_t *const *data, const uint64_t *sizes, uint32_t n, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    wlm_memset(g, 0, sizeof *g);
+    if (n == 0 || !data || !sizes) return wlm_fail(err, WLM_ERR_ARG, "no GGUF parts given");
+    if (n > 65535) return wlm_fail(err, WLM_ERR_ARG, "%u GGUF parts given (at most 65535)", n);
+    split_keys k0, k;
+    wlm_status s;
+    if (n == 1) {
+        if ((s = parse_one(g, data[0], sizes[0], err))) return s;
+        if ((s = read_split_keys(g, &k0, err))) { wlm_gguf_free(g); return s; }
+        if (k0.has_count && k0.count > 1) {
+            s = wlm_fail(err, WLM_ERR_FORMAT, "this file is part %u of a split GGUF of %u parts: load it with the other parts",
+                         k0.no + 1, k0.count);
+            wlm_gguf_free(g);
+            return s;
+        }
+        return WLM_OK;
+    }
+    uint64_t pbytes = (uint64_t)n * sizeof(wlm_gguf);
+    wlm_gguf *parts = wlm_sys_alloc(pbytes);
+    if (!parts) return wlm_fail_nomem(err, "the split GGUF part table", pbytes);
+    wlm_memset(parts, 0, pbytes);
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if ((s = parse_one(&parts[i], data[i], sizes[i], err))) { s = part_fail(err, i, n); goto fail; }
+        if ((s = read_split_keys(&parts[i], &k, err))) { s = part_fail(err, i, n); goto fail; }
+        if (i == 0) {
+            if (!k.has_count || !k.has_no) {
+                s = wlm_fail(err, WLM_ERR_FORMAT, "%u parts given, but the first has no split.count / split.no: it is not part of a split GGUF", n);
+                goto fail;
+            }
+            k0 = k;
+        } else if (!k.has_count || !k.has_no) {
+            s = wlm_fail(err, WLM_ERR_FORMAT, "part %u of %u has no split.count / split.no: it is not part of a split GGUF", i + 1, n);
+            goto fail;
+        } else if (k.count != k0.count) {
+            s = wlm_fail(err, WLM_ERR_FORMAT, "part %u belongs to another split GGUF: split.count %u, the first part says %u", i + 1, k.count, k0.count);
+            goto fail;
+        } else if (k.has_tensors && k0.has_tensors && k.tensors != k0.tensors) {
+            s = wlm_fail(err, WLM_ERR_FORMAT, "part %u belongs to another split GGUF: split.tensors.count %u, the first part says %u", i + 1, k.tensors, k0.tensors);
+            goto fail;
+        }
+        if (k.no != i) {
+            /* the places before i hold parts 0 .. i-1 (each checked): a lower number is one of them again */
+            if (k.no < i) s = wlm_fail(err, WLM_ERR_FORMAT, "split part %u of %u is given twice (in places %u and %u)", k.no + 1, k0.count, k.no + 1, i + 1);
+            else s = wlm_fail(err, WLM_ERR_FORMAT, "split parts out of order: place %u holds part %u of %u", i + 1, k.no + 1, k0.count);
+            goto fail;
+        }
+        total += parts[i].n_tensors;   /* each count is below its part's size / 32: no overflow */
+    }
+    if (k0.count != n) {
+        s = k0.count > n ? wlm_fail(err, WLM_ERR_FORMAT, "split GGUF of %u parts: only %u given (part %u is missing)", k0.count, n, n + 1)
+                         : wlm_fail(err, WLM_ERR_FORMAT, "split GGUF of %u parts: %u given", k0.count, n);
+        goto fail;
+    }
+    if (k0.has_tensors && total != k0.tensors) {
+        s = wlm_fail(err, WLM_ERR_FORMAT, "split GGUF: the parts hold %llu tensors, split.tensors.count says %u", (unsigned long long)total, k0.tensors);
+        goto fail;
+    }
+    /* one index: the first part's metadata, every part's tensors */
+    uint64_t n_kv = parts[0].n_kv;
+    uint64_t index_bytes = WLM_ALIGN_UP(n_kv * sizeof(wlm_kv), 64) + total * sizeof(wlm_tensor) + 64;
+    void *mem = wlm_sys_alloc(index_bytes);
+    if (!mem) { s = wlm_fail_nomem(err, "the GGUF index", index_bytes); goto fail; }
+    *g = parts[0];
+    g->mem = mem; g->n_parts = n; g->n_tensors = total;
+    g->kv = (wlm_kv *)mem;
+    g->tensors = (wlm_tensor *)((uint8_t *)mem + WLM_ALIGN_UP(n_kv * sizeof(wlm_kv), 64));
+    wlm_memcpy(g->kv, parts[0].kv, n_kv * sizeof(wlm_kv));
+    uint64_t at = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint64_t t = 0; t < parts[i].n_tensors; t++) {
+            wlm_tensor *x = &g->tensors[at];
+            *x = parts[i].tensors[t];
+            x->part = i;
+            /* names are unique within a part (parse_one): compare with earlier parts */
+            for (uint64_t j = 0; i > 0 && j < at && g->tensors[j].part < i; j++)
+                if (g->tensors[j].name_len == x->name_len && wlm_memeq(g->tensors[j].name, x->name, x->name_len)) {
+                    s = wlm_fail(err, WLM_ERR_FORMAT, "tensor %.*s is in split parts %u and %u", (int)WLM_MIN(x->name_len, 96u), x->name,
+                                 g->tensors[j].part + 1, i + 1);
+                    wlm_sys_free(mem);
+                    wlm_memset(g, 0, sizeof *g);
+                    goto fail;
+                }
+            at++;
+        }
+    }
+    free_parts(parts, n);
+    return WLM_OK;
+fail:
+    free_parts(parts, n);   /* parse_one leaves a failed or unparsed part empty */
     return s;
 }
 

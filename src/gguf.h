@@ -24,10 +24,11 @@ typedef struct wlm_tensor {
     const char *name; uint32_t name_len;
     uint32_t type, n_dims;
     uint64_t ne[4];           /* ne[0] = row length (contiguous) */
-    uint64_t offset;          /* absolute offset in the file */
+    uint64_t offset;          /* absolute offset in its file (its part, for a split GGUF) */
     uint64_t nbytes;
     const uint8_t *data;      /* view into the file bytes */
     uint32_t q4g;             /* Q4_0 rows repacked in place into the q4g form (wlm_model_load_inplace) */
+    uint32_t part;            /* the part holding it (0-based; 0 for a single file) */
 } wlm_tensor;
 
 typedef struct wlm_gguf {
@@ -36,9 +37,19 @@ typedef struct wlm_gguf {
     uint64_t n_kv, n_tensors, data_offset;
     wlm_kv *kv; wlm_tensor *tensors;
     void *mem;                /* the block holding kv[] and tensors[] */
+    uint32_t n_parts;         /* 1, or the parts of a split GGUF (data/size: the first one) */
 } wlm_gguf;
 
+/* One GGUF file. It may not be one part of a split GGUF of several parts
+ * (split.count > 1): that needs wlm_gguf_parse_parts with every part. */
 wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err);
+/* The parts of a split GGUF in order (split.no 0, 1, ...; n = 1: a plain
+ * file, as wlm_gguf_parse): metadata from the first part, the tensors of
+ * every part in one table (offsets within their own part). Checks every part
+ * as a file of its own, then that the parts belong together: split.count
+ * equal to n in each, split.no equal to its place, split.tensors.count equal
+ * to the tensors found, no tensor name in two parts. */
+wlm_status wlm_gguf_parse_parts(wlm_gguf *g, const uint8_t *const *data, const uint64_t *sizes, uint32_t n, wlm_err *err);
 void wlm_gguf_free(wlm_gguf *g);
 const wlm_kv *wlm_gguf_find(const wlm_gguf *g, const char *key);
 wlm_tensor *wlm_gguf_tensor(const wlm_gguf *g, const char *name);

@@ -1,4 +1,4 @@
-/* llama / qwen2 / gemma2 / gemma3 architectures: hyper-parameters from GGUF metadata and the tensor map.
+/* llama / qwen2 / qwen3 / smollm3 / granite / gemma2 / gemma3 architectures: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
 #include "model.h"
@@ -18,18 +18,45 @@ static int type_ok_for_matmul(uint32_t t) {
 /* ---- architectures ------------------------------------------------------------
  *
  * Supported: "llama" (Llama 1/2/3, TinyLlama, Mistral-style files written as
- * llama, SmolLM, ...) and "qwen2" (Qwen1.5 / Qwen2 / Qwen2.5). Both are the
- * same pre-norm decoder: RMSNorm, Q/K/V/O projections with grouped-query
- * attention, RoPE, a SwiGLU feed-forward block and a final RMSNorm. They
- * differ in:
- *   - RoPE convention: llama GGUF files rotate pairs (2i, 2i+1) (the
- *     converter permutes Q/K rows for it); qwen2 rotates pairs (i, i + n_rot/2)
- *     ("NEOX" style).
+ * llama, SmolLM, ...), "qwen2" (Qwen1.5 / Qwen2 / Qwen2.5), "qwen3",
+ * "smollm3", "granite" (Granite 3.x), "gemma2" and "gemma3". All are the
+ * same pre-norm decoder:
+ * RMSNorm, Q/K/V/O projections with grouped-query attention, RoPE, a SwiGLU
+ * feed-forward block and a final RMSNorm. They differ in:
+ *   - RoPE convention: llama-like GGUF files (llama, smollm3, granite)
+ *     rotate pairs (2i, 2i+1) (the converter permutes Q/K rows for it); the
+ *     Qwen and Gemma families rotate pairs (i, i + n_rot/2) ("NEOX" style).
  *   - qwen2 has F32 biases on Q, K and V (blk.N.attn_q.bias, ...). Biases are
- *     accepted (optional) on both architectures, as is attn_output.bias.
+ *     accepted (optional) on every architecture, as is attn_output.bias.
+ *   - qwen3 normalizes each head of Q and K by RMSNorm (blk.N.attn_q_norm,
+ *     attn_k_norm, [head_dim]) before RoPE.
+ *   - smollm3 leaves every 4th layer unrotated (layers 3, 7, 11, ...). Its
+ *     GGUF files carry no key for it: the converter writes none and
+ *     llama.cpp applies this fixed rule, so we do too.
+ *   - granite scales the embeddings, each block's contribution to the
+ *     residual stream, the attention scores and the logits by factors from
+ *     its metadata (granite.embedding_scale, residual_scale,
+ *     attention.scale, logit_scale).
+ *   - gemma2 / gemma3 add post-attention/post-FFN norms, GeGLU, sliding-window
+ *     layers, soft-capping (gemma2) and Q/K norms (gemma3): load_gemma_hparams.
  * Every tensor in the file must be one of the names below: anything else
  * (fused QKV, mixture-of-experts, extra norms) is refused by name rather
  * than silently ignored. */
+
+typedef struct arch_info { const char *name; uint32_t id, rope_type; } arch_info;
+static const arch_info k_archs[] = {
+    { "llama", WLM_ARCH_LLAMA, WLM_ROPE_NORM },
+    { "qwen2", WLM_ARCH_QWEN2, WLM_ROPE_NEOX },
+    { "qwen3", WLM_ARCH_QWEN3, WLM_ROPE_NEOX },
+    { "smollm3", WLM_ARCH_SMOLLM3, WLM_ROPE_NORM },
+    { "granite", WLM_ARCH_GRANITE, WLM_ROPE_NORM },
+    { "gemma2", WLM_ARCH_GEMMA2, WLM_ROPE_NEOX },
+    { "gemma3", WLM_ARCH_GEMMA3, WLM_ROPE_NEOX },
+};
+#define N_ARCHS (sizeof k_archs / sizeof k_archs[0])
+#define SUPPORTED_ARCHS "llama, qwen2, qwen3, smollm3, granite, gemma2, gemma3"
+/* smollm3: a layer l has no RoPE when (l + 1) % 4 == 0 (no GGUF key says so) */
+#define SMOLLM3_NO_ROPE_STEP 4
 
 static const char *const k_global_tensors[] = { "token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight" };
 static const char *const k_block_tensors[] = {
@@ -37,21 +64,13 @@ static const char *const k_block_tensors[] = {
     "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
     "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
 };
-/* the gemma2 / gemma3 norms (gemma3 adds the Q/K norms: the last two) */
-static const char *const k_gemma_tensors[] = {
-    "post_attention_norm.weight", "post_ffw_norm.weight", "attn_q_norm.weight", "attn_k_norm.weight",
-};
+/* only in architectures with per-head Q/K norms (qwen3, gemma3) */
+static const char *const k_qk_norm_tensors[] = { "attn_q_norm.weight", "attn_k_norm.weight" };
+/* only in gemma2 / gemma3: the norms of the attention and FFN outputs */
+static const char *const k_post_norm_tensors[] = { "post_attention_norm.weight", "post_ffw_norm.weight" };
 
 static int is_gemma(uint32_t arch) { return arch == WLM_ARCH_GEMMA2 || arch == WLM_ARCH_GEMMA3; }
-
-static const char *arch_name(uint32_t arch) {
-    switch (arch) {
-    case WLM_ARCH_QWEN2: return "qwen2";
-    case WLM_ARCH_GEMMA2: return "gemma2";
-    case WLM_ARCH_GEMMA3: return "gemma3";
-    default: return "llama";
-    }
-}
+static int has_qk_norm(uint32_t arch) { return arch == WLM_ARCH_QWEN3 || arch == WLM_ARCH_GEMMA3; }
 
 /* 1 when `name` is a tensor of architecture arch's layout for a model of n_layer blocks */
 static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, uint32_t arch) {
@@ -64,9 +83,12 @@ static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, uint32
     p++;
     for (uint32_t i = 0; i < sizeof k_block_tensors / sizeof k_block_tensors[0]; i++)
         if (wlm_str_is(name + p, len - p, k_block_tensors[i])) return 1;
-    uint32_t n_gemma = arch == WLM_ARCH_GEMMA3 ? 4 : arch == WLM_ARCH_GEMMA2 ? 2 : 0;
-    for (uint32_t i = 0; i < n_gemma; i++)
-        if (wlm_str_is(name + p, len - p, k_gemma_tensors[i])) return 1;
+    if (has_qk_norm(arch))
+        for (uint32_t i = 0; i < 2; i++)
+            if (wlm_str_is(name + p, len - p, k_qk_norm_tensors[i])) return 1;
+    if (is_gemma(arch))
+        for (uint32_t i = 0; i < 2; i++)
+            if (wlm_str_is(name + p, len - p, k_post_norm_tensors[i])) return 1;
     return 0;
 }
 
@@ -142,28 +164,43 @@ static wlm_status load_gemma_hparams(wlm_model *m, const char *arch, uint32_t al
     return WLM_OK;
 }
 
+const char *wlm_arch_name(uint32_t arch) {
+    for (uint32_t i = 0; i < N_ARCHS; i++)
+        if (k_archs[i].id == arch) return k_archs[i].name;
+    return "?";
+}
+
 static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     const wlm_gguf *g = &m->g;
     wlm_hparams *hp = &m->hp;
     const char *arch; uint32_t alen; wlm_status s;
     char kb[128];
     if ((s = wlm_kv_str(g, "general.architecture", 1, &arch, &alen, err))) return s;
-    if (wlm_str_is(arch, alen, "llama")) m->arch = WLM_ARCH_LLAMA;
-    else if (wlm_str_is(arch, alen, "qwen2")) m->arch = WLM_ARCH_QWEN2;
-    else if (wlm_str_is(arch, alen, "gemma2")) m->arch = WLM_ARCH_GEMMA2;
-    else if (wlm_str_is(arch, alen, "gemma3")) m->arch = WLM_ARCH_GEMMA3;
-    else {
+    const arch_info *ai = 0;
+    for (uint32_t i = 0; i < N_ARCHS && !ai; i++)
+        if (wlm_str_is(arch, alen, k_archs[i].name)) ai = &k_archs[i];
+    if (!ai) {
         uint32_t n_layer = 0;
         (void)wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 0, &n_layer, err);
         const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024, WLM_ARCH_LLAMA);
         if (u)
-            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: llama, qwen2, gemma2, gemma3)",
+            return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: " SUPPORTED_ARCHS ")",
                             (int)WLM_MIN(alen, 64u), arch, (int)WLM_MIN(u->name_len, 96u), u->name);
-        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: llama, qwen2, gemma2, gemma3)", (int)WLM_MIN(alen, 64u), arch);
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: " SUPPORTED_ARCHS ")", (int)WLM_MIN(alen, 64u), arch);
     }
-    int gemma = is_gemma(m->arch);
-    hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = gemma ? 1e-6f : 1e-5f;
-    hp->rope_type = m->arch == WLM_ARCH_LLAMA ? WLM_ROPE_NORM : WLM_ROPE_NEOX;
+    m->arch = ai->id;
+    hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = is_gemma(ai->id) ? 1e-6f : 1e-5f;
+    hp->rope_type = ai->rope_type;
+    m->embd_scale = 1.0f; m->resid_scale = 1.0f; m->attn_scale = 0.0f; m->logit_scale = 1.0f;
+    if (m->arch == WLM_ARCH_GRANITE) {
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "embedding_scale"), 0, &m->embd_scale, err))) return s;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "residual_scale"), 0, &m->resid_scale, err))) return s;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "attention.scale"), 0, &m->attn_scale, err))) return s;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "logit_scale"), 0, &m->logit_scale, err))) return s;
+        if (!(m->embd_scale > 0 && m->embd_scale < 1e6f) || !(m->resid_scale > 0 && m->resid_scale < 1e6f) ||
+            !(m->attn_scale >= 0 && m->attn_scale < 1e6f) || !(m->logit_scale > 1e-6f && m->logit_scale < 1e6f))
+            return wlm_fail(err, WLM_ERR_FORMAT, "granite multipliers (embedding_scale, residual_scale, attention.scale, logit_scale) must be positive and finite");
+    }
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "embedding_length"), 1, &hp->n_embd, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 1, &hp->n_layer, err))) return s;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "feed_forward_length"), 1, &hp->n_ff, err))) return s;
@@ -229,7 +266,7 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
             return wlm_fail(err, WLM_ERR_FORMAT, "llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor and original_context_length > 0");
         if (m->rope_scale_factor == 1.0f && m->rope_scaling == WLM_ROPE_SCALING_LINEAR) m->rope_scaling = WLM_ROPE_SCALING_NONE;
     }
-    return gemma ? load_gemma_hparams(m, arch, alen, err) : WLM_OK;
+    return is_gemma(m->arch) ? load_gemma_hparams(m, arch, alen, err) : WLM_OK;
 }
 
 double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta) {
@@ -301,13 +338,14 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
         T(w_gate, "ffn_gate.weight", d, hp->n_ff, 1)
         T(w_up, "ffn_up.weight", d, hp->n_ff, 1)
         T(w_down, "ffn_down.weight", hp->n_ff, d, 1)
+        if (has_qk_norm(m->arch)) {   /* qwen3, gemma3 */
+            T(q_norm, "attn_q_norm.weight", hp->head_dim, 0, 0)
+            T(k_norm, "attn_k_norm.weight", hp->head_dim, 0, 0)
+        }
+        L->no_rope = m->arch == WLM_ARCH_SMOLLM3 && (l + 1) % SMOLLM3_NO_ROPE_STEP == 0;
         if (is_gemma(m->arch)) {
             T(post_attn_norm, "post_attention_norm.weight", d, 0, 0)
             T(post_ffn_norm, "post_ffw_norm.weight", d, 0, 0)
-            if (m->arch == WLM_ARCH_GEMMA3) {
-                T(q_norm, "attn_q_norm.weight", hp->head_dim, 0, 0)
-                T(k_norm, "attn_k_norm.weight", hp->head_dim, 0, 0)
-            }
             L->swa = m->n_swa && (m->arch == WLM_ARCH_GEMMA2 ? l % 2 == 0 : l % 6 != 5);
         }
 #undef T
@@ -317,16 +355,22 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer, m->arch);
     if (u)
         return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor %.*s in this %s model (not part of the layout this engine runs)",
-                        (int)WLM_MIN(u->name_len, 96u), u->name, arch_name(m->arch));
+                        (int)WLM_MIN(u->name_len, 96u), u->name, wlm_arch_name(m->arch));
     return WLM_OK;
 }
 
 wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err) {
+    const uint8_t *d[1] = { data };
+    uint64_t z[1] = { size };
+    return wlm_model_load_parts(out, d, z, 1, err);
+}
+
+wlm_status wlm_model_load_parts(wlm_model **out, const uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err) {
     wlm_err dummy; if (!err) err = &dummy;
     if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_model_load: out is NULL");
     *out = 0;
     wlm_gguf g;
-    wlm_status s = wlm_gguf_parse(&g, data, size, err);
+    wlm_status s = wlm_gguf_parse_parts(&g, data, sizes, n_parts, err);
     if (s) return s;
     wlm_model tmp; wlm_memset(&tmp, 0, sizeof tmp);
     tmp.g = g;
@@ -371,7 +415,13 @@ void wlm_model_repack_q4g(wlm_model *m) {
 }
 
 wlm_status wlm_model_load_inplace(wlm_model **out, uint8_t *data, uint64_t size, wlm_err *err) {
-    wlm_status s = wlm_model_load(out, data, size, err);
+    uint8_t *d[1] = { data };
+    uint64_t z[1] = { size };
+    return wlm_model_load_parts_inplace(out, d, z, 1, err);
+}
+
+wlm_status wlm_model_load_parts_inplace(wlm_model **out, uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err) {
+    wlm_status s = wlm_model_load_parts(out, (const uint8_t *const *)data, sizes, n_parts, err);
     /* the SIMD builds; the scalar kernels would gain nothing */
     if (s == WLM_OK && wlm_kernels_best()->act_q4g) wlm_model_repack_q4g(*out);
     return s;
@@ -410,3 +460,5 @@ uint32_t wlm_tensor_type(const wlm_model *m, uint32_t i) { return i < m->g.n_ten
 uint32_t wlm_tensor_ndims(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].n_dims : 0; }
 uint64_t wlm_tensor_dim(const wlm_model *m, uint32_t i, uint32_t d) { return i < m->g.n_tensors && d < 4 ? m->g.tensors[i].ne[d] : 0; }
 uint64_t wlm_tensor_offset(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].offset : 0; }
+uint32_t wlm_tensor_part(const wlm_model *m, uint32_t i) { return i < m->g.n_tensors ? m->g.tensors[i].part : 0; }
+uint32_t wlm_model_n_parts(const wlm_model *m) { return m->g.n_parts; }

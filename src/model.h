@@ -10,13 +10,16 @@ typedef struct wlm_layer {
     const wlm_tensor *attn_norm, *wq, *wk, *wv, *wo;
     const wlm_tensor *bq, *bk, *bv, *bo;    /* optional F32 biases (qwen2 has q/k/v), NULL if absent */
     const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    const wlm_tensor *q_norm, *k_norm;      /* qwen3, gemma3: per-head RMSNorm weights [head_dim] of Q and K, else NULL */
     /* gemma2 / gemma3: norms of the attention and FFN outputs before they are
-     * added to the residual; gemma3: per-head RMSNorm of Q and K (before RoPE) */
-    const wlm_tensor *post_attn_norm, *post_ffn_norm, *q_norm, *k_norm;
+     * added to the residual, else NULL */
+    const wlm_tensor *post_attn_norm, *post_ffn_norm;
+    uint32_t no_rope;                       /* smollm3: 1 when this layer's Q and K are not rotated */
     uint32_t swa;                           /* 1: a sliding-window layer (sees the last n_swa positions) */
 } wlm_layer;
 
-enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_GEMMA2 = 2, WLM_ARCH_GEMMA3 = 3 };
+enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_QWEN3 = 2, WLM_ARCH_SMOLLM3 = 3, WLM_ARCH_GRANITE = 4,
+       WLM_ARCH_GEMMA2 = 5, WLM_ARCH_GEMMA3 = 6 };
 enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
 
 struct wlm_model {
@@ -29,9 +32,13 @@ struct wlm_model {
     uint32_t rope_scaling;                  /* WLM_ROPE_SCALING_* */
     float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
     uint32_t rope_orig_ctx;
-    /* gemma2 / gemma3 (0 / 1 / plain values for llama and qwen2) */
-    float embd_scale;                       /* token embeddings times this (sqrt(n_embd)); 0: none */
-    float attn_scale;                       /* queries times this before q.k (1/sqrt(head_dim) unless the architecture says) */
+    /* x = embed * embd_scale (granite: embedding_scale; gemma: sqrt(n_embd));
+     * each block adds resid_scale * its output (granite); attention scores use
+     * attn_scale instead of 1/sqrt(head_dim) when it is not 0 (granite:
+     * attention.scale; gemma: 1/sqrt(query_pre_attn_scalar)); logits are
+     * divided by logit_scale (granite). 1 (attn_scale: 0) elsewhere. */
+    float embd_scale, resid_scale, attn_scale, logit_scale;
+    /* gemma2 / gemma3 (0 for the others) */
     float attn_softcap, final_softcap;      /* s -> cap * tanh(s / cap) on attention scores / logits; 0: none */
     uint32_t n_swa;                         /* sliding window in positions (0: none); which layers: wlm_layer.swa */
     float rope_base_swa;                    /* RoPE base of the sliding-window layers (gemma3: 10000, unscaled); 0: same as the others */
@@ -40,6 +47,9 @@ struct wlm_model {
     wlm_vocab vocab;
     void *mem;
 };
+
+/* the GGUF general.architecture name of a WLM_ARCH_* value */
+const char *wlm_arch_name(uint32_t arch);
 
 /* The divisor of RoPE frequency i (0 <= i < n_rot/2) for model m: 1 without
  * scaling; rope_freqs.weight[i] when the file has it; otherwise computed

@@ -127,6 +127,8 @@ static uint64_t out_bytes(const wlm_model *m, const wlm_tensor *t, uint32_t req)
     return (t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]) / ti->block * ti->block_bytes;
 }
 
+static int is_split_key(const wlm_kv *kv) { return kv->key_len > 6 && wlm_memeq(kv->key, "split.", 6); }
+
 static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t cap, uint64_t *size,
                         char *report, uint32_t report_cap, wlm_err *err) {
     const wlm_gguf *g = &m->g;
@@ -134,10 +136,14 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
     wr w = { out, cap, 0 };
     uint32_t rlen = 0;
     int has_ft = wlm_gguf_find(g, "general.file_type") != 0;
+    /* the output is one file: a split model's split.* keys stay behind */
+    uint64_t n_split_keys = 0;
+    for (uint64_t i = 0; i < g->n_kv; i++) n_split_keys += is_split_key(&g->kv[i]);
     put32(&w, 0x46554747u); put32(&w, 3);
-    put64(&w, g->n_tensors); put64(&w, g->n_kv + (has_ft ? 0 : 1));
+    put64(&w, g->n_tensors); put64(&w, g->n_kv - n_split_keys + (has_ft ? 0 : 1));
     for (uint64_t i = 0; i < g->n_kv; i++) {
         const wlm_kv *kv = &g->kv[i];
+        if (is_split_key(kv)) continue;
         put64(&w, kv->key_len); put(&w, kv->key, kv->key_len);
         if (wlm_str_is(kv->key, kv->key_len, "general.file_type")) { put32(&w, GGUF_U32); put32(&w, file_type_of(type)); continue; }
         put32(&w, kv->type); put(&w, kv->val, kv->val_bytes);

@@ -56,6 +56,19 @@ WLM_API wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t
  * the original GGUF bytes). The bytes must be writable, stay alive for the
  * life of the model, and not be loaded again or read as a GGUF file. */
 WLM_API wlm_status wlm_model_load_inplace(wlm_model **out, uint8_t *data, uint64_t size, wlm_err *err);
+/* A split GGUF (NAME-00001-of-00003.gguf, ...): the bytes of every part, in
+ * order (data[i], sizes[i] for split.no i), each a GGUF file of its own; the
+ * first holds the model's metadata, the tensors are found in any part. The
+ * parts may sit anywhere (a host streams them into consecutive blocks of one
+ * memory, no copy is made). Refused with WLM_ERR_FORMAT, naming the part: a
+ * part missing or given twice, parts out of order or of another split
+ * (split.count / split.tensors.count differ), tensors that do not add up to
+ * split.tensors.count, a tensor in two parts. n_parts = 1 is wlm_model_load;
+ * a lone part of a split of several is refused. */
+WLM_API wlm_status wlm_model_load_parts(wlm_model **out, const uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err);
+/* wlm_model_load_parts, taking the bytes over as wlm_model_load_inplace does. */
+WLM_API wlm_status wlm_model_load_parts_inplace(wlm_model **out, uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err);
+WLM_API uint32_t wlm_model_n_parts(const wlm_model *m);
 WLM_API void wlm_model_free(wlm_model *m);
 
 typedef struct wlm_hparams {
@@ -86,7 +99,8 @@ WLM_API const char *wlm_tensor_name(const wlm_model *m, uint32_t i, uint32_t *le
 WLM_API uint32_t wlm_tensor_type(const wlm_model *m, uint32_t i);
 WLM_API uint32_t wlm_tensor_ndims(const wlm_model *m, uint32_t i);
 WLM_API uint64_t wlm_tensor_dim(const wlm_model *m, uint32_t i, uint32_t d);
-WLM_API uint64_t wlm_tensor_offset(const wlm_model *m, uint32_t i); /* absolute, in file */
+WLM_API uint64_t wlm_tensor_offset(const wlm_model *m, uint32_t i); /* absolute, in its file (its part) */
+WLM_API uint32_t wlm_tensor_part(const wlm_model *m, uint32_t i);   /* the part holding it (0-based) */
 WLM_API const char *wlm_type_name(uint32_t ggml_type);
 
 /* ---- tokenizer ------------------------------------------------------------ */

@@ -6,7 +6,9 @@
 //   sampler targets load (SentencePiece "llama", byte-level BPE "gpt2" with
 //   Llama 3 and Qwen2 pre-tokenizers);
 // OUTDIR/seed/gguf: those models plus the whole hostile corpus
-//   (tools/make-hostile.mjs), so mutations start from every broken shape;
+//   (tools/make-hostile.mjs), so mutations start from every broken shape, and
+//   split GGUFs (the parts one after the other: fuzz_gguf cuts them apart at
+//   each GGUF magic);
 // OUTDIR/seed/tokenize: selector byte + text (ASCII, Unicode, invalid UTF-8,
 //   control-token text, whitespace runs) or selector + int32 ids to decode;
 // OUTDIR/seed/sampler: sampler parameters + history + logits, with NaN, Inf,
@@ -15,6 +17,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeModel } from '../models/make-model.js';
 import { hostileCases, MICRO } from './make-hostile.mjs';
+import { splitGguf } from '../models/gguf-split.js';
 
 const out = process.argv[2] || 'build/fuzz';
 const dir = (d) => { const p = path.join(out, d); fs.rmSync(p, { recursive: true, force: true }); fs.mkdirSync(p, { recursive: true }); return p; };
@@ -29,6 +32,17 @@ let n = 0;
 const gguf = dir('seed/gguf');
 for (const f of ['micro-spm.gguf', 'micro-bpe.gguf', 'micro-qwen.gguf']) fs.copyFileSync(path.join(models, f), path.join(gguf, f));
 for (const c of hostileCases()) { fs.writeFileSync(path.join(gguf, `${c.name}.gguf`), c.bytes); n++; }
+for (const f of ['micro-spm.gguf', 'micro-qwen.gguf']) {
+  const tmp = fs.mkdtempSync(path.join(out, 'split-'));
+  fs.copyFileSync(path.join(models, f), path.join(tmp, f));
+  const size = fs.statSync(path.join(tmp, f)).size;
+  for (const parts of [2, 3]) {
+    const { parts: files } = splitGguf(path.join(tmp, f), Math.ceil(size / parts));
+    fs.writeFileSync(path.join(gguf, `split${parts}-${files.length}-${f}`), Buffer.concat(files.map((p) => fs.readFileSync(p))));
+    for (const p of files) fs.rmSync(p);
+  }
+  fs.rmSync(tmp, { recursive: true, force: true });
+}
 
 const tok = dir('seed/tokenize');
 const texts = [

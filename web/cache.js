@@ -1,7 +1,8 @@
 // wasmlm model cache.
 //
-// Browsers: models fetched by URL (registry names resolve to URLs) are kept
-// in Cache Storage (cache name MODEL_CACHE), keyed by their absolute URL.
+// Browsers: models fetched by URL (registry names and hub ids resolve to
+// URLs) are kept in Cache Storage (cache name MODEL_CACHE), keyed by their
+// absolute URL and the ETag they were served with.
 // A fetch streams the body to the engine and, through a tee, into the cache
 // at the same time; the entry is kept only when the load succeeded (the
 // sha256 matched, when one is known) and dropped otherwise. The next load of
@@ -28,15 +29,36 @@ function absolute(url) {
   return new URL(String(url), globalThis.location?.href).href;
 }
 
+/** The request header (and Vary) that puts a response's ETag into its cache key. */
+const ETAG_KEY = 'X-Wasmlm-Etag';
+/** Most ms a cache hit waits for the HEAD request asking whether the file changed. */
+const REVALIDATE_MS = 10000;
+
+/** The cache key of `href` as served with `etag`: the URL, plus the ETag (a header the entry Varies on). */
+function cacheKey(href, etag) {
+  return etag ? new Request(href, { headers: { [ETAG_KEY]: etag } }) : new Request(href);
+}
+
+/** The ETag the server has now for `href` (a HEAD request), null when none; throws when it cannot be asked. */
+async function currentEtag(href, signal, timeout) {
+  const { response, timer } = await fetchChecked(href, { signal, timeout: timeout ? Math.min(timeout, REVALIDATE_MS) : REVALIDATE_MS, method: 'HEAD' });
+  timer.done();
+  return response.headers.get('etag');
+}
+
 /**
  * Fetches a model URL through the cache. Returns {response, fromCache,
  * timer, commit(), discard()}: call commit() after a successful load (waits
  * until the copy is stored), discard() after a failed one (removes a partial
  * or bad copy). With cache === false, or where Cache Storage is missing, it
  * is a plain fetch and commit/discard do nothing. Only http(s) URLs are
- * cached. A network fetch fails with NETWORK (web/net.js: connection, HTTP
- * status, no response within `timeout` ms); `timer` (null for a cache hit)
- * is the stall timer for web/net.js readBody.
+ * cached. An entry is keyed by the URL and the ETag it was served with (a
+ * request header the entry Varies on): a hit whose entry has an ETag first
+ * asks the server (HEAD) for the current one, and a changed file is fetched
+ * again (the older copies are dropped on commit); when the server cannot be
+ * reached the cached copy is used. A network fetch fails with NETWORK
+ * (web/net.js: connection, HTTP status, no response within `timeout` ms);
+ * `timer` (null for a cache hit) is the stall timer for web/net.js readBody.
  * @param {string} url
  * @param {{signal?: AbortSignal, cache?: boolean, timeout?: number}} [opts]
  */
@@ -49,27 +71,49 @@ export async function fetchModelCached(url, { signal, cache = true, timeout = 0 
     try { store = await caches.open(MODEL_CACHE); } catch { store = null; } // e.g. storage disabled
   }
   if (store) {
-    const hit = await store.match(href);
+    const keys = await store.keys(href, { ignoreVary: true });
+    let key = keys.find((k) => !k.headers.get(ETAG_KEY)) || null;
+    const tagged = keys.filter((k) => k.headers.get(ETAG_KEY));
+    if (tagged.length) {
+      let now;
+      try {
+        now = await currentEtag(href, signal, timeout);
+      } catch (e) {
+        if (signal?.aborted) throw e;
+        now = undefined; // unreachable (offline): any cached copy will do
+      }
+      key = now === undefined ? (tagged[0] || key) : tagged.find((k) => k.headers.get(ETAG_KEY) === now) || (now ? null : key || tagged[0]);
+    }
+    const hit = key && await store.match(key);
     if (hit && hit.ok && hit.body) {
-      return { response: hit, fromCache: true, timer: null, commit: noop, discard: async () => { await store.delete(href).catch(() => {}); } };
+      return { response: hit, fromCache: true, timer: null, commit: noop, discard: async () => { await store.delete(key).catch(() => {}); } };
     }
   }
   const { response: res, timer } = await fetchChecked(href, { signal, timeout });
   if (!store || !res.body) return { response: res, fromCache: false, timer, commit: noop, discard: noop };
   const [toEngine, toCache] = res.body.tee();
+  const etag = res.headers.get('etag');
   const headers = { 'Content-Type': 'application/octet-stream', 'X-Wasmlm-Cached-At': new Date().toISOString() };
+  if (etag) { headers.ETag = etag; headers.Vary = ETAG_KEY; }
   const enc = res.headers.get('content-encoding');
   const len = res.headers.get('content-length');
   if (len && (!enc || enc === 'identity')) headers['Content-Length'] = len;
-  const put = store.put(href, new Response(toCache, { status: 200, headers }));
+  const key = cacheKey(href, etag);
+  const put = store.put(key, new Response(toCache, { status: 200, headers }));
   put.catch(() => {});
   const response = new Response(toEngine, { status: res.status, statusText: res.statusText, headers: res.headers });
   return {
     response,
     fromCache: false,
     timer,
-    commit: async () => { await put; },
-    discard: async () => { await put.catch(() => {}); await store.delete(href).catch(() => {}); },
+    commit: async () => {
+      await put;
+      // older copies of this URL (another ETag) go
+      for (const k of await store.keys(href, { ignoreVary: true })) {
+        if ((k.headers.get(ETAG_KEY) || null) !== (etag || null)) await store.delete(k).catch(() => {});
+      }
+    },
+    discard: async () => { await put.catch(() => {}); await store.delete(key).catch(() => {}); },
   };
 }
 
@@ -125,7 +169,7 @@ export async function deleteCachedModel(key, options = {}) {
   }
   if (!modelCacheAvailable()) return false;
   const store = await caches.open(MODEL_CACHE);
-  return store.delete(absolute(key));
+  return store.delete(absolute(key), { ignoreVary: true }); // every ETag of the URL
 }
 
 /** Deletes every cached model; resolves with how many were deleted. */

@@ -9,6 +9,7 @@
 //   TEMPLATE_ERROR  a chat template does not parse or failed to render
 //   NO_CHAT_TEMPLATE the model has no chat template and none was given
 //   NETWORK         a download failed: connection, HTTP status, stall, truncated body
+//   NOT_FOUND       a hub id names a repository, revision, file or quantization that does not exist
 //   INTEGRITY       downloaded or cached bytes do not match their digest
 //   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
 //   WORKER          the model's worker died

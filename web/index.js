@@ -11,12 +11,15 @@ import { Sha256 } from './sha256.js';
 import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
-import { resolveModel, isRegistryName, registryEntries, evictCached } from '../models/registry.js';
+import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
+import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 import { checkSha256, checkTimeout, declaredLength, readBody, httpError, REGISTRY_TIMEOUT_MS } from './net.js';
+import { splitPartUrls, checkSplitNames } from './split.js';
+import { PART_ALIGN } from './worker/staging.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
-export { resolveModel, registryEntries };
+export { resolveModel, registryEntries, isHubId, parseHubId, resolveHubId };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 export { checkSha256, REGISTRY_TIMEOUT_MS };
 
@@ -284,12 +287,19 @@ class WorkerClient {
 
 // ---- source handling ---------------------------------------------------------
 
+/** Bytes per second since `t0` (ms), 0 before a millisecond has passed. */
+function rateOf(bytes, t0) {
+  const secs = (Date.now() - t0) / 1000;
+  return secs > 0 ? Math.round(bytes / secs) : 0;
+}
+
 /** Streams chunks to the worker, coalesced into STAGE_BYTES messages, one in flight. */
 class ChunkSender {
   constructor(client, { total, onProgress, hasher, signal }) {
     this.client = client; this.total = total || 0; this.onProgress = onProgress;
     this.hasher = hasher; this.signal = signal;
     this.stage = null; this.n = 0; this.loaded = 0; this.inflight = null;
+    this.t0 = Date.now();
   }
   async push(chunk) {
     let u8 = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk)
@@ -313,7 +323,10 @@ class ChunkSender {
     if (this.inflight) await this.inflight;
     this.inflight = this.client.call('loadChunk', { bytes }, { transfer: [bytes.buffer] });
     this.loaded += n;
-    if (this.onProgress) callGuarded(this.onProgress, { loaded: this.loaded, total: this.total || this.loaded }, (e) => { this.failed = this.failed || e; });
+    if (this.onProgress) {
+      const p = { loaded: this.loaded, total: this.total || this.loaded, rate: rateOf(this.loaded, this.t0) };
+      callGuarded(this.onProgress, p, (e) => { this.failed = this.failed || e; });
+    }
     if (this.failed) throw this.failed;
   }
   async end() {
@@ -352,10 +365,36 @@ function isFileError(e) {
 
 function looksLikeUrl(s) { return /^(https?|blob|data):/i.test(s); }
 
+/** A split GGUF's parts as Blobs/Files or buffers, in order (Files: their names are checked first). */
+function resolveParts(list) {
+  if (list.length === 0) throw badOption('source', list, 'an array of model parts must not be empty');
+  const parts = list.map((p, i) => {
+    if (p instanceof ArrayBuffer || ArrayBuffer.isView(p)) return { kind: 'bytes', bytes: p };
+    if (typeof Blob !== 'undefined' && p instanceof Blob) return { kind: 'blob', blob: p };
+    throw badOption(`source[${i}]`, p, 'each part of a split GGUF must be a Blob, File, ArrayBuffer or Uint8Array');
+  });
+  checkSplitNames(list.map((p) => (typeof p.name === 'string' ? p.name : '')));
+  return parts.length === 1 ? parts[0] : { kind: 'parts', parts };
+}
+
 async function resolveSource(source, options) {
+  if (Array.isArray(source)) return resolveParts(source);
   if (typeof source === 'string' || source instanceof URL) {
     const s = String(source);
-    if (looksLikeUrl(s)) return { kind: 'url', url: s };
+    if (looksLikeUrl(s)) {
+      const urls = splitPartUrls(s);   // NAME-00001-of-0000N.gguf: every part, fetched one after the other
+      return urls ? { kind: 'parts', parts: urls.map((url) => ({ kind: 'url', url })) } : { kind: 'url', url: s };
+    }
+    if (isHubId(s)) {
+      // Node: through the download cache (resumable, kept by URL + ETag); browsers: a URL for web/cache.js
+      if (isNode && options.cache !== false) {
+        const r = await resolveHubModel(s, options);
+        return { kind: 'path', path: r.path, registry: r };
+      }
+      const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
+      const hub = await resolveHubId(s, { hubUrl: options.hubUrl, signal: options.signal, timeout });
+      return { kind: 'url', url: hub.url, sha256: hub.sha256, size: hub.size, hub };
+    }
     if (/^file:/i.test(s)) {
       if (!isNode) return { kind: 'url', url: s };
       const { fileURLToPath } = await nodeImport('node:url');
@@ -374,7 +413,7 @@ async function resolveSource(source, options) {
   if (typeof ReadableStream !== 'undefined' && source instanceof ReadableStream) return { kind: 'stream', stream: source };
   if (typeof Response !== 'undefined' && source instanceof Response) return { kind: 'response', response: source };
   if (source && typeof source[Symbol.asyncIterator] === 'function') return { kind: 'iterable', iterable: source };
-  throw badOption('source', source, 'must be a path, URL, registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream or Response');
+  throw badOption('source', source, 'must be a path, URL, hub id (hf:OWNER/REPO:QUANT), registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream, Response, or an array of split GGUF parts');
 }
 
 function ctxOptions(options) {
@@ -383,12 +422,87 @@ function ctxOptions(options) {
   return o;
 }
 
+/** A failure fetching part i of n: a part the server does not have is BAD_FILE naming it; others say which part. */
+function partError(e, i, n, url) {
+  if (e && e.code === 'NETWORK' && (e.status === 404 || e.status === 410)) {
+    return new WasmlmError('BAD_FILE', `split GGUF part ${i + 1} of ${n} is missing: ${url} (HTTP ${e.status})`, { url, part: i + 1, parts: n, status: e.status, cause: e });
+  }
+  if (e instanceof WasmlmError && e.part === undefined && e.code !== 'ABORTED') { e.part = i + 1; e.message = `split GGUF part ${i + 1} of ${n}: ${e.message}`; }
+  return e;
+}
+
+/**
+ * A split GGUF's parts streamed one after the other into the worker (op
+ * loadPart between them), so they end up in one block of its memory and load
+ * as one model. URLs are fetched in turn (each through the model cache).
+ */
+async function loadParts(client, parts, options) {
+  const { onProgress, signal } = options;
+  const ctx = ctxOptions(options);
+  if (options.sha256 !== undefined) throw badOption('sha256', options.sha256, 'is the digest of one file: it does not apply to the parts of a split GGUF');
+  const timeout = checkTimeout(options.timeout, 0);
+  const known = parts.every((p) => p.kind !== 'url');
+  const sizeOf = (p) => (p.kind === 'blob' ? p.blob.size : p.bytes.byteLength);
+  const sender = new ChunkSender(client, { total: known ? parts.reduce((a, p) => a + sizeOf(p), 0) : 0, onProgress, signal });
+  const cached = [];
+  let begun = false;
+  try {
+    for (const [i, p] of parts.entries()) {
+      let size, run;
+      if (p.kind === 'url') {
+        let c;
+        try { c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout }); } catch (e) { throw partError(e, i, parts.length, p.url); }
+        cached.push(c);
+        const res = c.response;
+        size = declaredLength(res);
+        sender.total = sender.total && size ? sender.total + size : (i === 0 ? size : 0);
+        run = async () => {
+          if (!res.body) throw new WasmlmError('NETWORK', `${p.url} has no body`, { url: p.url });
+          try {
+            for await (const ch of readBody(res, { url: p.url, expected: size, timeout, signal, timer: c.timer })) await sender.push(ch);
+          } catch (e) { throw partError(e, i, parts.length, p.url); }
+        };
+      } else {
+        size = sizeOf(p);
+        run = p.kind === 'blob' ? () => pumpReader(p.blob.stream().getReader(), sender) : async () => {
+          const b = p.bytes, u8 = b instanceof ArrayBuffer ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+          for (let off = 0; off < u8.byteLength; off += STAGE_BYTES) await sender.push(u8.subarray(off, off + STAGE_BYTES));
+        };
+      }
+      if (i === 0) {
+        // sizes all known (Blobs, buffers): one block for every part from the start
+        await client.call('loadBegin', { size: known ? sender.total + PART_ALIGN * parts.length : size });
+        begun = true;
+      } else {
+        await sender.end();   // the previous part's bytes are in before the next part starts
+        await client.call('loadPart', { size });
+      }
+      await run();
+    }
+    await sender.end();
+    if (signal && signal.aborted) throw abortError(signal);
+  } catch (e) {
+    if (begun) await client.call('loadCancel').catch(() => {});
+    for (const c of cached) { c.timer?.done(); await c.discard(); }
+    throw e;
+  }
+  let info;
+  try { info = await client.call('loadEnd', { options: ctx }); } catch (e) { for (const c of cached) await c.discard(); throw e; }
+  if (cached.length) {
+    for (const c of cached) await c.commit().catch((e) => console.warn(`wasmlm: a model part was not cached: ${e.message}`));
+    info.fromCache = cached.every((c) => c.fromCache);
+  }
+  return info;
+}
+
 async function loadInto(client, src, options) {
   const { onProgress, signal } = options;
   const ctx = ctxOptions(options);
+  if (src.kind === 'parts') return loadParts(client, src.parts, options);
   if (src.kind === 'path') {
+    const t0 = Date.now();
     const { id, promise } = client.request('loadFile', { path: src.path, options: ctx, progress: !!onProgress },
-      { onEvent: (ev) => onProgress && onProgress({ loaded: ev.loaded, total: ev.total }) });
+      { onEvent: (ev) => onProgress && onProgress({ loaded: ev.loaded, total: ev.total, rate: rateOf(ev.loaded, t0) }) });
     const onAbort = () => client.abort(id);
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
@@ -417,11 +531,13 @@ async function loadInto(client, src, options) {
     run = async (sender) => { for await (const c of src.iterable) await sender.push(c); };
   } else if (src.kind === 'url' || src.kind === 'response') {
     // a stall timeout (web/net.js): the caller's, else a default for registry models
-    const timeout = checkTimeout(options.timeout, src.registry ? REGISTRY_TIMEOUT_MS : 0);
+    const timeout = checkTimeout(options.timeout, src.registry || src.hub ? REGISTRY_TIMEOUT_MS : 0);
     let res, timer = null, url = src.url;
     if (src.kind === 'url') {
       // browsers: through the model cache (web/cache.js); options.cache === false skips it
-      cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout });
+      try {
+        cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout });
+      } catch (e) { throw src.hub ? hubFileError(e, src.hub) : e; }
       ({ response: res, timer } = cached);
     } else {
       res = src.response;

@@ -82,11 +82,13 @@ class StallTimer {
  * fetch(url) whose failures are NETWORK errors naming the URL: connection
  * errors, a non-2xx status, and no response within `timeout` ms. The
  * returned response's body is still to be read with readBody (same timeout).
+ * `headers` are sent with the request (Range, If-None-Match, ...); statuses
+ * in `allow` (e.g. 304, 416) are returned like 2xx ones, body unread.
  * @param {string} url
- * @param {{signal?: AbortSignal, timeout?: number, fetch?: Function}} [opts]
+ * @param {{signal?: AbortSignal, timeout?: number, fetch?: Function, headers?: object, allow?: number[], method?: string}} [opts]
  * @returns {Promise<{response: Response, timer: StallTimer}>}
  */
-export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = globalThis.fetch } = {}) {
+export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = globalThis.fetch, headers, allow, method } = {}) {
   if (signal?.aborted) throw abortError(signal);
   const timer = new StallTimer(timeout, signal);
   let res;
@@ -97,7 +99,10 @@ export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = 
       reject(e);
     }));
     stalled.catch(() => {});
-    res = await Promise.race([doFetch(url, { signal: timer.ctl.signal }), stalled]);
+    const init = { signal: timer.ctl.signal };
+    if (headers) init.headers = headers;
+    if (method) init.method = method;
+    res = await Promise.race([doFetch(url, init), stalled]);
   } catch (e) {
     timer.done();
     if (signal?.aborted) throw abortError(signal);
@@ -105,7 +110,7 @@ export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = 
     throw networkError(url, `cannot fetch ${safeUrl(url)}: ${reason(e)}`, { cause: e });
   }
   timer.stop();
-  if (!res.ok) {
+  if (!res.ok && !(allow && allow.includes(res.status))) {
     timer.done();
     res.body?.cancel().catch(() => {});
     throw httpError(url, res);

@@ -72,15 +72,16 @@ export const OPTIONS = Object.freeze({
   nKeep: opt('int', "with onFull 'slide': first positions never dropped", { min: 0, max: 2 ** 24, default: 0 }),
   maxSequences: opt('int', 'sequences the cache is planned for up front', { min: 1, max: 64, default: 1 }),
   memoryLimit: opt('int', 'limit of the engine memory in bytes (default: the wasm32 maximum, 4 GiB)', { min: 65536, max: 2 ** 32 }),
-  onProgress: opt('function', 'called with {loaded, total} while the model loads', { side: 'caller' }),
+  onProgress: opt('function', "called with {loaded, total, rate} while the model downloads (phase 'download', Node cache) and loads; rate in bytes/s", { side: 'caller' }),
   modelDir: opt('string', 'directory (browsers: URL prefix) holding NAME.gguf for registry names'),
   cacheDir: opt('string', 'Node download cache directory (default env WASMLM_CACHE or ~/.cache/wasmlm)'),
   registry: opt('object', 'extra registry entries, merged over models/registry.json'),
   sha256: opt('sha256', 'expected sha256 of the model bytes, checked while streaming'),
   offline: opt('boolean', 'fail instead of downloading a registry model that is not local', { default: false }),
-  cache: opt('boolean', 'browsers: keep models fetched by URL in Cache Storage', { default: true }),
+  cache: opt('boolean', 'keep downloaded models: browsers, URLs and hub ids in Cache Storage; Node, hub ids in cacheDir', { default: true }),
+  hubUrl: opt('string', "base URL of the model hub for hf: ids (default env WASMLM_HUB_URL, else 'https://huggingface.co')"),
   wasm: opt('wasm', 'the engine build: a compiled module, its bytes, or a path/URL', { side: 'caller' }),
-  timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never; default none for URLs, 30 s for registry names)', { min: 0, max: I32_MAX }),
+  timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never; default none for URLs, 30 s for registry names and hub ids)', { min: 0, max: I32_MAX }),
   signal: opt('signal', 'AbortSignal that cancels the call', { side: 'caller' }),
 
   // sampling (generate, complete, chat, bestOfN, ...)
@@ -137,7 +138,7 @@ const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].i
 /** The options each public method accepts. */
 export const METHODS = Object.freeze({
   loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'memoryLimit',
-    'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'wasm', 'timeout', 'signal'],
+    'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'wasm', 'timeout', 'signal'],
   generate: GENERATE,
   complete: [...GENERATE, 'onToken'],
   applyChatTemplate: CHAT_TEMPLATE,

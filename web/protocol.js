@@ -46,6 +46,7 @@ export const OPS = Object.freeze({
   loadFile: op({ path: 'string', options: 'object?', progress: 'boolean?' }, 'model info (Node: the worker reads the file)', 'progress {loaded, total}'),
   loadBegin: op({ size: 'count?' }, 'null (size may be 0: unknown; a declared size is not trusted)'),
   loadChunk: op({ bytes: 'bytes' }, 'null (the bytes follow the previous chunks)'),
+  loadPart: op({ size: 'count?' }, 'null (the next part of a split GGUF starts; size as in loadBegin)'),
   loadEnd: op({ options: 'object?' }, 'model info (parses the bytes, creates the context)'),
   loadCancel: op({}, 'null'),
   generate: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?', draft: 'lookup?' }, 'CompletionResult', 'chunk {text, token, logprob}'),

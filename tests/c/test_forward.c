@@ -271,7 +271,7 @@ TEST(forward_attention_block_equals_single_queries) {
     }
     /* slots out of position order are not a prefix for every query: reported */
     int32_t p2[3] = { 2, 0, 1 };
-    wlm_att_mask mk2 = { p2, 0, 0, 3, 2, 0 };
+    wlm_att_mask mk2 = { p2, 0, 0, 3, 2, 0, 0 };
     CHECK(!wlm_att_ascending(&mk2));
     printf("  %d cases\n", cases);
     free(K); free(V); free(Q); free(Kh); free(Vh); free(outb); free(outs); free(kvt);

@@ -28,12 +28,19 @@ const VARIANTS = [
   { name: 'llama3-scaling-metadata-k16', type: 'f16', opts: { arch: 'llama3', ropeScaling: 'metadata', keyLength: 16, valueLength: 16, ropeOriginalContext: 64 } },
   { name: 'qwen2-biases', type: 'f32', opts: { arch: 'qwen2' } },
   { name: 'qwen2-f16-k8-v24', type: 'f16', opts: { arch: 'qwen2', keyLength: 8, valueLength: 24 } },
+  { name: 'qwen3-qk-norm', type: 'f32', opts: { arch: 'qwen3' } },
+  { name: 'qwen3-f16-k24-v8', type: 'f16', opts: { arch: 'qwen3', keyLength: 24, valueLength: 8 } },
+  // 5 layers: layer 3 has no RoPE; base 10000 so that RoPE matters in 12 positions
+  { name: 'smollm3-nope-layer', type: 'f32', shape: { layers: 5 }, opts: { arch: 'smollm3', ropeBase: 10000 } },
+  { name: 'granite-multipliers', type: 'f32', opts: { arch: 'granite' } },
+  { name: 'granite-f16-k16', type: 'f16', opts: { arch: 'granite', keyLength: 16, valueLength: 16 } },
   // small caps and window, large embeddings: soft-capping and the window change the logits
   { name: 'gemma2-caps-window3', type: 'f32', opts: { arch: 'gemma2', embdStd: 0.5, attnSoftcap: 2, finalSoftcap: 3, slidingWindow: 3 } },
   { name: 'gemma2-f16-k24-v8', type: 'f16', opts: { arch: 'gemma2', embdStd: 0.3, keyLength: 24, valueLength: 8 } },
   { name: 'gemma3-7layers', type: 'f32', shape: { ...SHAPE, layers: 7 }, opts: { arch: 'gemma3', embdStd: 0.5, slidingWindow: 4 } },
   { name: 'gemma3-f16-k8-v24-7layers', type: 'f16', shape: { ...SHAPE, layers: 7 }, opts: { arch: 'gemma3', embdStd: 0.3, keyLength: 8, valueLength: 24, slidingWindow: 5 } },
 ];
+const NEOX = new Set(['qwen2', 'qwen3', 'gemma2', 'gemma3']);
 const TOKENS = [5, 17, 200, 33, 64, 99, 150, 7, 250, 12, 81, 42];
 const TOL = 1e-4;
 
@@ -46,7 +53,7 @@ function maxDiff(a, b) {
 for (const v of VARIANTS) {
   test(`${v.name}: wasm logits match the plain-JS reference (decode and prefill)`, async () => {
     const file = path.join(DIR, `${v.name}.gguf`);
-    makeModel(file, v.shape || SHAPE, v.type, 4321, { qkStd: 0.2, ...v.opts });
+    makeModel(file, { ...SHAPE, ...v.shape }, v.type, 4321, { qkStd: 0.2, ...v.opts });
     const g = readGGUF(file);
     const cfg = configOf(g);
     const ref = referenceLogits(g, TOKENS);
@@ -55,7 +62,7 @@ for (const v of VARIANTS) {
       const hp = model.info.hparams;
       assert.equal(hp.headDim, cfg.hk);
       assert.equal(hp.headDimV, cfg.hv);
-      assert.equal(hp.ropeType, v.opts.arch.startsWith('llama') ? 'norm' : 'neox');
+      assert.equal(hp.ropeType, NEOX.has(v.opts.arch) ? 'neox' : 'norm');
       assert.equal(hp.ropeScaled, v.opts.arch === 'llama3');
       if (v.opts.arch === 'llama3') assert.equal(hp.ropeFreqBase, 500000);
       const rows = await model.logits(TOKENS, { all: true });
@@ -92,6 +99,32 @@ test('the reference itself: the RoPE convention and the divisors change the logi
   const c = referenceLogits(g3, TOKENS).at(-1);
   g3.tensors['rope_freqs.weight'].data.fill(1);
   assert.ok(maxDiff(c, referenceLogits(g3, TOKENS).at(-1)) > 1e-3, `rope_freqs divisors must matter (${maxDiff(c, referenceLogits(g3, TOKENS).at(-1))})`);
+});
+
+test('the reference itself: qwen3 head norms, the smollm3 unrotated layer and each granite multiplier change the logits', () => {
+  const ref = (g) => referenceLogits(g, TOKENS.slice(0, 8)).at(-1);
+  const file = (v) => {
+    const f = path.join(DIR, `${v.name}.gguf`);
+    if (!fs.existsSync(f)) makeModel(f, { ...SHAPE, ...v.shape }, v.type, 4321, { qkStd: 0.2, ...v.opts });
+    return readGGUF(f);
+  };
+  const byName = (n) => VARIANTS.find((v) => v.name === n);
+  const q3 = file(byName('qwen3-qk-norm')), a = ref(q3);
+  for (const t of Object.keys(q3.tensors)) if (/attn_[qk]_norm/.test(t)) q3.tensors[t].data.fill(1);
+  assert.ok(maxDiff(a, ref(q3)) > 1e-3, 'the norm weights must matter');
+  for (const t of Object.keys(q3.tensors)) if (/attn_[qk]_norm/.test(t)) delete q3.tensors[t];
+  assert.ok(maxDiff(a, ref(q3)) > 1e-3, 'the head norms must matter');
+  const sm = file(byName('smollm3-nope-layer')), b = ref(sm);
+  sm.meta['general.architecture'] = 'llama';
+  for (const k of Object.keys(sm.meta)) if (k.startsWith('smollm3.')) sm.meta['llama.' + k.slice(8)] = sm.meta[k];
+  assert.ok(maxDiff(b, ref(sm)) > 1e-3, 'rotating layer 3 must change the logits');
+  const gr = file(byName('granite-multipliers')), c = ref(gr);
+  for (const k of ['embedding_scale', 'residual_scale', 'attention.scale', 'logit_scale']) {
+    const keep = gr.meta[`granite.${k}`];
+    gr.meta[`granite.${k}`] = k === 'attention.scale' ? 3 : 1;
+    assert.ok(maxDiff(c, ref(gr)) > 1e-3, `granite.${k} must matter`);
+    gr.meta[`granite.${k}`] = keep;
+  }
 });
 
 test('synthetic architectures generate in the native build exactly as in wasm', { skip: NATIVE_SKIP }, async () => {

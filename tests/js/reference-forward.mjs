@@ -1,19 +1,23 @@
 // An independent, deliberately plain forward pass (not a test file itself):
 // reads a GGUF with its own small reader (F32 / F16 tensors only) and runs
-// the llama / qwen2 decoder in double precision, written from the math:
+// the llama / qwen2 / qwen3 / smollm3 / granite / gemma2 / gemma3 decoder in double precision,
+// written from the math:
 //
-//   x = E[token]
+//   x = E[token] * s_emb                                        (granite: embedding_scale, else 1)
 //   per layer:  h = rmsnorm(x) * g_attn
 //               q = Wq h + bq, k = Wk h + bk, v = Wv h + bv     (biases when present)
-//               rotate q, k per head by RoPE at the position:
+//               qwen3: each head of q, k = rmsnorm(head) * g_q / g_k (attn_q_norm, attn_k_norm)
+//               rotate q, k per head by RoPE at the position    (smollm3: not in layers l with (l+1) % 4 == 0):
 //                 theta_i = base^(-2i/n_rot) / divisor_i
 //                 (divisor_i: rope_freqs.weight, or the Llama 3.1 rule from
 //                  rope.scaling.* metadata, or 1)
-//                 pairs (2i, 2i+1) for llama, (i, i + n_rot/2) for qwen2
-//               a_h = softmax(q_h . K_g / sqrt(key_length)) V_g    (g = h / (n_head / n_head_kv), causal)
-//               x += Wo a (+ bo)
-//               h = rmsnorm(x) * g_ffn ;  x += Wdown (silu(Wgate h) * (Wup h))
-//   logits = Wout (rmsnorm(x) * g_out)        (Wout = E when output.weight is absent)
+//                 pairs (2i, 2i+1) for llama, smollm3, granite; (i, i + n_rot/2) for qwen2, qwen3, gemma2, gemma3
+//               a_h = softmax(q_h . K_g * s_att) V_g    (g = h / (n_head / n_head_kv), causal;
+//                                                        s_att = granite attention.scale, else 1/sqrt(key_length))
+//               x += s_res * (Wo a (+ bo))                      (granite: residual_scale, else 1)
+//               h = rmsnorm(x) * g_ffn ;  x += s_res * Wdown (silu(Wgate h) * (Wup h))
+//   logits = Wout (rmsnorm(x) * g_out) / s_logit  (Wout = E when output.weight is absent;
+//                                                   granite: logit_scale, else 1)
 //
 // gemma2 / gemma3 change it to (norm weights g are used as stored: the file
 // holds Gemma's 1 + w):
@@ -114,7 +118,7 @@ function rmsnorm(x, g, eps) {
 /** The hyper-parameters and RoPE setup a GGUF describes. */
 export function configOf({ meta, tensors }) {
   const arch = meta['general.architecture'];
-  if (!['llama', 'qwen2', 'gemma2', 'gemma3'].includes(arch)) throw new Error(`reference: architecture ${arch}`);
+  if (!['llama', 'qwen2', 'qwen3', 'smollm3', 'granite', 'gemma2', 'gemma3'].includes(arch)) throw new Error(`reference: architecture ${arch}`);
   const gemma = arch.startsWith('gemma');
   const k = (s) => meta[`${arch}.${s}`];
   const d = k('embedding_length'), nHead = k('attention.head_count');
@@ -136,11 +140,18 @@ export function configOf({ meta, tensors }) {
   }
   const nLayer = k('block_count');
   const cfg = {
-    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch !== 'llama',
+    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch !== 'llama' && arch !== 'smollm3' && arch !== 'granite',
+    embScale: arch === 'granite' ? k('embedding_scale') ?? 1 : gemma ? Math.sqrt(d) : 1,
+    resScale: arch === 'granite' ? k('residual_scale') ?? 1 : 1,
+    // 1/sqrt(key_length) unless granite's attention.scale (or gemma's query_pre_attn_scalar, below)
+    scale: (arch === 'granite' && k('attention.scale')) || 1 / Math.sqrt(hk),
+    logitScale: arch === 'granite' ? k('logit_scale') ?? 1 : 1,
+    // smollm3: llama.cpp leaves every 4th layer unrotated (no GGUF key for it)
+    ropeLayer: (l) => arch !== 'smollm3' || (l + 1) % 4 !== 0,
     nLayer, nFf: k('feed_forward_length'),
     eps: k('attention.layer_norm_rms_epsilon') ?? (gemma ? 1e-6 : 1e-5),
     nVocab: tensors['token_embd.weight'].ne[1],
-    scale: 1 / Math.sqrt(hk), swa: () => false, thetaSwa: null, attnCap: 0, finalCap: 0, gemma,
+    swa: () => false, thetaSwa: null, attnCap: 0, finalCap: 0, gemma,
   };
   if (gemma) {
     const big = arch === 'gemma2' ? 46 : 62;
@@ -183,8 +194,7 @@ export function referenceLogits(g, tokens) {
   const gelu = (z) => 0.5 * z * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (z + 0.044715 * z * z * z)));
   const cap = (z, k) => (k > 0 ? k * Math.tanh(z / k) : z);
   tokens.forEach((tok, pos) => {
-    let x = E.slice(tok * c.d, (tok + 1) * c.d);
-    if (c.gemma) x = x.map((z) => z * Math.sqrt(c.d));
+    let x = E.slice(tok * c.d, (tok + 1) * c.d).map((z) => z * c.embScale);
     for (let l = 0; l < c.nLayer; l++) {
       const b = (s) => W(`blk.${l}.${s}`);
       const swa = c.swa(l);
@@ -195,8 +205,10 @@ export function referenceLogits(g, tokens) {
       const v = matvec(b('attn_v.weight'), h, c.nHeadKv * c.hv, b('attn_v.bias'));
       headNorm(q, c.nHead, b('attn_q_norm.weight'));
       headNorm(k, c.nHeadKv, b('attn_k_norm.weight'));
-      for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos, theta);
-      for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos, theta);
+      if (c.ropeLayer(l)) {
+        for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos, theta);
+        for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos, theta);
+      }
       K[l].push(k); V[l].push(v);
       const j0 = swa ? Math.max(0, pos - c.window + 1) : 0;   // the window: positions > pos - window
       const att = new Float64Array(c.nHead * c.hv);
@@ -213,15 +225,15 @@ export function referenceLogits(g, tokens) {
       }
       let o = matvec(b('attn_output.weight'), att, c.d, b('attn_output.bias'));
       if (b('post_attention_norm.weight')) o = rmsnorm(o, b('post_attention_norm.weight'), c.eps);
-      x = x.map((z, i) => z + o[i]);
+      x = x.map((z, i) => z + c.resScale * o[i]);
       h = rmsnorm(x, b('ffn_norm.weight'), c.eps);
       const gate = matvec(b('ffn_gate.weight'), h, c.nFf), up = matvec(b('ffn_up.weight'), h, c.nFf);
       const act = gate.map((z, i) => (c.gemma ? gelu(z) : z / (1 + Math.exp(-z))) * up[i]);
       let dn = matvec(b('ffn_down.weight'), act, c.d);
       if (b('post_ffw_norm.weight')) dn = rmsnorm(dn, b('post_ffw_norm.weight'), c.eps);
-      x = x.map((z, i) => z + dn[i]);
+      x = x.map((z, i) => z + c.resScale * dn[i]);
     }
-    out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab).map((z) => cap(z, c.finalCap)));
+    out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab).map((z) => cap(z / c.logitScale, c.finalCap)));
   });
   return out;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `wasmlm` command line (generate, chat, info, quantize, tokenize) over the JS API.
+// The `wasmlm` command line (generate, chat, info, quantize, tokenize, split, merge) over the JS API.
 //
 // Every flag that sets an API option is listed once in OPTION_FLAGS; its
 // parsing, range check, default and help line come from web/options.js, so
@@ -16,7 +16,9 @@ import { loadModel, DEFAULT_SAMPLING } from '../index.js';
 import { chatTemplateFor } from '../chat.js';
 import { QUANT_TYPES } from '../protocol.js';
 import { OPTIONS, METHODS, checkValue } from '../options.js';
-import { resolveModel, isRegistryName } from '../../models/registry.js';
+import { resolveModel, isRegistryName, resolveHubModel } from '../../models/registry.js';
+import { isHubId } from '../hub.js';
+import { splitGguf, mergeGguf, parseSize } from '../../models/gguf-split.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const NATIVE_BIN = path.join(ROOT, 'build', 'wasmlm-native');
@@ -44,7 +46,7 @@ export const OPTION_FLAGS = [
 ];
 
 // flags of the CLI itself (no API option behind them)
-const CLI_VALUE_FLAGS = { '-m': 'model', '--model': 'model', '-p': 'prompt', '--prompt': 'prompt', '--system': 'system', '--template': 'template' };
+const CLI_VALUE_FLAGS = { '-m': 'model', '--model': 'model', '-p': 'prompt', '--prompt': 'prompt', '--system': 'system', '--template': 'template', '--max-size': 'maxSize' };
 const CLI_BOOL_FLAGS = { '--native': 'native', '--json': 'json', '--no-bos': 'noBos', '-h': 'help', '--help': 'help' };
 
 const VALUE_FLAGS = { ...CLI_VALUE_FLAGS };
@@ -78,15 +80,19 @@ export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
     `  wasmlm info MODEL [--json]${nat}`,
     `  wasmlm quantize IN OUT TYPE${nat}   (TYPE: ${Object.keys(QUANT_TYPES).join(' | ')})`,
     '  wasmlm tokenize -m MODEL -p TEXT [--no-bos] [--parse-special]',
+    '  wasmlm split IN --max-size SIZE   writes IN-00001-of-0000N.gguf ... beside IN (IN without .gguf),',
+    '                  each at most SIZE (2G, 500M, 64K or bytes) unless one tensor is bigger; tensors stay whole',
+    '  wasmlm merge FIRST OUT   joins the parts of a split GGUF, given its first part, into OUT',
     '',
-    'MODEL: a .gguf path, a URL, or a registry name (stories260K).',
+    'MODEL: a .gguf path (the first part of a split GGUF loads every part), a URL, a registry name (stories260K),',
+    '       or a hub id: hf:OWNER/REPO:Q4_K_M (the file of that quantization), hf:OWNER/REPO/PATH.gguf; @REVISION after REPO.',
     '',
     'sampling (generate, chat):',
     ...optionLines(sampling),
     'loading:',
     ...optionLines(loading),
     ...(native ? ['', '--native (or WASMLM_NATIVE=1) runs this checkout\'s build/wasmlm-native with the same arguments.'] : []),
-    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache).',
+    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache), WASMLM_HUB_URL (hub for hf: ids).',
   ].join('\n');
 }
 
@@ -165,6 +171,7 @@ async function modelToPath(spec) {
     const r = await resolveModel(spec, { onProgress: progressPrinter('download') });
     return r.path;
   }
+  if (isHubId(spec)) return (await resolveHubModel(spec, { onProgress: progressPrinter('download') })).path;
   if (/^file:/i.test(spec)) return fileURLToPath(spec);
   if (/^https?:/i.test(spec)) throw new UsageError('--native needs a local file or a registry name, not a URL');
   return spec;
@@ -397,6 +404,23 @@ async function cmdChat(opts) {
   return 0;
 }
 
+function cmdSplit(opts, positional) {
+  if (positional.length !== 1) throw new UsageError('split needs IN (one GGUF file) and --max-size SIZE');
+  if (opts.maxSize === undefined) throw new UsageError('split needs --max-size SIZE (e.g. 2G)');
+  const r = splitGguf(positional[0], parseSize(opts.maxSize));
+  r.parts.forEach((p, i) => process.stderr.write(`${p}: ${r.sizes[i]} bytes\n`));
+  if (r.oversized.length) process.stderr.write(`note: ${r.oversized.join(', ')} alone ${r.oversized.length > 1 ? 'are' : 'is'} over --max-size: each has a part of its own\n`);
+  if (!r.identical) process.stderr.write('note: the tensors of the input are not laid out in table order: merging the parts gives the same model, not the same bytes\n');
+  return 0;
+}
+
+function cmdMerge(positional) {
+  if (positional.length !== 2) throw new UsageError('merge needs FIRST (the first part: NAME-00001-of-0000N.gguf) and OUT');
+  const r = mergeGguf(positional[0], positional[1]);
+  process.stderr.write(`${positional[1]}: ${r.size} bytes from ${r.parts.length} parts\n`);
+  return 0;
+}
+
 export async function main(argv) {
   let parsed;
   try {
@@ -424,6 +448,8 @@ export async function main(argv) {
       case 'quantize': return await cmdQuantize(opts, positional);
       case 'tokenize': return await cmdTokenize(opts, positional);
       case 'chat': return await cmdChat(opts);
+      case 'split': return cmdSplit(opts, positional);
+      case 'merge': return cmdMerge(positional);
       default: throw new UsageError(`unknown command '${cmd}'`);
     }
   } catch (e) {

@@ -2,7 +2,8 @@
 // (web/index.js -> web/worker/worker.js, plus compute workers when threads > 1):
 // this file only reads controls and draws. Everything the page does with the
 // model goes through the public API, so it doubles as a usage example.
-import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING } from '../index.js';
+import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING, isHubId, parseHubId } from '../index.js';
+import { parseSplitName, sortSplitFiles } from '../split.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -165,15 +166,28 @@ el.loadBtn.addEventListener('click', () => { const s = sourceOfSelection(); if (
 el.urlBtn.addEventListener('click', () => {
   const u = el.urlInput.value.trim();
   if (!u) { el.urlInput.focus(); return; }
+  if (isHubId(u)) { // hf:OWNER/REPO[:QUANT | /PATH.gguf]: loadModel resolves it on the hub
+    let id;
+    try { id = parseHubId(u); } catch (e) { showError(el.progressText, e); return; }
+    load(u, `${id.repo}${id.quant ? ':' + id.quant : ''}${id.path ? '/' + id.path : ''}`);
+    return;
+  }
   let url;
   try { url = new URL(u, location.href); } catch { showError(el.progressText, new Error(`not a URL: ${u}`)); return; }
   load(url.href, decodeURIComponent(url.pathname.split('/').pop() || url.host).replace(/\.gguf$/i, ''));
 });
 el.urlInput.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); el.urlBtn.click(); } });
-el.fileInput.addEventListener('change', () => {
-  const f = el.fileInput.files && el.fileInput.files[0];
-  if (f) load(f, f.name.replace(/\.gguf$/i, ''));
-});
+/** Picked or dropped files: one .gguf, or every part of a split GGUF (NAME-00001-of-0000N.gguf ...), passed in part order. */
+function loadFiles(list) {
+  const files = [...(list || [])];
+  if (!files.length) return;
+  const bad = files.find((f) => !/\.gguf$/i.test(f.name));
+  if (bad) { showError(el.progressText, new Error(`${bad.name} is not a .gguf file`)); return; }
+  if (files.length === 1) { load(files[0], files[0].name.replace(/\.gguf$/i, '')); return; }
+  const split = parseSplitName(files[0].name);
+  load(sortSplitFiles(files), split ? `${split.prefix} (${files.length} parts)` : `${files.length} files`);
+}
+el.fileInput.addEventListener('change', () => loadFiles(el.fileInput.files));
 el.loadCancel.addEventListener('click', () => { if (state.busy === 'load') state.abort?.abort(); });
 
 // drag and drop anywhere on the page
@@ -184,10 +198,7 @@ addEventListener('dragover', (e) => { e.preventDefault(); });
 addEventListener('drop', (e) => {
   e.preventDefault();
   dragDepth = 0; el.drop.hidden = true;
-  const f = e.dataTransfer?.files?.[0];
-  if (!f) return;
-  if (!/\.gguf$/i.test(f.name)) { showError(el.progressText, new Error(`${f.name} is not a .gguf file`)); return; }
-  load(f, f.name.replace(/\.gguf$/i, ''));
+  loadFiles(e.dataTransfer?.files);
 });
 
 // ---- cache manager ----------------------------------------------------------------

@@ -58,6 +58,7 @@ export class Engine extends WasmHeap {
     this.model = 0;
     this.ctx = 0;
     this.staging = new FileStaging(this);
+    this.nParts = 1;         // the loaded model's files (a split GGUF: its parts)
     this.blocks = {};        // growable work blocks by name: {p, cap}
     this.hparams = null;
     this.pool = 0; this.threads = 1; this.threadWorkers = [];
@@ -106,6 +107,11 @@ export class Engine extends WasmHeap {
     if (this.model) throw new EngineError('a model is already loaded in this engine', 7);
     return this.staging.begin(size, declared);
   }
+  /** Starts the next part of a split GGUF (see FileStaging.nextPart). */
+  nextPart(size, { declared = false } = {}) {
+    if (this.model) throw new EngineError('a model is already loaded in this engine', 7);
+    this.staging.nextPart(size, declared);
+  }
   reserve(extra) { this.staging.reserve(extra); }
   write(chunk, name = 'the model bytes') { this.staging.write(chunk instanceof Uint8Array ? chunk : new Uint8Array(chunk), name); }
   writeView(n) { return this.staging.writeView(n); }
@@ -121,8 +127,24 @@ export class Engine extends WasmHeap {
       this.clearError();
       const pp = this.at('ptr');
       this.dv.setUint32(pp, 0, true);
-      const st = this.x.wlm_model_load_inplace(pp, this.staging.ptr, BigInt(this.staging.len), this.at('err'));
+      const parts = this.staging.parts();
+      let st;
+      if (parts.length === 1) {
+        st = this.x.wlm_model_load_inplace(pp, this.staging.ptr, BigInt(this.staging.len), this.at('err'));
+      } else {
+        // the parts' addresses (u32) and sizes (u64), in a block of their own
+        const tab = this.alloc(parts.length * 12 + 8, 'the split GGUF part table');
+        try {
+          const sizes = tab + Math.ceil(parts.length * 4 / 8) * 8;
+          parts.forEach((p, i) => {
+            this.dv.setUint32(tab + i * 4, this.staging.ptr + p.offset, true);
+            this.dv.setBigUint64(sizes + i * 8, BigInt(p.length), true);
+          });
+          st = this.x.wlm_model_load_parts_inplace(pp, tab, sizes, parts.length, this.at('err'));
+        } finally { this.free(tab); }
+      }
       this.check(st, 'cannot load model');
+      this.nParts = parts.length;
       this.model = this.dv.getUint32(pp, true);
       this.hparams = this.readHparams();
       this.ctxOpts = contextOptions(opts);
@@ -552,7 +574,8 @@ export class Engine extends WasmHeap {
       },
       chatTemplate: typeof metadata['tokenizer.chat_template'] === 'string' ? metadata['tokenizer.chat_template'] : null,
       name: metadata['general.name'] ?? null,
-      fileSize: this.fileLen,
+      fileSize: this.staging.dataLen,
+      parts: this.nParts,
       paramCount: table.paramCount,
       hparams: { ...this.hparams },
       context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull },
@@ -576,7 +599,9 @@ export class Engine extends WasmHeap {
       const dims = [];
       for (let d = 0; d < nd; d++) dims.push(Number(x.wlm_tensor_dim(m, i, d)));
       paramCount += dims.reduce((a, b) => a * b, 1);
-      tensors.push({ name, type, typeName: this.typeName(type), dims, offset: Number(x.wlm_tensor_offset(m, i)) });
+      const t = { name, type, typeName: this.typeName(type), dims, offset: Number(x.wlm_tensor_offset(m, i)) };
+      if (this.nParts > 1) t.part = x.wlm_tensor_part(m, i) >>> 0;
+      tensors.push(t);
     }
     return { paramCount, tensors };
   }

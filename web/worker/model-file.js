@@ -6,6 +6,8 @@
 // and browser bundles of the worker stay self-contained.
 import { WasmlmError } from '../errors.js';
 import { ggufHeaderProblem, badFileError } from './gguf.js';
+import { splitPartNames } from '../split.js';
+import { PART_ALIGN } from './staging.js';
 
 const CHUNK = 16 << 20;   // read size of regular files, and progress step
 const HEAD = 64 << 10;    // first read of a regular file: the header is checked before anything is reserved
@@ -17,7 +19,10 @@ const HEAD = 64 << 10;    // first read of a regular file: the header is checked
 export async function readModelFile(engine, path, io) {
   const st = statFile(io.fs, path);
   if (st.isDirectory()) throw new WasmlmError('BAD_FILE', `model file ${path} is a directory, not a GGUF file`, { file: path });
-  if (st.isFile()) return readRegular(engine, path, io);
+  if (st.isFile()) {
+    const parts = splitPartNames(path);   // NAME-00001-of-0000N.gguf: every part, streamed one after the other
+    return parts ? readSplit(engine, parts, io) : readRegular(engine, path, io);
+  }
   if (st.isSocket()) throw new WasmlmError('BAD_FILE', `model file ${path} is a socket, not a file`, { file: path });
   // FIFOs, pipes (/dev/fd/N) and devices: read until the end, size unknown
   return readStream(engine, path, openStream(io, path, st), io);
@@ -43,30 +48,78 @@ function abortError() { return Object.assign(new Error('load aborted'), { name: 
 
 /** A regular file: its size is known; the first bytes are checked before the engine reserves it. */
 function readRegular(engine, path, io) {
-  const { fs } = io;
+  const f = openRegular(io.fs, path, `model file ${path}`);
+  try {
+    engine.beginLoad(f.size);
+    readBody(engine, f, io, 0, f.size);
+  } finally {
+    io.fs.closeSync(f.fd);
+  }
+}
+
+/**
+ * A split GGUF: every part is opened, checked to be a regular file and to
+ * start like a GGUF file before the engine reserves anything (a missing part
+ * fails naming it), then the parts are read one after the other into one
+ * block (the engine checks that they belong together).
+ */
+function readSplit(engine, paths, io) {
+  const files = [];
+  try {
+    paths.forEach((p, i) => {
+      const what = `split GGUF part ${i + 1} of ${paths.length} (${p})`;
+      let st;
+      try { st = io.fs.statSync(p); } catch (e) {
+        throw new WasmlmError('BAD_FILE', e.code === 'ENOENT' ? `${what} is missing` : `cannot open ${what}: ${e.code || e.message}`,
+          { file: p, part: i + 1, parts: paths.length, cause: e });
+      }
+      if (!st.isFile()) throw new WasmlmError('BAD_FILE', `${what} is not a regular file`, { file: p, part: i + 1, parts: paths.length });
+      files.push(openRegular(io.fs, p, what));
+    });
+    const total = files.reduce((a, f) => a + f.size, 0);
+    engine.beginLoad(total + PART_ALIGN * files.length);
+    let done = 0;
+    files.forEach((f, i) => {
+      if (i > 0) engine.nextPart(f.size);
+      readBody(engine, f, io, done, total);
+      done += f.size;
+    });
+  } finally {
+    for (const f of files) io.fs.closeSync(f.fd);
+  }
+}
+
+/** Opens a regular file and reads and checks its first bytes: {fd, size, head}. */
+function openRegular(fs, path, what) {
   const fd = openFd(fs, path, 'r');
   try {
-    const total = fs.fstatSync(fd).size;
-    const head = new Uint8Array(Math.min(total, HEAD));
+    const size = fs.fstatSync(fd).size;
+    const head = new Uint8Array(Math.min(size, HEAD));
     const got = head.length ? fs.readSync(fd, head, 0, head.length, 0) : 0;
     const problem = ggufHeaderProblem(head.subarray(0, got), got < 4);
-    if (problem) throw badFileError(`model file ${path}`, problem);
-    engine.beginLoad(total);
-    engine.write(head.subarray(0, got));
-    let loaded = got, lastReport = 0;
-    while (loaded < total) {
-      if (io.aborted()) throw abortError();
-      const n = Math.min(CHUNK, total - loaded);
-      const r = fs.readSync(fd, engine.writeView(n), 0, n, loaded);
-      if (r <= 0) throw new WasmlmError('BAD_FILE', `model file ${path} ended at ${loaded} of ${total} bytes (it shrank while being read)`, { file: path });
-      engine.advance(r);
-      loaded += r;
-      if (io.progress && (loaded === total || loaded - lastReport >= CHUNK)) { lastReport = loaded; io.progress(loaded, total); }
-    }
-    if (io.progress && loaded === got) io.progress(loaded, total);
-  } finally {
+    if (problem) throw badFileError(what, problem);
+    return { fd, size, head: head.subarray(0, got), path };
+  } catch (e) {
     fs.closeSync(fd);
+    throw e;
   }
+}
+
+/** Writes an opened file's bytes after those already written; progress counts from `before` of `total`. */
+function readBody(engine, f, io, before, total) {
+  const { fs } = io;
+  engine.write(f.head);
+  let loaded = f.head.length, lastReport = 0;
+  while (loaded < f.size) {
+    if (io.aborted()) throw abortError();
+    const n = Math.min(CHUNK, f.size - loaded);
+    const r = fs.readSync(f.fd, engine.writeView(n), 0, n, loaded);
+    if (r <= 0) throw new WasmlmError('BAD_FILE', `model file ${f.path} ended at ${loaded} of ${f.size} bytes (it shrank while being read)`, { file: f.path });
+    engine.advance(r);
+    loaded += r;
+    if (io.progress && (loaded === f.size || loaded - lastReport >= CHUNK)) { lastReport = loaded; io.progress(before + loaded, total); }
+  }
+  if (io.progress && loaded === f.head.length) io.progress(before + loaded, total);
 }
 
 /**

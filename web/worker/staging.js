@@ -1,15 +1,20 @@
 // File staging: the model file's bytes gathered in one block of wasm memory
-// (the model then takes the block over: wlm_model_load_inplace).
+// (the model then takes the block over: wlm_model_load_inplace). A split
+// GGUF's parts follow one another in the same block, each starting on a
+// PART_ALIGN boundary (nextPart), and load with wlm_model_load_parts_inplace.
 import { ggufHeaderProblem, badFileError } from './gguf.js';
 
 /** Most bytes reserved up front for a file whose size is only declared (see FileStaging.begin). */
 export const DECLARED_FIRST_BYTES = 64 << 20;
+/** Where each part after the first starts in the block (a multiple of this). */
+export const PART_ALIGN = 64;
 
 export class FileStaging {
   /** @param {{alloc(n:number, what?:string):number, free(p:number):void, u8: Uint8Array}} heap */
   constructor(heap) {
     this.heap = heap;
     this.ptr = 0; this.cap = 0; this.len = 0; this.hint = 0;
+    this.starts = [0]; this.ends = [];   // the parts: [starts[i], ends[i]) in the block (the last one ends at len)
   }
 
   /**
@@ -25,13 +30,42 @@ export class FileStaging {
     this.cap = size > 0 ? (declared ? Math.min(size, DECLARED_FIRST_BYTES) : size) : 1 << 20;
     this.ptr = this.heap.alloc(this.cap);
     this.len = 0;
+    this.starts = [0]; this.ends = [];
     return this.ptr;
   }
 
   free() {
     if (this.ptr) this.heap.free(this.ptr);
     this.ptr = 0; this.cap = 0; this.len = 0; this.hint = 0;
+    this.starts = [0]; this.ends = [];
   }
+
+  /**
+   * Starts the next part of a split GGUF after the bytes written so far, on a
+   * PART_ALIGN boundary; `size` (0: unknown) is reserved as begin() does:
+   * exactly, or a declared one at most DECLARED_FIRST_BYTES up front.
+   */
+  nextPart(size, declared) {
+    if (this.len === this.partStart) throw badFileError(`split GGUF part ${this.starts.length}`, 'empty file');
+    this.ends.push(this.len);
+    const start = Math.ceil(this.len / PART_ALIGN) * PART_ALIGN;
+    this.reserve(start - this.len);
+    this.heap.u8.fill(0, this.ptr + this.len, this.ptr + start);
+    this.len = start;
+    this.starts.push(start);
+    this.hint = declared && size > 0 ? start + size : 0;
+    if (size > 0) this.reserve(declared ? Math.min(size, DECLARED_FIRST_BYTES) : size);
+  }
+
+  get partStart() { return this.starts[this.starts.length - 1]; }
+
+  /** The parts written: [{offset, length}] in the block (one for a plain file). */
+  parts() {
+    return this.starts.map((s, i) => ({ offset: s, length: (i < this.ends.length ? this.ends[i] : this.len) - s }));
+  }
+
+  /** Bytes of the file(s), without the padding between parts. */
+  get dataLen() { return this.parts().reduce((a, p) => a + p.length, 0); }
 
   /** Makes room for `extra` more bytes (grows the block if the size was unknown or only declared). */
   reserve(extra) {
@@ -48,7 +82,7 @@ export class FileStaging {
   /** Copies a chunk after the bytes already written; the first ones must
    * start a GGUF header (checked before the block grows). */
   write(bytes, name) {
-    if (this.len < 4) this.checkHead(bytes, name);
+    if (this.len - this.partStart < 4) this.checkHead(bytes, this.starts.length > 1 ? `${name} (split part ${this.starts.length})` : name);
     this.reserve(bytes.byteLength);
     this.heap.u8.set(bytes, this.ptr + this.len);
     this.len += bytes.byteLength;
@@ -64,7 +98,7 @@ export class FileStaging {
 
   /** Throws BAD_FILE when the bytes written so far plus `next` cannot start a GGUF file. */
   checkHead(next, name) {
-    const have = this.heap.u8.slice(this.ptr, this.ptr + this.len);
+    const have = this.heap.u8.slice(this.ptr + this.partStart, this.ptr + this.len);
     const head = new Uint8Array(Math.min(4, have.byteLength + next.byteLength));
     head.set(have.subarray(0, head.byteLength));
     if (head.byteLength > have.byteLength) head.set(next.subarray(0, head.byteLength - have.byteLength), have.byteLength);

@@ -113,6 +113,10 @@ const ops = {
     try { engine.write(m.bytes); } catch (e) { engine.unload(); throw e; }
     return null;
   },
+  loadPart(m) {
+    try { engine.nextPart(m.size || 0, { declared: true }); } catch (e) { engine.unload(); throw e; }
+    return null;
+  },
   loadEnd(m) { return finishLoad(m.options); },
   loadCancel() { engine.unload(); return null; },
   async generate(m) {

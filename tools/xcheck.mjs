@@ -1,0 +1,68 @@
+// make xcheck: every architecture cross-checked against llama.cpp
+// (node-llama-cpp's prebuilt CPU build) on the project's synthetic GGUFs.
+// Each file in tools/xcheck/ (but common.mjs) exports
+// `xcheck({llama, tmpDir}) -> {arch, cases: [{name, prompts, greedyEqual,
+// ties, tokensCompared, maxKL, meanKL}]}`. A case passes when every prompt's
+// greedy continuation equals llama.cpp's (up to a near-tie, see common.mjs)
+// and its largest teacher-forced KL(llama.cpp || wasmlm) is below MAX_KL.
+// Writes bench/results/xcheck.json and xcheck.md (with the date and host).
+//
+//   node tools/xcheck.mjs [ARCH ...]
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DIR = path.join(ROOT, 'tools', 'xcheck');
+/** Largest teacher-forced KL (nats) a case may show: F32/F16 rounding differences stay far below it. */
+export const MAX_KL = 1e-3;
+
+async function llamaCpp() {
+  const { getLlama } = await import('node-llama-cpp');
+  return getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+}
+
+const greedyText = (c) => (typeof c.greedyEqual === 'boolean' ? (c.greedyEqual ? 'yes' : 'no') : `${c.greedyEqual}/${c.prompts}`);
+
+function judge(r) {
+  // greedyEqual: prompts equal (a count of `prompts`) or, from the per-architecture scripts, a boolean
+  for (const c of r.cases) c.ok = (c.greedyEqual === true || c.greedyEqual === c.prompts) && c.maxKL < MAX_KL;
+  r.ok = r.cases.length > 0 && r.cases.every((c) => c.ok);
+  return r;
+}
+
+/** Runs one xcheck function in a fresh temporary folder. */
+export async function runOne(fn, llama) {
+  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-xcheck-'));
+  try {
+    return judge(await fn({ llama: llama || await llamaCpp(), tmpDir }));
+  } finally { fs.rmSync(tmpDir, { recursive: true, force: true }); }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const only = process.argv.slice(2);
+  const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.mjs') && !/common\.mjs$/.test(f))
+    .filter((f) => !only.length || only.includes(f.replace(/\.mjs$/, ''))).sort();
+  const llama = await llamaCpp();
+  const results = [];
+  for (const f of files) {
+    const { xcheck } = await import(pathToFileURL(path.join(DIR, f)).href);
+    const r = await runOne(xcheck, llama);
+    results.push(r);
+    console.log(`${r.ok ? 'ok  ' : 'FAIL'} ${r.arch}: ${r.cases.map((c) => `${c.name} greedy ${greedyText(c)} (ties ${c.ties ?? 0}), max KL ${c.maxKL.toExponential(2)}`).join('; ')}`);
+  }
+  const host = `${os.cpus()[0]?.model || 'unknown CPU'}, ${os.cpus().length} cores`;
+  const date = new Date().toISOString().slice(0, 10);
+  const out = { date, host, maxKL: MAX_KL, tieGap: (await import('./xcheck/common.mjs')).TIE_GAP, results };
+  fs.writeFileSync(path.join(ROOT, 'bench', 'results', 'xcheck.json'), JSON.stringify(out, null, 1) + '\n');
+  const lines = [`# Cross-check against llama.cpp (${date}, ${host})`, '',
+    'Written by `make xcheck` (tools/xcheck.mjs): synthetic GGUFs run by wasmlm and by node-llama-cpp on the same token ids.',
+    `A case passes when greedy continuations are equal (a near-tie — top-2 logit gap below ${out.tieGap} where they part — counts as equal) and the largest teacher-forced KL(llama.cpp ‖ wasmlm) is below ${MAX_KL}.`, '',
+    '| arch | case | greedy equal | ties | tokens compared | max KL | mean KL | ok |', '|---|---|---|---|---|---|---|---|'];
+  for (const r of results) for (const c of r.cases) {
+    lines.push(`| ${r.arch} | ${c.name} | ${greedyText(c)} | ${c.ties ?? 0} | ${c.tokensCompared ?? c.positions ?? ''} | ${c.maxKL.toExponential(2)} | ${c.meanKL.toExponential(2)} | ${c.ok ? 'yes' : '**no**'} |`);
+  }
+  fs.writeFileSync(path.join(ROOT, 'bench', 'results', 'xcheck.md'), lines.join('\n') + '\n');
+  if (!results.every((r) => r.ok)) process.exit(1);
+}
