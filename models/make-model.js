@@ -4,10 +4,12 @@
 // Llama 3 style llama (RoPE scaling, byte-level BPE, chat template), qwen2
 // (Q/K/V biases, NEOX RoPE, ChatML), qwen3 (per-head Q/K RMSNorm, the Qwen3
 // template with thinking blocks), smollm3 (every 4th layer without RoPE),
-// granite (embedding/residual/attention/logit multipliers), phi3 (fused QKV
-// and gate/up tensors, LongRoPE factors, Phi-3 chat template) and
-// Mistral-style llama with attention.sliding_window. llama.cpp-based engines
-// accept these files.
+// granite (embedding/residual/attention/logit multipliers), gemma2 and gemma3
+// (norm weights stored as the multipliers 1 + w, post-attention/post-FFN
+// norms, a sliding window, soft-capping or Q/K norms, a Gemma vocabulary and
+// chat template), phi3 (fused QKV and gate/up tensors, LongRoPE factors,
+// Phi-3 chat template) and Mistral-style llama with attention.sliding_window.
+// llama.cpp-based engines accept these files.
 // Weights are written as F32 or F16; other types come from `wasmlm quantize`.
 import { writeGGUF, T, GGML } from './gguf-writer.js';
 
@@ -137,6 +139,13 @@ export const CHAT_TEMPLATES = {
   phi3: "{% for message in messages %}{% if message['role'] == 'system' and message['content'] %}{{'<|system|>\n' + message['content'] + '<|end|>\n'}}" +
     "{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif message['role'] == 'assistant' %}" +
     "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}",
+  // Gemma 2 / Gemma 3's published template (no system role; 'assistant' renders as 'model')
+  gemma: "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}" +
+    "{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}" +
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}" +
+    "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}" +
+    "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}" +
+    "{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}",
   llama3: "{{ bos_token }}{% for message in messages %}{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}{% endfor %}" +
     "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}",
 };
@@ -249,7 +258,7 @@ CHAT_TEMPLATES.qwen3 = String.raw`{%- if tools %}
 CHAT_TEMPLATES.granite = "{% for message in messages %}{{ '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}{% endfor %}" +
   "{% if add_generation_prompt %}{{ '<|start_of_role|>assistant<|end_of_role|>' }}{% endif %}";
 
-export const ARCHS = ['llama', 'llama3', 'qwen2', 'qwen3', 'smollm3', 'granite', 'phi3'];
+export const ARCHS = ['llama', 'llama3', 'qwen2', 'qwen3', 'smollm3', 'granite', 'gemma2', 'gemma3', 'phi3'];
 
 // granite multipliers of the synthetic models (Granite 3.x files carry values
 // of this kind: embeddings x12, block outputs x0.22, logits / 8)
@@ -271,6 +280,18 @@ export function phi3RopeFactors(nRot) {
 export const PHI3_SPECIALS = ['<|endoftext|>', '<|assistant|>', '<|placeholder1|>', '<|placeholder2|>', '<|placeholder3|>',
   '<|placeholder4|>', '<|system|>', '<|end|>', '<|placeholder5|>', '<|placeholder6|>', '<|user|>'];
 
+/** A Gemma-style SentencePiece vocabulary of n pieces: <pad>, <eos>, <bos>,
+ * <unk>, <start_of_turn>, <end_of_turn> first, then the synthetic pieces. */
+function gemmaVocabulary(n) {
+  const v = vocabulary(n - 3);
+  const head = ['<pad>', '<eos>', '<bos>', '<unk>', '<start_of_turn>', '<end_of_turn>'];
+  return {
+    tokens: [...head, ...v.tokens.slice(3)],
+    types: [3, 3, 3, 2, 3, 3, ...v.types.slice(3)],
+    scores: [0, 0, 0, 0, 0, 0, ...v.scores.slice(3)],
+  };
+}
+
 /**
  * Writes a synthetic model.
  * @param {string} path output file
@@ -278,19 +299,29 @@ export const PHI3_SPECIALS = ['<|endoftext|>', '<|assistant|>', '<|placeholder1|
  * @param {'f32'|'f16'} type weight type of the 2-D tensors
  * @param {number} seed
  * @param {object} [opts]
- * @param {'llama'|'llama3'|'qwen2'|'qwen3'|'smollm3'|'granite'|'phi3'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
+ * @param {'llama'|'llama3'|'qwen2'|'qwen3'|'smollm3'|'granite'|'gemma2'|'gemma3'|'phi3'} [opts.arch] 'llama' (default: SentencePiece vocab, RoPE base 10000);
  *   'llama3' (architecture llama, RoPE base 500000, Llama 3.1 frequency
  *   scaling as rope_freqs.weight, byte-level BPE vocab with Llama 3 control
  *   tokens, pre 'llama-bpe', a Llama 3 chat template); 'qwen2' (architecture
  *   qwen2: Q/K/V biases, NEOX RoPE base 1000000, BPE vocab with ChatML
- *   control tokens, pre 'qwen2', a ChatML chat template, eos <|im_end|>); 'phi3' (architecture
+ *   control tokens, pre 'qwen2', a ChatML chat template, eos <|im_end|>);
+ *   'gemma2' / 'gemma3' (tied output, NEOX RoPE, GeGLU, every norm weight
+ *   1 + N(0, 0.1) as the converter stores Gemma's (1 + w), post-attention and
+ *   post-FFN norms, attention.sliding_window; gemma2: soft-capping 50 / 30,
+ *   sliding window on even layers; gemma3: Q/K norms, RoPE base 1000000 on
+ *   global layers (every sixth) and 10000 on the others, no soft-capping;
+ *   a Gemma SentencePiece vocabulary and Gemma's chat template); 'phi3' (architecture
  *   phi3: attn_qkv.weight = Q, K, V rows; ffn_up.weight = gate rows then up rows, no ffn_gate;
  *   NEOX RoPE base 10000 with LongRoPE rope_factors_short/long.weight, rope.scaling.attn_factor
  *   and original_context_length; the SentencePiece vocab plus Phi-3's added tokens, eos
  *   <|endoftext|>, eot <|end|>, no BOS; Phi-3's chat template)
  * @param {number} [opts.ropeOriginalContext] also phi3: rope.scaling.original_context_length (default
  *   ctx / 32, at least 1; contexts past it use the long factors)
- * @param {number} [opts.slidingWindow] llama: attention.sliding_window (Mistral-style window of W positions)
+ * @param {number} [opts.slidingWindow] attention.sliding_window: llama (Mistral-style, every layer; none
+ *   by default) or gemma (its sliding layers only; default 4, so short prompts reach it)
+ * @param {number} [opts.attnSoftcap] / [opts.finalSoftcap] gemma2 soft-capping values (default 50 / 30)
+ * @param {number} [opts.embdStd] gemma: std of the token embeddings, which are the output matrix too
+ *   (default 0.02; larger values give peaked next-token distributions)
  * @param {number} [opts.keyLength] / [opts.valueLength] head sizes (attention.key_length / value_length)
  * @param {'tensor'|'metadata'} [opts.ropeScaling] llama3: divisors as rope_freqs.weight (default) or rope.scaling.* metadata
  * @param {number} [opts.ropeOriginalContext] llama3 scaling: original context length (default 8192; small values
@@ -319,7 +350,8 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const qwen = arch === 'qwen2' || arch === 'qwen3';
   const kl = opts.keyLength || s.dim / s.heads, vl = opts.valueLength || s.dim / s.heads;
   const qDim = kl * s.heads, kDim = kl * s.kvHeads, vDim = vl * s.kvHeads, oDim = vl * s.heads;
-  const ropeBase = opts.ropeBase || { llama3: 500000, qwen2: 1000000, qwen3: 1000000, smollm3: 5000000 }[arch] || 10000;
+  const ropeBase = opts.ropeBase || { llama3: 500000, qwen2: 1000000, qwen3: 1000000, smollm3: 5000000, gemma3: 1000000 }[arch] || 10000;
+  if (arch === 'gemma2' || arch === 'gemma3') return makeGemma(path, s, wt, seed, opts, { arch, shapeName: typeof shape === 'string' ? shape : 'custom', kl, vl, ropeBase });
   const kv = [
     { key: 'general.architecture', type: T.STRING, value: gArch },
     { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${typeof shape === 'string' ? shape : 'custom'}` },
@@ -500,6 +532,84 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
       m('ffn_down.weight', [s.ffn, s.dim], opts.script ? zeros([s.ffn, s.dim], wt) : null);
       m('ffn_up.weight', [s.dim, s.ffn]);
     }
+  }
+  writeGGUF(path, kv, tensors);
+  return path;
+}
+
+// gemma2 / gemma3: the key set and tensor layout the GGUF converter writes
+// for them (no output.weight: the embeddings are the output matrix)
+function makeGemma(path, s, wt, seed, opts, { arch, shapeName, kl, vl, ropeBase }) {
+  const qDim = kl * s.heads, kDim = kl * s.kvHeads, vDim = vl * s.kvHeads, oDim = vl * s.heads;
+  const g2 = arch === 'gemma2';
+  const kv = [
+    { key: 'general.architecture', type: T.STRING, value: arch },
+    { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${shapeName}` },
+    { key: 'general.file_type', type: T.U32, value: wt === GGML.F32 ? 0 : 1 },
+    { key: `${arch}.context_length`, type: T.U32, value: s.ctx },
+    { key: `${arch}.embedding_length`, type: T.U32, value: s.dim },
+    { key: `${arch}.block_count`, type: T.U32, value: s.layers },
+    { key: `${arch}.feed_forward_length`, type: T.U32, value: s.ffn },
+    { key: `${arch}.attention.head_count`, type: T.U32, value: s.heads },
+    { key: `${arch}.attention.head_count_kv`, type: T.U32, value: s.kvHeads },
+    { key: `${arch}.attention.layer_norm_rms_epsilon`, type: T.F32, value: 1e-6 },
+    { key: `${arch}.attention.key_length`, type: T.U32, value: kl },
+    { key: `${arch}.attention.value_length`, type: T.U32, value: vl },
+    { key: `${arch}.attention.sliding_window`, type: T.U32, value: opts.slidingWindow || 4 },
+  ];
+  if (g2) {
+    kv.push({ key: 'gemma2.attn_logit_softcapping', type: T.F32, value: opts.attnSoftcap ?? 50 });
+    kv.push({ key: 'gemma2.final_logit_softcapping', type: T.F32, value: opts.finalSoftcap ?? 30 });
+  } else {
+    kv.push({ key: 'gemma3.rope.freq_base', type: T.F32, value: ropeBase });
+  }
+  const v = gemmaVocabulary(s.vocab);
+  kv.push(
+    { key: 'tokenizer.ggml.model', type: T.STRING, value: 'llama' },
+    { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
+    { key: 'tokenizer.ggml.scores', type: T.ARRAY, arrayType: T.F32, value: v.scores },
+    { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
+    { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: 2 },
+    { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: 1 },
+    { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: 3 },
+    { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: 0 },
+    { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: true },
+    { key: 'tokenizer.ggml.add_eos_token', type: T.BOOL, value: false },
+    { key: 'tokenizer.ggml.add_space_prefix', type: T.BOOL, value: false },
+  );
+  const template = opts.chatTemplate !== undefined ? opts.chatTemplate || null : CHAT_TEMPLATES.gemma;
+  if (template) kv.push({ key: 'tokenizer.chat_template', type: T.STRING, value: template });
+
+  const r = rng(seed);
+  const CH = 1 << 16;
+  const fromFloats = (n, t, f) => (emit) => {
+    for (let i = 0; i < n; i += CH) {
+      const m = Math.min(CH, n - i);
+      if (t === GGML.F32) { const a = new Float32Array(m); for (let j = 0; j < m; j++) a[j] = f(i + j); emit(new Uint8Array(a.buffer)); }
+      else { const a = new Uint16Array(m); for (let j = 0; j < m; j++) a[j] = toHalf(f(i + j)); emit(new Uint8Array(a.buffer)); }
+    }
+  };
+  const random = (ne, t, std = 0.02) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => std * r());
+  // stored norm weights are Gemma's 1 + w
+  const norm = (name, n) => ({ name, ne: [n], type: GGML.F32, write: fromFloats(n, GGML.F32, () => 1 + 0.1 * r()) });
+  const tensors = [
+    { name: 'token_embd.weight', ne: [s.dim, v.tokens.length], type: wt, write: random([s.dim, v.tokens.length], wt, opts.embdStd || 0.02) },
+    norm('output_norm.weight', s.dim),
+  ];
+  for (let l = 0; l < s.layers; l++) {
+    const m = (name, ne, std) => tensors.push({ name: `blk.${l}.${name}`, ne, type: wt, write: random(ne, wt, std) });
+    tensors.push(norm(`blk.${l}.attn_norm.weight`, s.dim));
+    m('attn_q.weight', [s.dim, qDim], opts.qkStd);
+    m('attn_k.weight', [s.dim, kDim], opts.qkStd);
+    m('attn_v.weight', [s.dim, vDim]);
+    if (!g2) { tensors.push(norm(`blk.${l}.attn_q_norm.weight`, kl)); tensors.push(norm(`blk.${l}.attn_k_norm.weight`, kl)); }
+    m('attn_output.weight', [oDim, s.dim]);
+    tensors.push(norm(`blk.${l}.post_attention_norm.weight`, s.dim));
+    tensors.push(norm(`blk.${l}.ffn_norm.weight`, s.dim));
+    m('ffn_gate.weight', [s.dim, s.ffn]);
+    m('ffn_up.weight', [s.dim, s.ffn]);
+    m('ffn_down.weight', [s.ffn, s.dim]);
+    tensors.push(norm(`blk.${l}.post_ffw_norm.weight`, s.dim));
   }
   writeGGUF(path, kv, tensors);
   return path;

@@ -11,12 +11,13 @@
  * s_j = q.k_j * scale, raise the running max m if needed (rescaling the
  * running sum and output by exp(m_old - m_new)), then add exp(s_j - m) and
  * exp(s_j - m) v_j. No n x n score matrix is ever formed: memory is one tile.
- * Slot j takes part when 0 <= slot_pos[j] <= qpos (causal mask). */
+ * Slot j takes part when 0 <= slot_pos[j] <= qpos (causal mask).
+ * (the mask's softcap, when set, caps each score first: att_tile_step) */
 void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
                          int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
                          int32_t window_lo, uint32_t hd, float scale, float *out, float *tile) {
     uint32_t idx[WLM_ATT_TILE];
-    wlm_att_mask mask = { slot_pos, 0, 0, n_slots, qpos, window_lo };
+    wlm_att_mask mask = { slot_pos, 0, 0, n_slots, qpos, window_lo, 0 };
     wlm_attention_tiled_kv(k, q, kc, vc, kv_f16, &mask, hd, hd, scale, out, tile, idx);
 }
 
@@ -25,8 +26,10 @@ void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, c
  * the output rescaled by exp(m_old - m_new)), then out += exp(s - m) v. */
 static void att_tile_step(const wlm_kernels *k, const float *q, const void *kc, const void *vc, int kv_f16,
                           const uint32_t *idx, uint32_t tn, uint32_t hd_k, uint32_t hd, float scale,
-                          float *out, float *tile, float *m, float *sum) {
+                          float softcap, float *out, float *tile, float *m, float *sum) {
     k->att_scores(tn, hd_k, q, kc, kv_f16, idx, scale, tile);
+    if (softcap > 0)
+        for (uint32_t i = 0; i < tn; i++) tile[i] = wlm_softcap(tile[i], softcap);
     float tmax = -3.0e38f;
     for (uint32_t i = 0; i < tn; i++) if (tile[i] > tmax) tmax = tile[i];
     if (tmax > *m) {
@@ -69,7 +72,7 @@ void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc
     for (uint32_t i = 0; i < hd; i++) out[i] = 0.0f;
     uint32_t j = 0, tn;
     while ((tn = att_next_tile(mk, &j, idx)))
-        att_tile_step(k, q, kc, vc, kv_f16, idx, tn, hd_k, hd, scale, out, tile, &m, &sum);
+        att_tile_step(k, q, kc, vc, kv_f16, idx, tn, hd_k, hd, scale, mk->softcap, out, tile, &m, &sum);
     if (sum > 0) k->scale(hd, 1.0f / sum, out);
 }
 
@@ -127,7 +130,7 @@ void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *
             for (uint32_t i = q0; i < q1; i++) {
                 uint32_t n = 0;   /* the tile's first n slots are the ones query i sees */
                 while (n < tn && mk->slot_pos[idx[n]] <= qpos[i]) n++;
-                if (n) att_tile_step(k, q[i], kk, vv, f16, ix, n, hd_k, hd, scale, out[i], tile, &m[i - q0], &sum[i - q0]);
+                if (n) att_tile_step(k, q[i], kk, vv, f16, ix, n, hd_k, hd, scale, mk->softcap, out[i], tile, &m[i - q0], &sum[i - q0]);
             }
         }
         for (uint32_t i = q0; i < q1; i++)

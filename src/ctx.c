@@ -9,7 +9,7 @@ typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
              off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen, off_sort,
-             off_sseq, off_tok, off_aidx, off_spec, off_kvt;
+             off_sseq, off_tok, off_aidx, off_spec, off_kvt, off_rope_swa, off_rcs_swa;
     uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16, act8_off, off_actb;
 } plan;
 
@@ -82,6 +82,10 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
         pl.off_kvt = reserve(&pl, p->n_threads * 2ull * WLM_ATT_TILE * WLM_MAX(hp->head_dim, hp->head_dim_v) * 4);
     pl.off_rope = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
     pl.off_rcs = reserve(&pl, B * (hp->n_rot / 2 + 1) * 8);
+    if (m->rope_base_swa > 0) {   /* gemma3's sliding-window layers rotate with a base of their own */
+        pl.off_rope_swa = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
+        pl.off_rcs_swa = reserve(&pl, B * (hp->n_rot / 2 + 1) * 8);
+    }
     pl.off_cid = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_cval = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_seen = reserve(&pl, hp->n_vocab);
@@ -161,6 +165,13 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     for (uint32_t i = 0; i < hp->n_rot / 2; i++) {
         double theta = wlm_exp(-(double)(2 * i) / hp->n_rot * lb);
         c->rope_freq[i] = lr ? theta / lr[i] : hp->rope_scaled ? theta / wlm_rope_freq_divisor(m, i, theta) : theta;
+    }
+    /* the sliding-window layers' own base (gemma3), without scaling */
+    c->rope_freq_swa = pl.off_rope_swa ? (double *)(mem + pl.off_rope_swa) : 0;
+    c->rope_cs_swa = pl.off_rcs_swa ? (float *)(mem + pl.off_rcs_swa) : 0;
+    if (c->rope_freq_swa) {
+        double lbs = wlm_log((double)m->rope_base_swa);
+        for (uint32_t i = 0; i < hp->n_rot / 2; i++) c->rope_freq_swa[i] = wlm_exp(-(double)(2 * i) / hp->n_rot * lbs);
     }
     wlm_ctx_reset(c);
     *out = c;

@@ -51,6 +51,8 @@ struct wlm_ctx {
     float *spec_q;         /* n_vocab: a dense draft distribution (wlm_spec_accept) */
     double *rope_freq;     /* n_rot/2 inverse frequencies base^(-2i/n_rot) */
     float *rope_cs;        /* cos/sin pairs for the position of each token of a chunk (n_rot floats apart) */
+    double *rope_freq_swa; /* sliding-window layers with a RoPE base of their own (gemma3): their frequencies, else NULL */
+    float *rope_cs_swa;    /* and their cos/sin pairs, as rope_cs (NULL when rope_freq_swa is) */
     /* sampler work space */
     int32_t *cand_id; float *cand_val; uint8_t *seen;
     void *sort_tmp;        /* 12 n_vocab bytes: the radix sort of the candidates */

@@ -1,17 +1,20 @@
 /* The transformer forward pass (llama), written to read like the math:
  *
- *   x = embed(token)                                (granite: * embedding_scale)
+ *   x = embed(token)                                (granite: * embedding_scale; gemma: * sqrt(d))
  *   for each layer:
  *     h = rmsnorm(x) * w_attn_norm
- *     q, k, v = Wq h, Wk h, Wv h                      (qwen3: rmsnorm of each q, k head)
+ *     q, k, v = Wq h, Wk h, Wv h                      (qwen3, gemma3: rmsnorm of each q, k head)
  *     rotate q, k by RoPE at the token's position     (smollm3: not every 4th layer)
  *     append k, v to the KV cache
- *     x = x + Wo attention(q, K_cache, V_cache)      (causal, tiled, online softmax)
+ *     x = x + Wo attention(q, K_cache, V_cache)      (causal, tiled, online softmax;
+ *                                                     gemma: sliding-window layers, gemma2 score
+ *                                                     soft-capping, rmsnorm of Wo a before the add)
  *     h = rmsnorm(x) * w_ffn_norm
- *     x = x + W_down (silu(W_gate h) * (W_up h))     (SwiGLU)
+ *     x = x + W_down (silu(W_gate h) * (W_up h))     (SwiGLU; gemma: GeGLU, rmsnorm before the add)
  *   logits = W_out (rmsnorm(x) * w_out_norm)         (granite: / logit_scale;
  *                                                     block outputs * residual_scale,
- *                                                     attention.scale for 1/sqrt(d))
+ *                                                     attention.scale for 1/sqrt(d);
+ *                                                     gemma2: logits soft-capped)
  *
  * A call processes a batch of tokens (prefill) or one (decode). Every buffer
  * was planned at context creation: nothing is allocated here. */
@@ -68,11 +71,11 @@ static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t row
  *   NORM (llama GGUF files): consecutive pairs (x[2i], x[2i+1]);
  *   NEOX (qwen2):            halves, (x[i], x[i + n_rot/2]).
  * cs holds (cos, sin) of each pos * theta_i, once per token of a chunk. */
-static void rope_prepare(const wlm_ctx *c, float *cs, uint32_t pos) {
+static void rope_prepare(const wlm_ctx *c, const double *freq, float *cs, uint32_t pos) {
     uint32_t half = c->m->hp.n_rot / 2;
     double mscale = c->m->rope_attn_factor;   /* 1 but for LongRoPE files (phi3) */
     for (uint32_t i = 0; i < half; i++) {
-        double ang = (double)pos * c->rope_freq[i];
+        double ang = (double)pos * freq[i];
         cs[2 * i] = (float)(wlm_cos(ang) * mscale);
         cs[2 * i + 1] = (float)(wlm_sin(ang) * mscale);
     }
@@ -93,7 +96,7 @@ static void rope_apply(const wlm_ctx *c, const float *cs, float *v, uint32_t n_h
     }
 }
 
-/* qwen3: each of n_heads heads of v (head_dim floats) = rmsnorm(head) * w */
+/* qwen3, gemma3: each of n_heads heads of v (head_dim floats) = rmsnorm(head) * w */
 static void head_norm(const wlm_ctx *c, const wlm_tensor *norm, float *v, uint32_t n_heads) {
     uint32_t hd = c->m->hp.head_dim;
     const float *w = (const float *)norm->data;
@@ -165,16 +168,15 @@ static uint32_t att_block_tokens(const wlm_hparams *hp) {
     return WLM_MAX(1u, WLM_MIN((uint32_t)WLM_ATT_QB, WLM_ATT_MAXQ / (hp->n_head / hp->n_head_kv)));
 }
 
-/* the first position a query at qpos sees: with a sliding window of W
- * (attention.sliding_window) the last W positions, itself included */
-static int32_t att_window_lo(const wlm_ctx *c, int32_t qpos) {
-    uint32_t w = c->m->n_swa;
+/* the first position a query at qpos sees on a sliding-window layer
+ * (wlm_layer.swa) with a window of w: the last w positions, itself included */
+static int32_t att_window_lo(uint32_t w, int32_t qpos) {
     return w && (int64_t)qpos >= (int64_t)w ? qpos - (int32_t)w + 1 : 0;
 }
 
 /* the slots a token of the run starting at t0 may see, up to position wpos */
 static wlm_att_mask att_run_mask(const wlm_ctx *c, uint32_t t0, int32_t wpos) {
-    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, att_window_lo(c, wpos) };
+    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0, c->m->attn_softcap };
     return mk;
 }
 
@@ -194,9 +196,10 @@ static void att_plan_runs(wlm_ctx *c, uint32_t n) {
             int32_t wpos = c->tok_pos[t0];
             for (t1 = t0 + 1; t1 < tend && c->tok_seq[t1] == c->tok_seq[t0]; t1++) wpos = WLM_MAX(wpos, c->tok_pos[t1]);
             wlm_att_mask mk = att_run_mask(c, t0, wpos);
-            /* with a sliding window an earlier query's slots are not a
-             * prefix of the run's last one: only a lone token shares */
-            c->att_run[t0] = t1 | (t1 - t0 == 1 || (!c->m->n_swa && wlm_att_ascending(&mk)) ? ATT_TOGETHER : 0);
+            /* (on a sliding-window layer an earlier query's slots are not a
+             * prefix of the run's last one: there only a lone token shares,
+             * attention_step) */
+            c->att_run[t0] = t1 | (t1 - t0 == 1 || wlm_att_ascending(&mk) ? ATT_TOGETHER : 0);
             c->att_wpos[t0] = wpos;
         }
     }
@@ -225,6 +228,9 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
     const float *qs[WLM_ATT_MAXQ];
     float *outs[WLM_ATT_MAXQ];
     int32_t qpos[WLM_ATT_MAXQ];
+    /* a sliding-window layer: a query at position p sees positions > p - n_swa,
+     * a window of its own, so its queries run one by one */
+    uint32_t swa = c->m->layers[layer].swa ? c->m->n_swa : 0;
     while (take(s, nblk * hp->n_head_kv, 1, &lo, &hi))
         for (uint32_t it = lo; it < hi; it++) {
             uint32_t b = it / hp->n_head_kv, hk = it % hp->n_head_kv;
@@ -234,8 +240,9 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
             const void *kc = (const uint8_t *)c->k_cache + off * esz, *vc = (const uint8_t *)c->v_cache + off_v * esz;
             while (t0 < tend) {   /* the block's runs (att_plan_runs) */
                 uint32_t t1 = c->att_run[t0] & ~ATT_TOGETHER;
-                int together = (c->att_run[t0] & ATT_TOGETHER) != 0;
+                int together = (c->att_run[t0] & ATT_TOGETHER) != 0 && (!swa || t1 - t0 == 1);
                 wlm_att_mask mask = att_run_mask(c, t0, c->att_wpos[t0]);
+                if (swa) mask.window_lo = att_window_lo(swa, c->att_wpos[t0]);   /* a lone token's window */
                 /* the run's queries, WLM_ATT_MAXQ at a time (a GQA group can be wider) */
                 uint32_t nq = 0;
                 for (uint32_t t = t0; t < t1; t++)
@@ -251,7 +258,7 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
                             for (uint32_t i = 0; i < nq; i++) {
                                 wlm_att_mask one = mask;
                                 one.qpos = qpos[i];
-                                one.window_lo = att_window_lo(c, qpos[i]);
+                                if (swa) one.window_lo = att_window_lo(swa, qpos[i]);
                                 wlm_attention_tiled_kv(c->k, qs[i], kc, vc, f16, &one, hd, hdv, scale, outs[i], tile, idx);
                             }
                         nq = 0;
@@ -271,8 +278,9 @@ static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
     for (uint32_t t = lo; t < hi; t++) {
         float *x = c->x + (uint64_t)t * d;
         wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, x, d);
-        if (m->embd_scale != 1.0f) for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale;   /* granite */
-        rope_prepare(c, c->rope_cs + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
+        if (m->embd_scale != 1.0f) for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale;   /* granite, gemma */
+        rope_prepare(c, c->rope_freq, c->rope_cs + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
+        if (c->rope_cs_swa) rope_prepare(c, c->rope_freq_swa, c->rope_cs_swa + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
     }
 }
 
@@ -287,6 +295,7 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
     const wlm_tensor *W[3] = { L->wq, L->wk, L->wv }, *B[3] = { L->bq, L->bk, L->bv }, *N[2] = { L->q_norm, L->k_norm };
     float *Y[3] = { c->q, c->kk, c->vv };
     uint32_t heads[3] = { hp->n_head, hp->n_head_kv, hp->n_head_kv }, hs[3] = { hp->head_dim, hp->head_dim, hp->head_dim_v };
+    const float *rcs = L->swa && c->rope_cs_swa ? c->rope_cs_swa : c->rope_cs;
     uint32_t lo, hi;
     while (take(s, heads[0] + heads[1] + heads[2], 1, &lo, &hi))
         for (uint32_t i = 0, base = 0; i < 3; base += heads[i], i++) {
@@ -299,21 +308,24 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
             for (uint32_t t = 0; t < f->n; t++) {
                 float *y = Y[i] + (uint64_t)t * rows;
                 if (i < 2 && N[i]) head_norm(c, N[i], y + h0 * hs[i], h1 - h0);
-                if (i < 2 && !L->no_rope) rope_apply(c, c->rope_cs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
+                if (i < 2 && !L->no_rope) rope_apply(c, rcs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
                 if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
             }
         }
 }
 
 /* x += W y (+ bias): a projection back into the residual stream (attention
- * output, FFN down), each thread adding the rows it computed */
-static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, const step *s, uint32_t tid) {
+ * output, FFN down), each thread adding the rows it computed. With
+ * add = 0 only xb = W y (+ bias): a norm of the whole row comes first
+ * (post_norm_step). */
+static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b, const float *y, int add, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     uint32_t d = c->m->hp.n_embd, r0, r1;
     float rs = c->m->resid_scale;
     while (take(s, d, min_rows(W), &r0, &r1)) {
         wlm_mm(c, W, y, f->n, c->xb, r0, r1, tid);
         add_bias(c->xb, b, f->n, d, r0, r1);
+        if (!add) continue;
         for (uint32_t t = 0; t < f->n; t++)
             if (rs == 1.0f)
                 for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
@@ -322,15 +334,35 @@ static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b
     }
 }
 
-/* hb = silu(W_gate h) * (W_up h): a thread computes the same rows of both */
+/* x += rmsnorm(xb) * w (gemma's post-attention and post-FFN norms), the
+ * tokens split among threads (one token: thread 0; a row of n_embd is cheap) */
+static void post_norm_step(const fwd *f, const wlm_tensor *norm, uint32_t tid, uint32_t nth) {
+    wlm_ctx *c = f->c;
+    uint32_t d = c->m->hp.n_embd, t0, t1;
+    const float *w = (const float *)norm->data;
+    wlm_split(f->n, tid, nth, &t0, &t1);
+    for (uint32_t t = t0; t < t1; t++) {
+        const float *y = c->xb + (uint64_t)t * d;
+        float *x = c->x + (uint64_t)t * d, sc = rms_scale(y, d, c->m->hp.rms_eps);
+        for (uint32_t i = 0; i < d; i++) x[i] += (y[i] * sc) * w[i];
+    }
+}
+
+/* hb = act(W_gate h) * (W_up h), act = SiLU (SwiGLU) or GELU (GeGLU, gemma):
+ * a thread computes the same rows of both */
 static void gate_up_step(const fwd *f, const wlm_layer *L, const step *s, uint32_t tid) {
     wlm_ctx *c = f->c;
     uint32_t nff = c->m->hp.n_ff, r0, r1;
+    int gelu = c->m->ffn_gelu;
     while (take(s, nff, min_rows(L->w_gate), &r0, &r1)) {
         wlm_mm(c, L->w_gate, c->xb, f->n, c->hb, r0, r1, tid);
         wlm_mm(c, L->w_up, c->xb, f->n, c->hb2, r0, r1, tid);
-        for (uint32_t t = 0; t < f->n; t++)
-            c->k->silu_mul(r1 - r0, c->hb + (uint64_t)t * nff + r0, c->hb2 + (uint64_t)t * nff + r0);
+        for (uint32_t t = 0; t < f->n; t++) {
+            float *a = c->hb + (uint64_t)t * nff + r0;
+            const float *b = c->hb2 + (uint64_t)t * nff + r0;
+            if (gelu) for (uint32_t i = 0; i < r1 - r0; i++) a[i] = wlm_gelu_tanh(a[i]) * b[i];
+            else c->k->silu_mul(r1 - r0, a, b);
+        }
     }
 }
 
@@ -360,8 +392,12 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         act_step(c, c->att, 0, 0, 0, n, od, wlm_mm_needs(c, L->wo, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
-        residual_step(f, L->wo, L->bo, c->att, &s, tid);
+        residual_step(f, L->wo, L->bo, c->att, !L->post_attn_norm, &s, tid);
         wlm_pool_barrier(p, nth);
+        if (L->post_attn_norm) {   /* gemma: x += rmsnorm(Wo att) * w_post_attn */
+            post_norm_step(f, L->post_attn_norm, tid, nth);
+            wlm_pool_barrier(p, nth);
+        }
         /* feed-forward block (SwiGLU): h = rmsnorm(x) * w_ffn_norm; x += W_down (silu(W_gate h) * (W_up h)) */
         act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, wlm_mm_needs(c, L->w_gate, n) | wlm_mm_needs(c, L->w_up, n), tid, nth);
         wlm_pool_barrier(p, nth);
@@ -371,8 +407,12 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, wlm_mm_needs(c, L->w_down, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
-        residual_step(f, L->w_down, 0, c->hb, &s, tid);
+        residual_step(f, L->w_down, 0, c->hb, !L->post_ffn_norm, &s, tid);
         wlm_pool_barrier(p, nth);
+        if (L->post_ffn_norm) {    /* gemma: x += rmsnorm(W_down hb) * w_post_ffw */
+            post_norm_step(f, L->post_ffn_norm, tid, nth);
+            wlm_pool_barrier(p, nth);
+        }
     }
 
     /* logits = W_out (rmsnorm(x) * w_out_norm) for the tokens asked for */
@@ -382,12 +422,15 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     s = step_begin(f, &k, tid, nth);
     uint32_t r0, r1;
     float ls = 1.0f / m->logit_scale;
+    float *lg = c->logits + (uint64_t)f->out_row * hp->n_vocab;
     while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1)) {
-        float *lg = c->logits + (uint64_t)f->out_row * hp->n_vocab;
         wlm_mm(c, m->output, c->xb, f->n_out, lg, r0, r1, tid);
         if (ls != 1.0f)   /* granite: logits divided by logit_scale */
             for (uint32_t t = 0; t < f->n_out; t++)
                 for (uint32_t r = r0; r < r1; r++) lg[(uint64_t)t * hp->n_vocab + r] *= ls;
+        if (m->final_softcap > 0)   /* gemma2: logits soft-capped */
+            for (uint32_t t = 0; t < f->n_out; t++)
+                for (uint32_t r = r0; r < r1; r++) lg[(uint64_t)t * hp->n_vocab + r] = wlm_softcap(lg[(uint64_t)t * hp->n_vocab + r], m->final_softcap);
     }
 }
 

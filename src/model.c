@@ -1,8 +1,9 @@
-/* llama / qwen2 / qwen3 / smollm3 / granite / phi3 architectures: hyper-parameters from GGUF metadata and the tensor map.
+/* llama / qwen2 / qwen3 / smollm3 / granite / gemma2 / gemma3 / phi3 architectures: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
 #include "model.h"
 #include "kernels.h"
+#include "wmath.h"
 
 static const char *key(char *buf, const char *arch, uint32_t alen, const char *suffix) {
     wlm_fmt(buf, 128, "%.*s.%s", (int)alen, arch, suffix);
@@ -18,12 +19,13 @@ static int type_ok_for_matmul(uint32_t t) {
  *
  * Supported: "llama" (Llama 1/2/3, TinyLlama, Mistral-style files written as
  * llama, SmolLM, ...), "qwen2" (Qwen1.5 / Qwen2 / Qwen2.5), "qwen3",
- * "smollm3" and "granite" (Granite 3.x). All are the same pre-norm decoder:
+ * "smollm3", "granite" (Granite 3.x), "gemma2", "gemma3" and "phi3". All are the
+ * same pre-norm decoder:
  * RMSNorm, Q/K/V/O projections with grouped-query attention, RoPE, a SwiGLU
  * feed-forward block and a final RMSNorm. They differ in:
  *   - RoPE convention: llama-like GGUF files (llama, smollm3, granite)
  *     rotate pairs (2i, 2i+1) (the converter permutes Q/K rows for it); the
- *     Qwen families rotate pairs (i, i + n_rot/2) ("NEOX" style).
+ *     Qwen and Gemma families rotate pairs (i, i + n_rot/2) ("NEOX" style).
  *   - qwen2 has F32 biases on Q, K and V (blk.N.attn_q.bias, ...). Biases are
  *     accepted (optional) on every architecture, as is attn_output.bias.
  *   - qwen3 normalizes each head of Q and K by RMSNorm (blk.N.attn_q_norm,
@@ -35,6 +37,8 @@ static int type_ok_for_matmul(uint32_t t) {
  *     residual stream, the attention scores and the logits by factors from
  *     its metadata (granite.embedding_scale, residual_scale,
  *     attention.scale, logit_scale).
+ *   - gemma2 / gemma3 add post-attention/post-FFN norms, GeGLU, sliding-window
+ *     layers, soft-capping (gemma2) and Q/K norms (gemma3): load_gemma_hparams.
  * "phi3" (Phi-3, Phi-3.5, Phi-4-mini) is the same decoder with NEOX RoPE and
  * two fused matrices: attn_qkv.weight holds the rows of Q, then K, then V;
  * ffn_up.weight (with no ffn_gate.weight) holds 2 n_ff rows, the gate's
@@ -45,7 +49,8 @@ static int type_ok_for_matmul(uint32_t t) {
  * rope.scaling.original_context_length and rope_factors_long.weight beyond
  * it, with rope.scaling.attn_factor scaling cos and sin.
  * llama files may carry attention.sliding_window (Mistral-style): every
- * layer then attends to the last W positions only.
+ * layer then attends to the last W positions only (gemma's window, read by
+ * load_gemma_hparams, covers its sliding layers only: wlm_layer.swa).
  * Every tensor in the file must be one of the names below: anything else
  * (mixture-of-experts, extra norms) is refused by name rather than
  * silently ignored. */
@@ -57,10 +62,12 @@ static const arch_info k_archs[] = {
     { "qwen3", WLM_ARCH_QWEN3, WLM_ROPE_NEOX },
     { "smollm3", WLM_ARCH_SMOLLM3, WLM_ROPE_NORM },
     { "granite", WLM_ARCH_GRANITE, WLM_ROPE_NORM },
+    { "gemma2", WLM_ARCH_GEMMA2, WLM_ROPE_NEOX },
+    { "gemma3", WLM_ARCH_GEMMA3, WLM_ROPE_NEOX },
     { "phi3", WLM_ARCH_PHI3, WLM_ROPE_NEOX },
 };
 #define N_ARCHS (sizeof k_archs / sizeof k_archs[0])
-#define SUPPORTED_ARCHS "llama, qwen2, qwen3, smollm3, granite, phi3"
+#define SUPPORTED_ARCHS "llama, qwen2, qwen3, smollm3, granite, gemma2, gemma3, phi3"
 /* smollm3: a layer l has no RoPE when (l + 1) % 4 == 0 (no GGUF key says so) */
 #define SMOLLM3_NO_ROPE_STEP 4
 
@@ -71,12 +78,16 @@ static const char *const k_block_tensors[] = {
     "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
     "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
 };
-/* only in architectures with per-head Q/K norms (qwen3) */
+/* only in architectures with per-head Q/K norms (qwen3, gemma3) */
 static const char *const k_qk_norm_tensors[] = { "attn_q_norm.weight", "attn_k_norm.weight" };
+/* only in gemma2 / gemma3: the norms of the attention and FFN outputs */
+static const char *const k_post_norm_tensors[] = { "post_attention_norm.weight", "post_ffw_norm.weight" };
 
-/* 1 when `name` is a tensor of the layout for a model of n_layer blocks
- * (qk_norm: with per-head Q/K norm weights) */
-static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, int qk_norm) {
+static int is_gemma(uint32_t arch) { return arch == WLM_ARCH_GEMMA2 || arch == WLM_ARCH_GEMMA3; }
+static int has_qk_norm(uint32_t arch) { return arch == WLM_ARCH_QWEN3 || arch == WLM_ARCH_GEMMA3; }
+
+/* 1 when `name` is a tensor of architecture arch's layout for a model of n_layer blocks */
+static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, uint32_t arch) {
     for (uint32_t i = 0; i < sizeof k_global_tensors / sizeof k_global_tensors[0]; i++)
         if (wlm_str_is(name, len, k_global_tensors[i])) return 1;
     if (len < 6 || !wlm_memeq(name, "blk.", 4)) return 0;
@@ -86,27 +97,31 @@ static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, int qk
     p++;
     for (uint32_t i = 0; i < sizeof k_block_tensors / sizeof k_block_tensors[0]; i++)
         if (wlm_str_is(name + p, len - p, k_block_tensors[i])) return 1;
-    if (qk_norm)
+    if (has_qk_norm(arch))
         for (uint32_t i = 0; i < 2; i++)
             if (wlm_str_is(name + p, len - p, k_qk_norm_tensors[i])) return 1;
+    if (is_gemma(arch))
+        for (uint32_t i = 0; i < 2; i++)
+            if (wlm_str_is(name + p, len - p, k_post_norm_tensors[i])) return 1;
     return 0;
 }
 
-/* the first tensor of the file not in the layout, or NULL */
-static const wlm_tensor *first_unknown_tensor(const wlm_gguf *g, uint32_t n_layer, int qk_norm) {
+/* the first tensor of the file not in architecture arch's layout, or NULL */
+static const wlm_tensor *first_unknown_tensor(const wlm_gguf *g, uint32_t n_layer, uint32_t arch) {
     for (uint64_t i = 0; i < g->n_tensors; i++)
-        if (!tensor_known(g->tensors[i].name, g->tensors[i].name_len, n_layer, qk_norm)) return &g->tensors[i];
+        if (!tensor_known(g->tensors[i].name, g->tensors[i].name_len, n_layer, arch)) return &g->tensors[i];
     return 0;
 }
 
 /* Finds a tensor, checks its shape (ne0, ne1; ne1 = 0 for vectors) and type. */
-static wlm_status get_tensor(const wlm_gguf *g, const char *name, uint64_t ne0, uint64_t ne1, int required,
+static wlm_status get_tensor(const wlm_model *m, const char *name, uint64_t ne0, uint64_t ne1, int required,
                              int matrix, const wlm_tensor **out, wlm_err *err) {
+    const wlm_gguf *g = &m->g;
     const wlm_tensor *t = wlm_gguf_tensor(g, name);
     *out = t;
     if (!t) {
         if (!required) return WLM_OK;
-        const wlm_tensor *u = first_unknown_tensor(g, 1024, 1);
+        const wlm_tensor *u = first_unknown_tensor(g, 1024, m->arch);
         if (u) return wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s (first unknown tensor: %.*s)", name, (int)WLM_MIN(u->name_len, 96u), u->name);
         return wlm_fail(err, WLM_ERR_FORMAT, "missing tensor %s", name);
     }
@@ -116,6 +131,50 @@ static wlm_status get_tensor(const wlm_gguf *g, const char *name, uint64_t ne0, 
                         (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)ne0, (unsigned long long)want1);
     int ok = matrix ? type_ok_for_matmul(t->type) : (t->type == GGML_F32);
     if (!ok) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor type %s in %s", wlm_type_name(t->type), name);
+    return WLM_OK;
+}
+
+/* Gemma 2 / Gemma 3 (architectures "gemma2", "gemma3"): the same decoder
+ * with NEOX RoPE plus
+ *   - token embeddings scaled by sqrt(n_embd);
+ *   - RMSNorm weights used as stored: Gemma computes x * (1 + w), and the
+ *     GGUF converter writes 1 + w into the file (checked against llama.cpp
+ *     on the same files: tools/xcheck/gemma2.mjs);
+ *   - the outputs of attention and of the FFN normed (post_attention_norm,
+ *     post_ffw_norm) before they join the residual stream;
+ *   - GeGLU: gelu(gate) * up, GELU in its tanh form;
+ *   - a sliding window (attention.sliding_window) on some layers: gemma2
+ *     every other one from layer 0, gemma3 five of every six (layers 5, 11,
+ *     ... are global); gemma3's sliding layers rotate with base 10000 and no
+ *     scaling, its global ones with the file's rope.freq_base and scaling;
+ *   - gemma2: attention scores and final logits soft-capped, s -> c tanh(s/c),
+ *     with attn_logit_softcapping (default 50) and final_logit_softcapping
+ *     (default 30); gemma3 has no soft-capping but per-head Q/K RMSNorm;
+ *   - queries scaled by 1/sqrt(query_pre_attn_scalar). The converter writes
+ *     no such key: that scalar is the key length, except in the 27B models
+ *     (46 layers for gemma2, 62 for gemma3), where it is n_embd / n_head. */
+static wlm_status load_gemma_hparams(wlm_model *m, const char *arch, uint32_t alen, wlm_err *err) {
+    const wlm_gguf *g = &m->g;
+    wlm_hparams *hp = &m->hp;
+    char kb[128];
+    wlm_status s;
+    int g2 = m->arch == WLM_ARCH_GEMMA2;
+    m->embd_scale = wlm_sqrtf((float)hp->n_embd);
+    m->ffn_gelu = 1;
+    m->n_swa = g2 ? 4096 : 0;
+    if ((s = wlm_kv_u32(g, key(kb, arch, alen, "attention.sliding_window"), 0, &m->n_swa, err))) return s;
+    if (g2) {
+        m->attn_softcap = 50.0f; m->final_softcap = 30.0f;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "attn_logit_softcapping"), 0, &m->attn_softcap, err))) return s;
+        if ((s = wlm_kv_f32(g, key(kb, arch, alen, "final_logit_softcapping"), 0, &m->final_softcap, err))) return s;
+        if (!(m->attn_softcap >= 0) || !(m->final_softcap >= 0))
+            return wlm_fail(err, WLM_ERR_FORMAT, "gemma2 soft-capping values must not be negative");
+    } else {
+        m->rope_base_swa = 10000.0f;
+    }
+    uint32_t big = g2 ? 46 : 62;
+    float qpas = hp->n_layer == big ? (float)hp->n_embd / (float)hp->n_head : (float)hp->head_dim;
+    m->attn_scale = 1.0f / wlm_sqrtf(qpas);
     return WLM_OK;
 }
 
@@ -137,14 +196,14 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if (!ai) {
         uint32_t n_layer = 0;
         (void)wlm_kv_u32(g, key(kb, arch, alen, "block_count"), 0, &n_layer, err);
-        const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024, 0);
+        const wlm_tensor *u = first_unknown_tensor(g, n_layer ? n_layer : 1024, WLM_ARCH_LLAMA);
         if (u)
             return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (first unknown tensor: %.*s; supported: " SUPPORTED_ARCHS ")",
                             (int)WLM_MIN(alen, 64u), arch, (int)WLM_MIN(u->name_len, 96u), u->name);
         return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: " SUPPORTED_ARCHS ")", (int)WLM_MIN(alen, 64u), arch);
     }
     m->arch = ai->id;
-    hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = 1e-5f;
+    hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = is_gemma(ai->id) ? 1e-6f : 1e-5f;
     hp->rope_type = ai->rope_type;
     m->embd_scale = 1.0f; m->resid_scale = 1.0f; m->attn_scale = 0.0f; m->logit_scale = 1.0f;
     if (m->arch == WLM_ARCH_GRANITE) {
@@ -233,7 +292,7 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
             return wlm_fail(err, WLM_ERR_FORMAT, "llama3 RoPE scaling needs 0 < low_freq_factor < high_freq_factor and original_context_length > 0");
         if (m->rope_scale_factor == 1.0f && m->rope_scaling == WLM_ROPE_SCALING_LINEAR) m->rope_scaling = WLM_ROPE_SCALING_NONE;
     }
-    return WLM_OK;
+    return is_gemma(m->arch) ? load_gemma_hparams(m, arch, alen, err) : WLM_OK;
 }
 
 double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta) {
@@ -276,8 +335,8 @@ static const wlm_tensor *row_view(wlm_tensor *v, const wlm_tensor *t, uint64_t r
 }
 
 /* a per-frequency divisor tensor (rope_freqs, rope_factors_*): n positive floats */
-static wlm_status get_divisors(const wlm_gguf *g, const char *name, uint32_t n, const wlm_tensor **out, wlm_err *err) {
-    wlm_status s = get_tensor(g, name, n, 0, 0, 0, out, err);
+static wlm_status get_divisors(const wlm_model *m, const char *name, uint32_t n, const wlm_tensor **out, wlm_err *err) {
+    wlm_status s = get_tensor(m, name, n, 0, 0, 0, out, err);
     if (s || !*out) return s;
     const float *f = (const float *)(*out)->data;
     for (uint32_t i = 0; i < n; i++)
@@ -297,12 +356,12 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     uint64_t d = hp->n_embd, q_dim = (uint64_t)hp->n_head * hp->head_dim, kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
     uint64_t v_dim = (uint64_t)hp->n_head_kv * hp->head_dim_v, o_dim = (uint64_t)hp->n_head * hp->head_dim_v;
     wlm_status s;
-    if ((s = get_tensor(g, "token_embd.weight", d, hp->n_vocab, 1, 1, &m->tok_embd, err))) return s;
-    if ((s = get_tensor(g, "output_norm.weight", d, 0, 1, 0, &m->out_norm, err))) return s;
-    if ((s = get_tensor(g, "output.weight", d, hp->n_vocab, 0, 1, &m->output, err))) return s;
-    if ((s = get_divisors(g, "rope_freqs.weight", hp->n_rot / 2, &m->rope_freqs, err))) return s;
-    if ((s = get_divisors(g, "rope_factors_long.weight", hp->n_rot / 2, &m->rope_long, err))) return s;
-    if ((s = get_divisors(g, "rope_factors_short.weight", hp->n_rot / 2, &m->rope_short, err))) return s;
+    if ((s = get_tensor(m, "token_embd.weight", d, hp->n_vocab, 1, 1, &m->tok_embd, err))) return s;
+    if ((s = get_tensor(m, "output_norm.weight", d, 0, 1, 0, &m->out_norm, err))) return s;
+    if ((s = get_tensor(m, "output.weight", d, hp->n_vocab, 0, 1, &m->output, err))) return s;
+    if ((s = get_divisors(m, "rope_freqs.weight", hp->n_rot / 2, &m->rope_freqs, err))) return s;
+    if ((s = get_divisors(m, "rope_factors_long.weight", hp->n_rot / 2, &m->rope_long, err))) return s;
+    if ((s = get_divisors(m, "rope_factors_short.weight", hp->n_rot / 2, &m->rope_short, err))) return s;
     if ((m->rope_long || m->rope_short) && (m->rope_freqs || m->rope_scaling != WLM_ROPE_SCALING_NONE))
         return wlm_fail(err, WLM_ERR_FORMAT, "rope_factors_long/short.weight together with another RoPE scaling (rope_freqs.weight or rope.scaling.type)");
     hp->rope_scaled = m->rope_freqs != 0 || m->rope_scaling != WLM_ROPE_SCALING_NONE || m->rope_long || m->rope_short;
@@ -313,7 +372,7 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
         wlm_layer *L = &m->layers[l];
 #define T(field, suffix, n0, n1, mat) \
         wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
-        if ((s = get_tensor(g, name, n0, n1, 1, mat, &L->field, err))) return s;
+        if ((s = get_tensor(m, name, n0, n1, 1, mat, &L->field, err))) return s;
 #define B(field, suffix, n) \
         wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
         if ((s = get_bias(g, name, n, &L->field, err))) return s;
@@ -322,7 +381,7 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
         wlm_fmt(name, sizeof name, "blk.%u.attn_qkv.weight", l);
         if (wlm_gguf_tensor(g, name)) {   /* fused: the rows of Q, K, V in turn */
             const wlm_tensor *qkv;
-            if ((s = get_tensor(g, name, d, q_dim + kv_dim + v_dim, 1, 1, &qkv, err))) return s;
+            if ((s = get_tensor(m, name, d, q_dim + kv_dim + v_dim, 1, 1, &qkv, err))) return s;
             static const char *const sep[3] = { "attn_q.weight", "attn_k.weight", "attn_v.weight" };
             for (uint32_t i = 0; i < 3; i++) {
                 wlm_fmt(name, sizeof name, "blk.%u.%s", l, sep[i]);
@@ -346,7 +405,7 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
         if (m->arch == WLM_ARCH_PHI3 && !wlm_gguf_tensor(g, name)) {   /* fused: gate rows, then up rows */
             const wlm_tensor *gu;
             wlm_fmt(name, sizeof name, "blk.%u.ffn_up.weight", l);
-            if ((s = get_tensor(g, name, d, 2ull * hp->n_ff, 1, 1, &gu, err))) return s;
+            if ((s = get_tensor(m, name, d, 2ull * hp->n_ff, 1, 1, &gu, err))) return s;
             L->w_gate = row_view(&views[3], gu, 0, hp->n_ff);
             L->w_up = row_view(&views[4], gu, hp->n_ff, hp->n_ff);
         } else {
@@ -354,16 +413,23 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
             T(w_up, "ffn_up.weight", d, hp->n_ff, 1)
         }
         T(w_down, "ffn_down.weight", hp->n_ff, d, 1)
-        if (m->arch == WLM_ARCH_QWEN3) {
+        if (has_qk_norm(m->arch)) {   /* qwen3, gemma3 */
             T(q_norm, "attn_q_norm.weight", hp->head_dim, 0, 0)
             T(k_norm, "attn_k_norm.weight", hp->head_dim, 0, 0)
         }
         L->no_rope = m->arch == WLM_ARCH_SMOLLM3 && (l + 1) % SMOLLM3_NO_ROPE_STEP == 0;
+        if (is_gemma(m->arch)) {
+            T(post_attn_norm, "post_attention_norm.weight", d, 0, 0)
+            T(post_ffn_norm, "post_ffw_norm.weight", d, 0, 0)
+            L->swa = m->n_swa && (m->arch == WLM_ARCH_GEMMA2 ? l % 2 == 0 : l % 6 != 5);
+        } else {
+            L->swa = m->n_swa != 0;   /* llama (Mistral-style): every layer; n_swa is 0 for the others */
+        }
 #undef T
 #undef B
     }
     /* every required tensor is there: refuse any tensor we would ignore */
-    const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer, m->arch == WLM_ARCH_QWEN3);
+    const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer, m->arch);
     if (u)
         return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor %.*s in this %s model (not part of the layout this engine runs)",
                         (int)WLM_MIN(u->name_len, 96u), u->name, wlm_arch_name(m->arch));

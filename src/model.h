@@ -10,12 +10,16 @@ typedef struct wlm_layer {
     const wlm_tensor *attn_norm, *wq, *wk, *wv, *wo;
     const wlm_tensor *bq, *bk, *bv, *bo;    /* optional F32 biases (qwen2 has q/k/v), NULL if absent */
     const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
-    const wlm_tensor *q_norm, *k_norm;      /* qwen3: per-head RMSNorm weights [head_dim] of Q and K, else NULL */
+    const wlm_tensor *q_norm, *k_norm;      /* qwen3, gemma3: per-head RMSNorm weights [head_dim] of Q and K, else NULL */
+    /* gemma2 / gemma3: norms of the attention and FFN outputs before they are
+     * added to the residual, else NULL */
+    const wlm_tensor *post_attn_norm, *post_ffn_norm;
     uint32_t no_rope;                       /* smollm3: 1 when this layer's Q and K are not rotated */
+    uint32_t swa;                           /* 1: a sliding-window layer (sees the last n_swa positions) */
 } wlm_layer;
 
 enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_QWEN3 = 2, WLM_ARCH_SMOLLM3 = 3, WLM_ARCH_GRANITE = 4,
-       WLM_ARCH_PHI3 = 7 };   /* 5, 6: gemma2, gemma3 (branch b27) */
+       WLM_ARCH_GEMMA2 = 5, WLM_ARCH_GEMMA3 = 6, WLM_ARCH_PHI3 = 7 };
 enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
 
 struct wlm_model {
@@ -28,18 +32,26 @@ struct wlm_model {
     uint32_t rope_scaling;                  /* WLM_ROPE_SCALING_* */
     float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
     uint32_t rope_orig_ctx;
-    /* granite multipliers (1 elsewhere): x = embed * embd_scale; each block
-     * adds resid_scale * its output; attention scores use attn_scale instead
-     * of 1/sqrt(head_dim) when it is not 0; logits are divided by logit_scale */
+    /* x = embed * embd_scale (granite: embedding_scale; gemma: sqrt(n_embd));
+     * each block adds resid_scale * its output (granite); attention scores use
+     * attn_scale instead of 1/sqrt(head_dim) when it is not 0 (granite:
+     * attention.scale; gemma: 1/sqrt(query_pre_attn_scalar)); logits are
+     * divided by logit_scale (granite). 1 (attn_scale: 0) elsewhere. */
     float embd_scale, resid_scale, attn_scale, logit_scale;
     /* phi3 LongRoPE: per-frequency divisors for contexts up to
      * rope_orig_ctx (short) and beyond it (long), and the factor that
      * scales RoPE's cos and sin (rope.scaling.attn_factor, 1 when absent) */
     const wlm_tensor *rope_long, *rope_short;
     float rope_attn_factor;
-    /* attention.sliding_window: a query sees the last n_swa positions
-     * (itself included) on every layer; 0 = no window */
+    /* gemma2 / gemma3 (0 for the others) */
+    float attn_softcap, final_softcap;      /* s -> cap * tanh(s / cap) on attention scores / logits; 0: none */
+    /* attention.sliding_window: a query on a sliding-window layer
+     * (wlm_layer.swa) sees the last n_swa positions, itself included; 0 = no
+     * window. llama (Mistral-style): every layer; gemma2: even layers;
+     * gemma3: five of every six */
     uint32_t n_swa;
+    float rope_base_swa;                    /* RoPE base of the sliding-window layers (gemma3: 10000, unscaled); 0: same as the others */
+    uint32_t ffn_gelu;                      /* 1: GeGLU, gelu(gate) * up with tanh-approximated GELU; 0: SwiGLU */
     wlm_tensor *views;                      /* fused tensors cut into Q/K/V and gate/up rows (phi3) */
     wlm_layer *layers;
     wlm_vocab vocab;

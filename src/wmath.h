@@ -68,6 +68,19 @@ static inline float wlm_expf_fast(float x) {
  * kernel silu_mul computes it lane by lane with the same bits) */
 static inline float wlm_silu(float x) { return x / (1.0f + wlm_expf_fast(-x)); }
 
+/* tanh(x) = 1 - 2 / (exp(2x) + 1), exp by wlm_expf_fast: exact limits +-1
+ * (exp overflows to inf or underflows to 0); absolute error about 1e-7 */
+static inline float wlm_tanhf(float x) { return 1.0f - 2.0f / (wlm_expf_fast(2.0f * x) + 1.0f); }
+
+/* GELU in its tanh form (Gemma's FFN):
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+static inline float wlm_gelu_tanh(float x) {
+    return 0.5f * x * (1.0f + wlm_tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+/* soft-capping: cap tanh(s / cap) */
+static inline float wlm_softcap(float s, float cap) { return cap * wlm_tanhf(s / cap); }
+
 
 
 #endif

@@ -227,3 +227,22 @@ test('wasmlm chat without a template fails with a clear message', async () => {
   assert.equal(code, 1);
   assert.match(io.stderr, /has no chat template.*--template FILE/);
 });
+
+test("Gemma's chat template renders in a synthetic gemma3 model: turns as <start_of_turn>user/model, control tokens single ids, <end_of_turn> ends generation", async () => {
+  const file = path.join(DIR, 'gemma3-chat.gguf');
+  makeModel(file, { ...SHAPE, layers: 1 }, 'f32', 15, { arch: 'gemma3' });
+  const m = await loadModel(file);
+  try {
+    const msgs = [{ role: 'user', content: 'Hello ' }, { role: 'assistant', content: 'Hi' }, { role: 'user', content: 'How are you' }];
+    const p = await m.applyChatTemplate(msgs);
+    assert.equal(p, '<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\nHi<end_of_turn>\n<start_of_turn>user\nHow are you<end_of_turn>\n<start_of_turn>model\n');
+    const ids = await m.tokenize(p, { parseSpecial: true, addBos: false });
+    assert.equal(ids[0], 2);   // <bos>
+    assert.equal(ids.filter((t) => t === 4).length, 4);   // <start_of_turn>
+    assert.equal(ids.filter((t) => t === 5).length, 3);   // <end_of_turn>
+    // the template refuses a system turn, as Gemma's does
+    await assert.rejects(m.applyChatTemplate([{ role: 'system', content: 'x' }, ...msgs]), /System role not supported/);
+  } finally {
+    await m.dispose();
+  }
+});

@@ -1,6 +1,6 @@
 // An independent, deliberately plain forward pass (not a test file itself):
 // reads a GGUF with its own small reader (F32 / F16 tensors only) and runs
-// the llama / qwen2 / qwen3 / smollm3 / granite / phi3 decoder in double precision,
+// the llama / qwen2 / qwen3 / smollm3 / granite / gemma2 / gemma3 / phi3 decoder in double precision,
 // written from the math:
 //
 //   x = E[token] * s_emb                                        (granite: embedding_scale, else 1)
@@ -15,7 +15,7 @@
 //                  context of at most rope.scaling.original_context_length
 //                  positions, rope_factors_long.weight[i] beyond; cos and sin
 //                  times rope.scaling.attn_factor)
-//                 pairs (2i, 2i+1) for llama, smollm3, granite; (i, i + n_rot/2) for qwen2, qwen3, phi3
+//                 pairs (2i, 2i+1) for llama, smollm3, granite; (i, i + n_rot/2) for qwen2, qwen3, gemma2, gemma3, phi3
 //               (phi3: q, k, v are the rows of attn_qkv.weight in turn)
 //               a_h = softmax(q_h . K_g * s_att) V_g    (g = h / (n_head / n_head_kv), causal;
 //                                                        s_att = granite attention.scale, else 1/sqrt(key_length);
@@ -25,6 +25,22 @@
 //                     (phi3: Wgate, Wup = the first and second n_ff rows of ffn_up.weight)
 //   logits = Wout (rmsnorm(x) * g_out) / s_logit  (Wout = E when output.weight is absent;
 //                                                   granite: logit_scale, else 1)
+//
+// gemma2 / gemma3 change it to (norm weights g are used as stored: the file
+// holds Gemma's 1 + w):
+//   x = E[token] * sqrt(d)
+//   per layer:  h = rmsnorm(x) * g_attn ; q, k, v = Wq h, Wk h, Wv h
+//               gemma3: q_h = rmsnorm(q_h) * g_qnorm, k_h = rmsnorm(k_h) * g_knorm (per head)
+//               RoPE pairs (i, i + n_rot/2); gemma3: base 10000 on sliding layers,
+//                 rope.freq_base (and scaling) on global ones (every sixth: l % 6 == 5)
+//               s_j = q_h . k_j / sqrt(key_length) (n_embd / n_head for the 27B
+//                 shapes); gemma2: s_j = c_att tanh(s_j / c_att)
+//               sliding layers (gemma2: even l; gemma3: l % 6 != 5) see only
+//                 positions j > pos - sliding_window
+//               x += rmsnorm(Wo a) * g_post_attn
+//               h = rmsnorm(x) * g_ffn ; x += rmsnorm(Wdown (gelu(Wgate h) * (Wup h))) * g_post_ffw
+//                 (gelu(z) = z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))))
+//   logits = E (rmsnorm(x) * g_out) ; gemma2: l = c_final tanh(l / c_final)
 import fs from 'node:fs';
 
 const dec = new TextDecoder();
@@ -110,7 +126,8 @@ function rmsnorm(x, g, eps) {
  * length it runs with, which picks phi3's LongRoPE factors). */
 export function configOf({ meta, tensors }, { nCtx = 0 } = {}) {
   const arch = meta['general.architecture'];
-  if (!['llama', 'qwen2', 'qwen3', 'smollm3', 'granite', 'phi3'].includes(arch)) throw new Error(`reference: architecture ${arch}`);
+  if (!['llama', 'qwen2', 'qwen3', 'smollm3', 'granite', 'gemma2', 'gemma3', 'phi3'].includes(arch)) throw new Error(`reference: architecture ${arch}`);
+  const gemma = arch.startsWith('gemma');
   const k = (s) => meta[`${arch}.${s}`];
   const d = k('embedding_length'), nHead = k('attention.head_count');
   const nHeadKv = k('attention.head_count_kv') ?? nHead;
@@ -132,26 +149,40 @@ export function configOf({ meta, tensors }, { nCtx = 0 } = {}) {
     } else if (k('rope.scaling.type') === 'linear') t /= k('rope.scaling.factor');
     theta.push(t);
   }
-  return {
-    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch === 'qwen2' || arch === 'qwen3' || arch === 'phi3',
+  const nLayer = k('block_count');
+  const cfg = {
+    arch, d, nHead, nHeadKv, hk, hv, nRot, theta, neox: arch !== 'llama' && arch !== 'smollm3' && arch !== 'granite',
     mscale: k('rope.scaling.attn_factor') ?? 1,
-    window: arch === 'llama' ? k('attention.sliding_window') ?? 0 : 0,
-    embScale: arch === 'granite' ? k('embedding_scale') ?? 1 : 1,
+    embScale: arch === 'granite' ? k('embedding_scale') ?? 1 : gemma ? Math.sqrt(d) : 1,
     resScale: arch === 'granite' ? k('residual_scale') ?? 1 : 1,
-    attScale: (arch === 'granite' && k('attention.scale')) || 0,   // 0: 1/sqrt(key_length)
+    // 1/sqrt(key_length) unless granite's attention.scale (or gemma's query_pre_attn_scalar, below)
+    scale: (arch === 'granite' && k('attention.scale')) || 1 / Math.sqrt(hk),
     logitScale: arch === 'granite' ? k('logit_scale') ?? 1 : 1,
     // smollm3: llama.cpp leaves every 4th layer unrotated (no GGUF key for it)
     ropeLayer: (l) => arch !== 'smollm3' || (l + 1) % 4 !== 0,
-    nLayer: k('block_count'), nFf: k('feed_forward_length'),
-    eps: k('attention.layer_norm_rms_epsilon') ?? 1e-5,
+    nLayer, nFf: k('feed_forward_length'),
+    eps: k('attention.layer_norm_rms_epsilon') ?? (gemma ? 1e-6 : 1e-5),
     nVocab: tensors['token_embd.weight'].ne[1],
+    // the sliding window: llama's attention.sliding_window (Mistral-style) on
+    // every layer; gemma's on its sliding layers only (below)
+    window: arch === 'llama' ? k('attention.sliding_window') ?? 0 : 0,
+    swa: () => cfg.window > 0, thetaSwa: null, attnCap: 0, finalCap: 0, gemma,
   };
+  if (gemma) {
+    const big = arch === 'gemma2' ? 46 : 62;
+    cfg.scale = 1 / Math.sqrt(nLayer === big ? d / nHead : hk);
+    cfg.window = k('attention.sliding_window') ?? (arch === 'gemma2' ? 4096 : 0);
+    cfg.swa = (l) => cfg.window > 0 && (arch === 'gemma2' ? l % 2 === 0 : l % 6 !== 5);
+    if (arch === 'gemma2') { cfg.attnCap = k('attn_logit_softcapping') ?? 50; cfg.finalCap = k('final_logit_softcapping') ?? 30; }
+    else cfg.thetaSwa = Array.from({ length: nRot / 2 }, (_, i) => Math.pow(10000, -2 * i / nRot));
+  }
+  return cfg;
 }
 
-function rope(v, off, c, pos) {
+function rope(v, off, c, pos, theta = c.theta) {
   const half = c.nRot / 2;
   for (let i = 0; i < half; i++) {
-    const a = pos * c.theta[i], co = Math.cos(a) * c.mscale, si = Math.sin(a) * c.mscale;
+    const a = pos * theta[i], co = Math.cos(a) * c.mscale, si = Math.sin(a) * c.mscale;
     const i0 = off + (c.neox ? i : 2 * i), i1 = off + (c.neox ? i + half : 2 * i + 1);
     const x0 = v[i0], x1 = v[i1];
     v[i0] = x0 * co - x1 * si;
@@ -170,49 +201,60 @@ export function referenceLogits(g, tokens, { nCtx = 0 } = {}) {
   const K = [], V = [];
   for (let l = 0; l < c.nLayer; l++) { K.push([]); V.push([]); }
   const out = [];
+  // per-head RMSNorm (gemma3's Q/K norms)
+  const headNorm = (v, nh, g) => {
+    if (!g) return;
+    for (let hh = 0; hh < nh; hh++) {
+      const n = rmsnorm(v.subarray(hh * c.hk, (hh + 1) * c.hk), g, c.eps);
+      v.set(n, hh * c.hk);
+    }
+  };
+  const gelu = (z) => 0.5 * z * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (z + 0.044715 * z * z * z)));
+  const cap = (z, k) => (k > 0 ? k * Math.tanh(z / k) : z);
   tokens.forEach((tok, pos) => {
     let x = E.slice(tok * c.d, (tok + 1) * c.d).map((z) => z * c.embScale);
     for (let l = 0; l < c.nLayer; l++) {
       const b = (s) => W(`blk.${l}.${s}`);
+      const swa = c.swa(l);
+      const theta = swa && c.thetaSwa ? c.thetaSwa : c.theta;
       let h = rmsnorm(x, b('attn_norm.weight'), c.eps);
       const qkv = b('attn_qkv.weight'), nq = c.nHead * c.hk, nk = c.nHeadKv * c.hk;
       const q = matvec(qkv ? rows(qkv, c.d, 0, nq) : b('attn_q.weight'), h, nq, b('attn_q.bias'));
       const k = matvec(qkv ? rows(qkv, c.d, nq, nk) : b('attn_k.weight'), h, nk, b('attn_k.bias'));
       const v = matvec(qkv ? rows(qkv, c.d, nq + nk, c.nHeadKv * c.hv) : b('attn_v.weight'), h, c.nHeadKv * c.hv, b('attn_v.bias'));
-      const headNorm = (v, n, g) => {
-        for (let hh = 0; hh < n; hh++) v.set(rmsnorm(v.slice(hh * c.hk, (hh + 1) * c.hk), g, c.eps), hh * c.hk);
-      };
-      if (b('attn_q_norm.weight')) headNorm(q, c.nHead, b('attn_q_norm.weight'));
-      if (b('attn_k_norm.weight')) headNorm(k, c.nHeadKv, b('attn_k_norm.weight'));
+      headNorm(q, c.nHead, b('attn_q_norm.weight'));
+      headNorm(k, c.nHeadKv, b('attn_k_norm.weight'));
       if (c.ropeLayer(l)) {
-        for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos);
-        for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos);
+        for (let hh = 0; hh < c.nHead; hh++) rope(q, hh * c.hk, c, pos, theta);
+        for (let hh = 0; hh < c.nHeadKv; hh++) rope(k, hh * c.hk, c, pos, theta);
       }
       K[l].push(k); V[l].push(v);
+      const j0 = swa ? Math.max(0, pos - c.window + 1) : 0;   // the window: positions > pos - window
       const att = new Float64Array(c.nHead * c.hv);
       for (let hq = 0; hq < c.nHead; hq++) {
         const g = Math.floor(hq / (c.nHead / c.nHeadKv));
-        const s = K[l].map((kj, j) => {
-          if (c.window && pos - j >= c.window) return -Infinity;   // outside the sliding window
+        const s = K[l].slice(j0).map((kj) => {
           let dot = 0;
           for (let i = 0; i < c.hk; i++) dot += q[hq * c.hk + i] * kj[g * c.hk + i];
-          return c.attScale ? dot * c.attScale : dot / Math.sqrt(c.hk);
+          return cap(dot * c.scale, c.attnCap);
         });
         const mx = Math.max(...s), e = s.map((z) => Math.exp(z - mx)), sum = e.reduce((a, z) => a + z, 0);
         for (let j = 0; j < e.length; j++)
-          for (let i = 0; i < c.hv; i++) att[hq * c.hv + i] += (e[j] / sum) * V[l][j][g * c.hv + i];
+          for (let i = 0; i < c.hv; i++) att[hq * c.hv + i] += (e[j] / sum) * V[l][j0 + j][g * c.hv + i];
       }
-      const o = matvec(b('attn_output.weight'), att, c.d, b('attn_output.bias'));
+      let o = matvec(b('attn_output.weight'), att, c.d, b('attn_output.bias'));
+      if (b('post_attention_norm.weight')) o = rmsnorm(o, b('post_attention_norm.weight'), c.eps);
       x = x.map((z, i) => z + c.resScale * o[i]);
       h = rmsnorm(x, b('ffn_norm.weight'), c.eps);
       const fused = !b('ffn_gate.weight');
       const gate = matvec(fused ? rows(b('ffn_up.weight'), c.d, 0, c.nFf) : b('ffn_gate.weight'), h, c.nFf);
       const up = matvec(fused ? rows(b('ffn_up.weight'), c.d, c.nFf, c.nFf) : b('ffn_up.weight'), h, c.nFf);
-      const act = gate.map((z, i) => (z / (1 + Math.exp(-z))) * up[i]);
-      const dn = matvec(b('ffn_down.weight'), act, c.d);
+      const act = gate.map((z, i) => (c.gemma ? gelu(z) : z / (1 + Math.exp(-z))) * up[i]);
+      let dn = matvec(b('ffn_down.weight'), act, c.d);
+      if (b('post_ffw_norm.weight')) dn = rmsnorm(dn, b('post_ffw_norm.weight'), c.eps);
       x = x.map((z, i) => z + c.resScale * dn[i]);
     }
-    out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab).map((z) => z / c.logitScale));
+    out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab).map((z) => cap(z / c.logitScale, c.finalCap)));
   });
   return out;
 }
