@@ -1,9 +1,9 @@
 // make xcheck: every architecture cross-checked against llama.cpp
 // (node-llama-cpp's prebuilt CPU build) on the project's synthetic GGUFs.
-// Each file in tools/xcheck/ (but common.mjs) exports
+// Each file in tools/xcheck/ (lib/ holds the shared measure) exports
 // `xcheck({llama, tmpDir}) -> {arch, cases: [{name, prompts, greedyEqual,
 // ties, tokensCompared, maxKL, meanKL}]}`. A case passes when every prompt's
-// greedy continuation equals llama.cpp's (up to a near-tie, see common.mjs)
+// greedy continuation equals llama.cpp's (up to a near-tie, see xcheck/lib/compare.mjs)
 // and its largest teacher-forced KL(llama.cpp || wasmlm) is below MAX_KL.
 // Writes bench/results/xcheck.json and xcheck.md (with the date and host).
 //
@@ -15,8 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DIR = path.join(ROOT, 'tools', 'xcheck');
-/** Largest teacher-forced KL (nats) a case may show: F32/F16 rounding differences stay far below it. */
-export const MAX_KL = 1e-3;
+import { MAX_KL, TIE_REL } from './xcheck/lib/compare.mjs';
 
 async function llamaCpp() {
   const { getLlama } = await import('node-llama-cpp');
@@ -42,7 +41,7 @@ export async function runOne(fn, llama) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const only = process.argv.slice(2);
-  const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.mjs') && !/common\.mjs$/.test(f))
+  const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.mjs'))
     .filter((f) => !only.length || only.includes(f.replace(/\.mjs$/, ''))).sort();
   const llama = await llamaCpp();
   const results = [];
@@ -54,11 +53,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   }
   const host = `${os.cpus()[0]?.model || 'unknown CPU'}, ${os.cpus().length} cores`;
   const date = new Date().toISOString().slice(0, 10);
-  const out = { date, host, maxKL: MAX_KL, tieGap: (await import('./xcheck/common.mjs')).TIE_GAP, results };
+  const out = { date, host, maxKL: MAX_KL, tieRel: TIE_REL, results };
   fs.writeFileSync(path.join(ROOT, 'bench', 'results', 'xcheck.json'), JSON.stringify(out, null, 1) + '\n');
   const lines = [`# Cross-check against llama.cpp (${date}, ${host})`, '',
     'Written by `make xcheck` (tools/xcheck.mjs): synthetic GGUFs run by wasmlm and by node-llama-cpp on the same token ids.',
-    `A case passes when greedy continuations are equal (a near-tie — top-2 logit gap below ${out.tieGap} where they part — counts as equal) and the largest teacher-forced KL(llama.cpp ‖ wasmlm) is below ${MAX_KL}.`, '',
+    `A case passes when greedy continuations are equal (a differing argmax where llama.cpp's top-2 gap is below ${TIE_REL} of its log-probability range counts as a tie) and the largest teacher-forced KL(llama.cpp ‖ wasmlm) is below ${MAX_KL}.`, '',
     '| arch | case | greedy equal | ties | tokens compared | max KL | mean KL | ok |', '|---|---|---|---|---|---|---|---|'];
   for (const r of results) for (const c of r.cases) {
     lines.push(`| ${r.arch} | ${c.name} | ${greedyText(c)} | ${c.ties ?? 0} | ${c.tokensCompared ?? c.positions ?? ''} | ${c.maxKL.toExponential(2)} | ${c.meanKL.toExponential(2)} | ${c.ok ? 'yes' : '**no**'} |`);

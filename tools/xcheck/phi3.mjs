@@ -18,18 +18,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
+import { prompts } from './lib/compare.mjs';
+
+export { prompts };
 
 export const TIE_GAP = 1e-3;       // a near-tie: top-2 logit gap below this share of the logit range
 export const MAX_KL = 1e-4;        // largest per-position KL(llama.cpp || ours) accepted (nats)
 const GREEDY_TOKENS = 16;
 const SAMPLING = { temperature: 1, topK: 0, topP: 1, minP: 0 };
-
-/** deterministic prompts of `len` ids in [first, limit) */
-export function prompts(count, len, limit, seed, first = 3) {
-  let x = seed >>> 0 || 1;
-  const next = () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x; };
-  return Array.from({ length: count }, () => Array.from({ length: len }, () => first + (next() % (limit - first))));
-}
 
 function logSoftmax(row) {
   let mx = -Infinity;

@@ -29,6 +29,13 @@ export async function getLlamaCpp() {
   return getLlama({ gpu: false, build: 'never', logLevel: 'error' });
 }
 
+/** Deterministic prompts: `count` arrays of `len` token ids in [first, limit) (xorshift32 from `seed`). */
+export function prompts(count, len, limit, seed, first = 3) {
+  let x = seed >>> 0 || 1;
+  const next = () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x; };
+  return Array.from({ length: count }, () => Array.from({ length: len }, () => first + (next() % (limit - first))));
+}
+
 function logSoftmax(row) {
   let mx = -Infinity;
   for (const v of row) if (v > mx) mx = v;
