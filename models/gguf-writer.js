@@ -46,42 +46,17 @@ export function tensorBytes(type, ne) {
  * @param {Array<{name:string,ne:number[],type:number,write:(emit:(u8:Uint8Array)=>void)=>void}>} tensors
  */
 export function writeGGUF(path, kv, tensors, alignment = 32) {
-  const h = new Bytes();
-  h.raw(enc.encode('GGUF')); h.u32(3); h.u64(tensors.length); h.u64(kv.length);
-  for (const { key, type, value, arrayType } of kv) {
-    h.str(key); h.u32(type);
+  // each value encoded as a reader finds it after the pair's type; tensors sized from their type
+  const raw = kv.map(({ key, type, value, arrayType }) => {
+    const b = new Bytes();
     if (type === T.ARRAY) {
-      h.u32(arrayType); h.u64(value.length);
-      for (const v of value) h.value(arrayType, v);
-    } else h.value(type, value);
-  }
-  let off = 0;
-  const offsets = [];
-  for (const t of tensors) {
-    h.str(t.name); h.u32(t.ne.length);
-    for (const d of t.ne) h.u64(d);
-    h.u32(t.type); h.u64(off);
-    offsets.push(off);
-    off += tensorBytes(t.type, t.ne);
-    off = Math.ceil(off / alignment) * alignment;
-  }
-  const head = h.concat();
-  const fd = fs.openSync(path, 'w');
-  try {
-    fs.writeSync(fd, head);
-    let pos = head.length;
-    const pad = (to) => { if (to > pos) { fs.writeSync(fd, Buffer.alloc(to - pos)); pos = to; } };
-    const dataStart = Math.ceil(pos / alignment) * alignment;
-    tensors.forEach((t, i) => {
-      pad(dataStart + offsets[i]);
-      let written = 0;
-      t.write((u8) => { fs.writeSync(fd, u8); written += u8.length; pos += u8.length; });
-      const want = tensorBytes(t.type, t.ne);
-      if (written !== want) throw new Error(`tensor ${t.name}: wrote ${written} bytes, expected ${want}`);
-    });
-  } finally {
-    fs.closeSync(fd);
-  }
+      b.u32(arrayType); b.u64(value.length);
+      for (const v of value) b.value(arrayType, v);
+    } else b.value(type, value);
+    return { key, type, raw: b.concat() };
+  });
+  const sized = tensors.map((t) => ({ ...t, nbytes: tensorBytes(t.type, t.ne) }));
+  writeGGUFRaw(path, { version: 3, alignment, kv: raw, tensors: sized, padEnd: false });
 }
 
 /**

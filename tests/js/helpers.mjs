@@ -3,6 +3,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { spawn } from 'node:child_process';
+import assert from 'node:assert/strict';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED = path.resolve(ROOT, process.env.WLM_SHARED || '../shared');
@@ -38,4 +39,14 @@ export function runCli(args, { env = {}, timeout = 120000 } = {}) {
       resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
     });
   });
+}
+
+/** Asserts a WasmlmError with `code` whose message matches every regexp (for assert.rejects). */
+export function isError(code, ...patterns) {
+  return (e) => {
+    assert.equal(e.name, 'WasmlmError', e.stack);
+    assert.equal(e.code, code, e.message);
+    for (const p of patterns) assert.match(e.message, p);
+    return true;
+  };
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runCli } from './helpers.mjs';
+import { runCli, isError } from './helpers.mjs';
 import { loadModel } from '../../web/index.js';
 import { parseHubId, pickFile, matchesQuant, hubBaseUrl, nextLink, isHubId } from '../../web/hub.js';
 import { resolveHubModel, hubCacheName, downloadModel, sweepTempFiles, MAX_RESUMES, PARTIAL_DAYS } from '../../models/registry.js';
@@ -26,15 +26,6 @@ makeModel(path.join(DIR, 'v2.gguf'), SHAPE, 'f32', 2);
 const V1 = fs.readFileSync(path.join(DIR, 'v1.gguf'));
 const V2 = fs.readFileSync(path.join(DIR, 'v2.gguf'));
 assert.notEqual(sha(V1), sha(V2));
-
-function isError(code, ...patterns) {
-  return (e) => {
-    assert.equal(e.name, 'WasmlmError', e.stack);
-    assert.equal(e.code, code, e.message);
-    for (const p of patterns) assert.match(e.message, p);
-    return true;
-  };
-}
 
 const cdnGets = (log) => log.filter((l) => l.path.startsWith('/cdn/'));
 

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { MODEL_PATH, ROOT } from './helpers.mjs';
+import { MODEL_PATH, ROOT, isError } from './helpers.mjs';
 import { resolveModel } from '../../models/registry.js';
 import { loadModel, deleteCachedModel, REGISTRY_TIMEOUT_MS } from '../../web/index.js';
 import { Engine, DECLARED_FIRST_BYTES } from '../../web/worker/engine.js';
@@ -35,16 +35,6 @@ const serveModel = (req, res) => {
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': SIZE });
   res.end(MODEL);
 };
-
-/** Asserts a WasmlmError with `code` whose message matches every regexp. */
-function isError(code, ...patterns) {
-  return (e) => {
-    assert.equal(e.name, 'WasmlmError', e.stack);
-    assert.equal(e.code, code, e.message);
-    for (const p of patterns) assert.match(e.message, p);
-    return true;
-  };
-}
 
 const esc = (s) => new RegExp(s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
 
