@@ -71,6 +71,33 @@ WLM_API wlm_status wlm_model_load_parts_inplace(wlm_model **out, uint8_t *const 
 WLM_API uint32_t wlm_model_n_parts(const wlm_model *m);
 WLM_API void wlm_model_free(wlm_model *m);
 
+/* A vocabulary-only load (a tokenizer): the header and metadata of one GGUF
+ * file, the vocabulary built from tokenizer.ggml.*; no architecture, no
+ * tensor infos and no weights are read, so `size` may end anywhere after
+ * the metadata (wlm_gguf_meta_bytes says where that is) and files that hold
+ * only a vocabulary (ggml-vocab-*.gguf) load. The model serves
+ * wlm_tokenize, wlm_token_bytes, wlm_detok_push, wlm_token_is_eog and the
+ * metadata getters (no tensors); hparams has n_vocab, the special ids and
+ * flags, and n_ctx_train when the file says it, the rest 0. wlm_ctx_new and
+ * wlm_quantize refuse it (WLM_ERR_STATE). The first part of a split GGUF
+ * loads this way on its own. The bytes must stay alive, as for
+ * wlm_model_load. */
+WLM_API wlm_status wlm_model_load_vocab(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err);
+WLM_API uint32_t wlm_model_vocab_only(const wlm_model *m);   /* 1 for a wlm_model_load_vocab model */
+/* How many leading bytes of a GGUF file hold its header and metadata, for
+ * reading no more of a file than a vocabulary-only load needs: WLM_OK with
+ * *need = that count when the `size` bytes at data hold them all;
+ * WLM_ERR_TRUNCATED with *need = a lower bound of the count (> size) when
+ * they end before; another status (a message in err) when the bytes cannot
+ * start a valid GGUF file. Reads only what it checks; allocates nothing. */
+WLM_API wlm_status wlm_gguf_meta_bytes(const uint8_t *data, uint64_t size, uint64_t *need, wlm_err *err);
+/* A 64-bit fingerprint of the model, computed once at load: every metadata
+ * key and value (split.* keys aside, so a split model and its merged file
+ * agree), every tensor's name, type and shape, and samples of each tensor's
+ * bytes (its first, middle and last 32 bytes). Saved states carry it. 0 for
+ * a vocabulary-only model. */
+WLM_API uint64_t wlm_model_fingerprint(const wlm_model *m);
+
 typedef struct wlm_hparams {
     uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv;
     uint32_t head_dim, n_ff, n_rot;
@@ -285,6 +312,49 @@ WLM_API wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sa
                                    const int32_t *q_ids, const float *q_probs, uint32_t q_n,
                                    wlm_rng *rng, int32_t *token, int32_t *accepted, float *logprob,
                                    wlm_err *err);
+
+/* ---- saved state: one sequence to bytes and back ---------------------------
+ *
+ * A saved state holds one sequence: its tokens (n_tokens >= its positions:
+ * the last ones may not be evaluated yet, e.g. the token a generation
+ * sampled last), the keys and values of the cache rows it uses (not the
+ * whole context: the size grows with the positions, not with n_ctx), the
+ * rows' positions, a sampler stream (optional) and what the cache must match
+ * to take them: the model's fingerprint, the cache's shape and element type.
+ * Layout (little-endian; src/kvcache.c): a 96-byte header ("WLMS", version,
+ * total size, checksum of every other byte, fingerprint, counts), the
+ * tokens, the positions, then per layer its row count and its rows' keys and
+ * values as stored. The bytes are untrusted input when loaded: every count
+ * and length is checked before it is used, and nothing changes unless all of
+ * it is valid.
+ *
+ * wlm_ctx_state_size: the bytes wlm_ctx_state_save writes for sequence seq
+ * with n_tokens tokens (0 when seq is out of range or the size would not
+ * fit in 64 bits).
+ * wlm_ctx_state_save: writes them into out (cap bytes, *written = the size).
+ * tokens (n_tokens >= wlm_seq_pos(c, seq)) are the sequence's tokens;
+ * rng (NULL: none) the sampler stream to continue from.
+ * wlm_ctx_state_load: sequence seq of c becomes the saved one (the others
+ * are kept); refused, changing nothing, with WLM_ERR_TRUNCATED (cut short),
+ * WLM_ERR_FORMAT (not a state, corrupt: the checksum or a count does not
+ * match), WLM_ERR_UNSUPPORTED (another state version, another KV element
+ * type), WLM_ERR_ARG (another model: the fingerprint or the cache shape
+ * differs) or WLM_ERR_CONTEXT_FULL (more positions or rows than c holds, or
+ * a slid state whose sliding-window ring differs). `info` (optional)
+ * receives the counts, where the tokens are and the sampler stream. */
+#define WLM_STATE_VERSION 1
+typedef struct wlm_state_info {
+    uint32_t n_tokens;      /* the sequence's tokens */
+    uint32_t n_pos;         /* positions evaluated (its next position); tokens past it are not */
+    uint32_t tokens_offset; /* byte offset of the tokens (int32, little-endian) in the state */
+    uint32_t has_rng;       /* 1 when rng holds a saved sampler stream */
+    wlm_rng rng;
+} wlm_state_info;
+WLM_API uint64_t wlm_ctx_state_size(const wlm_ctx *c, uint32_t seq, uint32_t n_tokens);
+WLM_API wlm_status wlm_ctx_state_save(const wlm_ctx *c, uint32_t seq, const int32_t *tokens, uint32_t n_tokens,
+                                      const wlm_rng *rng, uint8_t *out, uint64_t cap, uint64_t *written, wlm_err *err);
+WLM_API wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *data, uint64_t size,
+                                      wlm_state_info *info, wlm_err *err);
 
 /* ---- quantization --------------------------------------------------------- */
 
