@@ -85,6 +85,14 @@ export interface LoadOptions {
 }
 
 /**
+ * loadTokenizer options: loadModel's loading options without the ones for
+ * weights and a context (threads, contextLength, batchSize, kvType, onFull,
+ * nKeep, maxSequences) or for a whole file (sha256: only the file's header
+ * and metadata are read, so there is no digest to check).
+ */
+export interface TokenizerLoadOptions extends Omit<LoadOptions, 'threads' | 'contextLength' | 'batchSize' | 'kvType' | 'onFull' | 'nKeep' | 'maxSequences' | 'sha256'> {}
+
+/**
  * Sampling options. Defaults (DEFAULT_SAMPLING): maxTokens 256,
  * temperature 0.8, topK 40, topP 0.95, minP 0.05, repeatPenalty 1.1,
  * repeatLastN 64, seed 0xC0FFEE (12648430). The pipeline is: repetition
@@ -140,7 +148,20 @@ export interface GenerateOptions extends SamplingOptions {
   reusePrefix?: boolean;
 }
 
-export interface CompleteOptions extends GenerateOptions {
+/** Options of generate() and complete(): plain generation can continue where the last one stopped. */
+export interface PlainGenerateOptions extends GenerateOptions {
+  /** Continue where the last plain generation (or a state given to loadState) left the context
+   * (default false): the prompt's tokens (a text prompt without BOS unless addBos; '' for none) follow
+   * its tokens, the token it sampled last included, and sampling continues its random stream: `seed`
+   * is not used. So generating 20 tokens, then 30 with resume, gives the tokens of one 50-token
+   * generation with the same options, even across saveState, dispose, loadModel and loadState.
+   * A generation that ended with an end-of-generation token resumes after the tokens before it.
+   * Rejects with BAD_STATE when nothing can be continued (another kind of call used the context since).
+   * Not with `draft`. */
+  resume?: boolean;
+}
+
+export interface CompleteOptions extends PlainGenerateOptions {
   /** Called with each chunk as it is generated (streams internally). */
   onToken?: (chunk: GenerateChunk) => void;
 }
@@ -244,6 +265,24 @@ export interface TensorInfo {
   part?: number;
 }
 
+/** Tokenizer.info (loadTokenizer): what the file's metadata says; no tensors, no context. */
+export interface TokenizerInfo {
+  architecture: string | null;
+  /** text of the BOS / EOS tokens, null when the vocabulary has none */
+  specialTokens: { bos: string | null; eos: string | null };
+  /** tokenizer.chat_template, null when the file has none */
+  chatTemplate: string | null;
+  name: string | null;
+  vocabOnly: true;
+  /** bytes of the file that were read: its header and metadata (for a whole model, a small part of it) */
+  bytesRead: number;
+  /** nCtxTrain is 0 when the file names no architecture or its context_length */
+  hparams: Pick<HParams, 'nVocab' | 'nCtxTrain' | 'bosId' | 'eosId' | 'unkId' | 'addBos' | 'addSpacePrefix'>;
+  metadata: Record<string, MetadataValue>;
+  /** Browsers, URL sources: true when the bytes came from the model cache. */
+  fromCache?: boolean;
+}
+
 export interface ModelInfo {
   /** 'llama' or 'qwen2' */
   architecture: string | null;
@@ -261,6 +300,7 @@ export interface ModelInfo {
   context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide' };
   metadata: Record<string, MetadataValue>;
   tensors: TensorInfo[];
+  vocabOnly: false;
   /** Browsers, URL sources: true when the bytes came from the model cache (web/cache.js), false when fetched. */
   fromCache?: boolean;
 }
@@ -316,7 +356,7 @@ export interface TemplateLimits {
 }
 
 export interface ChatOptions extends GenerateOptions, ChatTemplateOptions {}
-export interface ChatCompleteOptions extends CompleteOptions, ChatTemplateOptions {}
+export interface ChatCompleteOptions extends Omit<CompleteOptions, 'resume'>, ChatTemplateOptions {}
 
 export interface Candidate {
   /** 0-based; candidate i sampled with seed + i (it equals complete(prompt, {seed: seed + i})) */
@@ -425,6 +465,8 @@ export interface TokenizeOptions {
   /** control-token text becomes its id (default false) */
   parseSpecial?: boolean;
 }
+/** countTokens(): the same options as tokenize(). */
+export interface CountTokensOptions extends TokenizeOptions {}
 export interface LogitsOptions {
   /** one row per token instead of the last token's */
   all?: boolean;
@@ -436,7 +478,29 @@ export interface QuantizeOptions {
 
 export interface Beam { text: string; tokens: number[]; logprob: number; score: number; finishReason: FinishReason }
 
-export declare class Model {
+/**
+ * A vocabulary in a worker of its own (loadTokenizer), or a Model, which is
+ * one too. Calls are async: the worker keeps a large vocabulary off the
+ * page's main thread.
+ */
+export declare class Tokenizer {
+  protected constructor();
+  readonly info: TokenizerInfo | ModelInfo;
+  readonly disposed: boolean;
+  tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
+  /** The number of tokens tokenize(text, options) gives. */
+  countTokens(text: string, options?: CountTokensOptions): Promise<number>;
+  detokenize(ids: Iterable<number>): Promise<string>;
+  /** Renders messages with the chat template, in the worker (which loads @huggingface/jinja on first use).
+   * Rejects with code 'NO_CHAT_TEMPLATE' when the file has none and options.template is not given,
+   * 'TEMPLATE_LIMIT' when the render goes past options.templateLimits, 'TEMPLATE_ERROR' when the
+   * template does not parse or fails to render. */
+  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
+  /** Frees it and ends its worker at once: requests in flight or queued reject with code 'DISPOSED'. */
+  dispose(): Promise<void>;
+}
+
+export declare class Model extends Tokenizer {
   private constructor();
   readonly info: ModelInfo;
   /** Memory of the model's engine: wasm memory size (its peak), bytes in use, file size. */
@@ -447,13 +511,8 @@ export declare class Model {
   readonly simd: 'relaxed' | 'simd128' | 'custom';
   readonly disposed: boolean;
   /** Streams a completion of `prompt` (a string, or token ids). */
-  generate(prompt: string | number[], options?: GenerateOptions): Generation;
+  generate(prompt: string | number[], options?: PlainGenerateOptions): Generation;
   complete(prompt: string | number[], options?: CompleteOptions): Promise<CompletionResult>;
-  /** Renders messages with the chat template, in the model's worker (which loads @huggingface/jinja on first use).
-   * Rejects with code 'NO_CHAT_TEMPLATE' when the model has none and options.template is not given,
-   * 'TEMPLATE_LIMIT' when the render goes past options.templateLimits, 'TEMPLATE_ERROR' when the
-   * template does not parse or fails to render. */
-  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
   /** Streams the assistant's reply: the rendered prompt's special tokens are parsed to ids,
    * BOS is not doubled, and generation stops on the model's end-of-generation tokens. */
   chat(messages: ChatMessage[], options?: ChatOptions): Generation;
@@ -461,8 +520,16 @@ export declare class Model {
   chatComplete(messages: ChatMessage[], options?: ChatCompleteOptions): Promise<CompletionResult>;
   /** Raw logits from an empty context: the last token's, or with {all: true} one row per token. */
   logits(tokens: number[], options?: LogitsOptions): Promise<Float32Array[]>;
-  tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
-  detokenize(ids: Iterable<number>): Promise<string>;
+  /** The context's sequence as bytes: a versioned header, the model's fingerprint, its tokens (with the
+   * token a plain generation sampled last), the keys and values of the cache rows it uses (its size
+   * grows with the tokens, not with the context length) and the random stream to resume. */
+  saveState(): Promise<Uint8Array>;
+  /** Puts a saveState() back: the same model file (its fingerprint), a context long enough, the same
+   * kvType (and for an onFull 'slide' context that slid, the same contextLength and nKeep). Then
+   * generate(prompt, {resume: true}) continues exactly, and a prompt that starts with the saved tokens
+   * (a chat's next turn) reuses their cache. Anything else (cut short, corrupt, another version,
+   * another model, too long for the context) rejects with BAD_SAVED_STATE, the context unchanged. */
+  loadState(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Promise<{ tokens: number[]; positions: number; resumable: boolean }>;
   /** Next-token distribution after `text` (top `topN`, default 20): the model's raw distribution
    * (temperature 1, no topK/topP/minP, no repeat penalty) unless sampling options are given, which
    * then apply as in generation (e.g. {temperature: 0.8, topK: 40}). */
@@ -477,8 +544,6 @@ export declare class Model {
   beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
   quantize(type: QuantType, options?: QuantizeOptions): Promise<QuantizeResult>;
-  /** Frees the model and ends its worker at once: requests in flight or queued reject with code 'DISPOSED'. */
-  dispose(): Promise<void>;
 }
 
 /**
@@ -491,7 +556,7 @@ export declare class Model {
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
   | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'INTERNAL'
-  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE'
+  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'BAD_SAVED_STATE' | 'ENGINE'
   | (string & {});
 
 /** Every failure the package reports; `code` is stable, `option` names the option for BAD_OPTION. */
@@ -508,6 +573,10 @@ export declare class WasmlmError extends Error {
 }
 
 export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;
+/** Loads only a GGUF file's vocabulary (a model, or a vocabulary-only file such as ggml-vocab-*.gguf), from
+ * the sources loadModel takes: only its header and metadata are read (a URL by Range requests when the
+ * server allows them; a split GGUF's first part). */
+export declare function loadTokenizer(source: ModelSource, options?: TokenizerLoadOptions): Promise<Tokenizer>;
 
 /** A cached model: browsers key it by URL (Cache Storage 'wasmlm-models-v1'), Node by file path in the cache directory. */
 export interface CachedModel { key: string; name: string; size: number; cachedAt: string | null }
@@ -577,5 +646,5 @@ export declare function checkSha256(value: unknown, option?: string): string | n
 
 export declare function registryEntries(options?: { registry?: Record<string, RegistryEntry> }): Promise<Record<string, RegistryEntry>>;
 
-declare const _default: { loadModel: typeof loadModel; DEFAULT_SAMPLING: typeof DEFAULT_SAMPLING };
+declare const _default: { loadModel: typeof loadModel; loadTokenizer: typeof loadTokenizer; DEFAULT_SAMPLING: typeof DEFAULT_SAMPLING };
 export default _default;

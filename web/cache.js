@@ -59,13 +59,16 @@ async function currentEtag(href, signal, timeout) {
  * reached the cached copy is used. A network fetch fails with NETWORK
  * (web/net.js: connection, HTTP status, no response within `timeout` ms);
  * `timer` (null for a cache hit) is the stall timer for web/net.js readBody.
+ * With fill === false it only looks: a miss (or no cache) resolves null and
+ * nothing is fetched (a caller that reads part of the file: loadTokenizer).
  * @param {string} url
- * @param {{signal?: AbortSignal, cache?: boolean, timeout?: number}} [opts]
+ * @param {{signal?: AbortSignal, cache?: boolean, timeout?: number, fill?: boolean}} [opts]
  */
-export async function fetchModelCached(url, { signal, cache = true, timeout = 0 } = {}) {
+export async function fetchModelCached(url, { signal, cache = true, timeout = 0, fill = true } = {}) {
   const noop = async () => {};
   const href = absolute(url);
   const cacheable = cache !== false && modelCacheAvailable() && /^https?:/i.test(href);
+  if (!cacheable && fill === false) return null;
   let store = null;
   if (cacheable) {
     try { store = await caches.open(MODEL_CACHE); } catch { store = null; } // e.g. storage disabled
@@ -89,6 +92,7 @@ export async function fetchModelCached(url, { signal, cache = true, timeout = 0 
       return { response: hit, fromCache: true, timer: null, commit: noop, discard: async () => { await store.delete(key).catch(() => {}); } };
     }
   }
+  if (fill === false) return null;
   const { response: res, timer } = await fetchChecked(href, { signal, timeout });
   if (!store || !res.body) return { response: res, fromCache: false, timer, commit: noop, discard: noop };
   const [toEngine, toCache] = res.body.tee();

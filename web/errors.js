@@ -15,6 +15,9 @@
 //   WORKER          the model's worker died
 //   UNSUPPORTED     this runtime or build lacks what was asked for (relaxed SIMD, an architecture, ...)
 //   VOCAB_MISMATCH  a draft model whose vocabulary differs from the target's
+//   BAD_SAVED_STATE bytes given to loadState that are cut short, corrupt, of another state version or
+//                   another model, or do not fit the context (too short, another KV type); the status
+//                   field holds the engine's wlm_status
 //   INTERNAL        an unexpected failure inside wasmlm (a bug: please report it)
 // Engine failures (the C library's wlm_status) map to these codes, with the
 // status number in `status` and the C name in `statusName`:

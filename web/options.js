@@ -100,6 +100,7 @@ export const OPTIONS = Object.freeze({
   addBos: opt('boolean', "prepend BOS (default: the model's add_bos flag)"),
   parseSpecial: opt('boolean', 'control-token text in the prompt becomes the token id', { default: false }),
   reusePrefix: opt('boolean', 'reuse the cache of a prompt prefix shared with the previous call', { default: true }),
+  resume: opt('boolean', 'continue where the last plain generation (or loadState) left off: the prompt is appended to its tokens and sampling continues its random stream (seed unused)', { default: false }),
   draft: opt('draft', "speculative decoding: a draft Model with the same vocabulary, or 'lookup' (prompt lookup)", { side: 'caller' }),
   draftTokens: opt('int', 'most draft tokens per target pass (default 4; 8 for lookup)', { min: 1, max: 32 }),
   adaptive: opt('boolean', 'choose the draft length each round', { default: true }),
@@ -139,8 +140,9 @@ const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].i
 export const METHODS = Object.freeze({
   loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'memoryLimit',
     'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'wasm', 'timeout', 'signal'],
-  generate: GENERATE,
-  complete: [...GENERATE, 'onToken'],
+  loadTokenizer: ['simd', 'memoryLimit', 'onProgress', 'modelDir', 'cacheDir', 'registry', 'offline', 'cache', 'hubUrl', 'wasm', 'timeout', 'signal'],
+  generate: [...GENERATE, 'resume'],
+  complete: [...GENERATE, 'onToken', 'resume'],
   applyChatTemplate: CHAT_TEMPLATE,
   chat: [...GENERATE, ...CHAT_TEMPLATE],
   chatComplete: [...GENERATE, 'onToken', ...CHAT_TEMPLATE],
@@ -150,6 +152,7 @@ export const METHODS = Object.freeze({
   beamSearch: ['beams', 'maxTokens', 'lengthPenalty', 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
   nextTokenDistribution: [...SAMPLING.filter((k) => k !== 'maxTokens' && k !== 'seed'), 'topN', 'addBos', 'parseSpecial'],
   tokenize: ['addBos', 'parseSpecial'],
+  countTokens: ['addBos', 'parseSpecial'],
   logits: ['all'],
   quantize: ['outPath'],
 });

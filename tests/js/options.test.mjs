@@ -144,7 +144,8 @@ function dtsKeys(dts, name) {
 test('the TypeScript option types of every method declare exactly the schema\'s options', () => {
   const dts = fs.readFileSync(path.join(ROOT, 'index.d.ts'), 'utf8');
   const IFACE = {
-    loadModel: 'LoadOptions', generate: 'GenerateOptions', complete: 'CompleteOptions', applyChatTemplate: 'ChatTemplateOptions',
+    loadModel: 'LoadOptions', loadTokenizer: 'TokenizerLoadOptions', generate: 'PlainGenerateOptions', complete: 'CompleteOptions',
+    applyChatTemplate: 'ChatTemplateOptions', countTokens: 'CountTokensOptions',
     chat: 'ChatOptions', chatComplete: 'ChatCompleteOptions', bestOfN: 'BestOfNOptions', selfConsistency: 'SelfConsistencyOptions',
     generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', nextTokenDistribution: 'DistributionOptions',
     tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions',

@@ -129,11 +129,32 @@ export function writeSamplerParams(dv, p, v) {
 /** wlm_rng: PCG32 state (wlm_rng_seed). Byte offsets of its fields and its size. */
 export const RNG = Object.freeze({ size: 16, state: 0, inc: 8 });
 
+/** wlm_state_info: what a saved state holds (wlm_ctx_state_load). Byte offsets of its fields and its size. */
+export const STATE_INFO = Object.freeze({ size: 32, nTokens: 0, nPos: 4, tokensOffset: 8, hasRng: 12, rng: 16 });
+
+/** Reads the scalar fields of a wlm_state_info at byte `p`. */
+export function readStateInfo(dv, p) {
+  return {
+    nTokens: dv.getUint32(p + 0, true),
+    nPos: dv.getUint32(p + 4, true),
+    tokensOffset: dv.getUint32(p + 8, true),
+    hasRng: dv.getUint32(p + 12, true),
+  };
+}
+
+/** Writes the fields of `v` that are set into the wlm_state_info at byte `p` (the others are left as they are). */
+export function writeStateInfo(dv, p, v) {
+  if (v.nTokens !== undefined) dv.setUint32(p + 0, v.nTokens >>> 0, true);
+  if (v.nPos !== undefined) dv.setUint32(p + 4, v.nPos >>> 0, true);
+  if (v.tokensOffset !== undefined) dv.setUint32(p + 8, v.tokensOffset >>> 0, true);
+  if (v.hasRng !== undefined) dv.setUint32(p + 12, v.hasRng >>> 0, true);
+}
+
 /** wlm_detok: streaming detokenizer state. Byte offsets of its fields and its size. */
 export const DETOK = Object.freeze({ size: 12, pending: 0, pendingBytes: 8, nPending: 8 });
 
 /** wlm_js_scratch: the engine's scratch block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
-export const SCRATCH = Object.freeze({ size: 400, err: 0, ptr: 260, len: 264, nOut: 268, token: 272, logprob: 276, accepted: 280, u64: 288, ctxParams: 296, sampler: 332, rng: 360, detok: 376, detok2: 388 });
+export const SCRATCH = Object.freeze({ size: 432, err: 0, ptr: 260, len: 264, nOut: 268, token: 272, logprob: 276, accepted: 280, u64: 288, ctxParams: 296, sampler: 332, rng: 360, detok: 376, detok2: 388, stateInfo: 400 });
 
 /** wlm_js_stream: one generation stream's block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
 export const STREAM = Object.freeze({ size: 32, rng: 0, detok: 16 });

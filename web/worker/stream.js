@@ -82,6 +82,7 @@ export function samplingOptions(opts = {}) {
   o.addBos = opts.addBos;
   o.parseSpecial = !!opts.parseSpecial;
   o.reusePrefix = opts.reusePrefix !== false;
+  o.resume = !!opts.resume;
   return o;
 }
 
