@@ -361,6 +361,8 @@ wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *d, uint64
     uint32_t ring = wlm_rd32(d + 68), keep = wlm_rd32(d + 72);
     wlm_rng rng = { wlm_rd64(d + 80), wlm_rd64(d + 88) };
     if ((flags & ST_FLAG_RNG) && !(rng.inc & 1)) return wlm_fail(err, WLM_ERR_FORMAT, "corrupt saved state: the sampler stream's increment is even");
+    if ((!(flags & ST_FLAG_RNG) && (rng.state || rng.inc)) || wlm_rd32(d + 76))
+        return wlm_fail(err, WLM_ERR_FORMAT, "corrupt saved state: bytes that must be zero are not");
     if (n_pos > n_tokens || n_rows > n_pos)
         return wlm_fail(err, WLM_ERR_FORMAT, "corrupt saved state: %u tokens, %u positions, %u rows", n_tokens, n_pos, n_rows);
     if (n_rows > c->n_ctx) {

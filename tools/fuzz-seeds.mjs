@@ -92,4 +92,21 @@ params.forEach((pp, i) => {
     fs.writeFileSync(path.join(smp, `p${i}-${name}`), Buffer.concat([header(which, { ...pp, seed: i * 7 + 1, spread: name === 'ties' ? 0 : 1 }), pp.nHist ? hist : Buffer.alloc(0), f32(l)]));
   });
 });
-console.log(`fuzz-seeds: models in ${models}; ${fs.readdirSync(gguf).length} gguf, ${fs.readdirSync(tok).length} tokenize, ${fs.readdirSync(smp).length} sampler seeds (${n} hostile)`);
+// saved states (fuzz_state.c): a mode byte, then a raw state, edits to a valid one, or a length
+const st = dir('seed/state');
+const u16x = (pairs) => Buffer.from(pairs.flatMap(([at, x]) => [at & 255, at >> 8, x]));
+const stateSeeds = {
+  'raw-garbage': Buffer.concat([Buffer.from([0]), Buffer.from('WLMS\x01\x00\x00\x00', 'latin1'), Buffer.alloc(120, 7)]),
+  'raw-empty': Buffer.from([0]),
+  'valid': Buffer.from([1]), 'valid-seq1': Buffer.from([1 | 4]), 'valid-slid': Buffer.from([2]),
+  'edit-counts': Buffer.concat([Buffer.from([1]), u16x([[56, 1], [60, 1], [64, 2], [68, 16], [72, 1], [32, 2], [88, 1]])]),
+  'edit-tokens': Buffer.concat([Buffer.from([1 | 4]), u16x([[97, 0x80], [99, 0xff], [150, 1], [151, 2]])]),
+  'edit-slid-ring': Buffer.concat([Buffer.from([2]), u16x([[68, 8], [72, 3], [64, 1], [120, 9]])]),
+  'cut-header': Buffer.concat([Buffer.from([3]), Buffer.from([50, 0, 0, 0])]),
+  'cut-body': Buffer.concat([Buffer.from([3]), Buffer.from([0, 2, 0, 0])]),
+  'extended': Buffer.concat([Buffer.from([3]), Buffer.from([0xff, 0xff, 0, 0]), Buffer.from('tail bytes')]),
+};
+for (const [name, b] of Object.entries(stateSeeds)) fs.writeFileSync(path.join(st, name), b);
+
+console.log(`fuzz-seeds: models in ${models}; ${fs.readdirSync(gguf).length} gguf, ${fs.readdirSync(tok).length} tokenize, ${fs.readdirSync(smp).length} sampler, ` +
+  `${fs.readdirSync(st).length} state seeds (${n} hostile)`);
