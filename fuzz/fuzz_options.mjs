@@ -13,7 +13,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadModel, WasmlmError } from '../web/index.js';
+import { loadModel, loadTokenizer, WasmlmError } from '../web/index.js';
 import { OPTIONS, METHODS } from '../web/options.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -108,6 +108,12 @@ async function callOnce(model, method) {
       await m.dispose();
       return;
     }
+    case 'loadTokenizer': {
+      const t = await loadTokenizer(chance(0.5) ? MODEL : fs.readFileSync(MODEL), opts);
+      await t.countTokens('hello');
+      await t.dispose();
+      return;
+    }
     case 'generate': { let k = 0; for await (const c of model.generate(randomPrompt(), opts)) { void c; if (++k > 30) break; } return; }
     case 'chat': { for await (const c of model.chat(msgs, { template, ...opts })) void c; return; }
     case 'chatComplete': return model.chatComplete(msgs, { template, ...opts });
@@ -130,12 +136,12 @@ function settledWithin(p, ms) {
 const model = await loadModel(MODEL, { threads: 1, contextLength: 256 });
 const greedy = { temperature: 0, repeatPenalty: 1, maxTokens: 12, ignoreEos: true };
 const want = (await model.complete('Once upon a time', greedy)).tokens.join(',');
-const methods = [...Object.keys(METHODS).filter((m) => m !== 'loadModel'), 'loadModel'];
+const methods = [...Object.keys(METHODS).filter((m) => m !== 'loadModel' && m !== 'loadTokenizer'), 'loadModel', 'loadTokenizer'];
 const t0 = Date.now();
 let calls = 0;
 const codes = new Map();
 while ((Date.now() - t0) / 1000 < seconds && findings.length === 0) {
-  const method = chance(0.05) ? 'loadModel' : pick(methods);
+  const method = chance(0.05) ? pick(['loadModel', 'loadTokenizer']) : pick(methods);
   const r = await settledWithin(callOnce(model, method), 60000);
   calls++;
   if (r === 'timeout') findings.push(`${method}: did not settle within 60 s (state ${state})`);
