@@ -14,8 +14,9 @@ import http from 'node:http';
 import { SHARED, MODEL_PATH, runCli, isError, ROOT } from './helpers.mjs';
 import { makeModel, CHAT_TEMPLATES } from '../../models/make-model.js';
 import { splitGguf } from '../../models/gguf-split.js';
+import { withHub } from './hub-server.mjs';
 import { loadModel, loadTokenizer, Tokenizer, Model } from '../../web/index.js';
-import { spawnSync } from 'node:child_process';
+import { spawnSync, execFileSync } from 'node:child_process';
 
 const VOCAB = path.join(SHARED, 'vocab');
 const NAMES = ['llama-spm', 'gpt-2', 'deepseek-llm', 'falcon'];
@@ -214,6 +215,37 @@ test('a URL on a server without Range support: the body is read until the metada
       } finally { await ref.dispose(); }
     } finally { await tok.dispose(); }
   } finally { await srv.close(); }
+});
+
+test('a FIFO: read until the metadata is in, then closed (the writer sees the pipe end)', async () => {
+  const fifo = path.join(DIR, 'model.fifo');
+  execFileSync('mkfifo', [fifo]);
+  const bytes = fs.readFileSync(BIG);
+  const w = fs.createWriteStream(fifo);
+  const wrote = new Promise((resolve) => { w.on('close', () => resolve('closed')); w.on('error', (e) => resolve(e.code)); });
+  w.end(bytes);
+  const tok = await loadTokenizer(fifo);
+  const ref = await loadTokenizer(BIG);
+  try {
+    assert.ok(tok.info.bytesRead < bytes.length / 2, `${tok.info.bytesRead} of ${bytes.length}`);
+    assert.equal(await wrote, 'EPIPE', 'the reader left before the end');
+    assert.deepEqual(await tok.tokenize('Hello world'), await ref.tokenize('Hello world'));
+  } finally { await Promise.all([tok.dispose(), ref.dispose()]); }
+});
+
+test('a hub id: the file is resolved from the listing and its head read by URL, nothing downloaded into the cache', async () => {
+  const bytes = fs.readFileSync(BIG);
+  await withHub({ files: { 'big-F16.gguf': bytes, 'other-Q8_0.gguf': Buffer.from('x') } }, async (hubUrl, log) => {
+    const cacheDir = fs.mkdtempSync(path.join(DIR, 'cache-'));
+    const tok = await loadTokenizer('hf:owner/repo:F16', { hubUrl, cacheDir, offline: false });
+    const ref = await loadTokenizer(BIG);
+    try {
+      assert.deepEqual(fs.readdirSync(cacheDir), []);
+      assert.ok(log.some((l) => l.path.startsWith('/api/models/owner/repo/tree/main')), 'the listing was read');
+      assert.ok(tok.info.bytesRead <= 1 << 20);
+      assert.deepEqual(await tok.tokenize('<|im_end|> Hi', { parseSpecial: true }), await ref.tokenize('<|im_end|> Hi', { parseSpecial: true }));
+    } finally { await Promise.all([tok.dispose(), ref.dispose()]); }
+  });
 });
 
 test('a split GGUF: its first part alone is enough', async () => {
