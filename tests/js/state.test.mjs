@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { MODEL_PATH, isError } from './helpers.mjs';
 import { makeModel } from '../../models/make-model.js';
+import { splitGguf } from '../../models/gguf-split.js';
 import { loadModel } from '../../web/index.js';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-state-'));
@@ -199,4 +200,22 @@ test('a state saved before any generation, and after a load with nothing in it',
     const r = await m.complete(PROMPT, { temperature: 0, maxTokens: 5 });
     assert.equal(r.stats.reusedPromptTokens, 0);
   } finally { await m.dispose(); }
+});
+
+test('the same model split into parts and as one file: one fingerprint, the state moves between them', async () => {
+  const whole = path.join(DIR, 'stories.gguf');
+  fs.copyFileSync(MODEL_PATH, whole);
+  const { parts } = splitGguf(whole, 400000);
+  assert.ok(parts.length > 1);
+  const a = await loadModel(parts[0], { contextLength: 64 });
+  const r1 = await a.complete(PROMPT, { ...SAMPLED, maxTokens: 8 });
+  const state = await a.saveState();
+  await a.dispose();
+  const b = await loadModel(whole, { contextLength: 64 });
+  const ref = await loadModel(whole, { contextLength: 64 });
+  try {
+    await b.loadState(state);
+    const r2 = await b.complete('', { ...SAMPLED, maxTokens: 8, resume: true });
+    assert.deepEqual([...r1.tokens, ...r2.tokens], (await ref.complete(PROMPT, { ...SAMPLED, maxTokens: 16 })).tokens);
+  } finally { await Promise.all([b.dispose(), ref.dispose()]); }
 });
