@@ -729,7 +729,7 @@ async function startWorker(source, options, vocabOnly) {
 export class Tokenizer {
   constructor(client, info) {
     this._client = client;
-    /** Metadata and hyper-parameters (a tokenizer: hparams.nVocab and the special ids; vocabOnly true, context null). */
+    /** Metadata and hyper-parameters (a tokenizer: vocabOnly, bytesRead, hparams.nVocab and the special ids; a model: ModelInfo). */
     this.info = info;
     this._disposed = false;
   }
