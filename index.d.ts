@@ -245,7 +245,7 @@ export interface TensorInfo {
 }
 
 export interface ModelInfo {
-  /** 'llama' or 'qwen2' */
+  /** general.architecture: 'llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite' */
   architecture: string | null;
   /** text of the BOS / EOS tokens (e.g. '<|im_end|>'), null when the model has none */
   specialTokens: { bos: string | null; eos: string | null };
