@@ -546,8 +546,8 @@ export interface TreeSearchResult {
     peakSequences: number;
     plan: TreePlan;
     contextGrown: boolean;
-    /** after each worker call */
-    memory: { usedSlots: number; liveSequences: number }[];
+    /** each worker call: nodes grown or stepped, forward passes, decode time, and the cache after it */
+    calls: { nodes: number; passes: number; decodeMs: number; usedSlots: number; liveSequences: number }[];
     scoringMs: number;
     wallMs: number;
   };

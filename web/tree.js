@@ -66,7 +66,7 @@ export async function treeSearch(model, prompt, opts = {}) {
   const session = sessionSeq++;
   const t0 = Date.now();
   let scoringMs = 0, expansions = 0, last = null;
-  const memory = [];   // after each worker call: {usedSlots, liveSequences}
+  const calls = [];   // each worker call: {nodes, passes, decodeMs, usedSlots, liveSequences}
   const nodes = [];
   const finals = [];
 
@@ -106,8 +106,10 @@ export async function treeSearch(model, prompt, opts = {}) {
     async function grow(requests) {
       const f = free;
       free = [];
+      const before = last ? last.stats.passes : 0;
       last = await withSignal(ch, 'treeGrow', { session, grow: requests, free: f }, signal);
-      memory.push({ usedSlots: last.usedSlots, liveSequences: last.liveSequences });
+      calls.push({ nodes: requests.reduce((a, r) => a + (r.rollout ? 1 : r.n), 0), passes: last.stats.passes - before, decodeMs: last.stats.decodeMs,
+        usedSlots: last.usedSlots, liveSequences: last.liveSequences });
       return last.nodes.map(adopt);
     }
     const notify = async (n, event) => { if (onNode) await guarded('onNode', onNode, n, signal, event); };
@@ -262,7 +264,7 @@ export async function treeSearch(model, prompt, opts = {}) {
         strategy, expansions, nodes: nodes.length, finals: finals.length,
         tokens: ws.tokens || 0, passes: ws.passes || 0, rebuiltTokens: ws.rebuiltTokens || 0,
         peakUsedSlots: ws.peakUsedSlots || 0, peakSequences: ws.peakSequences || 1,
-        plan: start.plan, contextGrown: !!start.contextGrown, memory, scoringMs, wallMs: Date.now() - t0,
+        plan: start.plan, contextGrown: !!start.contextGrown, calls, scoringMs, wallMs: Date.now() - t0,
       },
     };
   } finally {

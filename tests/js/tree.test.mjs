@@ -131,11 +131,11 @@ test('beam: the cache holds exactly the live frontier (pruned nodes freed at onc
   assert.equal(r.stats.plan.sequences, 9);
   assert.equal(r.stats.plan.slots, P + 8 * 60);
   const depths = Math.max(...r.nodes.map((n) => n.depth));
-  assert.equal(r.stats.memory.length, depths);
+  assert.equal(r.stats.calls.length, depths);
   for (let d = 1; d <= depths; d++) {
     // after the call that grew depth d: the children of depth d that did not end hold sequences
     const live = r.nodes.filter((n) => n.depth === d && !(n.final && n.finishReason !== 'final'));
-    const m = r.stats.memory[d - 1];
+    const m = r.stats.calls[d - 1];
     assert.equal(m.liveSequences, 1 + live.length, `depth ${d}`);
     assert.equal(m.usedSlots, heldSlots(r, live, P), `depth ${d}`);
     assert.ok(m.usedSlots <= r.stats.plan.slots);
@@ -285,12 +285,12 @@ test('mcts: visits add up along the tree, each grown child gets a rollout to a f
   const scores = r.nodes.filter((n) => n.final).map((n) => n.score);
   for (const n of tree) if (n.visits) assert.ok(n.value >= Math.min(...scores) - 1e-9 && n.value <= Math.max(...scores) + 1e-9);
   assert.ok(r.stats.peakSequences <= r.stats.plan.sequences);
-  assert.ok(r.stats.memory.every((m) => m.usedSlots <= r.stats.plan.slots));
+  assert.ok(r.stats.calls.every((m) => m.usedSlots <= r.stats.plan.slots));
 });
 
 test('best-first: at most keep nodes stay open, and it stops once a final node scores at least as well as every open one', async () => {
   const r = await model.treeSearch(PROMPT, { ...SAMPLE, seed: 4, maxTokens: 50, step: '.', maxSteps: 5, expand: 3, keep: 3, strategy: 'best-first', maxExpansions: 40 });
-  assert.ok(r.stats.memory.every((m) => m.liveSequences <= 1 + 3 + 3 - 1));
+  assert.ok(r.stats.calls.every((m) => m.liveSequences <= 1 + 3 + 3 - 1));
   assert.ok(r.stats.expansions < 40, 'stopped before the budget');
   const open = r.nodes.filter((n) => !n.final && !n.pruned && !n.expanded && n.parent !== null);
   for (const n of open) assert.ok(r.best.score >= n.score, `open node ${n.id} scores above the answer`);

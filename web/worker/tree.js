@@ -33,6 +33,8 @@ import { checkPromptFits } from './generation.js';
 import { EngineError } from '../errors.js';
 import { STREAM } from './abi.js';
 
+const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
+
 export const TREE_STRATEGIES = Object.freeze(['beam', 'best-first', 'mcts']);
 const MAX_SEQ = 64;   // WLM_MAX_SEQ
 
@@ -337,6 +339,7 @@ export function startTree(eng, prompt, opts = {}) {
     }
     const want = sources.reduce((a, s) => a + s.n, 0) + rolls.length;
     if (want > plan.width) throw new EngineError(`tree search: ${want} nodes in one call, the plan has ${plan.width} (${planText(plan)})`, 1);
+    const t0 = now();
     pinned.clear();
     tick++;
     for (const s of sources) { pinned.add(s.x); s.x.used = tick; }
@@ -399,32 +402,38 @@ export function startTree(eng, prompt, opts = {}) {
     });
     noteMemory();
     let active = decoders;
-    const t0 = Date.now();
+    // this call's engine time: the setup above and each step (not the worker's yields between steps)
+    let decodeMs = now() - t0, stepStart = 0;
     const finishCall = () => {
       noteMemory();
       pinned.clear();
       const changed = made.concat(rolls.filter((r) => !r.start).map((r) => r.x));
-      return { done: true, nodes: changed.map(record), usedSlots: usedSlots(), liveSequences: liveSequences(), stats: { ...stats, decodeMs: Date.now() - t0 } };
+      const ms = decodeMs + now() - stepStart;
+      return { done: true, nodes: changed.map(record), usedSlots: usedSlots(), liveSequences: liveSequences(), stats: { ...stats, decodeMs: ms } };
     };
+    function stepOnce() {
+      if (shouldStop && shouldStop()) {
+        for (const d of active) freeBlocks.push(d.block);
+        active = [];
+        return { done: true, aborted: true };
+      }
+      const go = active.filter(consume);
+      if (go.length) {
+        if (!eng.evalBatch(go.map((d) => d.token), go.map((d) => d.n.seq), null, 'tree search')) {
+          for (const d of go) endStep(d, 'context');
+          active = [];
+          return finishCall();
+        }
+        stats.passes++;
+        go.forEach((d, r) => sampleInto(d, r));
+      }
+      active = go;
+      return active.length ? { done: false } : finishCall();
+    }
     return {
       step() {
-        if (shouldStop && shouldStop()) {
-          for (const d of active) freeBlocks.push(d.block);
-          active = [];
-          return { done: true, aborted: true };
-        }
-        const go = active.filter(consume);
-        if (go.length) {
-          if (!eng.evalBatch(go.map((d) => d.token), go.map((d) => d.n.seq), null, 'tree search')) {
-            for (const d of go) endStep(d, 'context');
-            active = [];
-            return finishCall();
-          }
-          stats.passes++;
-          go.forEach((d, r) => sampleInto(d, r));
-        }
-        active = go;
-        return active.length ? { done: false } : finishCall();
+        stepStart = now();
+        try { return stepOnce(); } finally { decodeMs += now() - stepStart; }
       },
     };
   }
