@@ -553,6 +553,68 @@ export interface TreeSearchResult {
   };
 }
 
+/** An answer as deliberate's verifier sees it. */
+export interface DeliberateAnswer { text: string; tokens: number[]; logprobs: number[] }
+
+export interface DeliberateOptions extends SamplingOptions {
+  /** most tokens generated in all: the greedy answer, then each stage (default 2048) */
+  budget?: number;
+  /** the stages after the greedy answer, in order (default ['best-of-n', 'tree']); best-of-N takes at most half of
+   * what is left when a tree search follows */
+  escalate?: ('best-of-n' | 'tree')[];
+  /** the signal that an answer is uncertain: 'verifier' (default with verify), 'min-logprob' (default otherwise)
+   * or 'entropy' (mean entropy of the model's distributions at the answer's tokens: one more evaluation) */
+  uncertainty?: 'min-logprob' | 'entropy' | 'verifier';
+  /** uncertain below this min log-prob (default -3) or above this mean entropy in nats (default 1.5) */
+  threshold?: number;
+  /** accepts or rejects an answer; a throw or rejection fails the call with code 'CALLBACK' */
+  verify?: (answer: DeliberateAnswer) => Verdict | Promise<Verdict>;
+  /** the tree stage: step delimiter, children per node (default 4), nodes kept (default 2), tokens per step (default 32) */
+  step?: string | string[];
+  expand?: number;
+  keep?: number;
+  maxTokensPerStep?: number;
+  ignoreEos?: boolean;
+  addBos?: boolean;
+  parseSpecial?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface DeliberateStage {
+  stage: 'greedy' | 'best-of-n' | 'tree';
+  /** tokens this stage generated */
+  tokens: number;
+  text?: string;
+  accepted?: boolean;
+  /** the uncertainty signal of the stage's answer (verifier: 1 or 0) */
+  signal?: number;
+  /** why it was accepted or not, in words */
+  why?: string;
+  /** a stage the budget left no room for: why */
+  skipped?: string;
+  samples?: number;
+  stoppedBy?: AdaptiveStats['stoppedBy'];
+  nodes?: number;
+  expansions?: number;
+}
+
+export interface DeliberateResult {
+  /** the answer the signal rates best (accepted, when one was) */
+  text: string;
+  tokens: number[];
+  accepted: boolean;
+  /** the stage that gave it */
+  stage: DeliberateStage['stage'];
+  /** tokens generated in all (at most budget); signalTokens: tokens evaluated for the entropy signal */
+  spent: number;
+  budget: number;
+  signalTokens: number;
+  uncertainty: 'min-logprob' | 'entropy' | 'verifier';
+  threshold: number | null;
+  stages: DeliberateStage[];
+  wallMs: number;
+}
+
 export interface DistributionOptions extends Omit<SamplingOptions, 'maxTokens' | 'seed'> {
   /** entries returned, best first (default 20; at most the vocabulary) */
   topN?: number;
@@ -616,6 +678,9 @@ export declare class Model {
   generateUntil(prompt: string | number[], options: GenerateUntilOptions): Promise<{ ok: boolean; result: Attempt | null; attempts: Attempt[] }>;
   /** Tree search over steps: beam, best-first or MCTS; each call grows nodes as one batch sharing their paths in the cache. */
   treeSearch(prompt: string | number[], options?: TreeSearchOptions): Promise<TreeSearchResult>;
+  /** Answers greedily; when the answer looks uncertain (its min log-prob, its mean entropy, or a verifier), spends more
+   * (adaptive best-of-N, then tree search) within a budget of tokens, and reports what it spent and why. */
+  deliberate(prompt: string | number[], options?: DeliberateOptions): Promise<DeliberateResult>;
   /** Deterministic beam search on forked sequences. */
   beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
@@ -648,7 +713,7 @@ export declare class WasmlmError extends Error {
   readonly statusName?: string;
   /** BAD_OPTION for an unknown key: the closest known option, when one is close */
   readonly suggestion?: string | null;
-  /** CALLBACK: which callback failed ('score', 'isFinal', 'onNode'), on which node; `cause` is its error */
+  /** CALLBACK: which callback failed ('score', 'isFinal', 'onNode', deliberate's 'verify'), on which node; `cause` is its error */
   readonly callback?: string;
   readonly node?: number;
 }

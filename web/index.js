@@ -11,6 +11,7 @@ import { Sha256 } from './sha256.js';
 import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
 import { treeSearch } from './tree.js';
+import { deliberate } from './deliberate.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
 import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
@@ -796,6 +797,11 @@ export class Model {
   async treeSearch(prompt, opts = {}) {
     this._check();
     return treeSearch(this, this._prompt(prompt), checkOptions('treeSearch', opts));
+  }
+  /** Greedy first; more compute (best-of-N, tree search) only when the answer looks uncertain, within a token budget (web/deliberate.js). */
+  async deliberate(prompt, opts = {}) {
+    this._check();
+    return deliberate(this, this._prompt(prompt), checkOptions('deliberate', opts));
   }
 
   /**

@@ -48,6 +48,8 @@ const KINDS = {
   adaptiveN: (v, s) => adaptiveProblem(v, s.adaptiveKeys) || true,
   draft: (v) => v === 'lookup' || !!(v && v[MODEL_BRAND]) || "a Model (a draft model) or 'lookup'",
   feedback: (v) => typeof v === 'boolean' || typeof v === 'function' || 'true, false or a function',
+  escalate: (v) => (Array.isArray(v) && v.every((x) => x === 'best-of-n' || x === 'tree') && new Set(v).size === v.length) ||
+    "an array of 'best-of-n' and / or 'tree' (each at most once)",
   wasm: (v) => (typeof WebAssembly !== 'undefined' && v instanceof WebAssembly.Module) || v instanceof ArrayBuffer || ArrayBuffer.isView(v) ||
     (typeof v === 'string' && v !== '') || v instanceof URL || 'a WebAssembly.Module, its bytes, or a path or URL',
 };
@@ -151,6 +153,12 @@ export const OPTIONS = Object.freeze({
   maxExpansions: opt('int', "treeSearch: most nodes grown (default keep x maxSteps, a 'beam' search's most)", { min: 1, max: 1e6 }),
   exploration: opt('number', "treeSearch 'mcts': the UCT exploration constant c (values scaled to [0, 1])", { min: 0, default: Math.SQRT2 }),
 
+  // deliberate decoding
+  budget: opt('int', 'deliberate: most tokens generated in all (greedy answer, then each stage)', { min: 1, max: I32_MAX, default: 2048 }),
+  escalate: opt('escalate', "deliberate: the stages after the greedy answer, in order (default ['best-of-n', 'tree'])"),
+  uncertainty: opt('enum', "deliberate: the signal that the answer is uncertain (default 'verifier' with verify, else 'min-logprob')", { values: ['min-logprob', 'entropy', 'verifier'] }),
+  threshold: opt('number', "deliberate: uncertain when the min log-prob is below it (default -3) or the mean entropy in nats above it (default 1.5)"),
+
   // beam search
   beams: opt('int', 'beams kept per step', { min: 1, max: 32, default: 4 }),
   lengthPenalty: opt('number', 'score = logprob / length^lengthPenalty', { default: 1 }),
@@ -182,6 +190,8 @@ export const METHODS = Object.freeze({
   generateUntil: [...GENERATE, 'verify', 'maxAttempts', 'feedback'],
   beamSearch: ['beams', 'maxTokens', 'lengthPenalty', 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
   treeSearch: TREE,
+  deliberate: [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'signal', 'budget', 'escalate', 'uncertainty', 'threshold', 'verify',
+    'step', 'expand', 'keep', 'maxTokensPerStep'],
   nextTokenDistribution: [...SAMPLING.filter((k) => k !== 'maxTokens' && k !== 'seed'), 'topN', 'addBos', 'parseSpecial'],
   tokenize: ['addBos', 'parseSpecial'],
   logits: ['all'],
@@ -194,6 +204,10 @@ const ADAPTIVE_DOC = 'sample in batches until the outcome is settled (web/adapti
 const OVERRIDES = {
   beamSearch: { maxTokens: { min: 1 } },
   treeSearch: { maxTokens: { min: 1, doc: 'most tokens on a path' } },
+  deliberate: {
+    maxTokens: { min: 1, doc: 'most tokens of an answer' },
+    verify: { required: false, doc: 'deliberate: (answer) => true / false / {ok, message} (or a Promise): accepts an answer' },
+  },
   bestOfN: { adaptive: { kind: 'adaptiveN', adaptiveKeys: ['minN', 'maxN', 'confidence', 'batch', 'target'], default: undefined,
     doc: `${ADAPTIVE_DOC}; stops when the best is unlikely to be beaten, or reaches target` } },
   selfConsistency: { adaptive: { kind: 'adaptiveN', adaptiveKeys: ['minN', 'maxN', 'confidence', 'batch'], default: undefined,
@@ -273,8 +287,9 @@ export function checkOptions(method, options) {
     out[key] = checkValue(key, v, method);
   }
   for (const key of known) {
-    if (OPTIONS[key].required && out[key] === undefined) {
-      throw new WasmlmError('BAD_OPTION', `${method}: option ${key} is required (${OPTIONS[key].doc})`, { option: key });
+    const spec = optionSpec(key, method);
+    if (spec.required && out[key] === undefined) {
+      throw new WasmlmError('BAD_OPTION', `${method}: option ${key} is required (${spec.doc})`, { option: key });
     }
   }
   if (method === 'loadModel' && out.nKeep !== undefined && out.contextLength && out.nKeep >= out.contextLength) {

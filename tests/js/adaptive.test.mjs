@@ -140,3 +140,90 @@ test('bestOfN adaptive with a verifier: a target reached early stops at once; a 
   await model.bestOfN('Once upon a time', { ...o, adaptive: { minN: 2, maxN: 6, target: 1 }, onCandidate: (e) => seen.add(e.index) });
   assert.deepEqual([...seen].sort(), [0, 1, 2, 3, 4, 5]);
 });
+
+// ---- deliberate decoding ------------------------------------------------------------
+
+test('deliberate: a confident greedy answer costs only itself; a rejected one escalates until the verifier accepts', async () => {
+  // min log-prob: greedy "Once upon a time" never drops below -3
+  const easy = await model.deliberate('Once upon a time', { maxTokens: 40 });
+  assert.equal(easy.accepted, true);
+  assert.equal(easy.stage, 'greedy');
+  assert.equal(easy.stages.length, 1);
+  const greedy = await model.complete('Once upon a time', { maxTokens: 40, temperature: 0 });
+  assert.equal(easy.text, greedy.text);
+  assert.equal(easy.spent, greedy.tokens.length);
+  assert.equal(easy.stages[0].signal, Math.min(...greedy.logprobs));
+  assert.match(easy.stages[0].why, /min log-prob -?\d+\.\d+ >= -3/);
+  // a verifier the greedy answer fails: best-of-N (adaptive, stopping at the first pass) finds one
+  const toy = /\btoy\b/;
+  const seen = [];
+  const r = await model.deliberate('Once upon a time', { ...SAMPLE, seed: 3, maxTokens: 40, budget: 1000, step: '.', verify: (a) => { seen.push(a.text); return toy.test(a.text); } });
+  assert.equal(r.uncertainty, 'verifier');
+  assert.equal(r.stages[0].stage, 'greedy');
+  assert.equal(r.stages[0].accepted, false);
+  assert.match(r.stages[0].why, /the verifier rejected it/);
+  assert.equal(r.accepted, true);
+  assert.match(r.text, toy);
+  assert.ok(r.spent <= 1000);
+  assert.equal(r.spent, r.stages.reduce((a, s) => a + s.tokens, 0));
+  // measured: the 8th candidate of best-of-N has the word; the tree stage is not needed
+  const bon = r.stages[1];
+  assert.equal(bon.stage, 'best-of-n');
+  assert.equal(bon.accepted, true);
+  assert.equal(bon.stoppedBy, 'target');
+  assert.equal(r.stages.length, 2);
+  assert.equal(r.stage, 'best-of-n');
+  assert.ok(seen.length >= 1 + bon.samples);
+});
+
+test('deliberate: a hard task spends up to its budget (best-of-N gets half, tree search the rest) and reports why', async () => {
+  for (const budget of [300, 900]) {
+    const r = await model.deliberate('Once upon a time', { ...SAMPLE, seed: 5, maxTokens: 40, budget, step: '.', maxTokensPerStep: 16, verify: () => ({ ok: false, message: 'no' }) });
+    assert.equal(r.accepted, false);
+    assert.ok(r.spent <= budget, `${r.spent} > ${budget}`);
+    assert.deepEqual(r.stages.map((s) => s.stage), ['greedy', 'best-of-n', 'tree']);
+    const [g, b, t] = r.stages;
+    assert.ok(b.tokens <= Math.floor((budget - g.tokens) / 2), 'best-of-N took at most half of what was left');
+    assert.ok(t.skipped || t.tokens <= budget - g.tokens - b.tokens);
+    for (const s of r.stages) if (!s.skipped) assert.match(s.why, /the verifier rejected it: no/);
+    assert.ok(r.spent > budget / 2, `spent ${r.spent} of ${budget}`);
+  }
+  // too small a budget: the later stages are skipped, saying why
+  const tiny = await model.deliberate('Once upon a time', { maxTokens: 40, budget: 60, verify: () => false });
+  assert.equal(tiny.stages[1].skipped, '10 tokens for this stage: not 2 candidates of 40');
+  assert.match(tiny.stages[2].skipped, /tokens left: not one expansion of 4 x 32/);
+  assert.ok(tiny.spent <= 60);
+});
+
+test('deliberate: the entropy signal is the mean entropy of the model\'s distributions at the answer\'s tokens', async () => {
+  const r = await model.deliberate('The dog', { maxTokens: 30, uncertainty: 'entropy', threshold: 10, escalate: [] });
+  assert.equal(r.accepted, true);
+  const ids = await model.tokenize('The dog');
+  const all = ids.concat(r.tokens);
+  const rows = await model.logits(all, { all: true });
+  let h = 0;
+  for (let i = ids.length - 1; i < all.length - 1; i++) {
+    const f = rows[i];
+    const m = Math.max(...f);
+    const z = f.reduce((a, v) => a + Math.exp(v - m), 0);
+    h += -f.reduce((a, v) => { const p = Math.exp(v - m) / z; return a + (p > 0 ? p * Math.log(p) : 0); }, 0);
+  }
+  h /= r.tokens.length;
+  assert.ok(Math.abs(r.stages[0].signal - h) < 1e-6, `${r.stages[0].signal} vs ${h}`);
+  assert.equal(r.signalTokens, all.length);
+  const strict = await model.deliberate('The dog', { maxTokens: 30, uncertainty: 'entropy', threshold: 0.01, budget: 200, escalate: ['best-of-n'] });
+  assert.equal(strict.stages[0].accepted, false);
+  assert.match(strict.stages[0].why, /mean entropy \d+\.\d+ nats > 0.01/);
+});
+
+test('deliberate: options are checked first; a throwing verifier is a CALLBACK error', async () => {
+  await assert.rejects(model.deliberate('x', { uncertainty: 'verifier' }), isError('BAD_OPTION', /verify/));
+  assert.throws(() => checkOptions('deliberate', { escalate: ['tree', 'tree'] }), isError('BAD_OPTION', /escalate/));
+  assert.throws(() => checkOptions('deliberate', { escalate: ['beam'] }), isError('BAD_OPTION', /'best-of-n' and \/ or 'tree'/));
+  assert.throws(() => checkOptions('deliberate', { budgett: 5 }), isError('BAD_OPTION', /did you mean budget\?/));
+  const boom = new Error('judge boom');
+  await assert.rejects(model.deliberate('Once', { maxTokens: 5, verify: () => { throw boom; } }),
+    (e) => e.code === 'CALLBACK' && e.cause === boom && e.callback === 'verify');
+  const g = await model.complete('Once upon a time', { temperature: 0, maxTokens: 8 });
+  assert.equal(g.tokens.length, 8);
+});

@@ -60,6 +60,7 @@ function badValuesOf(name, method) {
     draft: ['model', 1, {}, () => 1],
     feedback: ['yes', 1, {}],
     wasm: [1, true, {}, ''],
+    escalate: ['tree', ['best-of-n', 'best-of-n'], ['beam'], [1], {}],
     adaptiveN: [true, 1, 'x', [], { minN: 0 }, { minN: 1.5 }, { maxN: 4097 }, { confidence: 1 }, { confidence: 0.5 }, { confidence: '0.9' },
       { minN: 8, maxN: 4 }, { batch: 65 }, { maxn: 8 }, ...(s.adaptiveKeys && !s.adaptiveKeys.includes('target') ? [{ target: 1 }] : [{ target: Infinity }])],
   }[s.kind];
@@ -148,7 +149,7 @@ test('the TypeScript option types of every method declare exactly the schema\'s 
   const IFACE = {
     loadModel: 'LoadOptions', generate: 'GenerateOptions', complete: 'CompleteOptions', applyChatTemplate: 'ChatTemplateOptions',
     chat: 'ChatOptions', chatComplete: 'ChatCompleteOptions', bestOfN: 'BestOfNOptions', selfConsistency: 'SelfConsistencyOptions',
-    generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', treeSearch: 'TreeSearchOptions', nextTokenDistribution: 'DistributionOptions',
+    generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', treeSearch: 'TreeSearchOptions', deliberate: 'DeliberateOptions', nextTokenDistribution: 'DistributionOptions',
     tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions',
   };
   assert.deepEqual(Object.keys(IFACE).sort(), Object.keys(METHODS).sort());
