@@ -249,6 +249,14 @@ test('other calls on the model between the steps of a search: its paths are rebu
   assert.deepEqual(r.nodes, want.nodes);
   assert.ok(r.stats.rebuiltTokens > 0, 'paths were rebuilt');
   assert.equal(want.stats.rebuiltTokens, 0);
+  // mcts: between the steps of its rollouts too (isFinal runs after each)
+  const m = { ...o, strategy: 'mcts', maxExpansions: 4, expand: 3, keep: 1, maxTokens: 90, maxSteps: 6, maxTokensPerStep: 12 };
+  const mWant = await model.treeSearch(PROMPT, m);
+  let k = 0;
+  const mr = await model.treeSearch(PROMPT, { ...m, isFinal: async (n) => { if (n.rollout && k++ % 2 === 0) await model.complete('Tom', { maxTokens: 3 }); return false; } });
+  assert.ok(k > 2);
+  assert.deepEqual(mr.nodes, mWant.nodes);
+  assert.ok(mr.stats.rebuiltTokens > mWant.stats.rebuiltTokens);
 });
 
 test('isFinal ends paths: final nodes grow no children and the best answer is a final node', async () => {

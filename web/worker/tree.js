@@ -228,10 +228,10 @@ export function startTree(eng, prompt, opts = {}) {
   function rebuild(list) {
     const toks = [], seqs = [];
     for (const n of list) {
+      const s = allocSeq();   // first: making room may take an ancestor's sequence
       let a = n.parent;
       while (a && a.seq == null) a = a.parent;
       if (!a || a.lentTo) a = root;
-      const s = allocSeq();
       eng.forkSequence(a.seq, s);
       n.seq = s;
       const want = cacheTokens(n);
@@ -327,7 +327,7 @@ export function startTree(eng, prompt, opts = {}) {
       const x = node(r.node);
       if (x.final) throw new EngineError(`tree search: node ${x.id} is final (${x.finishReason})`, 1);
       if (r.rollout) {
-        if (x.rollout) { if (x.seq == null) throw new EngineError(`tree search: rollout ${x.id} lost its sequence`, 7); rolls.push({ x, start: false }); }
+        if (x.rollout) rolls.push({ x, start: false });
         else { if (x.lentTo) throw new EngineError(`tree search: node ${x.id} has a rollout running`, 1); rolls.push({ x, start: true }); }
       } else {
         const n = r.n == null ? shape.expand : Number(r.n);
@@ -344,7 +344,9 @@ export function startTree(eng, prompt, opts = {}) {
     tick++;
     for (const s of sources) { pinned.add(s.x); s.x.used = tick; }
     for (const r of rolls) { pinned.add(r.x); r.x.used = tick; }
-    rebuild([...sources.map((s) => s.x), ...rolls.filter((r) => r.start).map((r) => r.x)].filter((x) => x.seq == null || !intact(x)));
+    // nodes whose sequences another request took (or mcts lent to a newer leaf): rebuilt; a rollout
+    // rebuilt so owns its sequence
+    rebuild([...sources.map((s) => s.x), ...rolls.map((r) => r.x)].filter((x) => x.seq == null || !intact(x)));
 
     // pending tokens of every source, in one pass; the root keeps sequence 0
     const pendToks = [], pendSeqs = [];
