@@ -130,11 +130,18 @@ export function spendSuccessSvg(points, { width = 640, height = 360, title = 'Su
     `<text transform="translate(14 ${T + h / 2}) rotate(-90)" text-anchor="middle">tasks solved</text>`,
     `<rect x="${L}" y="${T}" width="${w}" height="${h}" fill="none" stroke="#888"/>`);
   const methods = [...new Set(points.map((p) => p.method))];
-  methods.forEach((me, i) => {
-    const ps = points.filter((p) => p.method === me).sort((a, b) => a.tokens - b.tokens);
-    const c = COLORS[me] || '#000';
+  const series = methods.map((me) => ({ me, c: COLORS[me] || '#000', ps: points.filter((p) => p.method === me).sort((a, b) => a.tokens - b.tokens) }));
+  for (const { c, ps } of series) {
     if (ps.length > 1) out.push(`<polyline fill="none" stroke="${c}" stroke-width="2" points="${ps.map((p) => `${x(p.tokens).toFixed(1)},${y(p.success).toFixed(1)}`).join(' ')}"/>`);
-    for (const p of ps) out.push(`<circle cx="${x(p.tokens).toFixed(1)}" cy="${y(p.success).toFixed(1)}" r="3.5" fill="${c}" data-method="${esc(me)}" data-setting="${esc(p.setting)}"><title>${esc(`${me} ${p.setting}: ${p.solved}/${p.tasks}, ${p.tokens.toFixed(0)} tokens`)}</title></circle>`);
+  }
+  // the points over every line; a method of one point (greedy) last and larger, so that none hides it
+  for (const { me, c, ps } of [...series].sort((a, b) => b.ps.length - a.ps.length)) {
+    for (const p of ps) {
+      out.push(`<circle cx="${x(p.tokens).toFixed(1)}" cy="${y(p.success).toFixed(1)}" r="${ps.length > 1 ? 3.5 : 5}" fill="${c}" stroke="white" data-method="${esc(me)}" data-setting="${esc(p.setting)}">` +
+        `<title>${esc(`${me} ${p.setting}: ${p.solved}/${p.tasks}, ${p.tokens.toFixed(0)} tokens`)}</title></circle>`);
+    }
+  }
+  series.forEach(({ me, c }, i) => {
     const ly = T + 10 + i * 18;
     out.push(`<rect x="${L + w + 14}" y="${ly - 8}" width="12" height="4" fill="${c}"/>`, `<text x="${L + w + 32}" y="${ly - 3}">${esc(me)}</text>`);
   });
