@@ -346,9 +346,43 @@ export interface CandidateProgress {
 
 export type Scorer = 'mean-logprob' | 'total-logprob' | ((candidate: Omit<Candidate, 'score'>) => number | Promise<number>);
 
+/** Adaptive sampling (web/adaptive.js): minN candidates, then `batch` at a time, until the
+ * outcome is settled with `confidence` or maxN are drawn. */
+export interface AdaptiveSampling {
+  /** the first batch (1..64, default 4) */
+  minN?: number;
+  /** most candidates in all (1..4096, default 32) */
+  maxN?: number;
+  /** in (0.5, 1), default 0.95 */
+  confidence?: number;
+  /** candidates per later batch (1..64, default minN) */
+  batch?: number;
+}
+/** bestOfN: stops when P(none of the next `batch` candidates beats the best) = (k + 1) / (k + 1 + batch)
+ * reaches `confidence` (k: candidates drawn since the best, a uniform prior on the chance of beating it),
+ * or at once when the best score reaches `target`. */
+export interface AdaptiveBest extends AdaptiveSampling {
+  /** a score that ends the sampling when reached (e.g. 1 for a verifier's pass) */
+  target?: number;
+}
+/** What an adaptive run spent and why it stopped (stats.adaptive). */
+export interface AdaptiveStats {
+  samples: number;
+  batches: number;
+  stoppedBy: 'confidence' | 'target' | 'maxN';
+  /** the rule's probability when sampling stopped */
+  confidence: number;
+  minN: number;
+  maxN: number;
+  batch: number;
+  target?: number;
+}
+
 export interface BestOfNOptions extends Omit<GenerateOptions, 'draft' | 'draftTokens' | 'adaptive'> {
-  /** candidates (1..64, default 4) */
+  /** candidates (1..64, default 4); not with adaptive */
   n?: number;
+  /** sample in batches until the best is settled (candidate i still samples with seed + i) */
+  adaptive?: AdaptiveBest;
   /** default 'mean-logprob' (mean log-probability per token); a function is a verifier */
   scorer?: Scorer;
   onCandidate?: (p: CandidateProgress) => void;
@@ -367,6 +401,8 @@ export interface BatchStats {
   scoringMs?: number;
   /** the context was re-planned for more sequences / slots */
   contextGrown: boolean;
+  /** with options.adaptive (the times and counts are the sums over its batches) */
+  adaptive?: AdaptiveStats;
 }
 
 export interface BestOfNResult { candidates: Candidate[]; best: Candidate; stats: BatchStats }
@@ -407,9 +443,176 @@ export interface BeamSearchOptions {
   signal?: AbortSignal;
 }
 
-export interface SelfConsistencyOptions<A = unknown> extends Omit<BestOfNOptions, 'scorer'> {
+export interface SelfConsistencyOptions<A = unknown> extends Omit<BestOfNOptions, 'scorer' | 'adaptive'> {
+  /** sample in batches until P(leader's share among the top two > 1/2) = P(Binomial(a + b + 1, 1/2) <= a)
+   * reaches `confidence` (a, b: the votes of the leading answer and the runner-up; a uniform prior) */
+  adaptive?: AdaptiveSampling;
   /** pulls the answer out of a candidate's text (null / undefined: no answer) */
   extract: (text: string, candidate: Candidate) => A | null | undefined | Promise<A | null | undefined>;
+}
+
+/** One node of a tree search: a step of a path (the root: the prompt). */
+export interface TreeNode {
+  id: number;
+  /** null for the root */
+  parent: number | null;
+  depth: number;
+  /** this step's text and tokens, with their log-probabilities (their sum: logprob) */
+  text: string;
+  tokens: number[];
+  logprobs: number[];
+  logprob: number;
+  /** the whole path from the root: its text, summed log-probability and token count */
+  pathText: string;
+  pathLogprob: number;
+  pathTokens: number;
+  /** the scorer's rating (null: the root, a rollout that did not end) */
+  score: number | null;
+  /** an end: end of generation ('stop'), maxTokens ('length'), the context ('context'), maxSteps ('steps') or isFinal ('final') */
+  final: boolean;
+  finishReason: FinishReason | 'steps' | 'final' | null;
+  /** mcts: a rollout (one node for all its steps; `steps` of them), not part of the searched tree */
+  rollout: boolean;
+  steps?: number;
+  /** the search dropped this node (its sequence was freed) */
+  pruned: boolean;
+  /** the node grew children (their ids) */
+  expanded: boolean;
+  children: number[];
+  /** mcts: backups through this node and their mean value */
+  visits?: number;
+  value?: number | null;
+}
+
+export interface TreeSearchOptions extends SamplingOptions {
+  /** a step ends with the token completing one of these (default '\n'), or after maxTokensPerStep tokens */
+  step?: string | string[];
+  /** children sampled from a node that grows (1..64, default 4); a call's children decode as one batch */
+  expand?: number;
+  /** 'beam': nodes kept per depth; 'best-first': most open nodes; 'mcts': keep x expand sequences stay cached (default 2) */
+  keep?: number;
+  /** most steps on a path (default 8) */
+  maxSteps?: number;
+  /** most tokens in one step (default 32) */
+  maxTokensPerStep?: number;
+  /** default 'beam' */
+  strategy?: 'beam' | 'best-first' | 'mcts';
+  /** rates each new node by its whole path: 'mean-logprob' (default), 'total-logprob' or a function (a verifier);
+   * a throw or rejection fails the search with code 'CALLBACK' */
+  score?: 'mean-logprob' | 'total-logprob' | ((node: TreeNode) => number | Promise<number>);
+  /** the node is an answer: its path ends there */
+  isFinal?: (node: TreeNode) => boolean | Promise<boolean>;
+  /** progress: 'node' for each new scored node, 'pruned' when one is dropped */
+  onNode?: (node: TreeNode, event: 'node' | 'pruned') => void | Promise<void>;
+  /** most nodes grown (default keep x maxSteps) */
+  maxExpansions?: number;
+  /** mcts: the UCT constant c (default sqrt 2; values are scaled to [0, 1] by the scores seen) */
+  exploration?: number;
+  ignoreEos?: boolean;
+  addBos?: boolean;
+  parseSpecial?: boolean;
+  reusePrefix?: boolean;
+  signal?: AbortSignal;
+}
+
+/** The memory a search planned: `width` live sequences besides the prompt's, each at most `pathTokens` tokens past it. */
+export interface TreePlan {
+  strategy: 'beam' | 'best-first' | 'mcts';
+  width: number;
+  sequences: number;
+  pathTokens: number;
+  promptTokens: number;
+  /** promptTokens + width x pathTokens */
+  slots: number;
+}
+
+export interface TreeSearchResult {
+  /** the best-scoring final node (null only when nothing was scored); not final when the budget ended first */
+  best: TreeNode | null;
+  /** best.pathText */
+  text: string;
+  /** every explored node, by id (the root first) */
+  nodes: TreeNode[];
+  stats: {
+    strategy: 'beam' | 'best-first' | 'mcts';
+    expansions: number;
+    nodes: number;
+    finals: number;
+    /** tokens sampled, forward passes, tokens evaluated again to rebuild paths (mcts, or after other calls) */
+    tokens: number;
+    passes: number;
+    rebuiltTokens: number;
+    peakUsedSlots: number;
+    peakSequences: number;
+    plan: TreePlan;
+    contextGrown: boolean;
+    /** each worker call: nodes grown or stepped, forward passes, decode time, and the cache after it */
+    calls: { nodes: number; passes: number; decodeMs: number; usedSlots: number; liveSequences: number }[];
+    scoringMs: number;
+    wallMs: number;
+  };
+}
+
+/** An answer as deliberate's verifier sees it. */
+export interface DeliberateAnswer { text: string; tokens: number[]; logprobs: number[] }
+
+export interface DeliberateOptions extends SamplingOptions {
+  /** most tokens generated in all: the greedy answer, then each stage (default 2048) */
+  budget?: number;
+  /** the stages after the greedy answer, in order (default ['best-of-n', 'tree']); best-of-N takes at most half of
+   * what is left when a tree search follows */
+  escalate?: ('best-of-n' | 'tree')[];
+  /** the signal that an answer is uncertain: 'verifier' (default with verify), 'min-logprob' (default otherwise)
+   * or 'entropy' (mean entropy of the model's distributions at the answer's tokens: one more evaluation) */
+  uncertainty?: 'min-logprob' | 'entropy' | 'verifier';
+  /** uncertain below this min log-prob (default -3) or above this mean entropy in nats (default 1.5) */
+  threshold?: number;
+  /** accepts or rejects an answer; a throw or rejection fails the call with code 'CALLBACK' */
+  verify?: (answer: DeliberateAnswer) => Verdict | Promise<Verdict>;
+  /** the tree stage: step delimiter, children per node (default 4), nodes kept (default 2), tokens per step (default 32) */
+  step?: string | string[];
+  expand?: number;
+  keep?: number;
+  maxTokensPerStep?: number;
+  ignoreEos?: boolean;
+  addBos?: boolean;
+  parseSpecial?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface DeliberateStage {
+  stage: 'greedy' | 'best-of-n' | 'tree';
+  /** tokens this stage generated */
+  tokens: number;
+  text?: string;
+  accepted?: boolean;
+  /** the uncertainty signal of the stage's answer (verifier: 1 or 0) */
+  signal?: number;
+  /** why it was accepted or not, in words */
+  why?: string;
+  /** a stage the budget left no room for: why */
+  skipped?: string;
+  samples?: number;
+  stoppedBy?: AdaptiveStats['stoppedBy'];
+  nodes?: number;
+  expansions?: number;
+}
+
+export interface DeliberateResult {
+  /** the answer the signal rates best (accepted, when one was) */
+  text: string;
+  tokens: number[];
+  accepted: boolean;
+  /** the stage that gave it */
+  stage: DeliberateStage['stage'];
+  /** tokens generated in all (at most budget); signalTokens: tokens evaluated for the entropy signal */
+  spent: number;
+  budget: number;
+  signalTokens: number;
+  uncertainty: 'min-logprob' | 'entropy' | 'verifier';
+  threshold: number | null;
+  stages: DeliberateStage[];
+  wallMs: number;
 }
 
 export interface DistributionOptions extends Omit<SamplingOptions, 'maxTokens' | 'seed'> {
@@ -473,6 +676,11 @@ export declare class Model {
   selfConsistency<A = unknown>(prompt: string | number[], options: SelfConsistencyOptions<A>): Promise<SelfConsistencyResult<A>>;
   /** Resamples (seed, seed+1, ...) until verify accepts or maxAttempts; returns every attempt. */
   generateUntil(prompt: string | number[], options: GenerateUntilOptions): Promise<{ ok: boolean; result: Attempt | null; attempts: Attempt[] }>;
+  /** Tree search over steps: beam, best-first or MCTS; each call grows nodes as one batch sharing their paths in the cache. */
+  treeSearch(prompt: string | number[], options?: TreeSearchOptions): Promise<TreeSearchResult>;
+  /** Answers greedily; when the answer looks uncertain (its min log-prob, its mean entropy, or a verifier), spends more
+   * (adaptive best-of-N, then tree search) within a budget of tokens, and reports what it spent and why. */
+  deliberate(prompt: string | number[], options?: DeliberateOptions): Promise<DeliberateResult>;
   /** Deterministic beam search on forked sequences. */
   beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
@@ -491,7 +699,7 @@ export declare class Model {
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
   | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'INTERNAL'
-  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE'
+  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE' | 'CALLBACK'
   | (string & {});
 
 /** Every failure the package reports; `code` is stable, `option` names the option for BAD_OPTION. */
@@ -505,6 +713,9 @@ export declare class WasmlmError extends Error {
   readonly statusName?: string;
   /** BAD_OPTION for an unknown key: the closest known option, when one is close */
   readonly suggestion?: string | null;
+  /** CALLBACK: which callback failed ('score', 'isFinal', 'onNode', deliberate's 'verify'), on which node; `cause` is its error */
+  readonly callback?: string;
+  readonly node?: number;
 }
 
 export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;

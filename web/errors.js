@@ -15,6 +15,8 @@
 //   WORKER          the model's worker died
 //   UNSUPPORTED     this runtime or build lacks what was asked for (relaxed SIMD, an architecture, ...)
 //   VOCAB_MISMATCH  a draft model whose vocabulary differs from the target's
+//   CALLBACK        a caller's callback of a tree search (score, isFinal, onNode) threw or rejected: `cause` is its
+//                   error, `callback` its name, `node` the node (other methods' callbacks reject with their own error)
 //   INTERNAL        an unexpected failure inside wasmlm (a bug: please report it)
 // Engine failures (the C library's wlm_status) map to these codes, with the
 // status number in `status` and the C name in `statusName`:

@@ -10,6 +10,8 @@ import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
 import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
+import { treeSearch } from './tree.js';
+import { deliberate } from './deliberate.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
 import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
@@ -790,6 +792,16 @@ export class Model {
   async beamSearch(prompt, opts = {}) {
     this._check();
     return scaling.beamSearch(this, this._prompt(prompt), checkOptions('beamSearch', opts));
+  }
+  /** Tree search over steps (web/tree.js): each call grows nodes as one batch sharing their paths in the cache. */
+  async treeSearch(prompt, opts = {}) {
+    this._check();
+    return treeSearch(this, this._prompt(prompt), checkOptions('treeSearch', opts));
+  }
+  /** Greedy first; more compute (best-of-N, tree search) only when the answer looks uncertain, within a token budget (web/deliberate.js). */
+  async deliberate(prompt, opts = {}) {
+    this._check();
+    return deliberate(this, this._prompt(prompt), checkOptions('deliberate', opts));
   }
 
   /**
