@@ -47,6 +47,9 @@ export const FORMATS = Object.freeze({
 // value must NOT match, where the grammar's narrower forms would not do.
 const FORMAT_LENGTHS = { date: [10, 10], time: [9, Infinity], 'date-time': [20, Infinity], uuid: [36, 45], email: [3, Infinity] };
 
+/** Significant digits of a number with bounds (see number()). */
+const BOUNDED_SIGNIFICANT = 15;
+
 /** Digits allowed where the schema sets no bound: the integer part of a number, its fraction, its exponent. */
 export const NUMBER_LIMITS = Object.freeze({ intDigits: 16, fracDigits: 16, expDigits: 2 });
 
@@ -164,6 +167,28 @@ function magnitudes(iv, digits) {
   return lo > hi ? NONE : naturals(lo, hi);
 }
 
+/** Like magnitudes, one alternative per numeral length L, each followed by suffix(L). */
+function magnitudesByLength(iv, digits, suffix) {
+  if (ivEmpty(iv)) return NONE;
+  const lo = iv.lo === null || iv.lo < 0n ? 0n : iv.lo;
+  const hi = iv.hi === null ? (lo >= pow10(digits) ? pow10(String(lo).length) - 1n : pow10(digits) - 1n) : iv.hi;
+  const parts = [];
+  for (let len = String(lo).length; len <= String(hi).length; len++) {
+    const x = len === 1 ? 0n : pow10(len - 1);
+    const y = pow10(len) - 1n;
+    const a = lo > x ? lo : x;
+    const b = hi < y ? hi : y;
+    if (a <= b) parts.push(seq(naturals(a, b), suffix(len)));
+  }
+  return alt(parts);
+}
+
+/** A fraction of 1..k digits that are not all zeros (without the point). */
+function nonzeroDigits(k) {
+  const nz = cls(cs.range(0x31, 0x39));
+  return k <= 1 ? nz : alt(seq(nz, rep(DIGIT, 0, k - 1)), seq(lit('0'), nonzeroDigits(k - 1)));
+}
+
 /** Integers in [lo, hi] (BigInt or null). */
 function integers(lo, hi, digits) {
   const neg = lo === null || lo < 0n ? magnitudes(interval(hi === null ? 1n : (-hi > 1n ? -hi : 1n), lo === null ? null : -lo), digits) : NONE;
@@ -181,6 +206,7 @@ class Converter {
     this.ptrOf = new Map(); // schema object -> its JSON Pointer in the document
     this.checked = new Set();
     this.refRules = new Map(); // target pointer -> rule name
+    this.expanded = new Map(); // JSON text of a schema with $ref + siblings or allOf -> rule name
     this.walk(root, '', new Set());
   }
 
@@ -397,8 +423,15 @@ class Converter {
     if (keys.length === 0) return this.anyValue();
     if (s.$ref !== undefined && keys.length === 1) return this.refExpr(s.$ref, `${ptr}/$ref`);
     if (s.$ref !== undefined || s.allOf !== undefined) {
+      // a rule per expanded schema (by its text: merged copies of one schema share it),
+      // so that recursion through $ref-with-siblings or allOf ends at the rule
+      const key = JSON.stringify(s);
+      if (this.expanded.has(key)) return ref(this.expanded.get(key));
+      const name = this.g.reserve(hint(ptr));
+      this.expanded.set(key, name);
       const m = this.effective(s, ptr);
-      return m === false ? NONE : this.convert(m, ptr);
+      this.g.set(name, m === false ? NONE : this.convert(m, ptr));
+      return ref(name);
     }
     if (s.anyOf !== undefined || s.oneOf !== undefined) return this.alternatives(s, ptr);
     if (s.enum !== undefined || s.const !== undefined) return this.values(s, ptr);
@@ -704,6 +737,10 @@ class Converter {
     if (s.maximum !== undefined) hi = s.maximum;
     if (s.exclusiveMaximum !== undefined && s.exclusiveMaximum <= hi) { hi = s.exclusiveMaximum; hiEx = true; hiKey = 'exclusiveMaximum'; }
     const digits = NUMBER_LIMITS.intDigits;
+    // beyond 2^53 JSON.parse rounds integers, so a numeral below an exclusive bound can parse to the bound
+    for (const [v, ex, k] of [[lo, loEx, loKey], [hi, hiEx, hiKey]]) {
+      if (ex && Math.abs(v) > 2 ** 53) throw this.err(`${ptr}/${k}`, k, `${v}: an exclusive bound beyond ±2^53 is not supported (numbers there are not exact); use an inclusive bound`);
+    }
     if (integer) {
       if (lo === -Infinity && hi === Infinity) return this.integer0();
       const a = lo === -Infinity ? null : BigInt(loEx ? Math.floor(lo) + 1 : Math.ceil(lo));
@@ -729,17 +766,17 @@ class Converter {
     const posIn = interval(max(inLo, 0n), inHi); // m itself inside
     const negOpen = interval(max(neg(H), 0n), L === null ? null : -L - 1n); // (-(m+1), -m) inside
     const negIn = interval(max(neg(inHi), 1n), neg(inLo)); // -m itself inside (m >= 1: "-0" is left to "0")
-    const { fracDigits } = NUMBER_LIMITS;
-    const frac = seq(lit('.'), rep(DIGIT, 1, fracDigits));
-    const nonzeroFrac = seq(lit('.'), rep(lit('0'), 0, fracDigits - 1), cls(cs.range(0x31, 0x39)), rep(DIGIT, 0, fracDigits - 1));
-    const zeros = seq(lit('.'), rep(lit('0'), 1, fracDigits));
-    const side = (open, inside) => {
-      const both = ivIntersect(open, inside);
-      return alt(
-        seq(magnitudes(both, digits), opt(frac)),
-        ivMinus(inside, open).map((iv) => seq(magnitudes(iv, digits), opt(zeros))),
-        ivMinus(open, inside).map((iv) => seq(magnitudes(iv, digits), nonzeroFrac)));
-    };
+    // At most 15 significant digits (integer part + fraction): JSON.parse then
+    // rounds a value by less than its distance to the nearest integer, so a
+    // value inside (m, m+1) never becomes an excluded bound m or m+1.
+    const fracMax = (len) => Math.min(NUMBER_LIMITS.fracDigits, BOUNDED_SIGNIFICANT - len);
+    const frac = (len) => (fracMax(len) > 0 ? opt(seq(lit('.'), rep(DIGIT, 1, fracMax(len)))) : EPS);
+    const zeros = (len) => opt(seq(lit('.'), rep(lit('0'), 1, Math.max(1, fracMax(len)))));
+    const nonzero = (len) => (fracMax(len) > 0 ? seq(lit('.'), nonzeroDigits(fracMax(len))) : NONE);
+    const side = (open, inside) => alt(
+      magnitudesByLength(ivIntersect(open, inside), digits, frac),
+      ivMinus(inside, open).map((iv) => magnitudesByLength(iv, digits, zeros)),
+      ivMinus(open, inside).map((iv) => magnitudesByLength(iv, digits, nonzero)));
     return ref(this.g.define(`${hint(ptr)}-num`, alt(seq(lit('-'), side(negOpen, negIn)), side(posOpen, posIn))));
   }
 
