@@ -442,6 +442,23 @@ test('recursion through a $ref with sibling keywords, and through allOf, ends (r
   }
 });
 
+test('$defs named like the built-in rules (string, value, ws, ...) keep their own rules (regression)', () => {
+  const schema = {
+    $defs: { string: { type: 'integer', minimum: 7 }, value: { const: 'v' }, ws: { type: 'null' }, char: { enum: [1] }, number: { type: 'boolean' } },
+    type: 'object',
+    properties: { a: { $ref: '#/$defs/string' }, v: { $ref: '#/$defs/value' }, w: { $ref: '#/$defs/ws' }, c: { $ref: '#/$defs/char' },
+      n: { $ref: '#/$defs/number' }, b: { type: 'string' }, x: {}, y: { type: 'number' } },
+    required: ['a', 'v', 'w', 'c', 'n', 'b', 'x', 'y'],
+  };
+  const v = AJV.compile(schema);
+  const text = jsonSchemaToGbnf(schema);
+  const rec = new Recognizer(text);
+  assert.ok(rec.accepts('{"a":7,"v":"v","w":null,"c":1,"n":true,"b":"s","x":[1],"y":1.5}'));
+  assert.ok(!rec.accepts('{"a":"s","v":"v","w":null,"c":1,"n":true,"b":"s","x":[1],"y":1.5}'));
+  const gen = new Generator(text, { seed: 5 });
+  for (let k = 0; k < 100; k++) { const s = gen.next(); assert.ok(v(JSON.parse(s)), s); }
+});
+
 test('recursion with a way out keeps only the finite alternatives', () => {
   // the self-referencing branch of the anyOf can never finish; the other one remains
   const text = jsonSchemaToGbnf({ $defs: { loop: { type: 'array', items: { $ref: '#/$defs/loop' }, minItems: 1 } }, anyOf: [{ $ref: '#/$defs/loop' }, { type: 'null' }] });

@@ -202,6 +202,7 @@ export class Grammar {
   constructor() {
     this.rules = new Map(); // name -> expression (null while being built)
     this.byBody = new Map(); // printed body -> name, for sharing
+    this.builtins = new Map(); // hint of a constant rule -> its name
   }
 
   /** A fresh name from a hint (its first use keeps the hint as is). */
@@ -229,13 +230,17 @@ export class Grammar {
     return name;
   }
 
-  /** The rule named `name`, defined by `build()` on first use (a constant rule such as `ws`). */
-  named(name, build) {
-    if (!this.rules.has(name)) {
-      this.rules.set(name, null);
-      this.rules.set(name, build());
+  /**
+   * A constant rule (such as `ws`), defined by `build()` on first use under
+   * `hint`, or a variant of it when a rule of that name already exists.
+   */
+  named(hint, build) {
+    if (!this.builtins.has(hint)) {
+      const name = this.reserve(hint);
+      this.builtins.set(hint, name);
+      this.set(name, build());
     }
-    return ref(name);
+    return ref(this.builtins.get(hint));
   }
 
   /**
