@@ -400,7 +400,8 @@ test('errors: an unsupported keyword names itself and its JSON Pointer, at any d
   schemaError({ $ref: '#/$defs/missing' }, '/$ref', '$ref', /does not resolve/);
   schemaError({ $ref: '#node' }, '/$ref', '$ref', /anchors/);
   schemaError({ oneOf: [{ type: 'string' }], anyOf: [{ type: 'string' }] }, '/oneOf', 'oneOf');
-  schemaError({ enum: ['a', 'b'], minLength: 1 }, '/minLength', 'minLength', /beside enum/);
+  schemaError({ enum: ['a', 'b'], properties: { a: {} } }, '/properties', 'properties', /beside enum/);
+  schemaError({ enum: ['a', 'b'], format: 'hostname' }, '/format', 'format', /not supported/);
   schemaError({ type: 'string', pattern: '^a$', format: 'date' }, '/pattern', 'pattern');
   // inside anyOf / oneOf branches joined with their siblings, and allOf branches
   schemaError({ type: 'object', oneOf: [{ properties: { a: { const: 1 } }, required: ['a'] }, { minProperties: 1 }] }, '/oneOf/1/minProperties', 'minProperties');
@@ -420,6 +421,7 @@ test('errors: schemas no value satisfies are refused, naming where', () => {
   schemaError({ properties: { a: false }, required: ['a'] }, '/required', 'required');
   schemaError({ properties: {}, required: ['a'], additionalProperties: false }, '/required', 'required');
   schemaError({ type: 'integer', enum: ['a', 'b'] }, '/enum', 'enum');
+  schemaError({ enum: ['abc', 5], maxLength: 2, minimum: 6 }, '/enum', 'enum');
   schemaError({ allOf: [{ type: 'string' }, { type: 'integer' }] }, '/allOf', 'allOf', /no common type/);
   schemaError({ allOf: [{ properties: { a: { type: 'string' } }, additionalProperties: false }, { required: ['b'] }] }, '/allOf', 'allOf', /forbidden/);
   schemaError({ $defs: { n: { type: 'object', properties: { next: { $ref: '#/$defs/n' } }, required: ['next'] } }, $ref: '#/$defs/n' }, '', null, /\/\$defs\/n.*infinitely deep/);

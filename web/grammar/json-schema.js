@@ -466,15 +466,33 @@ class Converter {
   }
 
   values(s, ptr) {
+    const simple = ['type', 'enum', 'const', ...TYPE_KEYWORDS.string, ...TYPE_KEYWORDS.number];
     for (const k of Object.keys(s)) {
-      if (!IGNORED.has(k) && k !== 'type' && k !== 'enum' && k !== 'const') {
-        throw this.err(`${ptr}/${escPtr(k)}`, k, 'beside enum / const only "type" is supported (list the allowed values instead)');
+      if (!IGNORED.has(k) && !simple.includes(k)) {
+        throw this.err(`${ptr}/${escPtr(k)}`, k, 'beside enum / const only type and the string and number keywords are supported (list the allowed values instead)');
       }
     }
     let vals = s.enum ?? [s.const];
     if (s.enum !== undefined && s.const !== undefined) vals = vals.filter((v) => deepEqual(v, s.const));
     const types = typeList(s.type);
     if (types) vals = vals.filter((v) => typeAccepts(types, v));
+    // the listed values are known: keep those the string / number keywords accept
+    let re = null;
+    if (s.pattern !== undefined) {
+      try { re = new RegExp(s.pattern, 'u'); } catch (e) { throw this.err(`${ptr}/pattern`, 'pattern', `${describe(s.pattern)}: not a valid regular expression (${e.message})`); }
+    }
+    if (s.format !== undefined && !FORMATS[s.format]) throw this.err(`${ptr}/format`, 'format', `format ${describe(s.format)} is not supported (supported: ${Object.keys(FORMATS).join(', ')})`);
+    const fmt = s.format !== undefined ? new RegExp(FORMATS[s.format], 'u') : null; // the grammar's own forms: a value kept here surely validates
+    const lo = numLow(s);
+    const hi = numHigh(s);
+    vals = vals.filter((v) => {
+      if (typeof v === 'string') {
+        const n = cpLength(v);
+        return n >= (s.minLength ?? 0) && n <= (s.maxLength ?? Infinity) && (!re || re.test(v)) && (!fmt || fmt.test(v));
+      }
+      if (typeof v === 'number') return (v > lo.v || (v === lo.v && !lo.ex)) && (v < hi.v || (v === hi.v && !hi.ex));
+      return true;
+    });
     if (vals.length === 0) throw this.err(`${ptr}/${s.enum !== undefined ? 'enum' : 'const'}`, s.enum !== undefined ? 'enum' : 'const', 'no listed value satisfies the schema\'s other keywords, so no value validates');
     return alt(vals.map((v) => this.valueExpr(v)));
   }
