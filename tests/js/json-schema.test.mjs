@@ -360,6 +360,13 @@ test('GBNF text: one ASCII rule per line, names of [a-z0-9-], root first, every 
     for (const l of lines) assert.match(l, /^[a-z][a-z0-9-]* ::= \S/);
     const { rules } = parseGbnf(text);
     assert.equal(rules.size, lines.length);
+    // no empty literal, no `.` (docs/json-schema.md: the GBNF it writes)
+    const walk = (e) => {
+      assert.ok(!(e.type === 'lit' && e.cps.length === 0) && e.type !== 'any', text);
+      if (e.type === 'seq' || e.type === 'alt') e.items.forEach(walk);
+      if (e.type === 'rep') walk(e.e);
+    };
+    rules.forEach(walk);
     // every rule can finish (no dead ends a sampler could walk into)
     const gen = new Generator(text);
     for (const name of rules.keys()) assert.ok(gen.height.get(name) < Infinity, name);
