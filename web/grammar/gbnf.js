@@ -165,11 +165,22 @@ function printClass(set) {
 
 const PREC = { alt: 0, seq: 1, rep: 2, lit: 3, cls: 3, ref: 3 };
 
+const printed = new WeakMap(); // expressions are never changed once built: their text is kept
+
 /** GBNF text of one expression. */
 export function print(e, outer = 0) {
+  let s = printed.get(e);
+  if (s === undefined) {
+    s = printBare(e);
+    printed.set(e, s);
+  }
+  return PREC[e.t] < outer ? '(' + s + ')' : s;
+}
+
+function printBare(e) {
   let s;
   switch (e.t) {
-    case 'lit': s = '"' + [...e.s].map((c) => escapeCp(c.codePointAt(0), false)).join('') + '"'; break;
+    case 'lit': s = '"' + (/^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/.test(e.s) ? e.s : [...e.s].map((c) => escapeCp(c.codePointAt(0), false)).join('')) + '"'; break;
     case 'cls': s = e.set.length === 1 && e.set[0][0] === e.set[0][1] ? print(lit(String.fromCodePoint(e.set[0][0]))) : printClass(e.set); break;
     case 'ref': s = e.name; break;
     case 'seq': s = e.items.map((x) => print(x, PREC.seq + 1)).join(' '); break;
@@ -185,7 +196,7 @@ export function print(e, outer = 0) {
     }
     default: throw new Error(`gbnf: unknown expression ${e.t}`);
   }
-  return PREC[e.t] < outer ? '(' + s + ')' : s;
+  return s;
 }
 
 // ---- a grammar: named rules ------------------------------------------------------
