@@ -6,7 +6,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { jsonSchemaToGbnf, jsonGrammar, JSON_VALUE_GBNF, JSON_OBJECT_GBNF, FORMATS } from '../../web/grammar/json-schema.js';
+import { jsonSchemaToGbnf, jsonGrammar, FORMATS } from '../../web/grammar/json-schema.js';
 import { WasmlmError } from '../../web/errors.js';
 import { parseGbnf, Recognizer, Generator, rng } from './gbnf-reference.mjs';
 import { CORPUS } from './fixtures/json-schemas.mjs';
@@ -53,7 +53,7 @@ test('reference: a multi-line arithmetic grammar with comments, recursion and cl
   const r = new Recognizer(g);
   for (const s of ['1', '1+2*3', '(1+2)*3', '-(4.25/2)-1', '((1))']) assert.ok(r.accepts(s), s);
   for (const s of ['', '1+', '(1', '1.2345', '1..2', 'a', '1 + 2']) assert.ok(!r.accepts(s), s);
-  const gen = new Generator(g, { seed: 3 });
+  const gen = new Generator(g, { seed: 3, maxDepth: 6 });
   const seen = new Set();
   for (let k = 0; k < 100; k++) {
     const s = gen.next();
@@ -317,8 +317,10 @@ test('strings: every JSON escape is accepted, one unit per code point; lone surr
 // ---- plain JSON mode -----------------------------------------------------------------
 
 test('json mode: any JSON value / any JSON object; invalid JSON rejected', () => {
-  assert.equal(JSON_VALUE_GBNF, jsonGrammar());
-  assert.equal(JSON_OBJECT_GBNF, jsonGrammar({ object: true }));
+  const JSON_VALUE_GBNF = jsonGrammar();
+  const JSON_OBJECT_GBNF = jsonGrammar({ object: true });
+  assert.equal(JSON_VALUE_GBNF, jsonSchemaToGbnf({}));
+  assert.equal(JSON_OBJECT_GBNF, jsonSchemaToGbnf({ type: 'object' }));
   const anyValue = new Recognizer(JSON_VALUE_GBNF);
   const anyObject = new Recognizer(JSON_OBJECT_GBNF);
   const r = rng(21);
@@ -616,5 +618,7 @@ test('numbers near exclusive bounds: no numeral parses onto the bound (15 signif
 test('options: unknown or out-of-range options are BAD_OPTION', () => {
   for (const opts of [{ whitespace: 'pretty' }, { maxIndent: -1 }, { maxIndent: 1.5 }, { indent: 2 }, 'compact']) {
     assert.throws(() => jsonSchemaToGbnf({}, opts), (e) => e.code === 'BAD_OPTION', JSON.stringify(opts));
+    assert.throws(() => jsonGrammar(opts), (e) => e.code === 'BAD_OPTION', JSON.stringify(opts));
   }
+  assert.throws(() => jsonGrammar({ object: 'yes' }), (e) => e.code === 'BAD_OPTION' && e.option === 'object');
 });

@@ -1011,14 +1011,19 @@ export function jsonSchemaToGbnf(schema, options) {
   return g.toString();
 }
 
+const jsonGrammars = new Map();
+
 /**
  * The plain JSON mode grammars (`json: true`): any JSON value, or with
- * `object: true` any JSON object; same whitespace options as jsonSchemaToGbnf.
+ * `object: true` any JSON object; same whitespace options as
+ * jsonSchemaToGbnf. Built on first use and kept.
  */
-export function jsonGrammar({ object = false, ...options } = {}) {
-  return jsonSchemaToGbnf(object ? { type: 'object' } : true, options);
+export function jsonGrammar(options = {}) {
+  if (options === null || typeof options !== 'object') throw badOption('options', options, 'an object');
+  const { object = false, ...rest } = options;
+  if (typeof object !== 'boolean') throw badOption('object', object, 'true or false');
+  const o = checkOptions(rest);
+  const key = `${object}:${o.whitespace}:${o.maxIndent}`;
+  if (!jsonGrammars.has(key)) jsonGrammars.set(key, jsonSchemaToGbnf(object ? { type: 'object' } : true, o));
+  return jsonGrammars.get(key);
 }
-
-/** Any JSON value / any JSON object, default whitespace policy. */
-export const JSON_VALUE_GBNF = jsonGrammar();
-export const JSON_OBJECT_GBNF = jsonGrammar({ object: true });
