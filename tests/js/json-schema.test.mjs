@@ -15,8 +15,9 @@ const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const addFormats = addFormatsModule.default ?? addFormatsModule;
 
 function newAjv() {
-  // strict: a typo in a corpus schema is an error rather than an ignored keyword
-  const ajv = new Ajv2020({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false });
+  // strict: a typo in a corpus schema is an error rather than an ignored keyword; ownProperties:
+  // a property named like one of Object.prototype's (hasOwnProperty) is only the value's own
+  const ajv = new Ajv2020({ strict: true, strictTypes: false, strictTuples: false, strictRequired: false, ownProperties: true });
   addFormats(ajv);
   return ajv;
 }
@@ -468,6 +469,23 @@ test('$defs named like the built-in rules (string, value, ws, ...) keep their ow
   assert.ok(!rec.accepts('{"a":"s","v":"v","w":null,"c":1,"n":true,"b":"s","x":[1],"y":1.5}'));
   const gen = new Generator(text, { seed: 5 });
   for (let k = 0; k < 100; k++) { const s = gen.next(); assert.ok(v(JSON.parse(s)), s); }
+});
+
+test('property and format names of Object.prototype (constructor, toString, __proto__) are ordinary names (regression)', () => {
+  for (const schema of [
+    { type: 'object', properties: { a: { type: 'integer' } }, required: ['a', 'constructor'] },
+    { type: 'object', properties: { toString: { type: 'string' }, ['__proto__']: { type: 'integer' } }, required: ['toString', '__proto__'] },
+    { allOf: [{ type: 'object', properties: { constructor: { type: 'integer' } }, required: ['constructor'] }, { properties: { hasOwnProperty: { type: 'null' } }, additionalProperties: { type: 'integer' } }] },
+    { oneOf: [{ type: 'object', properties: { valueOf: { const: 1 } }, required: ['valueOf'] }, { type: 'object', properties: { valueOf: { const: 2 } }, required: ['valueOf'] }] },
+  ]) {
+    const json = JSON.parse(JSON.stringify(schema)); // __proto__ as an own key, as JSON.parse makes it
+    const v = AJV.compile(json);
+    const text = jsonSchemaToGbnf(json);
+    const gen = new Generator(text, { seed: 6 });
+    for (let k = 0; k < 100; k++) { const s = gen.next(); assert.ok(v(JSON.parse(s)), `${JSON.stringify(json)}: ${s}`); }
+  }
+  schemaError({ type: 'string', format: 'constructor' }, '/format', 'format', /not supported/);
+  schemaError({ enum: ['a'], format: 'toString' }, '/format', 'format', /not supported/);
 });
 
 test('recursion with a way out keeps only the finite alternatives', () => {

@@ -55,6 +55,8 @@ export const NUMBER_LIMITS = Object.freeze({ intDigits: 16, fracDigits: 16, expD
 
 const DEFAULT_OPTIONS = Object.freeze({ whitespace: 'flexible', maxIndent: 24 });
 
+/** An own property (a schema may name a property `constructor` or `__proto__`). */
+const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
 const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 const escPtr = (s) => String(s).replace(/~/g, '~0').replace(/\//g, '~1');
 const showPtr = (p) => (p === '' ? 'the root' : p);
@@ -352,7 +354,7 @@ class Converter {
         if (k === 'anyOf') { anyOfs.push(v); continue; }
         if (k === 'oneOf') { oneOfs.push(v); continue; }
         if (k === 'additionalProperties') { if (v !== true) extra.push({ v, props: c.properties ?? {} }); continue; }
-        if (!(k in out)) { out[k] = k === 'properties' ? { ...v } : k === 'required' ? [...v] : k === 'type' ? typeList(v) : v; continue; }
+        if (!has(out, k)) { out[k] = k === 'properties' ? { ...v } : k === 'required' ? [...v] : k === 'type' ? typeList(v) : v; continue; }
         switch (k) {
           case 'type': {
             const mine = typeList(v);
@@ -367,7 +369,7 @@ class Converter {
           case 'const': if (!deepEqual(out.const, v)) throw this.err(`${ptr}/allOf`, 'allOf', 'branches set different "const" values, so no value validates'); break;
           case 'properties':
             for (const [name, sub] of Object.entries(v)) {
-              out.properties[name] = name in out.properties && !deepEqual(out.properties[name], sub) ? { allOf: [out.properties[name], sub] } : sub;
+              out.properties[name] = has(out.properties, name) && !deepEqual(out.properties[name], sub) ? { allOf: [out.properties[name], sub] } : sub;
             }
             break;
           case 'required': for (const n of v) if (!out.required.includes(n)) out.required.push(n); break;
@@ -378,7 +380,7 @@ class Converter {
         }
       }
     }
-    if ('const' in out) {
+    if (has(out, 'const')) {
       out.enum = (out.enum ?? [out.const]).filter((x) => deepEqual(x, out.const));
       delete out.const;
     }
@@ -389,11 +391,11 @@ class Converter {
       const names = [...new Set([...Object.keys(props), ...(out.required ?? [])])];
       for (const { v, props: own } of extra) {
         for (const name of names) {
-          if (name in own) continue;
+          if (has(own, name)) continue;
           if (v === false) {
             if ((out.required ?? []).includes(name)) throw this.err(`${ptr}/allOf`, 'allOf', `property "${name}" is required by one branch and forbidden by another's additionalProperties: false`);
             props[name] = false;
-          } else props[name] = name in props ? { allOf: [props[name], v] } : v;
+          } else props[name] = has(props, name) ? { allOf: [props[name], v] } : v;
         }
       }
       out.properties = props;
@@ -481,7 +483,7 @@ class Converter {
     if (s.pattern !== undefined) {
       try { re = new RegExp(s.pattern, 'u'); } catch (e) { throw this.err(`${ptr}/pattern`, 'pattern', `${describe(s.pattern)}: not a valid regular expression (${e.message})`); }
     }
-    if (s.format !== undefined && !FORMATS[s.format]) throw this.err(`${ptr}/format`, 'format', `format ${describe(s.format)} is not supported (supported: ${Object.keys(FORMATS).join(', ')})`);
+    if (s.format !== undefined && !has(FORMATS, s.format)) throw this.err(`${ptr}/format`, 'format', `format ${describe(s.format)} is not supported (supported: ${Object.keys(FORMATS).join(', ')})`);
     const fmt = s.format !== undefined ? new RegExp(FORMATS[s.format], 'u') : null; // the grammar's own forms: a value kept here surely validates
     const lo = numLow(s);
     const hi = numHigh(s);
@@ -607,7 +609,7 @@ class Converter {
       members.push({ name, value, req });
     }
     for (const name of required) {
-      if (name in props) continue;
+      if (has(props, name)) continue;
       if (addl === false) throw this.err(`${ptr}/required`, 'required', `property "${name}" is required but not declared, and additionalProperties is false`);
       const value = addl === undefined || addl === true ? this.anyValue() : this.convert(addl, `${ptr}/additionalProperties`);
       if (isNone(value)) throw this.err(`${ptr}/required`, 'required', `property "${name}" is required but additionalProperties admits no value`);
@@ -706,7 +708,7 @@ class Converter {
     let source;
     let keyword;
     if (s.format !== undefined) {
-      source = FORMATS[s.format];
+      source = has(FORMATS, s.format) ? FORMATS[s.format] : undefined;
       keyword = 'format';
       if (!source) throw this.err(`${ptr}/format`, 'format', `format ${describe(s.format)} is not supported (supported: ${Object.keys(FORMATS).join(', ')})`);
     } else if (s.pattern !== undefined) { source = s.pattern; keyword = 'pattern'; }
@@ -844,10 +846,10 @@ class Converter {
         const greq = g.required ?? [];
         const gExtra = g.additionalProperties === true || isObj(g.additionalProperties) ||
           (g.additionalProperties === undefined && g.properties === undefined && g.required === undefined);
-        const gSchema = (p) => (p in gp ? gp[p] : g.additionalProperties === undefined ? true : g.additionalProperties);
-        const aSchema = (p) => (p in ap ? ap[p] : a.additionalProperties === undefined ? true : a.additionalProperties);
+        const gSchema = (p) => (has(gp, p) ? gp[p] : g.additionalProperties === undefined ? true : g.additionalProperties);
+        const aSchema = (p) => (has(ap, p) ? ap[p] : a.additionalProperties === undefined ? true : a.additionalProperties);
         for (const p of greq) if (!this.mayOverlap(gSchema(p), aSchema(p), depth + 1)) return false;
-        for (const p of a.required ?? []) if (!(p in gp) && !greq.includes(p) && !gExtra) return false;
+        for (const p of a.required ?? []) if (!has(gp, p) && !greq.includes(p) && !gExtra) return false;
         return true;
       }
       case 'array': {
@@ -866,8 +868,8 @@ class Converter {
       }
       case 'string': {
         // lengths: what g's grammar produces (its own format forms) against what a accepts
-        const [gmin, gmax] = stringLengths(g, g.format !== undefined ? FORMATS[g.format] : g.pattern, null);
-        const [amin, amax] = stringLengths(a, a.pattern, a.format !== undefined ? FORMAT_LENGTHS[a.format] : null);
+        const [gmin, gmax] = stringLengths(g, g.format !== undefined && has(FORMATS, g.format) ? FORMATS[g.format] : g.pattern, null);
+        const [amin, amax] = stringLengths(a, a.pattern, a.format !== undefined && has(FORMAT_LENGTHS, a.format) ? FORMAT_LENGTHS[a.format] : null);
         return !(gmax < amin || gmin > amax);
       }
       case 'integer': case 'number': {
@@ -905,10 +907,10 @@ class Converter {
       const prefix = s.prefixItems ?? [];
       if (v.some((x, k) => { const e = k < prefix.length ? prefix[k] : s.items; return e !== undefined && this.rejects(e, x, depth + 1); })) return true;
     } else if (isObj(v)) {
-      if ((s.required ?? []).some((p) => !(p in v))) return true;
+      if ((s.required ?? []).some((p) => !has(v, p))) return true;
       const props = s.properties ?? {};
       for (const [k, x] of Object.entries(v)) {
-        const e = k in props ? props[k] : s.additionalProperties;
+        const e = has(props, k) ? props[k] : s.additionalProperties;
         if (e !== undefined && this.rejects(e, x, depth + 1)) return true;
       }
     }
@@ -973,7 +975,7 @@ function checkOptions(opts) {
   if (opts === undefined || opts === null) return DEFAULT_OPTIONS;
   if (!isObj(opts)) throw badOption('options', opts, 'an object');
   for (const k of Object.keys(opts)) {
-    if (!(k in DEFAULT_OPTIONS)) throw badOption(k, opts[k], `unknown option (known: ${Object.keys(DEFAULT_OPTIONS).join(', ')})`);
+    if (!has(DEFAULT_OPTIONS, k)) throw badOption(k, opts[k], `unknown option (known: ${Object.keys(DEFAULT_OPTIONS).join(', ')})`);
   }
   const o = { ...DEFAULT_OPTIONS };
   for (const [k, v] of Object.entries(opts)) if (v !== undefined) o[k] = v;
