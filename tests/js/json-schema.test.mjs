@@ -484,6 +484,13 @@ test('property and format names of Object.prototype (constructor, toString, __pr
     const gen = new Generator(text, { seed: 6 });
     for (let k = 0; k < 100; k++) { const s = gen.next(); assert.ok(v(JSON.parse(s)), `${JSON.stringify(json)}: ${s}`); }
   }
+  // a merged "__proto__" property (ajv itself mishandles "__proto__" beside additionalProperties: checked by hand)
+  const proto = new Recognizer(jsonSchemaToGbnf(JSON.parse('{"allOf":[{"properties":{"__proto__":{"type":"integer"}},"required":["__proto__"]},' +
+    '{"properties":{"__proto__":{"minimum":3}},"additionalProperties":false}]}')));
+  assert.ok(proto.accepts('{"__proto__":7}') && !proto.accepts('{"__proto__":2}') && !proto.accepts('{}') && !proto.accepts('{"__proto__":7.5}'));
+  const protoExtra = new Recognizer(jsonSchemaToGbnf(JSON.parse('{"allOf":[{"properties":{"a":{"type":"null"}},"additionalProperties":{"type":"integer","maximum":2}},' +
+    '{"properties":{"__proto__":{"minimum":1}},"required":["__proto__"]}]}')));
+  assert.ok(protoExtra.accepts('{"__proto__":2}') && !protoExtra.accepts('{"__proto__":3}') && !protoExtra.accepts('{"__proto__":0}') && !protoExtra.accepts('{"a":null}'));
   schemaError({ type: 'string', format: 'constructor' }, '/format', 'format', /not supported/);
   schemaError({ enum: ['a'], format: 'toString' }, '/format', 'format', /not supported/);
 });

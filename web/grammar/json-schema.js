@@ -57,6 +57,8 @@ const DEFAULT_OPTIONS = Object.freeze({ whitespace: 'flexible', maxIndent: 24 })
 
 /** An own property (a schema may name a property `constructor` or `__proto__`). */
 const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+/** Sets an own property, even one named `__proto__`. */
+const put = (o, k, v) => Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
 const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 const escPtr = (s) => String(s).replace(/~/g, '~0').replace(/\//g, '~1');
 const showPtr = (p) => (p === '' ? 'the root' : p);
@@ -369,7 +371,7 @@ class Converter {
           case 'const': if (!deepEqual(out.const, v)) throw this.err(`${ptr}/allOf`, 'allOf', 'branches set different "const" values, so no value validates'); break;
           case 'properties':
             for (const [name, sub] of Object.entries(v)) {
-              out.properties[name] = has(out.properties, name) && !deepEqual(out.properties[name], sub) ? { allOf: [out.properties[name], sub] } : sub;
+              put(out.properties, name, has(out.properties, name) && !deepEqual(out.properties[name], sub) ? { allOf: [out.properties[name], sub] } : sub);
             }
             break;
           case 'required': for (const n of v) if (!out.required.includes(n)) out.required.push(n); break;
@@ -394,8 +396,8 @@ class Converter {
           if (has(own, name)) continue;
           if (v === false) {
             if ((out.required ?? []).includes(name)) throw this.err(`${ptr}/allOf`, 'allOf', `property "${name}" is required by one branch and forbidden by another's additionalProperties: false`);
-            props[name] = false;
-          } else props[name] = has(props, name) ? { allOf: [props[name], v] } : v;
+            put(props, name, false);
+          } else put(props, name, has(props, name) ? { allOf: [props[name], v] } : v);
         }
       }
       out.properties = props;
