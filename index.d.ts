@@ -698,7 +698,7 @@ export declare class Model {
  */
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
-  | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'INTERNAL'
+  | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'BAD_SCHEMA' | 'INTERNAL'
   | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE' | 'CALLBACK'
   | (string & {});
 
@@ -716,7 +716,25 @@ export declare class WasmlmError extends Error {
   /** CALLBACK: which callback failed ('score', 'isFinal', 'onNode', deliberate's 'verify'), on which node; `cause` is its error */
   readonly callback?: string;
   readonly node?: number;
+  /** BAD_SCHEMA: the JSON Schema keyword at fault (null when the schema as a whole is) */
+  readonly keyword?: string | null;
+  /** BAD_SCHEMA: JSON Pointer of that keyword in the schema ('' for the whole schema) */
+  readonly path?: string;
 }
+
+/** Options of jsonSchemaToGbnf / jsonGrammar (docs/json-schema.md). */
+export interface JsonGrammarOptions {
+  /** 'flexible' (default): after { [ , : and before } ] nothing, one space, or a newline and up to
+   * maxIndent spaces/tabs; 'compact': no whitespace at all. */
+  whitespace?: 'flexible' | 'compact';
+  /** Spaces/tabs allowed after a newline in 'flexible' mode, 0..256; default 24. */
+  maxIndent?: number;
+}
+/** GBNF text (start rule `root`) whose every sentence is JSON valid against `schema` (the JSON Schema
+ * 2020-12 subset of docs/json-schema.md); BAD_SCHEMA naming the keyword and its JSON Pointer otherwise. */
+export declare function jsonSchemaToGbnf(schema: object | boolean, options?: JsonGrammarOptions): string;
+/** GBNF text for any JSON value, or with `object: true` any JSON object. */
+export declare function jsonGrammar(options?: JsonGrammarOptions & { object?: boolean }): string;
 
 export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;
 

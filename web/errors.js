@@ -17,6 +17,9 @@
 //   VOCAB_MISMATCH  a draft model whose vocabulary differs from the target's
 //   CALLBACK        a caller's callback of a tree search (score, isFinal, onNode) threw or rejected: `cause` is its
 //                   error, `callback` its name, `node` the node (other methods' callbacks reject with their own error)
+//   BAD_SCHEMA      a JSON Schema that cannot be turned into a grammar: an unsupported keyword,
+//                   format or pattern construct, or no value can satisfy it; `keyword` names the
+//                   keyword and `path` its JSON Pointer in the schema (docs/json-schema.md)
 //   INTERNAL        an unexpected failure inside wasmlm (a bug: please report it)
 // Engine failures (the C library's wlm_status) map to these codes, with the
 // status number in `status` and the C name in `statusName`:

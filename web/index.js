@@ -24,6 +24,7 @@ export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
 export { resolveModel, registryEntries, isHubId, parseHubId, resolveHubId };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 export { checkSha256, REGISTRY_TIMEOUT_MS };
+export { jsonSchemaToGbnf, jsonGrammar } from './grammar/json-schema.js';
 
 
 /** Default context options. */
