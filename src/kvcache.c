@@ -52,7 +52,9 @@
  * taken and dropped in position order (the search starts after the last
  * row taken, and a rewind frees the newest rows, just behind it), so the
  * ring holds the last n_ring positions: a rewind of up to n_batch
- * positions, and any rewind into the last chunk, always succeeds. */
+ * positions always succeeds. A rewind into a sequence's last chunk does
+ * too (its rows were only dropped for queries before that chunk), until
+ * other sequences' chunks drop more. */
 #include "ctx.h"
 
 uint32_t wlm_kv_ring_rows(const wlm_model *m, const wlm_ctx_params *p) {

@@ -229,10 +229,11 @@ WLM_API wlm_status wlm_seq_remove(wlm_ctx *c, uint32_t seq, wlm_err *err);
  * With a window ring (wlm_ctx_window_rows > 0) the sliding-window layers
  * drop the positions no window sees any more, so a rewind needs the
  * window - 1 positions before pos to be still there: always true back to
- * the first token of the last chunk evaluated for seq (a speculative
- * rollback), and in one-sequence decoding for the last n_batch positions;
- * deeper it fails with WLM_ERR_STATE naming the lowest position possible,
- * changing nothing (evaluate again from 0, or plan with swa_full). */
+ * the first token of the last chunk evaluated for seq if no other sequence
+ * was evaluated since (a speculative rollback), and with one sequence for
+ * the last n_batch positions; deeper it fails with WLM_ERR_STATE naming
+ * the lowest position possible, changing nothing (evaluate again from 0,
+ * or plan with swa_full). */
 WLM_API wlm_status wlm_seq_truncate(wlm_ctx *c, uint32_t seq, uint32_t pos, wlm_err *err);
 WLM_API uint32_t wlm_seq_pos(const wlm_ctx *c, uint32_t seq);  /* next position of seq */
 WLM_API uint32_t wlm_ctx_free_slots(const wlm_ctx *c);          /* cache slots no sequence uses */
