@@ -49,6 +49,11 @@ export interface LoadOptions {
    * speculative decoding re-plan the context once when they need more (sequences, cache
    * slots or logits rows); set this to size everything before the first generation. */
   maxSequences?: number;
+  /** Sliding-window layers (Gemma 2/3, Mistral-style): 'window' (default) keeps only the
+   * positions their window still sees, in a ring of maxSequences x (window - 1) + batchSize
+   * rows (less memory; a rewind deeper than the ring holds, as prefix reuse may ask, evaluates
+   * the prompt again); 'full' keeps every position, as the other layers do. */
+  windowCache?: 'window' | 'full';
   /** Limit of the engine's memory in bytes (default: the wasm32 maximum, 4 GiB). */
   memoryLimit?: number;
   onProgress?: (p: LoadProgress) => void;
@@ -258,7 +263,8 @@ export interface ModelInfo {
   parts: number;
   paramCount: number;
   hparams: HParams;
-  context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide' };
+  /** windowRows: rows the sliding-window layers keep (0: one per position, as the other layers) */
+  context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide'; windowCache: 'window' | 'full'; windowRows: number };
   metadata: Record<string, MetadataValue>;
   tensors: TensorInfo[];
   /** Browsers, URL sources: true when the bytes came from the model cache (web/cache.js), false when fetched. */

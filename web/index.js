@@ -421,7 +421,7 @@ async function resolveSource(source, options) {
 
 function ctxOptions(options) {
   const o = {};
-  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit', 'maxSequences']) if (options[k] != null) o[k] = options[k];
+  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit', 'maxSequences', 'windowCache']) if (options[k] != null) o[k] = options[k];
   return o;
 }
 

@@ -91,6 +91,7 @@ export const OPTIONS = Object.freeze({
   onFull: opt('enum', "when the context is full: 'error' (finishReason 'context') or 'slide' (drop the oldest after nKeep)", { values: ['error', 'slide'], default: 'error' }),
   nKeep: opt('int', "with onFull 'slide': first positions never dropped", { min: 0, max: 2 ** 24, default: 0 }),
   maxSequences: opt('int', 'sequences the cache is planned for up front', { min: 1, max: 64, default: 1 }),
+  windowCache: opt('enum', "sliding-window layers (Gemma 2/3, Mistral-style): 'window' keeps only the positions their window still sees (less memory; a deeper rewind evaluates the prompt again), 'full' keeps every position", { values: ['window', 'full'], default: 'window' }),
   memoryLimit: opt('int', 'limit of the engine memory in bytes (default: the wasm32 maximum, 4 GiB)', { min: 65536, max: 2 ** 32 }),
   onProgress: opt('function', "called with {loaded, total, rate} while the model downloads (phase 'download', Node cache) and loads; rate in bytes/s", { side: 'caller' }),
   modelDir: opt('string', 'directory (browsers: URL prefix) holding NAME.gguf for registry names'),
@@ -178,7 +179,7 @@ const TREE = [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix',
 
 /** The options each public method accepts. */
 export const METHODS = Object.freeze({
-  loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'memoryLimit',
+  loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'windowCache', 'memoryLimit',
     'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'wasm', 'timeout', 'signal'],
   generate: GENERATE,
   complete: [...GENERATE, 'onToken'],
