@@ -84,6 +84,13 @@ export interface LoadOptions {
    * a mirror, or a local server in tests. Listing: GET {hubUrl}/api/models/OWNER/REPO/tree/REVISION;
    * files: {hubUrl}/OWNER/REPO/resolve/REVISION/PATH. */
   hubUrl?: string;
+  /** Access token for gated or private repositories of 'hf:' ids (printable ASCII, no spaces: BAD_OPTION
+   * otherwise, never echoed). Sent as 'Authorization: Bearer TOKEN' only to the hub's own origin (the
+   * listing and the resolve URLs), never to the CDN a resolve URL redirects to nor any other URL, and
+   * never written into a message, a cache key, a record, a progress event or `info`. Node default: env
+   * WASMLM_HUB_TOKEN, else env HF_TOKEN when the hub is https://huggingface.co. A refusal (HTTP 401 / 403)
+   * is UNAUTHORIZED, saying whether a token was sent and what to do (set a token; accept the model's licence). */
+  hubToken?: string;
   /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
   wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
   signal?: AbortSignal;
@@ -704,7 +711,7 @@ export declare class Model {
  */
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
-  | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'BAD_SCHEMA' | 'INTERNAL'
+  | 'NETWORK' | 'NOT_FOUND' | 'UNAUTHORIZED' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'BAD_SCHEMA' | 'INTERNAL'
   | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE' | 'CALLBACK'
   | (string & {});
 
@@ -726,6 +733,10 @@ export declare class WasmlmError extends Error {
   readonly keyword?: string | null;
   /** BAD_SCHEMA: JSON Pointer of that keyword in the schema ('' for the whole schema) */
   readonly path?: string;
+  /** UNAUTHORIZED (HTTP 401 / 403 from a hub): whether an access token was sent, and where it came from
+   * ('hubToken', 'WASMLM_HUB_TOKEN', 'HF_TOKEN'; null when none was sent) */
+  readonly tokenSent?: boolean;
+  readonly tokenFrom?: string | null;
 }
 
 /** Options of jsonSchemaToGbnf / jsonGrammar (docs/json-schema.md). */
@@ -772,10 +783,14 @@ export interface HubId { owner: string; repo: string; revision: string; path: st
 export declare function isHubId(source: unknown): boolean;
 /** Parses 'hf:OWNER/REPO[@REV][/PATH.gguf | :QUANT]'; BAD_OPTION when malformed. */
 export declare function parseHubId(id: string): HubId;
+/** One file of a hub repository: size and sha256 are known when the listing was read. */
+export interface HubFile { path: string; url: string; size: number | null; sha256: string | null }
 /** Resolves a hub id to its file's resolve URL (reading the repository's listing for a quantization):
- * NOT_FOUND (listing the GGUF files that exist) or BAD_OPTION (several matches) otherwise. */
-export declare function resolveHubId(id: string, options?: { hubUrl?: string; signal?: AbortSignal; timeout?: number }):
-  Promise<HubId & { path: string; url: string; size: number | null; sha256: string | null; hubUrl: string }>;
+ * NOT_FOUND (listing the GGUF files that exist), BAD_OPTION (several matches) or UNAUTHORIZED (a gated
+ * or private repository: see LoadOptions.hubToken) otherwise. The first part of a split GGUF comes with
+ * `parts`, every part in order (null otherwise). */
+export declare function resolveHubId(id: string, options?: { hubUrl?: string; hubToken?: string; signal?: AbortSignal; timeout?: number }):
+  Promise<HubId & HubFile & { hubUrl: string; parts: HubFile[] | null }>;
 
 export interface RegistryEntry {
   url: string;

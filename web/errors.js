@@ -10,6 +10,9 @@
 //   NO_CHAT_TEMPLATE the model has no chat template and none was given
 //   NETWORK         a download failed: connection, HTTP status, stall, truncated body
 //   NOT_FOUND       a hub id names a repository, revision, file or quantization that does not exist
+//   UNAUTHORIZED    the hub refused a hub id's listing or file (HTTP 401 / 403): a gated or private
+//                   repository; `tokenSent` says whether an access token went (hubToken, HF_TOKEN),
+//                   the message what to do (never the token)
 //   INTEGRITY       downloaded or cached bytes do not match their digest
 //   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
 //   WORKER          the model's worker died

@@ -14,7 +14,7 @@ import { treeSearch } from './tree.js';
 import { deliberate } from './deliberate.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
-import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
+import { isHubId, resolveHubId, hubFileError, parseHubId, hubAuth } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 import { checkSha256, checkTimeout, declaredLength, readBody, httpError, REGISTRY_TIMEOUT_MS } from './net.js';
 import { splitPartUrls, checkSplitNames } from './split.js';
@@ -395,8 +395,12 @@ async function resolveSource(source, options) {
         return { kind: 'path', path: r.path, registry: r };
       }
       const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
-      const hub = await resolveHubId(s, { hubUrl: options.hubUrl, signal: options.signal, timeout });
-      return { kind: 'url', url: hub.url, sha256: hub.sha256, size: hub.size, hub };
+      const hub = await resolveHubId(s, { hubUrl: options.hubUrl, hubToken: options.hubToken, signal: options.signal, timeout });
+      const auth = hubAuth(options, hub.hubUrl);   // the token goes to the hub's origin only (web/net.js)
+      if (hub.parts) {   // a split GGUF: every part, fetched one after the other
+        return { kind: 'parts', parts: hub.parts.map((p) => ({ kind: 'url', url: p.url, hub: { ...hub, ...p, parts: undefined }, auth })) };
+      }
+      return { kind: 'url', url: hub.url, sha256: hub.sha256, size: hub.size, hub, auth };
     }
     if (/^file:/i.test(s)) {
       if (!isNode) return { kind: 'url', url: s };
@@ -443,7 +447,7 @@ async function loadParts(client, parts, options) {
   const { onProgress, signal } = options;
   const ctx = ctxOptions(options);
   if (options.sha256 !== undefined) throw badOption('sha256', options.sha256, 'is the digest of one file: it does not apply to the parts of a split GGUF');
-  const timeout = checkTimeout(options.timeout, 0);
+  const timeout = checkTimeout(options.timeout, parts.some((p) => p.hub) ? REGISTRY_TIMEOUT_MS : 0);
   const known = parts.every((p) => p.kind !== 'url');
   const sizeOf = (p) => (p.kind === 'blob' ? p.blob.size : p.bytes.byteLength);
   const sender = new ChunkSender(client, { total: known ? parts.reduce((a, p) => a + sizeOf(p), 0) : 0, onProgress, signal });
@@ -454,7 +458,11 @@ async function loadParts(client, parts, options) {
       let size, run;
       if (p.kind === 'url') {
         let c;
-        try { c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout }); } catch (e) { throw partError(e, i, parts.length, p.url); }
+        try {
+          c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout, auth: p.auth });
+        } catch (e) {   // a hub's 401 / 403 says whether a token went; a missing part is BAD_FILE naming it
+          throw partError(p.hub && e && (e.status === 401 || e.status === 403) ? hubFileError(e, p.hub, p.auth) : e, i, parts.length, p.url);
+        }
         cached.push(c);
         const res = c.response;
         size = declaredLength(res);
@@ -539,8 +547,8 @@ async function loadInto(client, src, options) {
     if (src.kind === 'url') {
       // browsers: through the model cache (web/cache.js); options.cache === false skips it
       try {
-        cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout });
-      } catch (e) { throw src.hub ? hubFileError(e, src.hub) : e; }
+        cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout, auth: src.auth });
+      } catch (e) { throw src.hub ? hubFileError(e, src.hub, src.auth) : e; }
       ({ response: res, timer } = cached);
     } else {
       res = src.response;

@@ -9,6 +9,8 @@ import { WasmlmError, badOption, describe } from './errors.js';
 
 const I32_MAX = 2 ** 31 - 1;
 const U64_MAX = 2n ** 64n - 1n;
+/** Longest hub access token accepted (a hub's tokens are ~40 characters; this bounds the header). */
+const MAX_TOKEN = 4096;
 
 /** Marks wasmlm Model objects (the `draft` option) without importing index.js. */
 export const MODEL_BRAND = Symbol.for('wasmlm.Model');
@@ -44,6 +46,9 @@ const KINDS = {
   stop: (v) => (typeof v === 'string' && v !== '') ||
     (Array.isArray(v) && v.length <= 64 && v.every((x) => typeof x === 'string' && x !== '')) || 'a non-empty string or an array of at most 64 of them',
   sha256: (v) => (typeof v === 'string' && /^[0-9a-fA-F]{64}$/.test(v)) || '64 hex digits (a sha256 digest)',
+  // an HTTP header value as it is: printable ASCII, no spaces or control characters (nothing is trimmed)
+  hubToken: (v) => (typeof v === 'string' && v.length <= MAX_TOKEN && /^[\x21-\x7e]+$/.test(v)) ||
+    `an access token: 1 to ${MAX_TOKEN} printable ASCII characters without spaces or control characters`,
   scorer: (v) => v === 'mean-logprob' || v === 'total-logprob' || typeof v === 'function' || "'mean-logprob', 'total-logprob' or a function",
   adaptiveN: (v, s) => adaptiveProblem(v, s.adaptiveKeys) || true,
   draft: (v) => v === 'lookup' || !!(v && v[MODEL_BRAND]) || "a Model (a draft model) or 'lookup'",
@@ -101,6 +106,8 @@ export const OPTIONS = Object.freeze({
   offline: opt('boolean', 'fail instead of downloading a registry model that is not local', { default: false }),
   cache: opt('boolean', 'keep downloaded models: browsers, URLs and hub ids in Cache Storage; Node, hub ids in cacheDir', { default: true }),
   hubUrl: opt('string', "base URL of the model hub for hf: ids (default env WASMLM_HUB_URL, else 'https://huggingface.co')"),
+  hubToken: opt('hubToken', "access token for gated or private repositories of hf: ids, sent as 'Authorization: Bearer' to the hub's own origin only, " +
+    'never to the CDN it redirects to (Node default env WASMLM_HUB_TOKEN, or HF_TOKEN when the hub is huggingface.co)', { side: 'caller', secret: true }),
   wasm: opt('wasm', 'the engine build: a compiled module, its bytes, or a path/URL', { side: 'caller' }),
   timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never; default none for URLs, 30 s for registry names and hub ids)', { min: 0, max: I32_MAX }),
   signal: opt('signal', 'AbortSignal that cancels the call', { side: 'caller' }),
@@ -180,7 +187,7 @@ const TREE = [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix',
 /** The options each public method accepts. */
 export const METHODS = Object.freeze({
   loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'windowCache', 'memoryLimit',
-    'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'wasm', 'timeout', 'signal'],
+    'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'hubToken', 'wasm', 'timeout', 'signal'],
   generate: GENERATE,
   complete: [...GENERATE, 'onToken'],
   applyChatTemplate: CHAT_TEMPLATE,
@@ -255,8 +262,12 @@ export function closestKey(key, known) {
 export function checkValue(name, value, method, label = name) {
   const s = optionSpec(name, method);
   const ok = KINDS[s.kind](value, s);
-  if (ok !== true) throw badOption(label, value, `must be ${ok}`);
-  return value;
+  if (ok === true) return value;
+  // a secret (hubToken) is never echoed: only its length is told
+  if (s.secret && typeof value === 'string') {
+    throw new WasmlmError('BAD_OPTION', `option ${label}: must be ${ok}, got a string of ${value.length} characters (not shown)`, { option: label });
+  }
+  throw badOption(label, value, `must be ${ok}`);
 }
 
 /**

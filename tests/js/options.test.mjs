@@ -56,6 +56,7 @@ function badValuesOf(name, method) {
     seed: [-1, 1.5, NaN, '5', -1n, 2n ** 64n, {}, () => 1],
     stop: [1, '', [1], [''], {}, () => 1],
     sha256: ['abc', 'g'.repeat(64), 'a'.repeat(63), 1, {}],
+    hubToken: [1, '', ' ', 'hf_a b', 'hf_x\n', 'hf_\u00e9', 'x'.repeat(4097), {}, () => 1],
     scorer: ['best', 1, {}],
     draft: ['model', 1, {}, () => 1],
     feedback: ['yes', 1, {}],
