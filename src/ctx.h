@@ -9,6 +9,17 @@
 #include "threads.h"
 #include "attention.h"
 
+/* The keys and values of one layer: per KV head, one row per cache slot
+ * (ring = 0) or per row of the window ring (ring = 1: a sliding-window
+ * layer whose context keeps a ring, wlm_ctx.slot_row maps a slot to its
+ * row); a row holds head_dim (keys) or head_dim_v (values) elements, F32 or
+ * F16. Heads are head_stride (head_stride_v) elements apart. */
+typedef struct wlm_kv_layer {
+    void *k, *v;
+    uint64_t head_stride, head_stride_v;
+    uint32_t ring;
+} wlm_kv_layer;
+
 struct wlm_ctx {
     wlm_model *m;
     const wlm_kernels *k;
@@ -24,14 +35,21 @@ struct wlm_ctx {
     uint32_t n_slots;      /* slots [0, n_slots) may be in use: attention scans these */
     uint32_t n_free;       /* free slots */
     uint32_t free_hint;    /* no free slot below this one */
-    /* the tokens of the chunk being evaluated: sequence, position, cache slot */
+    /* the window ring (src/kvcache.c): the rows of the sliding-window layers
+     * when they keep fewer rows than there are slots (n_ring > 0) */
+    uint32_t n_ring;       /* its rows; 0: every layer keeps a row per slot */
+    int32_t *slot_row;     /* per slot: its ring row, -1: none (dropped: out of every window) */
+    int32_t *row_slot;     /* per ring row: the slot it holds, -1: free */
+    int32_t *row_pos;      /* per ring row: that slot's position (attention reads it by row) */
+    uint32_t ring_free;    /* free ring rows */
+    uint32_t ring_hand;    /* where the next search for a ring row starts */
+    uint32_t seq_floor[WLM_MAX_SEQ]; /* the lowest position each sequence can be truncated to */
+    /* the tokens of the chunk being evaluated: sequence, position, cache slot, ring row */
     uint32_t *tok_seq, *tok_slot; int32_t *tok_pos;
+    uint32_t *tok_row;
     uint32_t *out_tok;     /* chunk tokens whose logits are wanted, in order */
     uint32_t *att_run; int32_t *att_wpos;   /* attention's runs of the chunk (forward.c, att_plan_runs) */
-    /* KV cache: [layer][kv_head][slot][head_dim], f32 or f16 */
-    void *k_cache, *v_cache;
-    uint64_t kv_layer_stride, kv_head_stride; /* in elements (K cache) */
-    uint64_t kv_layer_stride_v, kv_head_stride_v; /* in elements (V cache: value heads may differ in size) */
+    wlm_kv_layer *kv;      /* per layer: where its keys and values are (wlm_kv_head) */
     int32_t *slot_pos;     /* absolute position stored in each slot, -1 empty */
     /* scratch for a batch of up to n_batch tokens */
     float *x, *xb, *q, *kk, *vv, *att, *hb, *hb2;
@@ -76,5 +94,33 @@ void wlm_kv_reset(wlm_ctx *c);
 #define WLM_KV_BLOCK 16u
 /* takes a free slot (the caller checked c->n_free > 0) for seq at pos */
 uint32_t wlm_kv_take(wlm_ctx *c, uint32_t seq, int32_t pos);
+/* the sliding policy (WLM_FULL_SLIDE) overwrites slot j with position pos:
+ * the ring row of its old position, if any, is released */
+void wlm_kv_overwrite(wlm_ctx *c, uint32_t j, int32_t pos);
+/* gives each of the n tokens of the chunk (c->tok_seq/tok_pos/tok_slot)
+ * a ring row in c->tok_row, dropping rows that no query of the chunk or
+ * after it can see (nothing to do without a ring) */
+void wlm_kv_take_rows(wlm_ctx *c, uint32_t n);
+/* the slot of position pos of the one sequence of a context sliding
+ * (WLM_FULL_SLIDE): the first n_keep positions keep theirs, the others
+ * share a ring of n_ctx - n_keep slots (before the first wrap, slot pos) */
+uint32_t wlm_kv_slide_slot(const wlm_ctx *c, uint32_t pos);
+/* gives slot j (which has none) a free ring row: its row, or -1 when none
+ * is free or the context has no ring (a state being restored row by row) */
+int32_t wlm_kv_take_row(wlm_ctx *c, uint32_t j);
+/* Where the cache keeps what, for the forward pass and for anything that
+ * reads or writes cache rows (a state serializer): layer l keeps slot j's
+ * keys and values in row wlm_kv_row(c, l, j) of its wlm_kv_rows(c, l)
+ * rows, -1 when it no longer does (a sliding-window layer's ring dropped a
+ * position out of every sequence's window); wlm_kv_head gives the first
+ * row of KV head h (values = 1: the value cache), rows head_dim (values:
+ * head_dim_v) elements of the cache type apart. Slots in use are the j <
+ * n_slots with slot_seq[j] != 0, at position slot_pos[j]. */
+uint32_t wlm_kv_rows(const wlm_ctx *c, uint32_t l);
+int32_t wlm_kv_row(const wlm_ctx *c, uint32_t l, uint32_t j);
+void *wlm_kv_head(const wlm_ctx *c, uint32_t l, int values, uint32_t h);
+/* rows the window ring of a context with these parameters has (0: none):
+ * the plan's rule, src/kvcache.c explains it */
+uint32_t wlm_kv_ring_rows(const wlm_model *m, const wlm_ctx_params *p);
 
 #endif

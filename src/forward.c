@@ -106,24 +106,17 @@ static void head_norm(const wlm_ctx *c, const wlm_tensor *norm, float *v, uint32
     }
 }
 
-/* The ring of the sliding window (one sequence): past n_ctx, position pos
- * overwrites the slot of position pos - (n_ctx - n_keep). */
-static uint32_t slot_for(const wlm_ctx *c, uint32_t pos) {
-    uint32_t keep = c->p.n_keep, ring = c->n_ctx - keep;
-    return keep + (pos - keep) % ring;
-}
-
-/* Stores heads [h0, h1) of one token's keys (heads of head_dim floats) or,
- * with `values`, its values (heads of head_dim_v) in cache slot `slot`. */
-static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t slot, const float *src, uint32_t h0, uint32_t h1) {
+/* Stores heads [h0, h1) of chunk token t's keys (heads of head_dim floats)
+ * or, with `values`, its values (heads of head_dim_v) in the layer's row
+ * for it: its cache slot, or its window-ring row (kvcache.c). */
+static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t t, const float *src, uint32_t h0, uint32_t h1) {
     const wlm_hparams *hp = &c->m->hp;
     uint32_t hs = values ? hp->head_dim_v : hp->head_dim;
-    uint64_t ls = values ? c->kv_layer_stride_v : c->kv_layer_stride, hstr = values ? c->kv_head_stride_v : c->kv_head_stride;
-    void *cache = values ? c->v_cache : c->k_cache;
+    uint64_t row = c->kv[layer].ring ? c->tok_row[t] : c->tok_slot[t];
     for (uint32_t h = h0; h < h1; h++) {
-        uint64_t off = layer * ls + h * hstr + (uint64_t)slot * hs;
-        if (c->p.kv_type == WLM_KV_F16) wlm_quantize_row_f16(src + h * hs, (uint16_t *)cache + off, hs);
-        else wlm_memcpy((float *)cache + off, src + h * hs, hs * 4);
+        void *head = wlm_kv_head(c, layer, values, h);
+        if (c->p.kv_type == WLM_KV_F16) wlm_quantize_row_f16(src + h * hs, (uint16_t *)head + row * hs, hs);
+        else wlm_memcpy((float *)head + row * hs, src + h * hs, hs * 4);
     }
 }
 
@@ -176,7 +169,7 @@ static int32_t att_window_lo(uint32_t w, int32_t qpos) {
 
 /* the slots a token of the run starting at t0 may see, up to position wpos */
 static wlm_att_mask att_run_mask(const wlm_ctx *c, uint32_t t0, int32_t wpos) {
-    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0, c->m->attn_softcap };
+    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0, c->m->attn_softcap, 0, 0 };
     return mk;
 }
 
@@ -221,7 +214,6 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
     uint32_t group = hp->n_head / hp->n_head_kv, lo, hi;
     uint32_t qb = att_block_tokens(hp), nblk = (f->n + qb - 1) / qb;
     int f16 = c->p.kv_type == WLM_KV_F16;
-    uint64_t esz = f16 ? 2 : 4;
     float *tile = c->att_tile + (uint64_t)tid * WLM_ATT_TILE;
     uint32_t *idx = c->att_idx + (uint64_t)tid * WLM_ATT_TILE;
     float *kvt = f16 ? c->att_kvt + (uint64_t)tid * 2 * WLM_ATT_TILE * WLM_MAX(hd, hdv) : 0;
@@ -231,18 +223,19 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
     /* a sliding-window layer: a query at position p sees positions > p - n_swa,
      * a window of its own, so its queries run one by one */
     uint32_t swa = c->m->layers[layer].swa ? c->m->n_swa : 0;
+    /* a layer that keeps its rows in the window ring reads slot j at row slot_row[j] */
+    const int32_t *row_of = c->kv[layer].ring ? c->slot_row : 0;
     while (take(s, nblk * hp->n_head_kv, 1, &lo, &hi))
         for (uint32_t it = lo; it < hi; it++) {
             uint32_t b = it / hp->n_head_kv, hk = it % hp->n_head_kv;
             uint32_t t0 = b * qb, tend = WLM_MIN(f->n, t0 + qb);
-            uint64_t off = layer * c->kv_layer_stride + hk * c->kv_head_stride;
-            uint64_t off_v = layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
-            const void *kc = (const uint8_t *)c->k_cache + off * esz, *vc = (const uint8_t *)c->v_cache + off_v * esz;
+            const void *kc = wlm_kv_head(c, layer, 0, hk), *vc = wlm_kv_head(c, layer, 1, hk);
             while (t0 < tend) {   /* the block's runs (att_plan_runs) */
                 uint32_t t1 = c->att_run[t0] & ~ATT_TOGETHER;
                 int together = (c->att_run[t0] & ATT_TOGETHER) != 0 && (!swa || t1 - t0 == 1);
                 wlm_att_mask mask = att_run_mask(c, t0, c->att_wpos[t0]);
                 if (swa) mask.window_lo = att_window_lo(swa, c->att_wpos[t0]);   /* a lone token's window */
+                if (row_of) { mask.row_of = row_of; mask.row_pos = c->row_pos; }
                 /* the run's queries, WLM_ATT_MAXQ at a time (a GQA group can be wider) */
                 uint32_t nq = 0;
                 for (uint32_t t = t0; t < t1; t++)
@@ -309,7 +302,7 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
                 float *y = Y[i] + (uint64_t)t * rows;
                 if (i < 2 && N[i]) head_norm(c, N[i], y + h0 * hs[i], h1 - h0);
                 if (i < 2 && !L->no_rope) rope_apply(c, rcs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
-                if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
+                if (i > 0) kv_store(c, i == 2, l, t, y, h0, h1);
             }
         }
 }
@@ -499,8 +492,8 @@ wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seq
             c->tok_seq[t] = s;
             c->tok_pos[t] = (int32_t)pos;
             if (slide && c->n_free == 0) {           /* the ring overwrites the oldest */
-                uint32_t j = slot_for(c, pos);
-                c->slot_pos[j] = (int32_t)pos;
+                uint32_t j = wlm_kv_slide_slot(c, pos);
+                wlm_kv_overwrite(c, j, (int32_t)pos);
                 c->tok_slot[t] = j;
             } else {
                 c->tok_slot[t] = wlm_kv_take(c, s, (int32_t)pos);
@@ -508,6 +501,7 @@ wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seq
             int w = all_last_chunk ? 1 : want ? want[i] != 0 : i == n - 1;
             if (w) c->out_tok[n_out++] = t;
         }
+        wlm_kv_take_rows(c, chunk);   /* the window ring's rows (when there is one) */
         if (all_last_chunk) rows = 0;
         forward_chunk(c, tokens + done, chunk, n_out, rows);
         rows += n_out;

@@ -188,6 +188,11 @@ typedef struct wlm_ctx_params {
     uint32_t n_seq_max;   /* sequences the cache can hold at once, 1..WLM_MAX_SEQ (0 = 1) */
     uint32_t n_outputs;   /* rows of logits one wlm_eval_batch may ask for
                            * (0 = max(n_seq_max, 1, n_batch if logits_all)) */
+    /* added with the window ring (appended: earlier offsets unchanged) */
+    uint32_t swa_full;    /* 1: sliding-window layers keep every position, as the
+                           * others do (a rewind may go anywhere); 0 (default):
+                           * they keep a ring of the positions their window can
+                           * still see (less memory; see wlm_seq_truncate) */
 } wlm_ctx_params;
 #define WLM_MAX_SEQ 64
 
@@ -204,8 +209,13 @@ WLM_API uint64_t wlm_ctx_bytes_needed(const wlm_model *m, const wlm_ctx_params *
 WLM_API void wlm_ctx_reset(wlm_ctx *c);
 WLM_API uint32_t wlm_ctx_pos(const wlm_ctx *c);   /* tokens evaluated so far */
 WLM_API uint32_t wlm_ctx_n_ctx(const wlm_ctx *c);
+/* Rows the sliding-window layers keep per KV head: the window ring, n_seq_max
+ * x (window - 1) + n_batch, or 0 when they keep one per cache slot (no such
+ * layers, swa_full, or a ring that would not be smaller). */
+WLM_API uint32_t wlm_ctx_window_rows(const wlm_ctx *c);
 /* Drops positions >= pos (rewind), so the cache can be reused for a prompt
- * that shares a prefix. Only valid when nothing slid out of the window. */
+ * that shares a prefix. Only valid when nothing slid out of the window
+ * (and as wlm_seq_truncate for sequence 0). */
 WLM_API wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err);
 
 /* Runs the transformer on n tokens appended at the current position
@@ -242,7 +252,15 @@ WLM_API wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint3
 WLM_API wlm_status wlm_seq_fork(wlm_ctx *c, uint32_t src, uint32_t dst, wlm_err *err);
 /* Drops every position of seq (its slots are freed unless shared). */
 WLM_API wlm_status wlm_seq_remove(wlm_ctx *c, uint32_t seq, wlm_err *err);
-/* Drops positions >= pos of seq (rewind: speculative rollback, prefix reuse). */
+/* Drops positions >= pos of seq (rewind: speculative rollback, prefix reuse).
+ * With a window ring (wlm_ctx_window_rows > 0) the sliding-window layers
+ * drop the positions no window sees any more, so a rewind needs the
+ * window - 1 positions before pos to be still there: always true back to
+ * the first token of the last chunk evaluated for seq if no other sequence
+ * was evaluated since (a speculative rollback), and with one sequence for
+ * the last n_batch positions; deeper it fails with WLM_ERR_STATE naming
+ * the lowest position possible, changing nothing (evaluate again from 0,
+ * or plan with swa_full). */
 WLM_API wlm_status wlm_seq_truncate(wlm_ctx *c, uint32_t seq, uint32_t pos, wlm_err *err);
 WLM_API uint32_t wlm_seq_pos(const wlm_ctx *c, uint32_t seq);  /* next position of seq */
 WLM_API uint32_t wlm_ctx_free_slots(const wlm_ctx *c);          /* cache slots no sequence uses */

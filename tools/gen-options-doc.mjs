@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OPTIONS, METHODS } from '../web/options.js';
+import { METHODS, optionSpec } from '../web/options.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, 'docs', 'options.md');
@@ -14,11 +14,12 @@ const KIND_TEXT = {
   int: 'integer', number: 'number', boolean: 'boolean', string: 'string', function: 'function', signal: 'AbortSignal',
   object: 'plain object', seed: 'integer or bigint', stop: 'string or string[]', sha256: '64 hex digits',
   scorer: "'mean-logprob' \\| 'total-logprob' \\| function", draft: "Model \\| 'lookup'", feedback: 'boolean \\| function',
-  wasm: 'Module \\| bytes \\| path \\| URL',
+  wasm: 'Module \\| bytes \\| path \\| URL', hubToken: 'string (a secret)', escalate: "('best-of-n' \\| 'tree')[]",
 };
 
 function kindOf(s) {
   if (s.kind === 'enum') return s.values.map((v) => `'${v}'`).join(' \\| ');
+  if (s.kind === 'adaptiveN') return `{${s.adaptiveKeys.join(', ')}}`;
   return KIND_TEXT[s.kind] || s.kind;
 }
 
@@ -50,7 +51,7 @@ export function render() {
   for (const [method, keys] of Object.entries(METHODS)) {
     lines.push(`## ${method}`, '', '| option | kind | default | range | what it does |', '|---|---|---|---|---|');
     for (const k of keys) {
-      const s = OPTIONS[k];
+      const s = optionSpec(k, method);
       lines.push(`| \`${k}\` | ${kindOf(s)} | ${defaultOf(s)} | ${rangeOf(s)} | ${s.doc.replace(/\|/g, '\\|')} |`);
     }
     lines.push('');

@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DIR = path.join(ROOT, 'tools', 'xcheck');
-import { MAX_KL, TIE_REL } from './xcheck/lib/compare.mjs';
+import { MAX_KL, TIE_REL, QUANT_SLACK, caseOk } from './xcheck/lib/compare.mjs';
 
 async function llamaCpp() {
   const { getLlama } = await import('node-llama-cpp');
@@ -25,7 +25,7 @@ async function llamaCpp() {
 const greedyText = (c) => (c.greedyEqual ? 'yes' : 'no');
 
 function judge(r) {
-  for (const c of r.cases) c.ok = c.greedyEqual === true && c.maxKL <= (r.maxKLAllowed ?? MAX_KL);
+  for (const c of r.cases) c.ok = caseOk(c, r.maxKLAllowed ?? MAX_KL);
   r.ok = r.cases.length > 0 && r.cases.every((c) => c.ok);
   return r;
 }
@@ -56,10 +56,13 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   fs.writeFileSync(path.join(ROOT, 'bench', 'results', 'xcheck.json'), JSON.stringify(out, null, 1) + '\n');
   const lines = [`# Cross-check against llama.cpp (${date}, ${host})`, '',
     'Written by `make xcheck` (tools/xcheck.mjs): synthetic GGUFs run by wasmlm and by node-llama-cpp on the same token ids.',
-    `A case passes when greedy continuations are equal (a differing argmax where llama.cpp's top-2 gap is below ${TIE_REL} of its log-probability range counts as a tie) and the largest teacher-forced KL(llama.cpp ‖ wasmlm) is below ${MAX_KL}.`, '',
-    '| arch | case | greedy equal | ties | positions | max KL | mean KL | ok |', '|---|---|---|---|---|---|---|---|'];
+    `A case passes when greedy continuations are equal (a differing argmax where llama.cpp's top-2 gap is below ${TIE_REL} of its log-probability range counts as a tie) and the largest teacher-forced KL(llama.cpp ‖ wasmlm) is below ${MAX_KL}.`,
+    'llama.cpp runs with F32 K/V caches and without flash attention, so both engines compute attention in F32 (tools/xcheck/lib/compare.mjs).',
+    `Quantized cases (files written by \`wasmlm quantize\`, the same bytes for both): llama.cpp's x86 kernels round Q8 activations by other conventions than its reference code, which wasmlm follows, so the engines differ by rounding noise there; such a case passes when wasmlm's quantization error (mean KL from llama.cpp on the F32 file, same tokens) is at most ${QUANT_SLACK}× llama.cpp's own. Greedy agreement and KL are reported.`, '',
+    '| arch | case | greedy equal | ties | positions | max KL | mean KL | quant. error: wasmlm / llama.cpp | ok |', '|---|---|---|---|---|---|---|---|---|'];
   for (const r of results) for (const c of r.cases) {
-    lines.push(`| ${r.arch} | ${c.name} | ${greedyText(c)} | ${c.ties ?? 0} | ${c.positions ?? c.greedyTokensCompared ?? ''} | ${c.maxKL.toExponential(2)} | ${c.meanKL.toExponential(2)} | ${c.ok ? 'yes' : '**no**'} |`);
+    const q = c.quant ? `${c.quantKL.toExponential(2)} / ${c.quantKLRef.toExponential(2)}` : '';
+    lines.push(`| ${r.arch} | ${c.name} | ${greedyText(c)} | ${c.ties ?? 0} | ${c.positions ?? c.greedyTokensCompared ?? ''} | ${c.maxKL.toExponential(2)} | ${c.meanKL.toExponential(2)} | ${q} | ${c.ok ? 'yes' : '**no**'} |`);
   }
   fs.writeFileSync(path.join(ROOT, 'bench', 'results', 'xcheck.md'), lines.join('\n') + '\n');
   if (!results.every((r) => r.ok)) process.exit(1);

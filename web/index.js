@@ -10,9 +10,11 @@ import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
 import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
+import { treeSearch } from './tree.js';
+import { deliberate } from './deliberate.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
-import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
+import { isHubId, resolveHubId, hubFileError, parseHubId, hubAuth } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 import { checkSha256, checkTimeout, declaredLength, readBody, httpError, fetchChecked, parseContentRange, REGISTRY_TIMEOUT_MS } from './net.js';
 import { splitPartUrls, checkSplitNames } from './split.js';
@@ -22,6 +24,7 @@ export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
 export { resolveModel, registryEntries, isHubId, parseHubId, resolveHubId };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 export { checkSha256, REGISTRY_TIMEOUT_MS };
+export { jsonSchemaToGbnf, jsonGrammar } from './grammar/json-schema.js';
 
 
 /** Default context options. */
@@ -377,15 +380,15 @@ const VOCAB_STAGE_BYTES = 1 << 20;
  * what the worker says is still missing. A server that ignores Range (200)
  * sends the whole file, read until the metadata is in and then cancelled.
  */
-async function readUrlHead(url, sender, { signal, timeout, cache }) {
-  const hit = await fetchModelCached(url, { signal, cache, timeout, fill: false });
+async function readUrlHead(url, sender, { signal, timeout, cache, auth }) {
+  const hit = await fetchModelCached(url, { signal, cache, timeout, fill: false, auth });
   if (hit) {
     for await (const c of readBody(hit.response, { url, signal, timeout })) await sender.push(c);
     return;
   }
   let have = 0, want = FIRST_RANGE_BYTES;
   for (;;) {
-    const { response: res, timer } = await fetchChecked(url, { signal, timeout, headers: { Range: `bytes=${have}-${want - 1}` }, allow: [416] });
+    const { response: res, timer } = await fetchChecked(url, { signal, timeout, headers: { Range: `bytes=${have}-${want - 1}` }, allow: [416], auth });
     if (res.status === 416) { timer.done(); res.body?.cancel().catch(() => {}); return; }   // the file ends before `have`: loadEnd says what is missing
     const range = res.status === 206 ? parseContentRange(res) : null;
     if (res.status === 206 && (!range || range.start !== have)) {
@@ -462,8 +465,12 @@ async function resolveSource(source, options, vocabOnly = false) {
         return { kind: 'path', path: r.path, registry: r };
       }
       const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
-      const hub = await resolveHubId(s, { hubUrl: options.hubUrl, signal: options.signal, timeout });
-      return { kind: 'url', url: hub.url, sha256: hub.sha256, size: hub.size, hub };
+      const hub = await resolveHubId(s, { hubUrl: options.hubUrl, hubToken: options.hubToken, signal: options.signal, timeout });
+      const auth = hubAuth(options, hub.hubUrl);   // the token goes to the hub's origin only (web/net.js)
+      if (hub.parts) {   // a split GGUF: every part, fetched one after the other
+        return { kind: 'parts', parts: hub.parts.map((p) => ({ kind: 'url', url: p.url, hub: { ...hub, ...p, parts: undefined }, auth })) };
+      }
+      return { kind: 'url', url: hub.url, sha256: hub.sha256, size: hub.size, hub, auth };
     }
     if (/^file:/i.test(s)) {
       if (!isNode) return { kind: 'url', url: s };
@@ -488,7 +495,7 @@ async function resolveSource(source, options, vocabOnly = false) {
 
 function ctxOptions(options) {
   const o = {};
-  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit', 'maxSequences']) if (options[k] != null) o[k] = options[k];
+  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit', 'maxSequences', 'windowCache']) if (options[k] != null) o[k] = options[k];
   return o;
 }
 
@@ -510,7 +517,7 @@ async function loadParts(client, parts, options) {
   const { onProgress, signal } = options;
   const ctx = ctxOptions(options);
   if (options.sha256 !== undefined) throw badOption('sha256', options.sha256, 'is the digest of one file: it does not apply to the parts of a split GGUF');
-  const timeout = checkTimeout(options.timeout, 0);
+  const timeout = checkTimeout(options.timeout, parts.some((p) => p.hub) ? REGISTRY_TIMEOUT_MS : 0);
   const known = parts.every((p) => p.kind !== 'url');
   const sizeOf = (p) => (p.kind === 'blob' ? p.blob.size : p.bytes.byteLength);
   const sender = new ChunkSender(client, { total: known ? parts.reduce((a, p) => a + sizeOf(p), 0) : 0, onProgress, signal });
@@ -521,7 +528,11 @@ async function loadParts(client, parts, options) {
       let size, run;
       if (p.kind === 'url') {
         let c;
-        try { c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout }); } catch (e) { throw partError(e, i, parts.length, p.url); }
+        try {
+          c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout, auth: p.auth });
+        } catch (e) {   // a hub's 401 / 403 says whether a token went; a missing part is BAD_FILE naming it
+          throw partError(p.hub && e && (e.status === 401 || e.status === 403) ? hubFileError(e, p.hub, p.auth) : e, i, parts.length, p.url);
+        }
         cached.push(c);
         const res = c.response;
         size = declaredLength(res);
@@ -607,7 +618,9 @@ async function loadInto(client, src, options, vocabOnly = false) {
     total = src.size || 0;
     const timeout = checkTimeout(options.timeout, src.registry || src.hub ? REGISTRY_TIMEOUT_MS : 0);
     run = async (sender) => {
-      try { await readUrlHead(src.url, sender, { signal, timeout, cache: options.cache }); } catch (e) { throw src.hub ? hubFileError(e, src.hub) : e; }
+      try {
+        await readUrlHead(src.url, sender, { signal, timeout, cache: options.cache, auth: src.auth });
+      } catch (e) { throw src.hub ? hubFileError(e, src.hub, src.auth) : e; }
     };
   } else if (src.kind === 'url' || src.kind === 'response') {
     // a stall timeout (web/net.js): the caller's, else a default for registry models
@@ -616,8 +629,8 @@ async function loadInto(client, src, options, vocabOnly = false) {
     if (src.kind === 'url') {
       // browsers: through the model cache (web/cache.js); options.cache === false skips it
       try {
-        cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout });
-      } catch (e) { throw src.hub ? hubFileError(e, src.hub) : e; }
+        cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout, auth: src.auth });
+      } catch (e) { throw src.hub ? hubFileError(e, src.hub, src.auth) : e; }
       ({ response: res, timer } = cached);
     } else {
       res = src.response;
@@ -955,6 +968,16 @@ export class Model extends Tokenizer {
   async beamSearch(prompt, opts = {}) {
     this._check();
     return scaling.beamSearch(this, this._prompt(prompt), checkOptions('beamSearch', opts));
+  }
+  /** Tree search over steps (web/tree.js): each call grows nodes as one batch sharing their paths in the cache. */
+  async treeSearch(prompt, opts = {}) {
+    this._check();
+    return treeSearch(this, this._prompt(prompt), checkOptions('treeSearch', opts));
+  }
+  /** Greedy first; more compute (best-of-N, tree search) only when the answer looks uncertain, within a token budget (web/deliberate.js). */
+  async deliberate(prompt, opts = {}) {
+    this._check();
+    return deliberate(this, this._prompt(prompt), checkOptions('deliberate', opts));
   }
 
   /**

@@ -9,6 +9,8 @@ import { WasmlmError, badOption, describe } from './errors.js';
 
 const I32_MAX = 2 ** 31 - 1;
 const U64_MAX = 2n ** 64n - 1n;
+/** Longest hub access token accepted (a hub's tokens are ~40 characters; this bounds the header). */
+const MAX_TOKEN = 4096;
 
 /** Marks wasmlm Model objects (the `draft` option) without importing index.js. */
 export const MODEL_BRAND = Symbol.for('wasmlm.Model');
@@ -44,12 +46,35 @@ const KINDS = {
   stop: (v) => (typeof v === 'string' && v !== '') ||
     (Array.isArray(v) && v.length <= 64 && v.every((x) => typeof x === 'string' && x !== '')) || 'a non-empty string or an array of at most 64 of them',
   sha256: (v) => (typeof v === 'string' && /^[0-9a-fA-F]{64}$/.test(v)) || '64 hex digits (a sha256 digest)',
+  // an HTTP header value as it is: printable ASCII, no spaces or control characters (nothing is trimmed)
+  hubToken: (v) => (typeof v === 'string' && v.length <= MAX_TOKEN && /^[\x21-\x7e]+$/.test(v)) ||
+    `an access token: 1 to ${MAX_TOKEN} printable ASCII characters without spaces or control characters`,
   scorer: (v) => v === 'mean-logprob' || v === 'total-logprob' || typeof v === 'function' || "'mean-logprob', 'total-logprob' or a function",
+  adaptiveN: (v, s) => adaptiveProblem(v, s.adaptiveKeys) || true,
   draft: (v) => v === 'lookup' || !!(v && v[MODEL_BRAND]) || "a Model (a draft model) or 'lookup'",
   feedback: (v) => typeof v === 'boolean' || typeof v === 'function' || 'true, false or a function',
+  escalate: (v) => (Array.isArray(v) && v.every((x) => x === 'best-of-n' || x === 'tree') && new Set(v).size === v.length) ||
+    "an array of 'best-of-n' and / or 'tree' (each at most once)",
   wasm: (v) => (typeof WebAssembly !== 'undefined' && v instanceof WebAssembly.Module) || v instanceof ArrayBuffer || ArrayBuffer.isView(v) ||
     (typeof v === 'string' && v !== '') || v instanceof URL || 'a WebAssembly.Module, its bytes, or a path or URL',
 };
+
+// adaptive: {minN, maxN, confidence, batch[, target]} (web/adaptive.js): why a value is not one, or null
+function adaptiveProblem(v, keys) {
+  const what = `an object {${keys.join(', ')}}`;
+  if (!isPlainObject(v)) return what;
+  for (const k of Object.keys(v)) {
+    if (!keys.includes(k)) { const near = closestKey(k, keys); return `${what} (unknown key ${k}${near ? `: did you mean ${near}?` : ''})`; }
+  }
+  const int = (k, lo, hi) => v[k] === undefined || (typeof v[k] === 'number' && Number.isInteger(v[k]) && v[k] >= lo && v[k] <= hi);
+  if (!int('minN', 1, 64)) return `${what} with minN an integer in [1, 64]`;
+  if (!int('batch', 1, 64)) return `${what} with batch an integer in [1, 64]`;
+  if (!int('maxN', 1, 4096)) return `${what} with maxN an integer in [1, 4096]`;
+  if (v.maxN !== undefined && v.maxN < (v.minN ?? 1)) return `${what} with maxN >= minN`;
+  if (v.confidence !== undefined && !(typeof v.confidence === 'number' && v.confidence > 0.5 && v.confidence < 1)) return `${what} with confidence a number > 0.5 and < 1`;
+  if (v.target !== undefined && !(typeof v.target === 'number' && Number.isFinite(v.target))) return `${what} with target a finite number`;
+  return null;
+}
 
 function cloneable(v) {
   if (typeof structuredClone !== 'function') return true;
@@ -71,6 +96,7 @@ export const OPTIONS = Object.freeze({
   onFull: opt('enum', "when the context is full: 'error' (finishReason 'context') or 'slide' (drop the oldest after nKeep)", { values: ['error', 'slide'], default: 'error' }),
   nKeep: opt('int', "with onFull 'slide': first positions never dropped", { min: 0, max: 2 ** 24, default: 0 }),
   maxSequences: opt('int', 'sequences the cache is planned for up front', { min: 1, max: 64, default: 1 }),
+  windowCache: opt('enum', "sliding-window layers (Gemma 2/3, Mistral-style): 'window' keeps only the positions their window still sees (less memory; a deeper rewind evaluates the prompt again), 'full' keeps every position", { values: ['window', 'full'], default: 'window' }),
   memoryLimit: opt('int', 'limit of the engine memory in bytes (default: the wasm32 maximum, 4 GiB)', { min: 65536, max: 2 ** 32 }),
   onProgress: opt('function', "called with {loaded, total, rate} while the model downloads (phase 'download', Node cache) and loads; rate in bytes/s", { side: 'caller' }),
   modelDir: opt('string', 'directory (browsers: URL prefix) holding NAME.gguf for registry names'),
@@ -80,6 +106,8 @@ export const OPTIONS = Object.freeze({
   offline: opt('boolean', 'fail instead of downloading a registry model that is not local', { default: false }),
   cache: opt('boolean', 'keep downloaded models: browsers, URLs and hub ids in Cache Storage; Node, hub ids in cacheDir', { default: true }),
   hubUrl: opt('string', "base URL of the model hub for hf: ids (default env WASMLM_HUB_URL, else 'https://huggingface.co')"),
+  hubToken: opt('hubToken', "access token for gated or private repositories of hf: ids, sent as 'Authorization: Bearer' to the hub's own origin only, " +
+    'never to the CDN it redirects to (Node default env WASMLM_HUB_TOKEN, or HF_TOKEN when the hub is huggingface.co)', { side: 'caller', secret: true }),
   wasm: opt('wasm', 'the engine build: a compiled module, its bytes, or a path/URL', { side: 'caller' }),
   timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never; default none for URLs, 30 s for registry names and hub ids)', { min: 0, max: I32_MAX }),
   signal: opt('signal', 'AbortSignal that cancels the call', { side: 'caller' }),
@@ -121,6 +149,25 @@ export const OPTIONS = Object.freeze({
   maxAttempts: opt('int', 'generateUntil: most attempts', { min: 1, max: 1000, default: 4 }),
   feedback: opt('feedback', "generateUntil: feed the verifier's message back into the prompt", { side: 'caller' }),
 
+  // tree search
+  step: opt('stop', 'treeSearch: a step ends with the token that completes one of these strings, or after maxTokensPerStep tokens (default a newline)'),
+  expand: opt('int', 'treeSearch: children sampled from a node that grows (all children of a call decode as one batch)', { min: 1, max: 64, default: 4 }),
+  keep: opt('int', "treeSearch: nodes kept: 'beam' per depth, 'best-first' open at once, 'mcts' keep x expand sequences in the cache", { min: 1, max: 64, default: 2 }),
+  maxSteps: opt('int', 'treeSearch: most steps on a path (nodes at this depth are final)', { min: 1, max: 4096, default: 8 }),
+  maxTokensPerStep: opt('int', 'treeSearch: most tokens in one step', { min: 1, max: 2 ** 20, default: 32 }),
+  strategy: opt('enum', "treeSearch: 'beam' (the best keep per depth), 'best-first' (grow the best open node) or 'mcts' (UCT selection, expansion, rollout, backup)", { values: ['beam', 'best-first', 'mcts'], default: 'beam' }),
+  score: opt('scorer', "treeSearch: rates each new node by its whole path: 'mean-logprob' (default), 'total-logprob' or a function (node) => number | Promise", { side: 'caller' }),
+  isFinal: opt('function', 'treeSearch: (node) => boolean | Promise: the node ends its path (an answer); end of generation and maxSteps end paths too', { side: 'caller' }),
+  onNode: opt('function', "treeSearch: called with (node, event) as the tree grows: 'node' (new, scored) or 'pruned'", { side: 'caller' }),
+  maxExpansions: opt('int', "treeSearch: most nodes grown (default keep x maxSteps, a 'beam' search's most)", { min: 1, max: 1e6 }),
+  exploration: opt('number', "treeSearch 'mcts': the UCT exploration constant c (values scaled to [0, 1])", { min: 0, default: Math.SQRT2 }),
+
+  // deliberate decoding
+  budget: opt('int', 'deliberate: most tokens generated in all (greedy answer, then each stage)', { min: 1, max: I32_MAX, default: 2048 }),
+  escalate: opt('escalate', "deliberate: the stages after the greedy answer, in order (default ['best-of-n', 'tree'])"),
+  uncertainty: opt('enum', "deliberate: the signal that the answer is uncertain (default 'verifier' with verify, else 'min-logprob')", { values: ['min-logprob', 'entropy', 'verifier'] }),
+  threshold: opt('number', "deliberate: uncertain when the min log-prob is below it (default -3) or the mean entropy in nats above it (default 1.5)"),
+
   // beam search
   beams: opt('int', 'beams kept per step', { min: 1, max: 32, default: 4 }),
   lengthPenalty: opt('number', 'score = logprob / length^lengthPenalty', { default: 1 }),
@@ -134,13 +181,15 @@ export const OPTIONS = Object.freeze({
 const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed'];
 const GENERATE = [...SAMPLING, 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
 const CHAT_TEMPLATE = ['template', 'addGenerationPrompt', 'variables', 'templateLimits'];
-const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].includes(k)), 'n', 'scorer', 'onCandidate'];
+const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].includes(k)), 'n', 'scorer', 'onCandidate', 'adaptive'];
+const TREE = [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'signal',
+  'step', 'expand', 'keep', 'maxSteps', 'maxTokensPerStep', 'strategy', 'score', 'isFinal', 'onNode', 'maxExpansions', 'exploration'];
 
 /** The options each public method accepts. */
 export const METHODS = Object.freeze({
-  loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'memoryLimit',
-    'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'wasm', 'timeout', 'signal'],
-  loadTokenizer: ['simd', 'memoryLimit', 'onProgress', 'modelDir', 'cacheDir', 'registry', 'offline', 'cache', 'hubUrl', 'wasm', 'timeout', 'signal'],
+  loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'windowCache', 'memoryLimit',
+    'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'hubToken', 'wasm', 'timeout', 'signal'],
+  loadTokenizer: ['simd', 'memoryLimit', 'onProgress', 'modelDir', 'cacheDir', 'registry', 'offline', 'cache', 'hubUrl', 'hubToken', 'wasm', 'timeout', 'signal'],
   generate: [...GENERATE, 'resume'],
   complete: [...GENERATE, 'onToken', 'resume'],
   applyChatTemplate: CHAT_TEMPLATE,
@@ -150,6 +199,9 @@ export const METHODS = Object.freeze({
   selfConsistency: [...BATCH.filter((k) => k !== 'scorer'), 'extract'],
   generateUntil: [...GENERATE, 'verify', 'maxAttempts', 'feedback'],
   beamSearch: ['beams', 'maxTokens', 'lengthPenalty', 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
+  treeSearch: TREE,
+  deliberate: [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'signal', 'budget', 'escalate', 'uncertainty', 'threshold', 'verify',
+    'step', 'expand', 'keep', 'maxTokensPerStep'],
   nextTokenDistribution: [...SAMPLING.filter((k) => k !== 'maxTokens' && k !== 'seed'), 'topN', 'addBos', 'parseSpecial'],
   tokenize: ['addBos', 'parseSpecial'],
   countTokens: ['addBos', 'parseSpecial'],
@@ -157,8 +209,26 @@ export const METHODS = Object.freeze({
   quantize: ['outPath'],
 });
 
-/** Per-method overrides of an option's range (beam search needs a token to rank). */
-const OVERRIDES = { beamSearch: { maxTokens: { min: 1 } } };
+/** Per-method overrides of an option's entry: beam and tree search need a token to rank; `adaptive` of
+ * bestOfN and selfConsistency is the object of web/adaptive.js, not generate's boolean. */
+const ADAPTIVE_DOC = 'sample in batches until the outcome is settled (web/adaptive.js; default minN 4, maxN 32, confidence 0.95, batch minN)';
+const OVERRIDES = {
+  beamSearch: { maxTokens: { min: 1 } },
+  treeSearch: { maxTokens: { min: 1, doc: 'most tokens on a path' } },
+  deliberate: {
+    maxTokens: { min: 1, doc: 'most tokens of an answer' },
+    verify: { required: false, doc: 'deliberate: (answer) => true / false / {ok, message} (or a Promise): accepts an answer' },
+  },
+  bestOfN: { adaptive: { kind: 'adaptiveN', adaptiveKeys: ['minN', 'maxN', 'confidence', 'batch', 'target'], default: undefined,
+    doc: `${ADAPTIVE_DOC}; stops when the best is unlikely to be beaten, or reaches target` } },
+  selfConsistency: { adaptive: { kind: 'adaptiveN', adaptiveKeys: ['minN', 'maxN', 'confidence', 'batch'], default: undefined,
+    doc: `${ADAPTIVE_DOC}; stops when the leading answer is settled` } },
+};
+
+/** An option's entry as method `method` takes it (OPTIONS with the method's overrides). */
+export function optionSpec(name, method) {
+  return { ...OPTIONS[name], ...(OVERRIDES[method] && OVERRIDES[method][name]) };
+}
 
 /** The sampling defaults, from the entries above. */
 export const DEFAULT_SAMPLING = Object.freeze(Object.fromEntries(SAMPLING.map((k) => [k, OPTIONS[k].default])));
@@ -193,10 +263,14 @@ export function closestKey(key, known) {
 
 /** A reusable check of one value against an option's entry (`label` names it in the error); throws BAD_OPTION. */
 export function checkValue(name, value, method, label = name) {
-  const s = { ...OPTIONS[name], ...(OVERRIDES[method] && OVERRIDES[method][name]) };
+  const s = optionSpec(name, method);
   const ok = KINDS[s.kind](value, s);
-  if (ok !== true) throw badOption(label, value, `must be ${ok}`);
-  return value;
+  if (ok === true) return value;
+  // a secret (hubToken) is never echoed: only its length is told
+  if (s.secret && typeof value === 'string') {
+    throw new WasmlmError('BAD_OPTION', `option ${label}: must be ${ok}, got a string of ${value.length} characters (not shown)`, { option: label });
+  }
+  throw badOption(label, value, `must be ${ok}`);
 }
 
 /**
@@ -228,8 +302,9 @@ export function checkOptions(method, options) {
     out[key] = checkValue(key, v, method);
   }
   for (const key of known) {
-    if (OPTIONS[key].required && out[key] === undefined) {
-      throw new WasmlmError('BAD_OPTION', `${method}: option ${key} is required (${OPTIONS[key].doc})`, { option: key });
+    const spec = optionSpec(key, method);
+    if (spec.required && out[key] === undefined) {
+      throw new WasmlmError('BAD_OPTION', `${method}: option ${key} is required (${spec.doc})`, { option: key });
     }
   }
   if (method === 'loadModel' && out.nKeep !== undefined && out.contextLength && out.nKeep >= out.contextLength) {

@@ -35,6 +35,10 @@ const TYPES = {
   prompt: (v) => typeof v === 'string' || isIds(v),
   messages: (v) => Array.isArray(v),
   lookup: (v) => v === 'lookup',
+  // tree search: the nodes one call grows, each {node, n?} (children) or {node, rollout: true} (a rollout's next step)
+  growth: (v) => Array.isArray(v) && v.every((g) => isPlainObject(g) && Number.isSafeInteger(g.node) && g.node >= 0 &&
+    (g.n === undefined || (Number.isSafeInteger(g.n) && g.n >= 1)) && (g.rollout === undefined || typeof g.rollout === 'boolean') &&
+    Object.keys(g).every((k) => k === 'node' || k === 'n' || k === 'rollout')),
   // a draft's distributions: per draft token {ids: Int32Array, probs: Float32Array}, or null (one-hot)
   qs: (v) => v === null || (Array.isArray(v) && v.every((q) => q === null || (isPlainObject(q) && q.ids instanceof Int32Array && q.probs instanceof Float32Array))),
 };
@@ -60,6 +64,9 @@ export const OPS = Object.freeze({
   draftStart: op({ session: 'int', options: 'object?' }, 'null'),
   draftPropose: op({ session: 'int', ids: 'ids', k: 'count' }, '{tokens, qs, caughtUp, stepMs}'),
   draftEnd: op({ session: 'int' }, 'null'),
+  treeStart: op({ session: 'int', prompt: 'prompt', options: 'object?' }, '{root, plan, contextGrown} (web/worker/tree.js)'),
+  treeGrow: op({ session: 'int', grow: 'growth', free: 'ids?' }, '{nodes, usedSlots, liveSequences, stats}: the grown or stepped nodes'),
+  treeEnd: op({ session: 'int' }, '{stats} or null (the session had ended)'),
   vocab: op({}, '{nVocab, hash}'),
   renderChat: op({ template: 'string', messages: 'messages', options: 'object?' }, '{prompt} or {error}'),
   tokenize: op({ text: 'string', addBos: 'boolean?', parseSpecial: 'boolean?' }, 'token ids'),

@@ -299,11 +299,11 @@ TEST(state_refuses_bad_bytes_and_changes_nothing) {
     refused(c, d, size, WLM_ERR_FORMAT, "holds position", "position");
     memcpy(d, s, size); wlm_wr64(d + 88, 2); fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "increment", "even rng increment");
-    memcpy(d, s, size); wlm_wr32(d + 76, 1); fix_checksum(d, size);
-    refused(c, d, size, WLM_ERR_FORMAT, "must be zero", "reserved field");
+    memcpy(d, s, size); wlm_wr32(d + 76, 1); fix_checksum(d, size);   /* a rewind floor, in a model without a window */
+    refused(c, d, size, WLM_ERR_FORMAT, "no sliding-window layers", "floor without a window");
     memcpy(d, s, size); wlm_wr32(d + 32, 0); fix_checksum(d, size);   /* no rng flag, rng bytes left */
     refused(c, d, size, WLM_ERR_FORMAT, "must be zero", "rng without its flag");
-        memcpy(d, s, size); wlm_wr32(d + 68, 64); fix_checksum(d, size);
+    memcpy(d, s, size); wlm_wr32(d + 68, 64); fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "ring", "a ring on an unslid state");
     /* another model, another KV type, a context too short */
     REQUIRE(st_quantized(&sm, GGML_Q8_0, 0, &q8));

@@ -15,7 +15,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { MODEL_PATH, ROOT } from './helpers.mjs';
 import { loadModel, WasmlmError, DEFAULT_SAMPLING } from '../../web/index.js';
-import { OPTIONS, METHODS, checkOptions, closestKey } from '../../web/options.js';
+import { OPTIONS, METHODS, checkOptions, closestKey, optionSpec } from '../../web/options.js';
 
 // Every message posted to any worker of this process is counted: a rejected
 // call must not have posted one.
@@ -41,9 +41,9 @@ const isBad = (option) => (e) => {
 
 // ---- the schema itself -------------------------------------------------------
 
-/** Values of the wrong type and out of range for one option. */
-function badValuesOf(name) {
-  const s = OPTIONS[name];
+/** Values of the wrong type and out of range for one option of a method. */
+function badValuesOf(name, method) {
+  const s = optionSpec(name, method);
   const wrongType = {
     int: ['', '5', true, 1.5, NaN, Infinity, 5n, {}, () => 1],
     number: ['', '0.5', true, NaN, Infinity, -Infinity, 1n, [], () => 1],
@@ -56,10 +56,14 @@ function badValuesOf(name) {
     seed: [-1, 1.5, NaN, '5', -1n, 2n ** 64n, {}, () => 1],
     stop: [1, '', [1], [''], {}, () => 1],
     sha256: ['abc', 'g'.repeat(64), 'a'.repeat(63), 1, {}],
+    hubToken: [1, '', ' ', 'hf_a b', 'hf_x\n', 'hf_\u00e9', 'x'.repeat(4097), {}, () => 1],
     scorer: ['best', 1, {}],
     draft: ['model', 1, {}, () => 1],
     feedback: ['yes', 1, {}],
     wasm: [1, true, {}, ''],
+    escalate: ['tree', ['best-of-n', 'best-of-n'], ['beam'], [1], {}],
+    adaptiveN: [true, 1, 'x', [], { minN: 0 }, { minN: 1.5 }, { maxN: 4097 }, { confidence: 1 }, { confidence: 0.5 }, { confidence: '0.9' },
+      { minN: 8, maxN: 4 }, { batch: 65 }, { maxn: 8 }, ...(s.adaptiveKeys && !s.adaptiveKeys.includes('target') ? [{ target: 1 }] : [{ target: Infinity }])],
   }[s.kind];
   const range = [];
   if (s.kind === 'int') {
@@ -77,7 +81,7 @@ test('every option of every method: wrong types and out-of-range values are BAD_
   let checked = 0;
   for (const [method, keys] of Object.entries(METHODS)) {
     for (const key of keys) {
-      for (const v of badValuesOf(key)) {
+      for (const v of badValuesOf(key, method)) {
         assert.throws(() => checkOptions(method, { [key]: v }), isBad(key), `${method}({${key}: ${String(v)}})`);
         checked++;
       }
@@ -147,7 +151,7 @@ test('the TypeScript option types of every method declare exactly the schema\'s 
     loadModel: 'LoadOptions', loadTokenizer: 'TokenizerLoadOptions', generate: 'PlainGenerateOptions', complete: 'CompleteOptions',
     applyChatTemplate: 'ChatTemplateOptions', countTokens: 'CountTokensOptions',
     chat: 'ChatOptions', chatComplete: 'ChatCompleteOptions', bestOfN: 'BestOfNOptions', selfConsistency: 'SelfConsistencyOptions',
-    generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', nextTokenDistribution: 'DistributionOptions',
+    generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', treeSearch: 'TreeSearchOptions', deliberate: 'DeliberateOptions', nextTokenDistribution: 'DistributionOptions',
     tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions',
   };
   assert.deepEqual(Object.keys(IFACE).sort(), Object.keys(METHODS).sort());

@@ -43,6 +43,7 @@ export const OPTION_FLAGS = [
   ['batchSize', ['--batch'], 'N'],
   ['kvType', ['--kv'], OPTIONS.kvType.values.join('|')],
   ['threads', ['-t', '--threads'], 'N'],
+  ['hubToken', ['--hub-token'], 'TOKEN'],
 ];
 
 // flags of the CLI itself (no API option behind them)
@@ -93,7 +94,9 @@ export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
     'loading:',
     ...optionLines(loading),
     ...(native ? ['', '--native (or WASMLM_NATIVE=1) runs this checkout\'s build/wasmlm-native with the same arguments.'] : []),
-    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache), WASMLM_HUB_URL (hub for hf: ids).',
+    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache), WASMLM_HUB_URL (hub for hf: ids),',
+    '     HF_TOKEN (access token for gated / private repositories on huggingface.co), WASMLM_HUB_TOKEN (the same, any hub);',
+    '     prefer these to --hub-token, which other users of the machine can see in the process list.',
   ].join('\n');
 }
 
@@ -167,12 +170,12 @@ export function nativeArgs(cmd, opts, positional, modelPath) {
   throw new UsageError(`--native does not support '${cmd}'`);
 }
 
-async function modelToPath(spec) {
+async function modelToPath(spec, opts) {
   if (await isRegistryName(spec)) {
     const r = await resolveModel(spec, { onProgress: progressPrinter('download') });
     return r.path;
   }
-  if (isHubId(spec)) return (await resolveHubModel(spec, { onProgress: progressPrinter('download') })).path;
+  if (isHubId(spec)) return (await resolveHubModel(spec, { onProgress: progressPrinter('download'), hubToken: opts.hubToken })).path;
   if (/^file:/i.test(spec)) return fileURLToPath(spec);
   if (/^https?:/i.test(spec)) throw new UsageError('--native needs a local file or a registry name, not a URL');
   return spec;
@@ -238,7 +241,7 @@ export function formatInfo(info) {
 async function cmdGenerate(opts) {
   if (!opts.model) throw new UsageError('generate needs -m MODEL');
   const model = await loadModel(opts.model, {
-    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads,
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads, hubToken: opts.hubToken,
     onProgress: progressPrinter('loading'),
   });
   try {
@@ -261,7 +264,7 @@ async function cmdGenerate(opts) {
 async function cmdInfo(opts, positional) {
   const spec = positional[0] || opts.model;
   if (!spec) throw new UsageError('info needs MODEL');
-  const model = await loadModel(spec, { contextLength: 16 });
+  const model = await loadModel(spec, { contextLength: 16, hubToken: opts.hubToken });
   try {
     if (opts.json) {
       process.stdout.write(JSON.stringify(model.info, (k, v) => (typeof v === 'bigint' ? v.toString() : v), 2) + '\n');
@@ -278,7 +281,7 @@ async function cmdQuantize(opts, positional) {
   const [inp, out, type] = positional;
   if (!inp || !out || !type) throw new UsageError('quantize needs IN OUT TYPE');
   if (!Object.hasOwn(QUANT_TYPES, type)) throw new UsageError(`unknown type '${type}' (${Object.keys(QUANT_TYPES).join(', ')})`);
-  const model = await loadModel(inp, { contextLength: 16 });
+  const model = await loadModel(inp, { contextLength: 16, hubToken: opts.hubToken });
   try {
     const r = await model.quantize(type, { outPath: path.resolve(out) });
     await writeOut(r.report + (r.report.endsWith('\n') || !r.report ? '' : '\n'));
@@ -292,7 +295,7 @@ async function cmdQuantize(opts, positional) {
 async function cmdTokenize(opts, positional) {
   const spec = opts.model || positional[0];
   if (!spec) throw new UsageError('tokenize needs -m MODEL');
-  const tok = await loadTokenizer(spec);   // the vocabulary only: no weights are read
+  const tok = await loadTokenizer(spec, { hubToken: opts.hubToken });   // the vocabulary only: no weights are read
   try {
     const ids = await tok.tokenize(opts.prompt ?? positional[1] ?? '', { addBos: opts.noBos ? false : undefined, parseSpecial: opts.parseSpecial });
     await writeOut(JSON.stringify(ids) + '\n');
@@ -323,7 +326,7 @@ async function cmdChat(opts) {
   if (!opts.model) throw new UsageError('chat needs -m MODEL');
   const template = opts.template ? fs.readFileSync(opts.template, 'utf8') : undefined;
   const model = await loadModel(opts.model, {
-    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads,
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads, hubToken: opts.hubToken,
     onProgress: progressPrinter('loading'),
   });
   const tty = !!(process.stdin.isTTY && process.stdout.isTTY);
@@ -441,7 +444,7 @@ export async function main(argv) {
     if (native) {
       const spec = cmd === 'generate' ? opts.model : positional[0];
       if (!spec) throw new UsageError(`${cmd} needs a model`);
-      return await runNative(nativeArgs(cmd, opts, positional, await modelToPath(spec)));
+      return await runNative(nativeArgs(cmd, opts, positional, await modelToPath(spec, opts)));
     }
     switch (cmd) {
       case 'generate': return await cmdGenerate(opts);

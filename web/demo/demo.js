@@ -4,6 +4,7 @@
 // model goes through the public API, so it doubles as a usage example.
 import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING, isHubId, parseHubId } from '../index.js';
 import { parseSplitName, sortSplitFiles } from '../split.js';
+import { setupTreePanel } from './tree-panel.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -28,7 +29,7 @@ const state = {
   model: null,          // the loaded Model
   modelLabel: '',
   draft: null,          // {model, of} quantized draft copy for speculative decoding
-  busy: null,           // 'load' | 'generate' | 'bestofn' | null
+  busy: null,           // 'load' | 'generate' | 'bestofn' | 'tree' | 'spend' | null
   abort: null,          // AbortController of the running job
   promptText: '',       // text of the last generation: prompt + output
   outputText: '',
@@ -62,9 +63,12 @@ function updateButtons() {
   el.stop.disabled = state.busy !== 'generate';
   el.bonStop.disabled = state.busy !== 'bestofn';
   el.bonRun.disabled = !ready;
-  el.loadBtn.disabled = el.urlBtn.disabled = state.busy === 'generate' || state.busy === 'bestofn';
+  el.loadBtn.disabled = el.urlBtn.disabled = !!state.busy && state.busy !== 'load';
   el.loadCancel.hidden = state.busy !== 'load';
+  treePanelUpdate();
 }
+// the tree-search panel (./tree-panel.js) sets its own buttons from the same state
+let treePanelUpdate = () => {};
 
 function showError(where, e) {
   const msg = e && e.message ? e.message : String(e);
@@ -341,7 +345,7 @@ el.prompt.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); generate(); }
 });
 el.stop.addEventListener('click', () => { if (state.busy === 'generate') state.abort?.abort(); });
-addEventListener('keydown', (e) => { if (e.key === 'Escape' && (state.busy === 'generate' || state.busy === 'bestofn')) state.abort?.abort(); });
+addEventListener('keydown', (e) => { if (e.key === 'Escape' && state.busy && state.busy !== 'load') state.abort?.abort(); });
 el.prompt.addEventListener('input', () => { state.promptText = ''; scheduleChart(); });
 
 // ---- next-token distribution chart ----------------------------------------------
@@ -480,6 +484,8 @@ async function runBestOfN() {
 }
 el.bonRun.addEventListener('click', runBestOfN);
 el.bonStop.addEventListener('click', () => { if (state.busy === 'bestofn') state.abort?.abort(); });
+
+treePanelUpdate = setupTreePanel({ state, settings, updateButtons, setBodyState, showError, promptText: () => el.prompt.value });
 
 // ---- start-up --------------------------------------------------------------------
 

@@ -71,7 +71,7 @@ export function writeHparams(dv, p, v) {
 }
 
 /** wlm_ctx_params: context options (wlm_ctx_new). Byte offsets of its fields and its size. */
-export const CTX_PARAMS = Object.freeze({ size: 36, nCtx: 0, nBatch: 4, kvType: 8, fullPolicy: 12, nKeep: 16, logitsAll: 20, nThreads: 24, nSeqMax: 28, nOutputs: 32 });
+export const CTX_PARAMS = Object.freeze({ size: 40, nCtx: 0, nBatch: 4, kvType: 8, fullPolicy: 12, nKeep: 16, logitsAll: 20, nThreads: 24, nSeqMax: 28, nOutputs: 32, swaFull: 36 });
 
 /** Reads the scalar fields of a wlm_ctx_params at byte `p`. */
 export function readCtxParams(dv, p) {
@@ -85,6 +85,7 @@ export function readCtxParams(dv, p) {
     nThreads: dv.getUint32(p + 24, true),
     nSeqMax: dv.getUint32(p + 28, true),
     nOutputs: dv.getUint32(p + 32, true),
+    swaFull: dv.getUint32(p + 36, true),
   };
 }
 
@@ -99,6 +100,7 @@ export function writeCtxParams(dv, p, v) {
   if (v.nThreads !== undefined) dv.setUint32(p + 24, v.nThreads >>> 0, true);
   if (v.nSeqMax !== undefined) dv.setUint32(p + 28, v.nSeqMax >>> 0, true);
   if (v.nOutputs !== undefined) dv.setUint32(p + 32, v.nOutputs >>> 0, true);
+  if (v.swaFull !== undefined) dv.setUint32(p + 36, v.swaFull >>> 0, true);
 }
 
 /** wlm_sampler_params: sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept). Byte offsets of its fields and its size. */
@@ -154,7 +156,7 @@ export function writeStateInfo(dv, p, v) {
 export const DETOK = Object.freeze({ size: 12, pending: 0, pendingBytes: 8, nPending: 8 });
 
 /** wlm_js_scratch: the engine's scratch block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
-export const SCRATCH = Object.freeze({ size: 432, err: 0, ptr: 260, len: 264, nOut: 268, token: 272, logprob: 276, accepted: 280, u64: 288, ctxParams: 296, sampler: 332, rng: 360, detok: 376, detok2: 388, stateInfo: 400 });
+export const SCRATCH = Object.freeze({ size: 432, err: 0, ptr: 260, len: 264, nOut: 268, token: 272, logprob: 276, accepted: 280, u64: 288, ctxParams: 296, sampler: 336, rng: 360, detok: 376, detok2: 388, stateInfo: 400 });
 
 /** wlm_js_stream: one generation stream's block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
 export const STREAM = Object.freeze({ size: 32, rng: 0, detok: 16 });

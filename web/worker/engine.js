@@ -158,7 +158,7 @@ export class Engine extends WasmHeap {
 
   /**
    * Parses the written bytes and creates the context.
-   * @param {{contextLength?:number,batchSize?:number,kvType?:'f32'|'f16',onFull?:'error'|'slide',nKeep?:number,maxSequences?:number}} opts
+   * @param {{contextLength?:number,batchSize?:number,kvType?:'f32'|'f16',onFull?:'error'|'slide',nKeep?:number,maxSequences?:number,windowCache?:'window'|'full'}} opts
    */
   finishLoad(opts = {}) {
     if (this.loadingVocab) return this.finishVocabLoad();
@@ -253,7 +253,7 @@ export class Engine extends WasmHeap {
 
   // ---- the context plan ----------------------------------------------------------
 
-  /** Creates (or re-creates) the context from resolved options {nCtx, nBatch, kv, slide, nKeep, nSeq, nOut}. */
+  /** Creates (or re-creates) the context from resolved options {nCtx, nBatch, kv, slide, nKeep, nSeq, nOut, swaFull}. */
   createContext(o) {
     if (this.ctx) { this.x.wlm_ctx_free(this.ctx); this.ctx = 0; }
     this.seqs.clear();
@@ -262,7 +262,7 @@ export class Engine extends WasmHeap {
     this.x.wlm_ctx_default_params(cp);
     writeCtxParams(this.dv, cp, {
       nCtx: o.nCtx, nBatch: o.nBatch, kvType: o.kv, fullPolicy: o.slide, nKeep: o.nKeep,
-      nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut,
+      nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut, swaFull: o.swaFull,
     });
     this.clearError();
     this.dv.setUint32(pp, 0, true);
@@ -276,6 +276,9 @@ export class Engine extends WasmHeap {
     this.onFull = o.slide ? 'slide' : 'error';
     this.nSeqMax = o.nSeq;
     this.nOutputs = o.nOut;
+    this.windowCache = o.swaFull ? 'full' : 'window';
+    /** rows the sliding-window layers keep (0: one per position, as every other layer) */
+    this.windowRows = this.x.wlm_ctx_window_rows(this.ctx) >>> 0;
   }
 
   /**
@@ -717,7 +720,7 @@ export class Engine extends WasmHeap {
       parts: this.nParts,
       paramCount: table.paramCount,
       hparams: { ...this.hparams },
-      context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull },
+      context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull, windowCache: this.windowCache, windowRows: this.windowRows },
       vocabOnly: false,
       metadata,
       tensors: table.tensors,
@@ -806,6 +809,7 @@ function contextOptions(opts) {
   const maxSeq = opts.maxSequences == null ? 1 : Number(opts.maxSequences);
   if (!Number.isInteger(maxSeq) || maxSeq < 1 || maxSeq > MAX_SEQ) throw new EngineError(`maxSequences must be an integer in 1..${MAX_SEQ}, got ${opts.maxSequences}`, 1);
   if (maxSeq > 1 && opts.onFull === 'slide') throw new EngineError("maxSequences > 1 needs onFull 'error' (the sliding window is a one-sequence policy)", 1);
+  if (opts.windowCache != null && opts.windowCache !== 'window' && opts.windowCache !== 'full') throw new EngineError(`windowCache must be 'window' or 'full', got ${opts.windowCache}`, 1);
   return {
     nCtx: opts.contextLength == null ? 0 : opts.contextLength >>> 0,
     nBatch: opts.batchSize == null ? 0 : opts.batchSize >>> 0,
@@ -814,5 +818,6 @@ function contextOptions(opts) {
     nKeep: opts.nKeep == null ? 0 : opts.nKeep >>> 0,
     nSeq: maxSeq,
     nOut: maxSeq,
+    swaFull: opts.windowCache === 'full' ? 1 : 0,
   };
 }

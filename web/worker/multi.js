@@ -290,7 +290,9 @@ export function startSpeculative(eng, prompt, opts = {}, { lookup = false } = {}
     let L = 0;
     const max = Math.min(have.length, committed.length - 1);
     while (L < max && have[L] === committed[L]) L++;
-    if (L < have.length) eng.rewindSequence(0, L, 'rewind');
+    // a rewind the window ring cannot serve (a verification pass longer than
+    // batchSize, whose first chunk's rows the later chunks dropped): evaluate again
+    if (L < have.length && !eng.rewindSequence(0, L)) { eng.clearCache(); L = 0; }
     const batch = committed.slice(L).concat(drafts);
     const want = batch.map((_, i) => i >= batch.length - drafts.length - 1);
     if (!eng.evalBatch(batch, batch.map(() => 0), want, 'verify')) return end('context');
