@@ -24,6 +24,7 @@ CORE_HDR := $(wildcard src/*.h)
 CLI_SRC  := src/cli/common.c
 CLI_HDR  := src/cli/common.h
 TEST_SRC := $(wildcard tests/c/*.c)
+TEST_HDR := $(wildcard tests/c/*.h)
 
 COMMON_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off
 # Native builds compile the SIMD kernel sets too, through SIMDe's wasm SIMD
@@ -65,7 +66,7 @@ $(BUILD)/wasmlm-native: $(CORE_SRC) src/cli/native.c $(CLI_SRC) $(CORE_HDR) $(CL
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/cli/native.c $(CLI_SRC) -lm -lpthread
 
-$(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
@@ -75,14 +76,14 @@ $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 $(BUILD)/wasmlm-native-relaxed: $(CORE_SRC) src/cli/native.c $(CLI_SRC) $(CORE_HDR) $(CLI_HDR)
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $@ $(CORE_SRC) src/cli/native.c $(CLI_SRC) -lm -lpthread
-$(BUILD)/tests-native-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-native-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
-$(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(SAN_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
-$(BUILD)/tests-san-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-san-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(SAN_CFLAGS) -DWLM_SIMDE_RELAXED -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
@@ -108,7 +109,7 @@ wasm/probe-relaxed.wasm: src/probe/relaxed.c
 	@mkdir -p wasm
 	$(WASM_CC) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
 
-$(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
 
@@ -125,7 +126,7 @@ $(BUILD)/abi.js: $(BUILD)/gen-abi.wasm
 abi: $(BUILD)/abi.js
 	cp $< web/worker/abi.js
 
-$(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 

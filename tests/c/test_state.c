@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <math.h>
 #include "vocab_util.h"
+#include "ring_check.h"
 
 /* a model file: its bytes as written (bytes), the copy the model is loaded
  * from (work: wlm_model_load_inplace may rewrite it, as the JS engine does) */
@@ -425,6 +426,298 @@ TEST(state_of_one_sequence_among_several) {
     wlm_ctx_free(a); wlm_ctx_free(b); wlm_ctx_free(small);
     st_free(&sm);
 }
+
+/* ---- sliding-window layers and the window ring ------------------------------------
+ *
+ * stories260K with a window set on chosen layers, as tests/c/test_swa.c
+ * does (the ring depends only on which layers have one): every other layer
+ * (gemma2), all but one (gemma3-like), every layer (Mistral). */
+
+enum { WPAT_ALTERNATE, WPAT_ONE_GLOBAL, WPAT_ALL, N_WPAT };
+static const char *const WPAT_NAME[N_WPAT] = { "gemma2 (every other layer)", "gemma3-like (all but layer 3)", "Mistral (every layer)" };
+
+static void st_set_window(wlm_model *m, uint32_t w, int pattern) {
+    m->n_swa = w;
+    for (uint32_t l = 0; l < m->hp.n_layer; l++)
+        m->layers[l].swa = pattern == WPAT_ALTERNATE ? l % 2 == 0 : pattern == WPAT_ONE_GLOBAL ? l != 3 : 1;
+}
+
+/* a context; swa_full: the window layers keep a row per slot (windowCache 'full') */
+static wlm_ctx *st_wctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t kv, uint32_t swa_full, uint32_t slide, uint32_t keep, uint32_t n_seq) {
+    wlm_ctx_params p;
+    wlm_ctx_default_params(&p);
+    p.n_ctx = n_ctx; p.n_batch = n_batch; p.kv_type = kv; p.swa_full = swa_full; p.full_policy = slide; p.n_keep = keep; p.n_seq_max = n_seq;
+    wlm_ctx *c = NULL; wlm_err err = { 0 };
+    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) { fprintf(stderr, "  ctx_new: %s\n", err.msg); return NULL; }
+    return c;
+}
+
+/* loads `state` into sequence 0 of c and continues MORE sampled tokens:
+ * the tokens and every logits row must be those of the uninterrupted run
+ * (ref, lref); the state saved right after the load must be `same` (NULL:
+ * not checked) */
+static int st_resumes(wlm_ctx *c, const uint8_t *state, uint64_t size, const toks *saved, const toks *ref, const float *lref,
+                      const uint8_t *same, uint64_t same_size, const char *what) {
+    wlm_state_info info; wlm_err err = { 0 };
+    if (wlm_ctx_state_load(c, 0, state, size, &info, &err) != WLM_OK) { CHECKF(0, "%s: load: %s", what, err.msg); return 0; }
+    CHECKF(ring_consistent(c), "%s: the ring after the load", what);
+    if (same) {
+        uint64_t sz = 0;
+        uint8_t *again = st_save(c, 0, saved, &info.rng, &sz);
+        CHECKF(again && sz == same_size && memcmp(again, same, sz) == 0, "%s: saved back, %llu bytes differ from the %llu expected", what,
+               (unsigned long long)sz, (unsigned long long)same_size);
+        free(again);
+    }
+    uint32_t nv = wlm_model_hparams(c->m)->n_vocab;
+    float *l = malloc(sizeof(float) * nv * MORE);
+    toks t = *saved; wlm_rng r = info.rng;
+    int ok = st_continue(c, &t, &r, MORE, l);
+    CHECKF(ok && t.n == ref->n && memcmp(t.ids, ref->ids, 4 * t.n) == 0, "%s: resumed tokens differ", what);
+    CHECKF(ok && memcmp(l, lref, sizeof(float) * nv * MORE) == 0, "%s: resumed logits differ", what);
+    CHECKF(ring_consistent(c), "%s: the ring after resuming", what);
+    free(l);
+    return ok;
+}
+
+/* A generation far past the window (about 12 prompt tokens + 60 sampled,
+ * a window of 8, a ring of 7 + n_batch 4 = 11 rows), saved from a ring
+ * context: resumed after a reload into a ring context, a full one
+ * (swa_full), a smaller ring, the sliding policy; the state of the same
+ * generation in a full context resumed in a ring. Every resume equals the
+ * uninterrupted run bit for bit; the floor comes back, so a rewind after
+ * the load goes as deep as before the save and no deeper, and evaluates
+ * what the full cache evaluates; the ring's state holds only the rows the
+ * window layers keep, the full context's every row. */
+#define W 8
+#define WGEN 60
+TEST(state_window_ring_resumes_exactly) {
+    smodel sm, re;
+    REQUIRE(st_load(&sm));
+    REQUIRE(st_reload(&sm, &re));
+    const wlm_hparams *hp = wlm_model_hparams(sm.m);
+    uint32_t nv = hp->n_vocab;
+    float *la = malloc(sizeof(float) * nv * MORE), *lx = malloc(sizeof(float) * nv);
+    wlm_err err = { 0 };
+    for (int pat = 0; pat < N_WPAT; pat++)
+        for (uint32_t kv = 0; kv < 2; kv++) {
+            st_set_window(sm.m, W, pat);
+            st_set_window(re.m, W, pat);
+            uint32_t n_win_layers = 0;
+            for (uint32_t l = 0; l < hp->n_layer; l++) n_win_layers += sm.m->layers[l].swa;
+            uint64_t row = (uint64_t)hp->n_head_kv * (hp->head_dim + hp->head_dim_v) * (kv ? 2 : 4);
+            char what[160];
+            wlm_ctx *a = st_wctx(sm.m, 160, 4, kv, 0, WLM_FULL_ERROR, 0, 1), *f = st_wctx(sm.m, 160, 4, kv, 1, WLM_FULL_ERROR, 0, 1);
+            REQUIRE(a && f);
+            REQUIRE(wlm_ctx_window_rows(a) == W - 1 + 4 && wlm_ctx_window_rows(f) == 0);
+            toks ta, tf; wlm_rng ra, rf;
+            REQUIRE(st_generate(a, &ta, &ra, WGEN) && st_generate(f, &tf, &rf, WGEN));
+            REQUIRE(ta.n == tf.n && memcmp(ta.ids, tf.ids, 4 * ta.n) == 0);   /* the ring computes what the full cache does */
+            uint32_t n_pos = wlm_ctx_pos(a), floor = a->seq_floor[0];
+            /* one by one past the 11-row ring: it holds the last 11 positions, a rewind of 4 (n_batch) is the deepest */
+            CHECKF(floor == n_pos - 4, "floor %u at %u positions", floor, n_pos);
+            CHECK(f->seq_floor[0] == 0);
+            uint64_t size = 0, fsize = 0;
+            uint8_t *s = st_save(a, 0, &ta, &ra, &size), *sf = st_save(f, 0, &tf, &rf, &fsize);
+            REQUIRE(s && sf);
+            /* the ring's state: every position's row in the global layers, the window layers' from floor - W + 1 on */
+            uint32_t n_win = n_pos - (floor - W + 1);
+            CHECKF(n_win == W - 1 + 4, "%u window rows", n_win);
+            uint64_t want = 96 + 4ull * (ta.n + n_pos + hp->n_layer) + ((uint64_t)(hp->n_layer - n_win_layers) * n_pos + (uint64_t)n_win_layers * n_win) * row;
+            CHECKF(size == want, "%s: %llu bytes, expected %llu", WPAT_NAME[pat], (unsigned long long)size, (unsigned long long)want);
+            CHECK(fsize == 96 + 4ull * (ta.n + n_pos + hp->n_layer) + (uint64_t)hp->n_layer * n_pos * row);
+            printf("  %s, %s cache: %u positions saved in %llu bytes from the ring, %llu from the full cache\n", WPAT_NAME[pat],
+                   kv ? "F16" : "F32", n_pos, (unsigned long long)size, (unsigned long long)fsize);
+            /* a rewind below the floor is refused; note its message */
+            char refusal[256];
+            CHECK(wlm_ctx_truncate(a, floor - 1, &err) == WLM_ERR_STATE);
+            snprintf(refusal, sizeof refusal, "%s", err.msg);
+            /* the uninterrupted run */
+            toks tref = ta; wlm_rng rref = ra;
+            REQUIRE(st_continue(a, &tref, &rref, MORE, la));
+
+            /* the reloaded model: a ring as the saver's; the bytes save back unchanged */
+            wlm_ctx *b = st_wctx(re.m, 160, 4, kv, 0, WLM_FULL_ERROR, 0, 1);
+            REQUIRE(b);
+            snprintf(what, sizeof what, "%s, %s cache: ring -> ring", WPAT_NAME[pat], kv ? "F16" : "F32");
+            st_resumes(b, s, size, &ta, &tref, la, s, size, what);
+            /* a full context: the rows go to their slots, the floor comes back, the bytes too */
+            wlm_ctx *bf = st_wctx(re.m, 100, 4, kv, 1, WLM_FULL_ERROR, 0, 1);
+            REQUIRE(bf);
+            snprintf(what, sizeof what, "%s, %s cache: ring -> full", WPAT_NAME[pat], kv ? "F16" : "F32");
+            st_resumes(bf, s, size, &ta, &tref, la, s, size, what);
+            /* the full context's state in a ring: the ring keeps the newest rows as an evaluation
+             * would, ending with the saver's floor and the ring's very bytes */
+            wlm_ctx *bw = st_wctx(re.m, 100, 4, kv, 0, WLM_FULL_ERROR, 0, 1);
+            REQUIRE(bw);
+            snprintf(what, sizeof what, "%s, %s cache: full -> ring", WPAT_NAME[pat], kv ? "F16" : "F32");
+            st_resumes(bw, sf, fsize, &tf, &tref, la, s, size, what);
+            /* a smaller ring (n_batch 2: 9 rows) keeps 9 of the 11 rows, raising the floor by 2 */
+            wlm_ctx *small = st_wctx(re.m, 100, 2, kv, 0, WLM_FULL_ERROR, 0, 1);
+            REQUIRE(small);
+            REQUIRE(wlm_ctx_state_load(small, 0, s, size, NULL, &err) == WLM_OK);
+            CHECK(small->seq_floor[0] == floor + 2 && ring_consistent(small));
+            wlm_ctx_reset(small);
+            snprintf(what, sizeof what, "%s, %s cache: ring -> smaller ring", WPAT_NAME[pat], kv ? "F16" : "F32");
+            st_resumes(small, s, size, &ta, &tref, la, NULL, 0, what);
+
+            /* rewinds after a load: as deep as before the save, with the same refusal, and to the
+             * floor the same logits as the full cache rewound there */
+            wlm_ctx *rw[2] = { st_wctx(re.m, 160, 4, kv, 0, WLM_FULL_ERROR, 0, 1), st_wctx(re.m, 160, 4, kv, 1, WLM_FULL_ERROR, 0, 1) };
+            REQUIRE(rw[0] && rw[1]);
+            REQUIRE(wlm_ctx_truncate(f, floor, &err) == WLM_OK);
+            int32_t other[3] = { 41, 42, 43 };
+            REQUIRE(wlm_eval(f, other, 3, &err) == WLM_OK);
+            memcpy(lx, wlm_ctx_logits(f), sizeof(float) * nv);
+            for (int k = 0; k < 2; k++) {
+                REQUIRE(wlm_ctx_state_load(rw[k], 0, s, size, NULL, &err) == WLM_OK);
+                CHECK(rw[k]->seq_floor[0] == floor);
+                CHECK(wlm_ctx_truncate(rw[k], floor - 1, &err) == WLM_ERR_STATE);
+                CHECKF(strcmp(err.msg, refusal) == 0, "'%s' vs '%s'", err.msg, refusal);
+                REQUIRE(wlm_ctx_truncate(rw[k], floor, &err) == WLM_OK);
+                REQUIRE(wlm_eval(rw[k], other, 3, &err) == WLM_OK);
+                CHECKF(memcmp(lx, wlm_ctx_logits(rw[k]), sizeof(float) * nv) == 0, "%s: a rewind to the floor after a load into %s",
+                       WPAT_NAME[pat], k ? "a full context" : "a ring");
+            }
+            free(s); free(sf);
+            wlm_ctx_free(a); wlm_ctx_free(f); wlm_ctx_free(b); wlm_ctx_free(bf); wlm_ctx_free(bw); wlm_ctx_free(small);
+            wlm_ctx_free(rw[0]); wlm_ctx_free(rw[1]);
+        }
+    free(la); free(lx);
+    st_free(&re); st_free(&sm);
+}
+
+/* the sliding policy on top of the ring: a slid sequence with window
+ * layers resumes exactly in the same ring, kept by a ring or by a row per
+ * slot; the same bytes save back */
+TEST(state_window_ring_under_the_sliding_policy) {
+    smodel sm;
+    REQUIRE(st_load(&sm));
+    st_set_window(sm.m, W, WPAT_ONE_GLOBAL);
+    uint32_t nv = wlm_model_hparams(sm.m)->n_vocab;
+    float *la = malloc(sizeof(float) * nv * MORE);
+    for (uint32_t full = 0; full < 2; full++) {
+        wlm_ctx *a = st_wctx(sm.m, 32, 4, WLM_KV_F32, full, WLM_FULL_SLIDE, 4, 1);
+        REQUIRE(a);
+        CHECK(wlm_ctx_window_rows(a) == (full ? 0 : W - 1 + 4));
+        toks ta; wlm_rng ra;
+        REQUIRE(st_generate(a, &ta, &ra, 40));
+        REQUIRE(wlm_ctx_pos(a) > 32 && a->slid);
+        uint64_t size = 0;
+        uint8_t *s = st_save(a, 0, &ta, &ra, &size);
+        REQUIRE(s);
+        toks tref = ta; wlm_rng rref = ra;
+        REQUIRE(st_continue(a, &tref, &rref, MORE, la));
+        for (uint32_t into = 0; into < 2; into++) {
+            wlm_ctx *b = st_wctx(sm.m, 32, 4, WLM_KV_F32, into, WLM_FULL_SLIDE, 4, 1);
+            REQUIRE(b);
+            char what[96];
+            snprintf(what, sizeof what, "slid, %s -> %s", full ? "full" : "ring", into ? "full" : "ring");
+            st_resumes(b, s, size, &ta, &tref, la, into == full ? s : NULL, size, what);
+            wlm_ctx_free(b);
+        }
+        free(s);
+        wlm_ctx_free(a);
+    }
+    free(la);
+    st_free(&sm);
+}
+
+/* One sequence of three decoded side by side in a ring, saved, loaded as
+ * sequence 2 of a ring whose sequence 0 holds every row lazily (the load
+ * drops the rows no query of sequence 0 sees any more, as an evaluation
+ * does): the same next logits for both sequences as without the load. */
+TEST(state_window_ring_beside_other_sequences) {
+    smodel sm;
+    REQUIRE(st_load(&sm));
+    st_set_window(sm.m, W, WPAT_ALTERNATE);
+    uint32_t nv = wlm_model_hparams(sm.m)->n_vocab;
+    wlm_err err = { 0 };
+    wlm_ctx *a = st_wctx(sm.m, 256, 4, WLM_KV_F32, 0, WLM_FULL_ERROR, 0, 3);
+    REQUIRE(a);
+    REQUIRE(wlm_ctx_window_rows(a) == 3 * (W - 1) + 4);
+    int32_t prompt[8] = { 1, 403, 407, 261, 378, 30, 40, 50 };
+    REQUIRE(wlm_eval(a, prompt, 8, &err) == WLM_OK);
+    for (uint32_t s = 1; s < 3; s++) REQUIRE(wlm_seq_fork(a, 0, s, &err) == WLM_OK);
+    toks t1;
+    memcpy(t1.ids, prompt, sizeof prompt); t1.n = 8;
+    for (int step = 0; step < 40; step++) {
+        int32_t tk[3]; uint32_t sq[3];
+        for (uint32_t s = 0; s < 3; s++) { tk[s] = (int32_t)(100 + 7 * step + 13 * s) % 512; sq[s] = s; }
+        REQUIRE(wlm_eval_batch(a, tk, sq, NULL, 3, &err) == WLM_OK);
+        t1.ids[t1.n++] = tk[1];
+    }
+    CHECK(a->seq_floor[1] > 0 && ring_consistent(a));
+    uint64_t size = 0;
+    uint8_t *st = st_save(a, 1, &t1, NULL, &size);
+    REQUIRE(st);
+    int32_t next = 77; uint32_t s1 = 1, s2 = 2;
+    REQUIRE(wlm_eval_batch(a, &next, &s1, NULL, 1, &err) == WLM_OK);
+    float *la = malloc(sizeof(float) * nv), *l0 = malloc(sizeof(float) * nv);
+    memcpy(la, wlm_ctx_logits(a), sizeof(float) * nv);
+    /* sequence 0 of the target: 25 positions, the ring's 25 rows all its own */
+    int32_t own[26];
+    for (int i = 0; i < 26; i++) own[i] = (int32_t)(5 + 11 * i) % 500;
+    wlm_ctx *ref = st_wctx(sm.m, 256, 4, WLM_KV_F32, 1, WLM_FULL_ERROR, 0, 1);
+    REQUIRE(ref);
+    REQUIRE(wlm_eval(ref, own, 26, &err) == WLM_OK);
+    memcpy(l0, wlm_ctx_logits(ref), sizeof(float) * nv);
+    wlm_ctx *b = st_wctx(sm.m, 256, 4, WLM_KV_F32, 0, WLM_FULL_ERROR, 0, 3);
+    REQUIRE(b);
+    REQUIRE(wlm_eval(b, own, 25, &err) == WLM_OK);
+    CHECK(b->ring_free == 0 && b->seq_floor[0] == 0);
+    REQUIRE(wlm_ctx_state_load(b, 2, st, size, NULL, &err) == WLM_OK);
+    CHECK(ring_consistent(b));
+    CHECK(b->seq_floor[2] == a->seq_floor[1]);
+    CHECK(b->seq_floor[0] > 0);   /* its oldest rows made way */
+    REQUIRE(wlm_eval_batch(b, &next, &s2, NULL, 1, &err) == WLM_OK);
+    CHECK(memcmp(la, wlm_ctx_logits(b), sizeof(float) * nv) == 0);
+    REQUIRE(wlm_eval(b, own + 25, 1, &err) == WLM_OK);
+    CHECK(memcmp(l0, wlm_ctx_logits(b), sizeof(float) * nv) == 0);
+    CHECK(ring_consistent(b));
+    free(la); free(l0); free(st);
+    wlm_ctx_free(a); wlm_ctx_free(b); wlm_ctx_free(ref);
+    st_free(&sm);
+}
+
+/* a floor a model's window cannot have made is refused, changing nothing */
+TEST(state_window_floor_refused_when_impossible) {
+    smodel sm;
+    REQUIRE(st_load(&sm));
+    st_set_window(sm.m, W, WPAT_ALL);
+    wlm_ctx *a = st_wctx(sm.m, 128, 4, WLM_KV_F32, 0, WLM_FULL_ERROR, 0, 1);
+    REQUIRE(a);
+    toks t; wlm_rng r;
+    REQUIRE(st_generate(a, &t, &r, 30));
+    uint64_t size = 0;
+    uint8_t *s = st_save(a, 0, &t, &r, &size);
+    REQUIRE(s);
+    uint32_t floor = a->seq_floor[0], n_pos = wlm_ctx_pos(a);
+    REQUIRE(floor > W);
+    wlm_ctx *c = st_wctx(sm.m, 128, 4, WLM_KV_F32, 0, WLM_FULL_ERROR, 0, 1);
+    REQUIRE(c);
+    int32_t own[5] = { 1, 50, 60, 70, 80 };
+    wlm_err err = { 0 };
+    REQUIRE(wlm_eval(c, own, 5, &err) == WLM_OK);
+    uint8_t *d = malloc(size);
+    /* below the window, past the sequence's end */
+    uint32_t bad[] = { 1, W - 1, n_pos + 1 };
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memcpy(d, s, size); wlm_wr32(d + 76, bad[i]); fix_checksum(d, size);
+        refused(c, d, size, WLM_ERR_FORMAT, "rewind floor", "an impossible floor");
+    }
+    /* another possible floor: its rows do not match the bytes */
+    memcpy(d, s, size); wlm_wr32(d + 76, floor - 1); fix_checksum(d, size);
+    refused(c, d, size, WLM_ERR_FORMAT, "corrupt", "a floor one lower");
+    memcpy(d, s, size); wlm_wr32(d + 76, 0); fix_checksum(d, size);
+    refused(c, d, size, WLM_ERR_FORMAT, "corrupt", "no floor");
+    CHECK(ring_consistent(c) && c->seq_floor[0] == 0);
+    REQUIRE(wlm_ctx_state_load(c, 0, s, size, NULL, &err) == WLM_OK);
+    free(d); free(s);
+    wlm_ctx_free(a); wlm_ctx_free(c);
+    st_free(&sm);
+}
+#undef W
+#undef WGEN
 
 /* ---- vocabulary-only loads ------------------------------------------------------- */
 
