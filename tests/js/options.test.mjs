@@ -349,5 +349,6 @@ test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_p
   assert.deepEqual(c, {
     temperature: f32(DEFAULT_SAMPLING.temperature), topK: DEFAULT_SAMPLING.topK, topP: f32(DEFAULT_SAMPLING.topP),
     minP: f32(DEFAULT_SAMPLING.minP), repeatPenalty: f32(DEFAULT_SAMPLING.repeatPenalty), repeatLastN: DEFAULT_SAMPLING.repeatLastN,
+    presencePenalty: 0, frequencyPenalty: 0, typicalP: 1, nBiases: 0, biases: 0,   // off: the API does not set them yet
   });
 });
