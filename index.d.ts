@@ -85,12 +85,11 @@ export interface LoadOptions {
 }
 
 /**
- * Sampling options. Defaults (DEFAULT_SAMPLING): maxTokens 256,
- * temperature 0.8, topK 40, topP 0.95, minP 0.05, repeatPenalty 1.1,
+ * Sampling options. Defaults (DEFAULT_SAMPLING, llama.cpp's): maxTokens 256,
+ * temperature 0.8, topK 40, topP 0.95, minP 0.05, repeatPenalty 1 (off),
  * repeatLastN 64, seed 0xC0FFEE (12648430). The pipeline is: repetition
  * penalty -> temperature -> top-k -> top-p -> min-p -> draw.
- * temperature 0 is greedy decoding: the argmax of the penalised logits
- * (lowest id wins ties); pass repeatPenalty 1 for the plain argmax.
+ * temperature 0 alone is plain greedy decoding (the argmax, lowest id wins ties).
  */
 export interface SamplingOptions {
   maxTokens?: number;

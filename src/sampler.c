@@ -29,11 +29,12 @@
 #include "ctx.h"
 #include "wmath.h"
 
-/* The defaults, which web/options.js repeats (tests/js/options.test.mjs holds them equal). */
+/* The defaults of llama.cpp's common sampling parameters (penalties off),
+ * which web/options.js repeats (tests/js/options.test.mjs holds them equal). */
 void wlm_sampler_default_params(wlm_sampler_params *p) {
     wlm_memset(p, 0, sizeof *p);
     p->temperature = 0.8f; p->top_k = 40; p->top_p = 0.95f; p->min_p = 0.05f;
-    p->repeat_penalty = 1.1f; p->repeat_last_n = 64;
+    p->repeat_penalty = 1.0f; p->repeat_last_n = 64;
     p->typical_p = 1.0f;
 }
 

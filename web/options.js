@@ -84,13 +84,14 @@ export const OPTIONS = Object.freeze({
   timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never; default none for URLs, 30 s for registry names and hub ids)', { min: 0, max: I32_MAX }),
   signal: opt('signal', 'AbortSignal that cancels the call', { side: 'caller' }),
 
-  // sampling (generate, complete, chat, bestOfN, ...)
+  // sampling (generate, complete, chat, bestOfN, ...): the defaults are
+  // llama.cpp's (penalties off), so temperature 0 alone is plain greedy decoding
   maxTokens: opt('int', 'most tokens to generate', { min: 0, max: I32_MAX, default: 256 }),
   temperature: opt('number', '0 = greedy (argmax after the penalties)', { min: 0, default: 0.8 }),
   topK: opt('int', 'keep the k most likely tokens; 0 = off', { min: 0, max: I32_MAX, default: 40 }),
   topP: opt('number', 'keep the smallest set of tokens whose probability reaches p; 1 = off, 0 = the most likely token only', { min: 0, max: 1, default: 0.95 }),
   minP: opt('number', 'drop tokens below minP x the best probability; 0 = off', { min: 0, max: 1, default: 0.05 }),
-  repeatPenalty: opt('number', 'divide the logits of recent tokens by this (1 = off)', { min: 0, minExclusive: true, default: 1.1 }),
+  repeatPenalty: opt('number', 'divide the logits of recent tokens by this (1 = off)', { min: 0, minExclusive: true, default: 1 }),
   repeatLastN: opt('int', 'how many recent tokens the repeat penalty looks at', { min: 0, max: I32_MAX, default: 64 }),
   seed: opt('seed', 'PRNG seed (PCG32): the same seed gives the same tokens everywhere', { default: 0xC0FFEE }),
 

@@ -351,4 +351,8 @@ test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_p
     minP: f32(DEFAULT_SAMPLING.minP), repeatPenalty: f32(DEFAULT_SAMPLING.repeatPenalty), repeatLastN: DEFAULT_SAMPLING.repeatLastN,
     presencePenalty: 0, frequencyPenalty: 0, typicalP: 1, nBiases: 0, biases: 0,   // off: the API does not set them yet
   });
+  // and they are llama.cpp's (common_params_sampling): the penalty off, so temperature 0 alone is plain greedy
+  assert.deepEqual({ ...DEFAULT_SAMPLING, maxTokens: undefined, seed: undefined }, {
+    maxTokens: undefined, seed: undefined, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1, repeatLastN: 64,
+  });
 });
