@@ -73,8 +73,7 @@ export function streamResult(s, stats) {
   const fresh = stats.promptTokens - (stats.reusedPromptTokens || 0);
   return {
     text: s.text,
-    tokens: s.tokens.slice(),
-    logprobs: s.logprobs.slice(),
+    ...s.tokenFields(),
     finishReason: s.finishReason,
     stats: {
       promptTokens: stats.promptTokens,
@@ -90,7 +89,7 @@ export function streamResult(s, stats) {
 
 /**
  * Plain generation: a stepper whose next(shouldStop) returns a chunk
- * {text, token, logprob} per token and finally {done: true, tail, ...result}.
+ * {text, token, logprob[, topLogprobs]} per token and finally {done: true, tail, ...result}.
  * `shouldStop()` is polled between prefill chunks and tokens (abort).
  */
 export function startGeneration(eng, prompt, opts = {}) {
@@ -110,7 +109,7 @@ export function startGeneration(eng, prompt, opts = {}) {
     eng, promptIds, o, stats, end,
     decode() {
       const { token, logprob } = eng.sample(0, o, s.history, s.st.rng);
-      const chunk = s.push(token, logprob, false);
+      const chunk = s.push(token, logprob, false, s.top(0));
       if (!chunk) return end(s.finishReason);   // end of generation
       if (s.finishReason) { pendingEnd = s.finishReason; return chunk; }
       const st = eng.append([token]);
