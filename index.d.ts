@@ -105,12 +105,20 @@ export interface LoadOptions {
 export interface TokenizerLoadOptions extends Omit<LoadOptions, 'threads' | 'contextLength' | 'batchSize' | 'kvType' | 'onFull' | 'nKeep' | 'maxSequences' | 'windowCache' | 'sha256'> {}
 
 /**
- * Sampling options. Defaults (DEFAULT_SAMPLING): maxTokens 256,
- * temperature 0.8, topK 40, topP 0.95, minP 0.05, repeatPenalty 1.1,
- * repeatLastN 64, seed 0xC0FFEE (12648430). The pipeline is: repetition
- * penalty -> temperature -> top-k -> top-p -> min-p -> draw.
- * temperature 0 is greedy decoding: the argmax of the penalised logits
- * (lowest id wins ties); pass repeatPenalty 1 for the plain argmax.
+ * Logit bias: an object {tokenId: bias} (OpenAI's logit_bias shape; keys are
+ * token ids) or an array of [tokenId or text, bias] pairs (a Map: pass
+ * [...map]). -Infinity bans a token. A text biases each distinct token of
+ * it, tokenized as written: no BOS, no SentencePiece space prefix (" word"
+ * for a word after a space). A token given twice gets the sum.
+ */
+export type LogitBias = Record<string, number> | Array<[number | string, number]>;
+
+/**
+ * Sampling options. Defaults (DEFAULT_SAMPLING, llama.cpp's): maxTokens 256,
+ * temperature 0.8, topK 40, topP 0.95, minP 0.05, typicalP 1, repeatPenalty 1,
+ * presencePenalty 0, frequencyPenalty 0, repeatLastN 64, seed 0xC0FFEE
+ * (12648430). The pipeline, in order: docs/options.md. temperature 0 alone
+ * is plain greedy decoding (the argmax, lowest id on ties).
  */
 export interface SamplingOptions {
   maxTokens?: number;
@@ -121,14 +129,35 @@ export interface SamplingOptions {
   topP?: number;
   /** 0 = off */
   minP?: number;
+  /** locally typical sampling, (0, 1]; 1 = off */
+  typicalP?: number;
   /** 1 = off */
   repeatPenalty?: number;
+  /** OpenAI's presence_penalty, [-2, 2]; 0 = off */
+  presencePenalty?: number;
+  /** OpenAI's frequency_penalty, [-2, 2]; 0 = off */
+  frequencyPenalty?: number;
+  /** the window of the three penalties (prompt included) */
   repeatLastN?: number;
+  /** added to the logits first */
+  logitBias?: LogitBias;
   /** PRNG seed (PCG32); the same seed gives the same tokens everywhere. */
   seed?: number | bigint;
 }
 
+/** One of the most likely tokens at a generated position (options.logprobs). */
+export interface TopLogprob {
+  token: number;
+  /** the token's text (its bytes as UTF-8; a partial character gives U+FFFD) */
+  text: string;
+  /** log P(token) under the model's own distribution (T = 1, before bias, penalties and filters) */
+  logprob: number;
+}
+
 export interface GenerateOptions extends SamplingOptions {
+  /** 0..20 (default 0): per generated token, this many most likely tokens of the model's own
+   * distribution (as `logprob`: before bias, penalties and filters), as `topLogprobs` of chunks and results. */
+  logprobs?: number;
   /** Speculative decoding: a draft Model with the same vocabulary proposes tokens that this
    * model checks in one batched pass (the output follows this model's distribution; greedy
    * output is identical), or 'lookup' to draft from n-gram matches in the context. */
@@ -187,6 +216,8 @@ export interface GenerateChunk {
   token: number;
   /** log P(token) under the model's own distribution (T = 1, no filters). */
   logprob: number;
+  /** with options.logprobs N: the N most likely tokens at this position, best first (absent on a final text-only chunk) */
+  topLogprobs?: TopLogprob[];
 }
 
 export type FinishReason = 'stop' | 'length' | 'context';
@@ -238,6 +269,8 @@ export interface CompletionResult {
   text: string;
   tokens: number[];
   logprobs: number[];
+  /** with options.logprobs: per token, the most likely tokens at its position */
+  topLogprobs?: TopLogprob[][];
   /** 'stop': EOS or a stop string; 'length': maxTokens; 'context': the context is full. */
   finishReason: FinishReason;
   stats: GenerationStats;
@@ -378,6 +411,8 @@ export interface Candidate {
   text: string;
   tokens: number[];
   logprobs: number[];
+  /** with options.logprobs: per token, the most likely tokens at its position */
+  topLogprobs?: TopLogprob[][];
   finishReason: FinishReason;
   score: number;
 }
@@ -835,7 +870,7 @@ export declare function clearModelCache(options?: { cacheDir?: string }): Promis
 /** Name of the browser Cache Storage cache holding models. */
 export declare const MODEL_CACHE: string;
 
-export declare const DEFAULT_SAMPLING: Readonly<Required<SamplingOptions>>;
+export declare const DEFAULT_SAMPLING: Readonly<Required<Omit<SamplingOptions, 'logitBias'>>>;
 export declare const DEFAULT_CONTEXT: Readonly<{ contextLength: number; batchSize: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide'; nKeep: number }>;
 export declare const QUANT_TYPES: Readonly<Record<QuantType, number>>;
 

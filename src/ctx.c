@@ -8,7 +8,7 @@
 typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
-             off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen, off_sort,
+             off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_pen, off_sort,
              off_sseq, off_tok, off_aidx, off_spec, off_kvt, off_rope_swa, off_rcs_swa,
              off_kvl, off_ring;
     uint32_t n_ring;
@@ -97,8 +97,8 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     }
     pl.off_cid = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_cval = reserve(&pl, (uint64_t)hp->n_vocab * 4);
-    pl.off_seen = reserve(&pl, hp->n_vocab);
-    pl.off_sort = reserve(&pl, (uint64_t)hp->n_vocab * 12);
+    pl.off_pen = reserve(&pl, (uint64_t)hp->n_vocab * 4);
+    pl.off_sort = reserve(&pl, (uint64_t)hp->n_vocab * 16);
     pl.off_spec = reserve(&pl, (uint64_t)hp->n_vocab * 4);   /* dense draft distribution (wlm_spec_accept) */
     pl.total = WLM_ALIGN_UP(pl.total, 64);
     return pl;
@@ -183,7 +183,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     wlm_memset(c->spec_q, 0, (uint64_t)hp->n_vocab * 4);
     c->rope_freq = (double *)(mem + pl.off_rope); c->rope_cs = (float *)(mem + pl.off_rcs);
     c->cand_id = (int32_t *)(mem + pl.off_cid); c->cand_val = (float *)(mem + pl.off_cval);
-    c->seen = mem + pl.off_seen;
+    c->pen_count = (uint32_t *)(mem + pl.off_pen);
     c->sort_tmp = mem + pl.off_sort;
     c->mem = mem; c->mem_bytes = pl.total;
     /* inverse RoPE frequencies theta_i = base^(-2i/n_rot), in double, divided

@@ -72,8 +72,9 @@ struct wlm_ctx {
     double *rope_freq_swa; /* sliding-window layers with a RoPE base of their own (gemma3): their frequencies, else NULL */
     float *rope_cs_swa;    /* and their cos/sin pairs, as rope_cs (NULL when rope_freq_swa is) */
     /* sampler work space */
-    int32_t *cand_id; float *cand_val; uint8_t *seen;
-    void *sort_tmp;        /* 12 n_vocab bytes: the radix sort of the candidates */
+    int32_t *cand_id; float *cand_val;
+    uint32_t *pen_count;   /* n_vocab: a token's count in the penalty window, all zero between calls */
+    void *sort_tmp;        /* 16 n_vocab bytes: the radix sorts of the candidates (top-k, typical) */
     void *mem; uint64_t mem_bytes;
 };
 
@@ -87,6 +88,12 @@ float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, i
  * bytes, or NULL for the heap path) lets it radix-sort when k >= 256 */
 uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *tmp);
 float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok);
+/* The first stages of the sampler (sampler.c): the usable tokens' logits
+ * after the logit bias and the penalties, in cand_val / cand_id in ascending
+ * id order; returns their count. sp must have passed the sampler's checks
+ * (wlm_sample does them; tests call this to see the stages' exact values). */
+uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                           const int32_t *hist, uint32_t n_hist);
 
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */
 void wlm_kv_reset(wlm_ctx *c);

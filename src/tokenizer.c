@@ -574,7 +574,8 @@ static wlm_status encode_text(const wlm_vocab *v, const uint8_t *text, uint32_t 
     if (len == 0) return WLM_OK;
     if (v->kind == WLM_VOCAB_BPE) return wlm_bpe_encode(v, text, len, o, err);
     int split = v->spm_split && !((uint32_t)flags & WLM_TOK_NO_SPLIT_);
-    return spm_encode(v, text, len, v->add_space_prefix, split, o, err);
+    int prefix = v->add_space_prefix && !((uint32_t)flags & WLM_TOK_NO_SPACE_PREFIX);
+    return spm_encode(v, text, len, prefix, split, o, err);
 }
 
 wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len, int flags,
@@ -593,7 +594,8 @@ wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len
     const uint8_t *in = (const uint8_t *)text;
     uint32_t seg = 0;
     /* every text fragment (the first, and each one after a special token)
-     * is encoded as a text of its own: with add_space_prefix it gets a "▁" */
+     * is encoded as a text of its own: with add_space_prefix it gets a "▁"
+     * (unless WLM_TOK_NO_SPACE_PREFIX) */
     wlm_status st;
     if (v->n_special) {
         for (uint32_t pos = 0; pos < len;) {

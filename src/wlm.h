@@ -144,6 +144,7 @@ WLM_API const char *wlm_type_name(uint32_t ggml_type);
  * exceed cap: then WLM_ERR_ARG with "token buffer too small"). */
 #define WLM_TOK_ADD_BOS 1
 #define WLM_TOK_PARSE_SPECIAL 2
+#define WLM_TOK_NO_SPACE_PREFIX 4 /* text that continues other text: no SentencePiece "▁" in front (BPE adds none) */
 WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t len, int flags,
                         int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err);
 
@@ -284,13 +285,24 @@ WLM_API void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n);
 
 /* ---- sampling ----------------------------------------------------------- */
 
+/* One logit bias: added to the token's logit first of all (-inf bans it). */
+typedef struct wlm_logit_bias { int32_t token; float bias; } wlm_logit_bias;
+
 typedef struct wlm_sampler_params {
     float temperature;     /* 0 = greedy (argmax, lowest id wins ties) */
     uint32_t top_k;        /* 0 = off */
     float top_p;           /* 1 = off; 0 = the most likely token only */
     float min_p;           /* 0 = off */
     float repeat_penalty;  /* 1 = off */
-    uint32_t repeat_last_n;/* window of recent tokens the penalty looks at */
+    uint32_t repeat_last_n;/* window of recent tokens the penalties look at */
+    /* logit bias, OpenAI's penalties, locally typical sampling: a field
+     * left 0 is off, so a zero-filled tail changes nothing */
+    float presence_penalty;  /* subtracted once from each token in the window; in [-1e6, 1e6] */
+    float frequency_penalty; /* times the token's count in the window; in [-1e6, 1e6] */
+    float typical_p;         /* locally typical sampling: keep this much mass; 0 or 1 = off */
+    uint32_t n_biases;
+    const wlm_logit_bias *biases; /* n_biases entries (ids in range; a bias is finite or -inf;
+                                   * a token given twice gets the sum) */
 } wlm_sampler_params;
 WLM_API void wlm_sampler_default_params(wlm_sampler_params *p);
 
@@ -301,14 +313,23 @@ WLM_API uint32_t wlm_rng_u32(wlm_rng *r);
 WLM_API float wlm_rng_float(wlm_rng *r); /* [0,1), 24 bits */
 
 /* Samples the next token from `logits` (n_vocab floats, not modified).
- * `history`/`n_history` are the recent tokens for the repetition penalty.
+ * `history`/`n_history` are the recent tokens for the penalties (the last
+ * repeat_last_n of them count). The pipeline (src/sampler.c): logit bias ->
+ * penalties -> temperature -> top-k -> typical -> top-p -> min-p -> draw.
  * `logprob` receives log P(token) under the model's own distribution
  * (softmax of the raw logits, T = 1, no filters). */
 WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                       const int32_t *history, uint32_t n_history, wlm_rng *rng,
                       int32_t *token, float *logprob, wlm_err *err);
 
-/* Sampling distribution after penalty, temperature and filters: writes up to
+/* The n most likely tokens of the model's own distribution (softmax of
+ * the raw logits, T = 1: before bias, penalties and filters), best first,
+ * lowest id on ties, with their log-probabilities: each is exactly the
+ * *logprob wlm_sample reports when it picks that token. Returns the count
+ * written (n, or fewer when fewer logits are usable: not NaN or -inf). */
+WLM_API uint32_t wlm_top_logprobs(wlm_ctx *c, const float *logits, uint32_t n, int32_t *ids, float *logprobs);
+
+/* Sampling distribution after bias, penalties, temperature and filters: writes up to
  * `cap` (token, probability) pairs sorted by probability, returns the count.
  * (For UIs that show the next-token distribution.) */
 WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
@@ -320,7 +341,7 @@ WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_samp
  * fills; q_ids/q_probs (q_n pairs) are the distribution x was drawn from
  * (the draft model's filtered distribution; one pair with probability 1
  * for prompt lookup). The target distribution p is `logits` through the
- * same pipeline as wlm_sample (penalty -> temperature -> filters). x is
+ * same pipeline as wlm_sample (bias -> penalties -> temperature -> filters). x is
  * accepted with probability min(1, p(x)/q(x)) (*accepted = 1, *token = x);
  * otherwise *token is drawn from max(0, p - q) renormalized. Emitted
  * tokens then follow p exactly. Greedy (temperature 0): accepted iff x is

@@ -12,7 +12,8 @@
 // OUTDIR/seed/tokenize: selector byte + text (ASCII, Unicode, invalid UTF-8,
 //   control-token text, whitespace runs) or selector + int32 ids to decode;
 // OUTDIR/seed/sampler: sampler parameters + history + logits, with NaN, Inf,
-//   huge, tiny and tied values.
+//   huge, tiny and tied values; some with the presence / frequency
+//   penalties, typical_p and logit biases (byte 33, fuzz/fuzz_sampler.c).
 import fs from 'node:fs';
 import path from 'node:path';
 import { makeModel } from '../models/make-model.js';
@@ -90,6 +91,22 @@ params.forEach((pp, i) => {
     const which = (i + name.length) % 2;
     const hist = i32([0, 1, 2, 3, -1, 100000, 5, 5]);
     fs.writeFileSync(path.join(smp, `p${i}-${name}`), Buffer.concat([header(which, { ...pp, seed: i * 7 + 1, spread: name === 'ties' ? 0 : 1 }), pp.nHist ? hist : Buffer.alloc(0), f32(l)]));
+  });
+});
+// byte 33: (biases << 4) | 1, then presence, frequency, typical_p and the (token, bias) pairs
+const extra = [
+  { pres: 0.5, freq: 0.25, typ: 0.9, bias: [[3, -Infinity], [5, 2]] },
+  { pres: -2, freq: 2, typ: 0.2, bias: [[0, -Infinity], [1, -Infinity], [2, -Infinity], [3, -Infinity], [4, -Infinity], [5, -Infinity]] },
+  { pres: 1e6, freq: -1e6, typ: 1e-6, bias: [[511, 3e38], [-5, 1], [100000, NaN]], sane: 0 },
+  { pres: NaN, freq: Infinity, typ: 2, bias: [[1, Infinity]], sane: 0 },
+  { pres: 0, freq: 0, typ: 0.5, bias: [] },
+];
+extra.forEach((e, i) => {
+  Object.entries(logitSets).forEach(([name, l]) => {
+    const h = header(i % 2, { t: i === 4 ? 1.5 : 0.8, nHist: 8, sane: e.sane ?? 64, seed: i + 3, spread: 1 });
+    h[33] = (e.bias.length << 4) | 1;
+    const pairs = Buffer.concat(e.bias.map(([t, b]) => Buffer.concat([i32([t]), f32([b])])));
+    fs.writeFileSync(path.join(smp, `x${i}-${name}`), Buffer.concat([h, f32([e.pres, e.freq, e.typ]), pairs, i32([0, 1, 2, 3, 3, 3, 5, 5]), f32(l)]));
   });
 });
 // saved states (fuzz_state.c): a mode byte, then a raw state, edits to a valid one, or a length

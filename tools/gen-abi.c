@@ -42,9 +42,9 @@ typedef struct field {
     const char *type; /* u32, i32, f32, u64, bytes (an array), struct */
 } field;
 
-/* The JS accessor kind of a field, from its C type. */
+/* The JS accessor kind of a field, from its C type (a pointer is a u32 in wasm32). */
 #define KIND(x) _Generic((x), uint32_t: "u32", int32_t: "i32", float: "f32", uint64_t: "u64", \
-                         char *: "bytes", uint8_t *: "bytes", default: "struct")
+                         char *: "bytes", uint8_t *: "bytes", const wlm_logit_bias *: "u32", default: "struct")
 #define F(S, f) { #f, offsetof(S, f), sizeof(((S *)0)->f), KIND(((S *)0)->f) }
 
 typedef struct layout {
@@ -78,7 +78,11 @@ static const layout LAYOUTS[] = {
     LAYOUT(wlm_sampler_params, "SamplerParams", "sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept)", 1,
            F(wlm_sampler_params, temperature), F(wlm_sampler_params, top_k), F(wlm_sampler_params, top_p),
            F(wlm_sampler_params, min_p), F(wlm_sampler_params, repeat_penalty),
-           F(wlm_sampler_params, repeat_last_n)),
+           F(wlm_sampler_params, repeat_last_n), F(wlm_sampler_params, presence_penalty),
+           F(wlm_sampler_params, frequency_penalty), F(wlm_sampler_params, typical_p),
+           F(wlm_sampler_params, n_biases), F(wlm_sampler_params, biases)),
+    LAYOUT(wlm_logit_bias, "LogitBias", "one (token, bias) pair of wlm_sampler_params.biases", 0,
+           F(wlm_logit_bias, token), F(wlm_logit_bias, bias)),
     LAYOUT(wlm_rng, "Rng", "PCG32 state (wlm_rng_seed)", 0, F(wlm_rng, state), F(wlm_rng, inc)),
     LAYOUT(wlm_state_info, "StateInfo", "what a saved state holds (wlm_ctx_state_load)", 1,
            F(wlm_state_info, n_tokens), F(wlm_state_info, n_pos), F(wlm_state_info, tokens_offset),

@@ -4,8 +4,8 @@
 // caller's event loop never blocks on inference.
 import { probeRelaxedSimd } from './simd-probe.js';
 import { isNode, nodeImport } from './env.js';
-import { QUANT_TYPES, CHANNEL, checkRequest } from './protocol.js';
-import { DEFAULT_SAMPLING, checkOptions, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
+import { QUANT_TYPES, CHANNEL, checkRequest, chunkOf } from './protocol.js';
+import { DEFAULT_SAMPLING, checkOptions, checkForModel, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
 import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
 import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
@@ -815,15 +815,17 @@ export class Model extends Tokenizer {
   /** The worker channel of this model, for the strategies of web/scaling.js (web/protocol.js). */
   get [CHANNEL]() { return this._client; }
   _prompt(prompt) { return checkPrompt(prompt, this.info.hparams.nVocab); }
+  /** checkOptions, then what needs the model (logitBias token ids in the vocabulary). */
+  _options(method, opts) { return checkForModel(checkOptions(method, opts), this.info.hparams.nVocab); }
 
   /**
    * Streams a completion: an async iterator of {text, token, logprob}
-   * chunks. Its return value (when iterated by hand) is the CompletionResult.
+   * chunks (with options.logprobs also topLogprobs). Its return value (when iterated by hand) is the CompletionResult.
    */
   generate(prompt, opts = {}) {
     return async function* gen() {
       this._check();
-      const o = checkOptions('generate', opts);
+      const o = this._options('generate', opts);
       const p = this._prompt(prompt);
       checkResume(o);
       if (o.draft && o.draft !== 'lookup') return yield* scaling.speculative(this, o.draft, p, o);
@@ -832,7 +834,7 @@ export class Model extends Tokenizer {
         for (;;) {
           const r = await it.next();
           if (r.done) return r.value;
-          yield { text: r.value.text, token: r.value.token, logprob: r.value.logprob };
+          yield chunkOf(r.value);
         }
       } finally {
         await it.return();
@@ -843,7 +845,7 @@ export class Model extends Tokenizer {
   /** Runs a whole completion; resolves with {text, tokens, logprobs, finishReason, stats}. */
   async complete(prompt, opts = {}) {
     this._check();
-    const o = checkOptions('complete', opts);
+    const o = this._options('complete', opts);
     const p = this._prompt(prompt);
     checkResume(o);
     if (o.signal && o.signal.aborted) throw abortError(o.signal);
@@ -872,7 +874,7 @@ export class Model extends Tokenizer {
   chat(messages, opts = {}) {
     return async function* chatGen() {
       this._check();
-      const o = checkOptions('chat', opts);
+      const o = this._options('chat', opts);
       const prompt = await this.applyChatTemplate(messages, templateOptions(o));
       return yield* this.generate(prompt, chatGenerateOptions(prompt, this.info, o));
     }.call(this);
@@ -881,7 +883,7 @@ export class Model extends Tokenizer {
   /** The whole reply to a conversation; resolves with a CompletionResult (onToken streams). */
   async chatComplete(messages, opts = {}) {
     this._check();
-    const o = checkOptions('chatComplete', opts);
+    const o = this._options('chatComplete', opts);
     const prompt = await this.applyChatTemplate(messages, templateOptions(o));
     return this.complete(prompt, chatGenerateOptions(prompt, this.info, o));
   }
@@ -943,7 +945,7 @@ export class Model extends Tokenizer {
   /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20); raw unless filters are given. */
   async nextTokenDistribution(text, opts = {}) {
     this._check();
-    const o = checkOptions('nextTokenDistribution', opts);
+    const o = this._options('nextTokenDistribution', opts);
     return this._client.call('distribution', { text: this._prompt(text), options: o });
   }
 
@@ -952,17 +954,17 @@ export class Model extends Tokenizer {
   /** n candidates decoded as one batch, scored and sorted (best first). */
   async bestOfN(prompt, opts = {}) {
     this._check();
-    return scaling.bestOfN(this, this._prompt(prompt), checkOptions('bestOfN', opts));
+    return scaling.bestOfN(this, this._prompt(prompt), this._options('bestOfN', opts));
   }
   /** Majority vote over answers extracted from n samples. */
   async selfConsistency(prompt, opts = {}) {
     this._check();
-    return scaling.selfConsistency(this, this._prompt(prompt), checkOptions('selfConsistency', opts));
+    return scaling.selfConsistency(this, this._prompt(prompt), this._options('selfConsistency', opts));
   }
   /** Resamples until verify() accepts (or maxAttempts). */
   async generateUntil(prompt, opts = {}) {
     this._check();
-    return scaling.generateUntil(this, this._prompt(prompt), checkOptions('generateUntil', opts));
+    return scaling.generateUntil(this, this._prompt(prompt), this._options('generateUntil', opts));
   }
   /** Deterministic beam search on forked sequences. */
   async beamSearch(prompt, opts = {}) {

@@ -17,6 +17,41 @@ export const MODEL_BRAND = Symbol.for('wasmlm.Model');
 
 // ---- kinds: each checks a value and says what is allowed --------------------
 
+// logitBias: {tokenId: bias} (OpenAI's logit_bias shape) or [[tokenId | text, bias], ...]
+const MAX_BIASES = 65536;
+const MAX_BIAS_TEXT = 1024;
+const BIAS_SHAPE = `an object {tokenId: bias} or an array of [tokenId or text, bias] pairs (bias a finite number or -Infinity), at most ${MAX_BIASES} entries`;
+const isBias = (b) => typeof b === 'number' && (Number.isFinite(b) || b === -Infinity);
+const isTokenId = (t) => Number.isInteger(t) && t >= 0 && t <= I32_MAX;
+
+function logitBiasProblem(v) {
+  if (isPlainObject(v)) {
+    const keys = Object.keys(v);
+    if (keys.length > MAX_BIASES || Object.getOwnPropertySymbols(v).length) return BIAS_SHAPE;
+    for (const k of keys) {
+      if (!/^(0|[1-9]\d{0,9})$/.test(k) || !isTokenId(Number(k))) {
+        return `${BIAS_SHAPE}; key ${describe(k)} is not a token id (a text goes in a pair: [[${describe(k)}, bias]])`;
+      }
+      if (!isBias(v[k])) return `${BIAS_SHAPE}; the bias of token ${k} is ${describe(v[k])}`;
+    }
+    return true;
+  }
+  if (Array.isArray(v)) {
+    if (v.length > MAX_BIASES) return BIAS_SHAPE;
+    for (let i = 0; i < v.length; i++) {
+      const e = v[i];
+      if (!Array.isArray(e) || e.length !== 2) return `${BIAS_SHAPE}; entry ${i} is not a [key, bias] pair`;
+      const [key, b] = e;
+      if (!(isTokenId(key) || (typeof key === 'string' && key !== '' && key.length <= MAX_BIAS_TEXT))) {
+        return `${BIAS_SHAPE}; entry ${i}: ${describe(key)} is neither a token id nor a text of 1 to ${MAX_BIAS_TEXT} characters`;
+      }
+      if (!isBias(b)) return `${BIAS_SHAPE}; entry ${i}: the bias is ${describe(b)}`;
+    }
+    return true;
+  }
+  return BIAS_SHAPE;
+}
+
 const isPlainObject = (v) => v !== null && typeof v === 'object' && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
 const isSignal = (v) => v !== null && typeof v === 'object' && typeof v.aborted === 'boolean' &&
   typeof v.addEventListener === 'function' && typeof v.removeEventListener === 'function';
@@ -55,6 +90,7 @@ const KINDS = {
   feedback: (v) => typeof v === 'boolean' || typeof v === 'function' || 'true, false or a function',
   escalate: (v) => (Array.isArray(v) && v.every((x) => x === 'best-of-n' || x === 'tree') && new Set(v).size === v.length) ||
     "an array of 'best-of-n' and / or 'tree' (each at most once)",
+  logitBias: (v) => logitBiasProblem(v),
   wasm: (v) => (typeof WebAssembly !== 'undefined' && v instanceof WebAssembly.Module) || v instanceof ArrayBuffer || ArrayBuffer.isView(v) ||
     (typeof v === 'string' && v !== '') || v instanceof URL || 'a WebAssembly.Module, its bytes, or a path or URL',
 };
@@ -112,15 +148,22 @@ export const OPTIONS = Object.freeze({
   timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never; default none for URLs, 30 s for registry names and hub ids)', { min: 0, max: I32_MAX }),
   signal: opt('signal', 'AbortSignal that cancels the call', { side: 'caller' }),
 
-  // sampling (generate, complete, chat, bestOfN, ...)
+  // sampling (generate, complete, chat, bestOfN, ...): the defaults are
+  // llama.cpp's (penalties off), so temperature 0 alone is plain greedy decoding
   maxTokens: opt('int', 'most tokens to generate', { min: 0, max: I32_MAX, default: 256 }),
-  temperature: opt('number', '0 = greedy (argmax after the penalties)', { min: 0, default: 0.8 }),
+  logitBias: opt('logitBias', "added to the logits before anything else: {tokenId: bias} (OpenAI's logit_bias) or [[tokenId or text, bias], ...]; " +
+    '-Infinity bans a token; a text biases each distinct token of it, tokenized as written (no BOS, no space prefix: give " word" for a word after a space); a token given twice gets the sum'),
+  repeatPenalty: opt('number', 'divide the logits of the tokens in the last repeatLastN by this (multiply a negative logit); 1 = off', { min: 0, minExclusive: true, default: 1 }),
+  presencePenalty: opt('number', "subtract this once from the logit of each token in the last repeatLastN (OpenAI's presence_penalty); 0 = off", { min: -2, max: 2, default: 0 }),
+  frequencyPenalty: opt('number', "subtract this times its count in the last repeatLastN from a token's logit (OpenAI's frequency_penalty); 0 = off", { min: -2, max: 2, default: 0 }),
+  repeatLastN: opt('int', 'how many recent tokens (prompt included) the three penalties look at', { min: 0, max: I32_MAX, default: 64 }),
+  temperature: opt('number', '0 = greedy: the argmax after bias and penalties (lowest id on ties), the filters and seed unused', { min: 0, default: 0.8 }),
   topK: opt('int', 'keep the k most likely tokens; 0 = off', { min: 0, max: I32_MAX, default: 40 }),
+  typicalP: opt('number', 'locally typical sampling: keep the tokens whose -log p is closest to the entropy, up to this much probability; 1 = off', { min: 0, minExclusive: true, max: 1, default: 1 }),
   topP: opt('number', 'keep the smallest set of tokens whose probability reaches p; 1 = off, 0 = the most likely token only', { min: 0, max: 1, default: 0.95 }),
   minP: opt('number', 'drop tokens below minP x the best probability; 0 = off', { min: 0, max: 1, default: 0.05 }),
-  repeatPenalty: opt('number', 'divide the logits of recent tokens by this (1 = off)', { min: 0, minExclusive: true, default: 1.1 }),
-  repeatLastN: opt('int', 'how many recent tokens the repeat penalty looks at', { min: 0, max: I32_MAX, default: 64 }),
   seed: opt('seed', 'PRNG seed (PCG32): the same seed gives the same tokens everywhere', { default: 0xC0FFEE }),
+  logprobs: opt('int', "per generated token, the N most likely tokens of the model's own distribution (log-softmax of the raw logits, before bias, penalties and filters, like logprob) as topLogprobs in chunks and results; 0 = off", { min: 0, max: 20, default: 0 }),
 
   // generation
   stop: opt('stop', 'stop strings: generation ends before the first occurrence'),
@@ -178,8 +221,9 @@ export const OPTIONS = Object.freeze({
   outPath: opt('string', 'quantize(): write the GGUF file here (Node)'),
 });
 
-const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed'];
-const GENERATE = [...SAMPLING, 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
+const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed',
+  'presencePenalty', 'frequencyPenalty', 'typicalP', 'logitBias'];
+const GENERATE = [...SAMPLING, 'logprobs', 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
 const CHAT_TEMPLATE = ['template', 'addGenerationPrompt', 'variables', 'templateLimits'];
 const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].includes(k)), 'n', 'scorer', 'onCandidate', 'adaptive'];
 const TREE = [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'signal',
@@ -230,8 +274,30 @@ export function optionSpec(name, method) {
   return { ...OPTIONS[name], ...(OVERRIDES[method] && OVERRIDES[method][name]) };
 }
 
-/** The sampling defaults, from the entries above. */
-export const DEFAULT_SAMPLING = Object.freeze(Object.fromEntries(SAMPLING.map((k) => [k, OPTIONS[k].default])));
+/** The sampling defaults, from the entries above (logitBias has none: no bias). */
+export const DEFAULT_SAMPLING = Object.freeze(Object.fromEntries(SAMPLING.filter((k) => OPTIONS[k].default !== undefined).map((k) => [k, OPTIONS[k].default])));
+
+/** The sampling pipeline, in order (src/sampler.c; docs/options.md shows this list). */
+export const SAMPLING_PIPELINE = Object.freeze([
+  'logitBias: added to the logits (-Infinity removes a token)',
+  'penalties over the last repeatLastN tokens (prompt included): a token seen c times has its logit divided by repeatPenalty (multiplied when negative), then reduced by presencePenalty + c x frequencyPenalty',
+  'temperature: probabilities softmax(logits / temperature); temperature 0 takes the argmax here (lowest id on ties) and skips the rest',
+  'topK',
+  'typicalP: tokens ranked by |-log p - entropy|, the shortest prefix reaching typicalP kept',
+  'topP',
+  'minP',
+  'the draw: a PCG32 number u in [0, 1) from the seed; the first token, most likely first, whose cumulative probability exceeds u',
+]);
+
+/** Checks what needs the model: logitBias token ids below nVocab. Throws BAD_OPTION. */
+export function checkForModel(o, nVocab) {
+  const lb = o.logitBias;
+  if (!lb) return o;
+  const ids = Array.isArray(lb) ? lb.map((e) => e[0]).filter((k) => typeof k === 'number') : Object.keys(lb).map(Number);
+  const bad = ids.find((t) => t >= nVocab);
+  if (bad !== undefined) throw badOption('logitBias', lb, `token id ${bad} out of range: ids are integers in [0, ${nVocab})`);
+  return o;
+}
 
 // ---- checking -------------------------------------------------------------------
 

@@ -55,11 +55,11 @@ export const OPS = Object.freeze({
   loadPart: op({ size: 'count?' }, 'null (the next part of a split GGUF starts; size as in loadBegin)'),
   loadEnd: op({ options: 'object?' }, 'model info (parses the bytes, creates the context)'),
   loadCancel: op({}, 'null'),
-  generate: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?', draft: 'lookup?' }, 'CompletionResult', 'chunk {text, token, logprob}'),
-  bestOfN: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?' }, '{candidates, stats}', 'chunk {index, text, token, logprob}'),
+  generate: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?', draft: 'lookup?' }, 'CompletionResult', 'chunk {text, token, logprob[, topLogprobs]}'),
+  bestOfN: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?' }, '{candidates, stats}', 'chunk {index, text, token, logprob[, topLogprobs]}'),
   beamSearch: op({ prompt: 'prompt', options: 'object?' }, '{beams, stats}'),
   specStart: op({ session: 'int', prompt: 'prompt', options: 'object?' }, '{committed: token ids}'),
-  specRound: op({ session: 'int', drafts: 'ids', qs: 'qs?', plain: 'count?' }, 'a round {chunks, accepted, done, ...}', 'chunk {text, token, logprob} (plain rounds)'),
+  specRound: op({ session: 'int', drafts: 'ids', qs: 'qs?', plain: 'count?' }, 'a round {chunks, accepted, done, ...}', 'chunk {text, token, logprob[, topLogprobs]} (plain rounds)'),
   specEnd: op({ session: 'int' }, 'null'),
   draftStart: op({ session: 'int', options: 'object?' }, 'null'),
   draftPropose: op({ session: 'int', ids: 'ids', k: 'count' }, '{tokens, qs, caughtUp, stepMs}'),
@@ -97,4 +97,9 @@ export function checkRequest(m) {
     if (name !== 'id' && name !== 'op' && !Object.hasOwn(fields, name)) return `${m.op}: unknown field ${name}`;
   }
   return null;
+}
+
+/** A generate chunk as the caller sees it (from a 'chunk' event or a round's chunks): {text, token, logprob[, topLogprobs]}. */
+export function chunkOf(c) {
+  return c.topLogprobs ? { text: c.text, token: c.token, logprob: c.logprob, topLogprobs: c.topLogprobs } : { text: c.text, token: c.token, logprob: c.logprob };
 }

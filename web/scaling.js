@@ -13,7 +13,7 @@
 import { WasmlmError, badOption } from './errors.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { DEFAULT_SAMPLING } from './options.js';
-import { CHANNEL } from './protocol.js';
+import { CHANNEL, chunkOf } from './protocol.js';
 import { adaptiveOptions, bestState, voteState } from './adaptive.js';
 
 function scorerOf(scorer) {
@@ -453,7 +453,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
             if (x.done) { r = x.value; break; }
             const c = x.value;
             if (c.token >= 0) { committed.push(c.token); rounds++; plainRounds++; }
-            yield { text: c.text, token: c.token, logprob: c.logprob };
+            yield chunkOf(c);
           }
         } finally {
           await it.return();
@@ -470,7 +470,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       for (const c of r.chunks || []) {
         if (signal && signal.aborted) throw abortError(signal);
         if (c.token >= 0) committed.push(c.token);
-        yield { text: c.text, token: c.token, logprob: c.logprob };
+        yield chunkOf(c);
       }
       if (r.done) {
         ended = true;

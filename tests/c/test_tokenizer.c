@@ -208,6 +208,15 @@ TEST(tokenizer_stories260k) {
     CHECK(wlm_vocab_tokenize(&t.v, "", 0, 0, out, 16, &n, &err) == WLM_OK);
     CHECK(n == 0);
     CHECK(wlm_vocab_tokenize(&t.v, NULL, 0, 1, out, 16, &n, &err) == WLM_OK && n == 1);
+    /* WLM_TOK_NO_SPACE_PREFIX: text that continues other text gets no "▁"
+     * in front, so " Once upon" gives what "Once upon" gives with the
+     * prefix, and "Once" alone another piece than "▁Once" */
+    int32_t a[16], b2[16]; uint32_t na = 0, nb = 0;
+    CHECK(wlm_vocab_tokenize(&t.v, " Once upon", 10, WLM_TOK_NO_SPACE_PREFIX, a, 16, &na, &err) == WLM_OK);
+    CHECK(wlm_vocab_tokenize(&t.v, "Once upon", 9, 0, b2, 16, &nb, &err) == WLM_OK);
+    CHECK(na == 2 && nb == 2 && memcmp(a, b2, 8) == 0 && a[0] == 403 && a[1] == 407);
+    CHECK(wlm_vocab_tokenize(&t.v, "Once", 4, WLM_TOK_NO_SPACE_PREFIX, a, 16, &na, &err) == WLM_OK);
+    CHECK(na >= 1 && a[0] != 403);
 
     /* too small a buffer: the count needed, nothing written past cap */
     int32_t small[3] = { -7, -7, -7 };

@@ -64,6 +64,9 @@ function badValuesOf(name, method) {
     escalate: ['tree', ['best-of-n', 'best-of-n'], ['beam'], [1], {}],
     adaptiveN: [true, 1, 'x', [], { minN: 0 }, { minN: 1.5 }, { maxN: 4097 }, { confidence: 1 }, { confidence: 0.5 }, { confidence: '0.9' },
       { minN: 8, maxN: 4 }, { batch: 65 }, { maxn: 8 }, ...(s.adaptiveKeys && !s.adaptiveKeys.includes('target') ? [{ target: 1 }] : [{ target: Infinity }])],
+    logitBias: [1, 'x', true, () => 1, new Map([[1, 1]]), { dragon: 1 }, { '-1': 1 }, { '01': 1 }, { 1.5: 1 }, { 1: NaN }, { 1: Infinity },
+      { 1: '2' }, { 4294967296: 1 }, [[1]], [1, 2], [['', 1]], [[-1, 1]], [[1.5, 1]], [[1, 'x']], [[1, Infinity]], [['x'.repeat(1025), 1]],
+      [[{}, 1]]],
   }[s.kind];
   const range = [];
   if (s.kind === 'int') {
@@ -354,5 +357,35 @@ test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_p
   assert.deepEqual(c, {
     temperature: f32(DEFAULT_SAMPLING.temperature), topK: DEFAULT_SAMPLING.topK, topP: f32(DEFAULT_SAMPLING.topP),
     minP: f32(DEFAULT_SAMPLING.minP), repeatPenalty: f32(DEFAULT_SAMPLING.repeatPenalty), repeatLastN: DEFAULT_SAMPLING.repeatLastN,
+    presencePenalty: f32(DEFAULT_SAMPLING.presencePenalty), frequencyPenalty: f32(DEFAULT_SAMPLING.frequencyPenalty),
+    typicalP: f32(DEFAULT_SAMPLING.typicalP), nBiases: 0, biases: 0,
   });
+  // and they are llama.cpp's (common_params_sampling): penalties off, so temperature 0 alone is plain greedy
+  assert.deepEqual({ ...DEFAULT_SAMPLING, maxTokens: undefined, seed: undefined }, {
+    maxTokens: undefined, seed: undefined, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, typicalP: 1,
+    repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, repeatLastN: 64,
+  });
+});
+
+test('logitBias: the shapes it takes, token ids checked against the vocabulary before anything is posted', async () => {
+  assert.deepEqual(checkOptions('generate', { logitBias: { 5: -Infinity, 10: 2.5 } }), { logitBias: { 5: -Infinity, 10: 2.5 } });
+  assert.deepEqual(checkOptions('bestOfN', { logitBias: [[5, -1], [' dragon', -Infinity]] }).logitBias, [[5, -1], [' dragon', -Infinity]]);
+  assert.throws(() => checkOptions('generate', { logitBias: { dragon: 1 } }), (e) => isBad('logitBias')(e) && /\[\["dragon", bias\]\]/.test(e.message));
+  assert.throws(() => checkOptions('generate', { logitBias: [[1, 2], [3]] }), (e) => isBad('logitBias')(e) && /entry 1/.test(e.message));
+  assert.throws(() => checkOptions('generate', { logprobs: 21 }), isBad('logprobs'));
+  assert.throws(() => checkOptions('nextTokenDistribution', { logprobs: 2 }), isBad('logprobs'));
+  assert.throws(() => checkOptions('generate', { typicalP: 0 }), isBad('typicalP'));
+  assert.throws(() => checkOptions('generate', { presencePenalty: 2.5 }), isBad('presencePenalty'));
+  const before = posted;
+  const nv = model.info.hparams.nVocab;
+  for (const call of [
+    () => model.complete('x', { logitBias: { [nv]: 1 } }),
+    () => model.complete('x', { logitBias: [[nv + 7, -Infinity]] }),
+    () => model.bestOfN('x', { logitBias: { [nv]: 1 } }),
+    () => model.chatComplete([{ role: 'user', content: 'x' }], { logitBias: { [nv]: 1 } }),
+    () => model.nextTokenDistribution('x', { logitBias: { [nv]: 1 } }),
+  ]) await assert.rejects(call, (e) => isBad('logitBias')(e) && new RegExp(`token id (${nv}|${nv + 7}) out of range`).test(e.message));
+  assert.equal(posted, before, 'nothing posted');
+  const r = await model.complete('Once upon a time', { ...GREEDY, maxTokens: 4, logitBias: { [nv - 1]: -Infinity } });
+  assert.equal(r.tokens.length, 4);
 });

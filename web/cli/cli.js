@@ -33,7 +33,10 @@ export const OPTION_FLAGS = [
   ['topK', ['--top-k'], 'K'],
   ['topP', ['--top-p'], 'P'],
   ['minP', ['--min-p'], 'P'],
+  ['typicalP', ['--typical', '--typical-p'], 'P'],
   ['repeatPenalty', ['--repeat-penalty'], 'R'],
+  ['presencePenalty', ['--presence-penalty'], 'P'],
+  ['frequencyPenalty', ['--frequency-penalty'], 'F'],
   ['repeatLastN', ['--repeat-last-n'], 'N'],
   ['seed', ['--seed'], 'S'],
   ['stop', ['--stop'], 'STR'],
@@ -157,7 +160,8 @@ export function nativeArgs(cmd, opts, positional, modelPath) {
     const s = { ...DEFAULT_SAMPLING, ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)) };
     const args = ['generate', '-m', modelPath, '-p', opts.prompt ?? '',
       '-n', String(s.maxTokens), '--temp', String(s.temperature), '--top-k', String(s.topK),
-      '--top-p', String(s.topP), '--min-p', String(s.minP), '--repeat-penalty', String(s.repeatPenalty),
+      '--top-p', String(s.topP), '--min-p', String(s.minP), '--typical', String(s.typicalP), '--repeat-penalty', String(s.repeatPenalty),
+      '--presence-penalty', String(s.presencePenalty), '--frequency-penalty', String(s.frequencyPenalty),
       '--repeat-last-n', String(s.repeatLastN), '--seed', String(s.seed)];
     if (opts.contextLength != null) args.push('--ctx', String(opts.contextLength));
     if (opts.kvType) args.push('--kv', opts.kvType);
@@ -247,7 +251,8 @@ async function cmdGenerate(opts) {
   try {
     const gen = model.generate(opts.prompt ?? '', {
       maxTokens: opts.maxTokens, temperature: opts.temperature, topK: opts.topK, topP: opts.topP,
-      minP: opts.minP, repeatPenalty: opts.repeatPenalty, repeatLastN: opts.repeatLastN,
+      minP: opts.minP, typicalP: opts.typicalP, repeatPenalty: opts.repeatPenalty, presencePenalty: opts.presencePenalty,
+      frequencyPenalty: opts.frequencyPenalty, repeatLastN: opts.repeatLastN,
       seed: opts.seed, stop: opts.stop, ignoreEos: opts.ignoreEos, parseSpecial: opts.parseSpecial,
     });
     let r;
@@ -355,7 +360,8 @@ async function cmdChat(opts) {
     const history = opts.system ? [{ role: 'system', content: opts.system }] : [];
     const sampling = {
       maxTokens: opts.maxTokens, temperature: opts.temperature, topK: opts.topK, topP: opts.topP,
-      minP: opts.minP, repeatPenalty: opts.repeatPenalty, repeatLastN: opts.repeatLastN,
+      minP: opts.minP, typicalP: opts.typicalP, repeatPenalty: opts.repeatPenalty, presencePenalty: opts.presencePenalty,
+      frequencyPenalty: opts.frequencyPenalty, repeatLastN: opts.repeatLastN,
       seed: opts.seed, stop: opts.stop, ignoreEos: opts.ignoreEos,
     };
     if (tty) process.stderr.write(`[wasmlm] chatting with ${model.info.name || opts.model}: Ctrl-C stops an answer; at the prompt Ctrl-C twice (or Ctrl-D) exits\n`);

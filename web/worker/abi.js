@@ -104,7 +104,7 @@ export function writeCtxParams(dv, p, v) {
 }
 
 /** wlm_sampler_params: sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept). Byte offsets of its fields and its size. */
-export const SAMPLER_PARAMS = Object.freeze({ size: 24, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20 });
+export const SAMPLER_PARAMS = Object.freeze({ size: 44, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, presencePenalty: 24, frequencyPenalty: 28, typicalP: 32, nBiases: 36, biases: 40 });
 
 /** Reads the scalar fields of a wlm_sampler_params at byte `p`. */
 export function readSamplerParams(dv, p) {
@@ -115,6 +115,11 @@ export function readSamplerParams(dv, p) {
     minP: dv.getFloat32(p + 12, true),
     repeatPenalty: dv.getFloat32(p + 16, true),
     repeatLastN: dv.getUint32(p + 20, true),
+    presencePenalty: dv.getFloat32(p + 24, true),
+    frequencyPenalty: dv.getFloat32(p + 28, true),
+    typicalP: dv.getFloat32(p + 32, true),
+    nBiases: dv.getUint32(p + 36, true),
+    biases: dv.getUint32(p + 40, true),
   };
 }
 
@@ -126,7 +131,15 @@ export function writeSamplerParams(dv, p, v) {
   if (v.minP !== undefined) dv.setFloat32(p + 12, v.minP, true);
   if (v.repeatPenalty !== undefined) dv.setFloat32(p + 16, v.repeatPenalty, true);
   if (v.repeatLastN !== undefined) dv.setUint32(p + 20, v.repeatLastN >>> 0, true);
+  if (v.presencePenalty !== undefined) dv.setFloat32(p + 24, v.presencePenalty, true);
+  if (v.frequencyPenalty !== undefined) dv.setFloat32(p + 28, v.frequencyPenalty, true);
+  if (v.typicalP !== undefined) dv.setFloat32(p + 32, v.typicalP, true);
+  if (v.nBiases !== undefined) dv.setUint32(p + 36, v.nBiases >>> 0, true);
+  if (v.biases !== undefined) dv.setUint32(p + 40, v.biases >>> 0, true);
 }
+
+/** wlm_logit_bias: one (token, bias) pair of wlm_sampler_params.biases. Byte offsets of its fields and its size. */
+export const LOGIT_BIAS = Object.freeze({ size: 8, token: 0, bias: 4 });
 
 /** wlm_rng: PCG32 state (wlm_rng_seed). Byte offsets of its fields and its size. */
 export const RNG = Object.freeze({ size: 16, state: 0, inc: 8 });
@@ -156,7 +169,7 @@ export function writeStateInfo(dv, p, v) {
 export const DETOK = Object.freeze({ size: 12, pending: 0, pendingBytes: 8, nPending: 8 });
 
 /** wlm_js_scratch: the engine's scratch block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
-export const SCRATCH = Object.freeze({ size: 432, err: 0, ptr: 260, len: 264, nOut: 268, token: 272, logprob: 276, accepted: 280, u64: 288, ctxParams: 296, sampler: 336, rng: 360, detok: 376, detok2: 388, stateInfo: 400 });
+export const SCRATCH = Object.freeze({ size: 456, err: 0, ptr: 260, len: 264, nOut: 268, token: 272, logprob: 276, accepted: 280, u64: 288, ctxParams: 296, sampler: 336, rng: 384, detok: 400, detok2: 412, stateInfo: 424 });
 
 /** wlm_js_stream: one generation stream's block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
 export const STREAM = Object.freeze({ size: 32, rng: 0, detok: 16 });

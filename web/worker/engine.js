@@ -12,7 +12,7 @@
 // (quantize.js); struct layouts come from abi.js, generated from src/wlm.h.
 import { DEFAULT_SAMPLING } from '../options.js';
 import { WasmlmError, EngineError } from '../errors.js';
-import { STREAM, RNG, STATE_INFO, readHparams, readStateInfo, writeCtxParams, writeSamplerParams } from './abi.js';
+import { STREAM, RNG, STATE_INFO, LOGIT_BIAS, readHparams, readStateInfo, writeCtxParams, writeSamplerParams } from './abi.js';
 import { WasmHeap, STATUS_CONTEXT_FULL, STATUS_NAMES } from './heap.js';
 import { FileStaging, VOCAB_FIRST_BYTES } from './staging.js';
 import { decodeGgufValue, shortF32 } from './gguf.js';
@@ -30,7 +30,7 @@ export { DEFAULT_SAMPLING };
 
 /** nextTokenDistribution's sampler when no filter is asked for: the model's
  * own distribution (temperature 1, no top-k/top-p/min-p, no penalty). */
-export const RAW_DISTRIBUTION = Object.freeze({ temperature: 1, topK: 0, topP: 1, minP: 0, repeatPenalty: 1 });
+export const RAW_DISTRIBUTION = Object.freeze({ temperature: 1, topK: 0, topP: 1, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, typicalP: 1 });
 
 const MAX_SEQ = 64;      // WLM_MAX_SEQ
 const DETOK_CAP = 4096;
@@ -107,6 +107,7 @@ export class Engine extends WasmHeap {
       b.p = 0; b.cap = 0;
       b.p = this.alloc(cap);
       b.cap = cap;
+      b.holds = null;   // what biasOf wrote there is gone
     }
     return b.p;
   }
@@ -307,8 +308,8 @@ export class Engine extends WasmHeap {
 
   tokenBlock(n) { return this.block('tok', n * 4, (cap) => Math.max(n * 4, cap * 2)); }
 
-  /** @returns {number[]} token ids */
-  tokenize(text, addBos, parseSpecial = false) {
+  /** @returns {number[]} token ids; `continuation`: the text continues other text (no SentencePiece space prefix) */
+  tokenize(text, addBos, parseSpecial = false, continuation = false) {
     this.requireModel();
     text = String(text ?? '');
     if (addBos == null) addBos = this.hparams.addBos;
@@ -319,7 +320,7 @@ export class Engine extends WasmHeap {
     for (let attempt = 0; attempt < 2; attempt++) {
       this.clearError();
       this.dv.setUint32(nOut, 0, true);
-      const flags = (addBos ? 1 : 0) | (parseSpecial ? 2 : 0); // WLM_TOK_ADD_BOS | WLM_TOK_PARSE_SPECIAL
+      const flags = (addBos ? 1 : 0) | (parseSpecial ? 2 : 0) | (continuation ? 4 : 0); // WLM_TOK_ADD_BOS | _PARSE_SPECIAL | _NO_SPACE_PREFIX
       const tok = this.blocks.tok, cap = tok.cap >>> 2;
       const st = this.x.wlm_tokenize(this.model, textP, written, flags, tok.p, cap, nOut, this.at('err'));
       const n = this.dv.getUint32(nOut, true);
@@ -552,10 +553,52 @@ export class Engine extends WasmHeap {
     return this.f32.subarray(p, p + this.hparams.nVocab);
   }
 
+  /** Writes the sampling options `o` (from samplingOptions) as the scratch's wlm_sampler_params. */
   writeSampler(o) {
     const p = this.at('sampler');
-    writeSamplerParams(this.dv, p, o);
+    const b = this.biasOf(o);
+    writeSamplerParams(this.dv, p, {
+      temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repeatPenalty: o.repeatPenalty,
+      repeatLastN: o.repeatLastN, presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty,
+      typicalP: o.typicalP, nBiases: b.n, biases: b.p,
+    });
     return p;
+  }
+
+  /**
+   * The logit bias of `o` as wlm_logit_bias pairs in wasm memory: {p, n}. A
+   * token id is itself; a text stands for each distinct token of it,
+   * tokenized as written (no BOS, special-token text kept plain, no
+   * SentencePiece space prefix: " word" gives the word after a space). The
+   * pairs are made once per options object and written again only when
+   * another object's took the block.
+   */
+  biasOf(o) {
+    if (!o.logitBias) return { p: 0, n: 0 };
+    if (!o.biasPairs) {
+      const nv = this.hparams.nVocab;
+      const entries = Array.isArray(o.logitBias) ? o.logitBias : Object.entries(o.logitBias).map(([k, b]) => [Number(k), b]);
+      const pairs = [];
+      for (const [key, bias] of entries) {
+        const ids = typeof key === 'string' ? [...new Set(this.tokenize(key, false, false, true))] : [key];
+        for (const t of ids) {
+          if (!Number.isInteger(t) || t < 0 || t >= nv) throw new EngineError(`logitBias: token id ${t} out of range [0, ${nv})`, 1);
+          pairs.push(t, bias);
+        }
+      }
+      o.biasPairs = pairs;
+    }
+    const n = o.biasPairs.length / 2;
+    if (n === 0) return { p: 0, n: 0 };
+    const p = this.block('bias', n * LOGIT_BIAS.size, (cap) => Math.max(n * LOGIT_BIAS.size, cap * 2));
+    if (this.blocks.bias.holds !== o.biasPairs) {
+      for (let i = 0; i < n; i++) {
+        this.dv.setInt32(p + i * LOGIT_BIAS.size + LOGIT_BIAS.token, o.biasPairs[2 * i], true);
+        this.dv.setFloat32(p + i * LOGIT_BIAS.size + LOGIT_BIAS.bias, o.biasPairs[2 * i + 1], true);
+      }
+      this.blocks.bias.holds = o.biasPairs;
+    }
+    return { p, n };
   }
   /** Writes the last `n` tokens of `tokens` as the penalty history; returns how many. */
   writeHistory(tokens, n) {
@@ -597,6 +640,23 @@ export class Engine extends WasmHeap {
     this.check(st, 'accept');
     const dv = this.dv;
     return { token: dv.getInt32(this.at('token'), true), accepted: dv.getInt32(this.at('accepted'), true), logprob: dv.getFloat32(this.at('logprob'), true) };
+  }
+
+  /**
+   * The `n` most likely tokens of logits row `row` under the model's own
+   * distribution (before bias, penalties and filters; wlm_top_logprobs):
+   * [{token, text, logprob}], best first. A token's logprob is the very
+   * value sample() reports when it picks that token.
+   */
+  topLogprobs(row, n) {
+    const ids = this.block('topIds', n * 4), lps = this.block('topLps', n * 4);
+    const k = this.x.wlm_top_logprobs(this.ctx, this.logitsAddress(row), n, ids, lps) >>> 0;
+    const out = [];
+    for (let i = 0; i < k; i++) {
+      const token = this.i32[(ids >>> 2) + i];
+      out.push({ token, text: decodeUtf8(this.tokenBytes(token)), logprob: this.f32[(lps >>> 2) + i] });
+    }
+    return out;
   }
 
   /** The sampling distribution of row `row` after the filters: {ids: Int32Array, probs: Float32Array}, most likely first, at most `cap`. */

@@ -74,8 +74,7 @@ export function streamResult(s, stats) {
   const fresh = stats.promptTokens - (stats.reusedPromptTokens || 0);
   return {
     text: s.text,
-    tokens: s.tokens.slice(),
-    logprobs: s.logprobs.slice(),
+    ...s.tokenFields(),
     finishReason: s.finishReason,
     stats: {
       promptTokens: stats.promptTokens,
@@ -108,7 +107,7 @@ function resumeFrom(eng, prompt, o) {
 
 /**
  * Plain generation: a stepper whose next(shouldStop) returns a chunk
- * {text, token, logprob} per token and finally {done: true, tail, ...result}.
+ * {text, token, logprob[, topLogprobs]} per token and finally {done: true, tail, ...result}.
  * `shouldStop()` is polled between prefill chunks and tokens (abort). When
  * it ends, the engine keeps its tokens and random stream as the resume
  * point (saveState, and a later call with `resume`).
@@ -134,7 +133,7 @@ export function startGeneration(eng, prompt, opts = {}) {
     eng, promptIds, o, stats, end,
     decode() {
       const { token, logprob } = eng.sample(0, o, s.history, s.st.rng);
-      const chunk = s.push(token, logprob, false);
+      const chunk = s.push(token, logprob, false, s.top(0));
       if (!chunk) return end(s.finishReason);   // end of generation
       if (s.finishReason) { pendingEnd = s.finishReason; return chunk; }
       const st = eng.append([token]);

@@ -58,7 +58,7 @@ export function startBatch(eng, prompt, opts = {}) {
     eng.removeOtherSequences();
     const list = cands.map((c) => ({
       index: c.index, seed: String(seedOf(c.index)),
-      text: c.text, tokens: c.tokens.slice(), logprobs: c.logprobs.slice(), finishReason: c.finishReason,
+      text: c.text, ...c.tokenFields(), finishReason: c.finishReason,
     }));
     for (const c of cands) c.free();
     const total = list.reduce((a, c) => a + c.tokens.length, 0);
@@ -74,7 +74,7 @@ export function startBatch(eng, prompt, opts = {}) {
     for (const c of cands) {
       if (c.finishReason) continue;
       const { token, logprob } = eng.sample(c.row, o, c.history, c.st.rng);
-      const ev = c.push(token, logprob, c.pos >= limit);
+      const ev = c.push(token, logprob, c.pos >= limit, c.top(c.row));
       if (ev) events.push({ index: c.index, ...ev });
       if (c.finishReason) { if (c.seq !== 0) eng.removeSequence(c.seq); continue; }
       toks.push(token); seqs.push(c.seq); who.push(c);
@@ -305,7 +305,7 @@ export function startSpeculative(eng, prompt, opts = {}, { lookup = false } = {}
       if (i < drafts.length) ({ token, accepted, logprob } = eng.specAccept(i, o, s.history, drafts[i], qs && qs[i], s.st.rng));
       else ({ token, logprob } = eng.sample(i, o, s.history, s.st.rng));
       if (accepted) { stats.accepted++; acc++; }
-      const ev = s.push(token, logprob, committed.length >= limit);
+      const ev = s.push(token, logprob, committed.length >= limit, s.top(i));
       if (ev) chunks.push(ev);
       if (s.finishReason) return end(null, chunks);
       committed.push(token);

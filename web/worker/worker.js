@@ -130,7 +130,7 @@ const ops = {
     for (;;) {
       const r = g.next(stop);
       if (r.done) return finishGeneration(m, r);
-      if (m.stream) post({ id: m.id, event: 'chunk', text: r.text, token: r.token, logprob: r.logprob });
+      if (m.stream) post({ id: m.id, event: 'chunk', ...r });
       // Yield every token when only messages can deliver an abort; with the
       // shared flag, yield every ~20 ms so other traffic still flows.
       if (abortFlag === null || m.stream || Date.now() - lastYield > 20) {
