@@ -8,31 +8,35 @@
  *   2: the same on a state of a slid window (onFull 'slide'), loaded into a
  *      context with the same ring;
  *   3: the valid state cut at, or extended to, a length from the input.
+ * Bit 3 of that byte (modes 0, 1, 3) uses a gemma2-style model instead (a
+ * sliding window of 4 on its first layer) in a context with a window ring,
+ * and a state saved past the window: its window layer holds fewer rows than
+ * the other, and the header a rewind floor.
  * A refused state must leave the sequence as it was (positions, free slots)
  * with a message; an accepted one must give a sequence of the saved
  * positions that evaluates a token, and save back to the very same bytes. */
 #include "fuzz_common.h"
 #include "../src/base.h"
 
-static wlm_model *g_m;
-static wlm_ctx *g_plain, *g_slide;
-static uint8_t *g_state[2];
-static uint64_t g_size[2];
+static wlm_model *g_m, *g_wm;
+static wlm_ctx *g_plain, *g_slide, *g_win;
+static uint8_t *g_state[3];
+static uint64_t g_size[3];
 
-static wlm_ctx *fz_ctx(uint32_t n_ctx, uint32_t slide, uint32_t n_seq) {
+static wlm_ctx *fz_ctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t slide, uint32_t n_seq) {
     wlm_ctx_params p; wlm_ctx_default_params(&p);
-    p.n_ctx = n_ctx; p.n_batch = 8; p.n_seq_max = n_seq;
+    p.n_ctx = n_ctx; p.n_batch = n_batch; p.n_seq_max = n_seq;
     if (slide) { p.full_policy = WLM_FULL_SLIDE; p.n_keep = 2; }
     wlm_ctx *c = NULL; wlm_err err;
-    if (wlm_ctx_new(&c, g_m, &p, &err) != WLM_OK) { fprintf(stderr, "fuzz: ctx: %s\n", err.msg); exit(2); }
+    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) { fprintf(stderr, "fuzz: ctx: %s\n", err.msg); exit(2); }
     return c;
 }
 
 /* evaluates n tokens one by one into sequence 0 of c and saves it (with an rng) */
-static uint8_t *fz_saved(wlm_ctx *c, uint32_t n, uint64_t *size) {
+static uint8_t *fz_saved(wlm_ctx *c, wlm_model *m, uint32_t n, uint64_t *size) {
     int32_t toks[64]; wlm_err err;
     for (uint32_t i = 0; i < n; i++) {
-        toks[i] = (int32_t)(1 + (i * 37) % (wlm_model_hparams(g_m)->n_vocab - 1));
+        toks[i] = (int32_t)(1 + (i * 37) % (wlm_model_hparams(m)->n_vocab - 1));
         if (wlm_eval(c, &toks[i], 1, &err) != WLM_OK) { fprintf(stderr, "fuzz: eval: %s\n", err.msg); exit(2); }
     }
     toks[n] = 3;   /* one token not evaluated yet */
@@ -48,10 +52,14 @@ static uint8_t *fz_saved(wlm_ctx *c, uint32_t n, uint64_t *size) {
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc; (void)argv;
     g_m = fz_model("micro-spm.gguf");
-    g_plain = fz_ctx(32, 0, 2);
-    g_slide = fz_ctx(16, 1, 1);
-    g_state[0] = fz_saved(g_plain, 12, &g_size[0]);
-    g_state[1] = fz_saved(g_slide, 40, &g_size[1]);
+    g_wm = fz_model("micro-swa.gguf");
+    g_plain = fz_ctx(g_m, 32, 8, 0, 2);
+    g_slide = fz_ctx(g_m, 16, 8, 1, 1);
+    g_win = fz_ctx(g_wm, 32, 4, 0, 2);   /* a ring of 2 x 3 + 4 rows */
+    if (!wlm_ctx_window_rows(g_win)) { fprintf(stderr, "fuzz: micro-swa.gguf has no window ring\n"); exit(2); }
+    g_state[0] = fz_saved(g_plain, g_m, 12, &g_size[0]);
+    g_state[1] = fz_saved(g_slide, g_m, 40, &g_size[1]);
+    g_state[2] = fz_saved(g_win, g_wm, 20, &g_size[2]);
     return 0;
 }
 
@@ -70,7 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     int mode = data[0] & 3;
     uint32_t seq = mode != 2 && (data[0] & 4) ? 1 : 0;
-    wlm_ctx *c = mode == 2 ? g_slide : g_plain;
+    int k = mode == 2 ? 1 : (data[0] & 8) ? 2 : 0;   /* the valid state edited, cut or extended */
+    wlm_ctx *c = k == 1 ? g_slide : k == 2 ? g_win : g_plain;
     const uint8_t *p = data + 1; size_t n = size - 1;
     uint8_t *s; uint64_t len;
     if (mode == 0) {
@@ -79,11 +88,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else if (mode == 3) {
         uint32_t want = 0;
         if (n >= 4) { memcpy(&want, p, 4); p += 4; n -= 4; }
-        len = want % (g_size[0] + 64);
+        len = want % (g_size[k] + 64);
         s = malloc(len ? len : 1);
-        for (uint64_t i = 0; i < len; i++) s[i] = i < g_size[0] ? g_state[0][i] : (n ? p[i % n] : 0);
+        for (uint64_t i = 0; i < len; i++) s[i] = i < g_size[k] ? g_state[k][i] : (n ? p[i % n] : 0);
     } else {
-        int k = mode == 2;
         len = g_size[k]; s = malloc(len);
         memcpy(s, g_state[k], len);
         for (size_t i = 0; i + 3 <= n; i += 3) {

@@ -360,6 +360,11 @@ WLM_API wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sa
  * whole context: the size grows with the positions, not with n_ctx), the
  * rows' positions, a sampler stream (optional) and what the cache must match
  * to take them: the model's fingerprint, the cache's shape and element type.
+ * Sliding-window layers hold only their rows from the sequence's rewind
+ * floor - (window - 1) on (the window ring may have dropped older ones);
+ * the floor is saved and restored, so a rewind after a load goes as deep as
+ * before the save. A state loads into a context that keeps a window ring
+ * or a row per slot (swa_full) alike, whichever the saver had.
  * Layout (little-endian; src/kvcache.c): a 96-byte header ("WLMS", version,
  * total size, checksum of every other byte, fingerprint, counts), the
  * tokens, the positions, then per layer its row count and its rows' keys and
@@ -379,7 +384,7 @@ WLM_API wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sa
  * match), WLM_ERR_UNSUPPORTED (another state version, another KV element
  * type), WLM_ERR_ARG (another model: the fingerprint or the cache shape
  * differs) or WLM_ERR_CONTEXT_FULL (more positions or rows than c holds, or
- * a slid state whose sliding-window ring differs). `info` (optional)
+ * a slid state (onFull 'slide') whose ring differs). `info` (optional)
  * receives the counts, where the tokens are and the sampler stream. */
 #define WLM_STATE_VERSION 1
 typedef struct wlm_state_info {

@@ -26,6 +26,7 @@ const models = dir('models');
 makeModel(path.join(models, 'micro-spm.gguf'), MICRO, 'f32', 3, { arch: 'llama' });
 makeModel(path.join(models, 'micro-bpe.gguf'), MICRO, 'f32', 3, { arch: 'llama3' });
 makeModel(path.join(models, 'micro-qwen.gguf'), { ...MICRO, heads: 2, kvHeads: 2 }, 'f16', 3, { arch: 'qwen2' });
+makeModel(path.join(models, 'micro-swa.gguf'), { ...MICRO, layers: 2 }, 'f32', 3, { arch: 'gemma2', slidingWindow: 4 });   // fuzz_state's window ring
 makeModel(path.join(models, 'tiny-bpe.gguf'), 'tiny', 'f32', 3, { arch: 'llama3' });
 makeModel(path.join(models, 'tiny-qwen.gguf'), 'tiny', 'f32', 3, { arch: 'qwen2' });
 
@@ -122,6 +123,11 @@ const stateSeeds = {
   'cut-header': Buffer.concat([Buffer.from([3]), Buffer.from([50, 0, 0, 0])]),
   'cut-body': Buffer.concat([Buffer.from([3]), Buffer.from([0, 2, 0, 0])]),
   'extended': Buffer.concat([Buffer.from([3]), Buffer.from([0xff, 0xff, 0, 0]), Buffer.from('tail bytes')]),
+  // the window ring's state (bit 3): its rewind floor (offset 76), its window layer's row count, cut
+  'valid-window': Buffer.from([1 | 8]), 'valid-window-seq1': Buffer.from([1 | 4 | 8]),
+  'edit-window-floor': Buffer.concat([Buffer.from([1 | 8]), u16x([[76, 1], [77, 0], [64, 1]])]),
+  'edit-window-rows': Buffer.concat([Buffer.from([1 | 8]), u16x([[76, 3], [60, 1], [56, 1]])]),
+  'cut-window': Buffer.concat([Buffer.from([3 | 8]), Buffer.from([0, 1, 0, 0])]),
 };
 for (const [name, b] of Object.entries(stateSeeds)) fs.writeFileSync(path.join(st, name), b);
 

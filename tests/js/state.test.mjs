@@ -3,8 +3,12 @@
 // model disposed and loaded again, the state loaded and resumed gives
 // exactly the tokens of one uninterrupted generation: stories260K and a
 // synthetic GQA model, F32 and quantized weights, F32 and F16 caches, a
-// slid window. A chat's next turn reuses the loaded cache. The size follows
-// the tokens, not the context. States from another model (even one with the
+// slid window; synthetic gemma2, gemma3 and Mistral-style models far past
+// their sliding window, saved from a window ring or a full cache and
+// resumed in either (the ring's state holds only the rows its window
+// layers keep; a rewind after the load goes as deep as before the save).
+// A chat's next turn reuses the loaded cache. The size follows the tokens,
+// not the context. States from another model (even one with the
 // same shapes and metadata), another version, cut short or corrupt, or that
 // do not fit the context are refused with BAD_SAVED_STATE, changing nothing.
 import test from 'node:test';
@@ -149,6 +153,78 @@ test('onFull slide: a state that slid continues in a context with the same ring,
     await Promise.all([b.dispose(), longer.dispose()]);
   }
 });
+
+// sliding-window models, as tests/js/swa.test.mjs builds them: windowed layers gemma2 0, 2; gemma3 all but 5; llama all
+const WSHAPE = { dim: 64, layers: 4, heads: 4, kvHeads: 2, ffn: 96, ctx: 4096, vocab: 320 };
+const WINDOWED = [
+  { name: 'gemma2', type: 'f32', shape: WSHAPE, window: 6, windowed: 2, opts: { arch: 'gemma2', embdStd: 0.1 } },
+  { name: 'gemma3', type: 'f16', shape: { ...WSHAPE, layers: 7 }, window: 5, windowed: 6, opts: { arch: 'gemma3', embdStd: 0.1 } },
+  { name: 'mistral', type: 'f32', shape: WSHAPE, window: 7, windowed: 4, opts: { arch: 'llama' } },
+];
+const WLOAD = { contextLength: 256, batchSize: 5, threads: 1 };
+// the new penalties too: a resumed stream's history is the saved tokens
+const WSAMPLED = { ...SAMPLED, presencePenalty: 0.3, frequencyPenalty: 0.2 };
+const wids = (n, k = 0) => Array.from({ length: n }, (_, i) => ((i + k) * 37 + 11) % 300 + 5);
+const wgen = (r) => JSON.stringify({ tokens: r.tokens, logprobs: r.logprobs, text: r.text, reused: r.stats.reusedPromptTokens });
+
+for (const m of WINDOWED) {
+  test(`${m.name} past its window of ${m.window}: saved from a window ring or a full cache, resumed in either = one uninterrupted run`, async () => {
+    const file = path.join(DIR, `${m.name}.gguf`);
+    makeModel(file, m.shape, m.type, 4321, { qkStd: 0.2, slidingWindow: m.window, ...m.opts });
+    const whole = await loadModel(file, WLOAD);
+    const ref = await whole.complete(wids(20), { ...WSAMPLED, maxTokens: 100 });
+    await whole.dispose();
+    const states = {}, sizes = {};
+    for (const windowCache of ['window', 'full']) {
+      const a = await loadModel(file, { ...WLOAD, windowCache });
+      const r1 = await a.complete(wids(20), { ...WSAMPLED, maxTokens: 40 });
+      assert.deepEqual(r1.tokens, ref.tokens.slice(0, 40));
+      states[windowCache] = await a.saveState();
+      // 40 more: the size grows by the tokens, their positions and the rows of the layers without a window
+      // (and, in the full cache, of the windowed ones too; the ring keeps its 4 + window rows)
+      await a.complete('', { ...WSAMPLED, maxTokens: 40, resume: true });
+      sizes[windowCache] = [states[windowCache].byteLength, (await a.saveState()).byteLength];
+      const { hparams: hp, context } = a.info;
+      const row = hp.nHeadKv * (hp.headDim + hp.headDimV) * (context.kvType === 'f16' ? 2 : 4);
+      const kept = windowCache === 'window' ? hp.nLayer - m.windowed : hp.nLayer;
+      assert.equal(sizes[windowCache][1] - sizes[windowCache][0], 40 * (8 + kept * row), `${m.name}, ${windowCache}: bytes per token`);
+      await a.dispose();
+    }
+    const w = await loadModel(file, WLOAD);
+    const ringRows = w.info.context.windowRows, hp = w.info.hparams;
+    await w.dispose();
+    assert.equal(ringRows, m.window - 1 + 5);
+    assert.ok(sizes.window[0] < sizes.full[0], `the ring's state is smaller (${sizes.window[0]} vs ${sizes.full[0]} bytes)`);
+    assert.equal(sizes.full[0] - sizes.window[0], m.windowed * (59 - ringRows) * hp.nHeadKv * (hp.headDim + hp.headDimV) * 4,
+      'the rows the ring dropped, no more');
+    // each state in each kind of context (one with a smaller ring: batchSize 2), after a reload
+    for (const [from, into, extra] of [['window', 'window', {}], ['window', 'full', {}], ['full', 'window', {}], ['full', 'full', {}],
+      ['window', 'window', { batchSize: 2 }], ['full', 'window', { batchSize: 2 }]]) {
+      const b = await loadModel(file, { ...WLOAD, contextLength: 200, windowCache: into, ...extra });
+      try {
+        const info = await b.loadState(states[from]);
+        assert.equal(info.positions, 59);
+        const r2 = await b.complete('', { ...WSAMPLED, seed: 1, maxTokens: 60, resume: true });
+        assert.deepEqual([...ref.tokens.slice(0, 40), ...r2.tokens], ref.tokens, `${m.name}: ${from} -> ${into} ${JSON.stringify(extra)}`);
+      } finally { await b.dispose(); }
+    }
+    // rewinds after a load go as deep as before the save: a prompt 3 tokens off the cache's end
+    // reuses the rest, one back at position 10 is evaluated again (the ring dropped what it needs)
+    const tokens = [...wids(20), ...ref.tokens.slice(0, 39)];
+    const edit = [...tokens.slice(0, -3), 17, 18, 19], deep = [...tokens.slice(0, 10), 5];
+    for (const prompt of [edit, deep]) {
+      const before = await loadModel(file, WLOAD), after = await loadModel(file, WLOAD);
+      try {
+        await before.complete(wids(20), { ...WSAMPLED, maxTokens: 40 });
+        await after.loadState(states.window);
+        const g = { ...WSAMPLED, maxTokens: 6 };
+        const [x, y] = [await before.complete(prompt, g), await after.complete(prompt, g)];
+        assert.equal(wgen(y), wgen(x));
+        assert.equal(x.stats.reusedPromptTokens, prompt === edit ? tokens.length - 3 : 0);
+      } finally { await Promise.all([before.dispose(), after.dispose()]); }
+    }
+  });
+}
 
 test('refused: another model, another version, cut short, corrupt, too long for the context, another KV type; nothing changes', async () => {
   const m = await loadModel(GQA, { contextLength: 64 });
