@@ -70,6 +70,12 @@ float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, i
 uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *tmp);
 float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok);
 
+/* forward.c: runs the n tokens whose sequence, position and cache slot are
+ * in c->tok_seq/tok_pos/tok_slot (at most n_batch) and leaves each one's
+ * final hidden state (decoders: after the final norm) in c->xb, n_embd
+ * floats apart: no logits (embeddings, embed.c) */
+void wlm_forward_hidden(wlm_ctx *c, const int32_t *tokens, uint32_t n);
+
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */
 void wlm_kv_reset(wlm_ctx *c);
 /* slots a sequence fills before it takes another block (src/kvcache.c) */
