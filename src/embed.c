@@ -61,6 +61,9 @@ wlm_status wlm_embed(wlm_ctx *c, const int32_t *tokens, const uint32_t *n_tokens
         if (len == 0) return wlm_fail(err, WLM_ERR_ARG, "text %u has no tokens", i);
         if (len > c->n_ctx)
             return wlm_fail(err, WLM_ERR_ARG, "text %u has %u tokens, more than the context holds (%u)", i, len, c->n_ctx);
+        if (m->pos_embd && len > m->pos_embd->ne[1])
+            return wlm_fail(err, WLM_ERR_ARG, "text %u has %u tokens, more than the %llu positions of this %s model (context_length)",
+                            i, len, (unsigned long long)m->pos_embd->ne[1], wlm_arch_name(m->arch));
         if (!m->causal && len > c->n_batch)
             return wlm_fail(err, WLM_ERR_ARG, "text %u has %u tokens, more than one batch of %u: a non-causal %s model sees a whole text in one pass (raise n_batch)",
                             i, len, c->n_batch, wlm_arch_name(m->arch));

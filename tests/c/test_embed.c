@@ -268,5 +268,18 @@ TEST(embed_refusals) {
     CHECK(wlm_embed(c, toks, lens, 2, WLM_POOLING_MEAN, 0, out, &err) == WLM_OK);
     CHECK(wlm_embed(c, toks, lens, 0, WLM_POOLING_MEAN, 0, NULL, &err) == WLM_OK);
     wlm_ctx_free(c);
+    /* a context longer than bert's positions: a longer text is refused, not
+     * read past position_embd */
+    wlm_ctx_params cp; wlm_ctx_default_params(&cp);
+    cp.n_ctx = 2 * NCTX; cp.n_batch = 2 * NCTX;
+    REQUIRE(wlm_ctx_new(&c, L.m, &cp, &err) == WLM_OK);
+    int32_t many[NCTX + 1];
+    for (int i = 0; i <= NCTX; i++) many[i] = 5;
+    uint32_t n_many = NCTX + 1;
+    CHECK(wlm_embed(c, many, &n_many, 1, WLM_POOLING_MEAN, 0, out, &err) == WLM_ERR_ARG);
+    CHECKF(strstr(err.msg, "text 0 has 65 tokens, more than the 64 positions of this bert model") != NULL, "%s", err.msg);
+    n_many = NCTX;
+    CHECK(wlm_embed(c, many, &n_many, 1, WLM_POOLING_MEAN, 0, out, &err) == WLM_OK);
+    wlm_ctx_free(c);
     unload(&L);
 }
