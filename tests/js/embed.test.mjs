@@ -3,8 +3,8 @@
 // plain double-precision forward pass and pooling (tests/js/reference-forward.mjs)
 // for every pooling; a batch gives each text the bits it gets alone; strings
 // are framed as the model expects ([CLS] ... [SEP] by WordPiece); a text
-// longer than the batch grows it (non-causal models see a text whole); and
-// misuse is refused by name.
+// longer than the batch grows it (non-causal models see a text whole);
+// misuse is refused by name; `wasmlm embed` prints the same vectors.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -13,7 +13,8 @@ import path from 'node:path';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
 import { readGGUF, referenceEmbedding } from './reference-forward.mjs';
-import { MODEL_PATH, isError } from './helpers.mjs';
+import { spawnSync } from 'node:child_process';
+import { MODEL_PATH, CLI, isError, runCli } from './helpers.mjs';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-embed-'));
 test.after(() => fs.rmSync(DIR, { recursive: true, force: true }));
@@ -144,4 +145,33 @@ test('an encoder refuses generation, naming embed', async () => {
   } finally {
     await model.dispose();
   }
+});
+
+test('wasmlm embed: one JSON line per text, from -p flags or stdin lines, equal to model.embed', async () => {
+  const file = path.join(DIR, 'bert-cli.gguf');
+  makeModel(file, SHAPE, 'f32', 8, { arch: 'bert' });
+  const out = await runCli(['embed', '-m', file, '-p', 'hello world', '-p', 'the cat sat', '--pooling', 'cls']);
+  assert.equal(out.code, 0, out.stderr);
+  const lines = out.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(lines.map((l) => [l.index, l.text]), [[0, 'hello world'], [1, 'the cat sat']]);
+  assert.match(out.stderr, /2 texts, 64 dims, pooling cls, normalized/);
+  const piped = spawnSync(process.execPath, [CLI, 'embed', '-m', file, '--pooling', 'cls', '--no-normalize'],
+    { input: 'hello world\n\nthe cat sat\n', encoding: 'utf8' });
+  assert.equal(piped.status, 0, piped.stderr);
+  const raw = piped.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(raw.length, 2);
+  const model = await loadModel(file, { threads: 1 });
+  try {
+    const unit = await model.embed(['hello world', 'the cat sat'], { pooling: 'cls' });
+    const plain = await model.embed(['hello world', 'the cat sat'], { pooling: 'cls', normalize: false });
+    for (let i = 0; i < 2; i++) {
+      assert.deepEqual(Float32Array.from(lines[i].embedding), unit[i]);
+      assert.deepEqual(Float32Array.from(raw[i].embedding), plain[i]);
+    }
+  } finally {
+    await model.dispose();
+  }
+  const none = spawnSync(process.execPath, [CLI, 'embed', '-m', file], { input: '', encoding: 'utf8' });
+  assert.equal(none.status, 2);
+  assert.match(none.stderr, /embed needs texts/);
 });
