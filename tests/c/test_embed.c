@@ -283,3 +283,37 @@ TEST(embed_refusals) {
     wlm_ctx_free(c);
     unload(&L);
 }
+
+/* wlm_quantize on a bert: matrices become Q8_0, the tables added to the
+ * embeddings (position_embd, token_types) keep their type as llama.cpp's
+ * quantizer keeps them; the quantized model embeds close to the original */
+TEST(embed_bert_quantized) {
+    gb_file *f = malloc(sizeof *f);
+    tiny_bert(f, 0, 0);
+    loaded L; wlm_err err;
+    REQUIRE(load_file(f, &L, &err) == WLM_OK);
+    free(f);
+    uint64_t size = 0;
+    REQUIRE(wlm_quantize_size(L.m, GGML_Q8_0, &size, &err) == WLM_OK);
+    uint8_t *q = wlm_sys_alloc(size);
+    REQUIRE(q && wlm_quantize(L.m, GGML_Q8_0, q, size, NULL, 0, &err) == WLM_OK);
+    wlm_model *mq = NULL;
+    REQUIRE(wlm_model_load(&mq, q, size, &err) == WLM_OK);
+    const wlm_tensor *tt = wlm_gguf_tensor(&mq->g, "token_types.weight"), *pe = wlm_gguf_tensor(&mq->g, "position_embd.weight");
+    const wlm_tensor *wq = wlm_gguf_tensor(&mq->g, "blk.1.attn_q.weight"), *emb = wlm_gguf_tensor(&mq->g, "token_embd.weight");
+    REQUIRE(tt && pe && wq && emb);
+    CHECK(tt->type == GGML_F32 && pe->type == GGML_F32 && wq->type == GGML_Q8_0 && emb->type == GGML_Q8_0);
+    wlm_ctx *a = new_ctx(L.m, 64, 4), *b = new_ctx(mq, 64, 4);
+    REQUIRE(a && b);
+    float va[4 * D], vb[4 * D];
+    REQUIRE(embed(a, k_texts, k_lens, 4, WLM_POOLING_MEAN, WLM_EMBED_NORMALIZE, va));
+    REQUIRE(embed(b, k_texts, k_lens, 4, WLM_POOLING_MEAN, WLM_EMBED_NORMALIZE, vb));
+    for (int i = 0; i < 4; i++) {
+        double dot = 0;
+        for (int e = 0; e < D; e++) dot += (double)va[i * D + e] * vb[i * D + e];
+        CHECKF(dot > 0.999, "text %d: cosine %g between F32 and Q8_0", i, dot);
+    }
+    wlm_ctx_free(a); wlm_ctx_free(b);
+    wlm_model_free(mq); wlm_sys_free(q);
+    unload(&L);
+}

@@ -13,6 +13,8 @@ export async function xcheck({ llama, tmpDir } = {}) {
       { name: 'f32-mean', shape: SHAPE, type: 'f32', seed: 31, opts: { qkStd: 0.15 } },
       { name: 'f16-cls', shape: SHAPE, type: 'f16', seed: 32, opts: { qkStd: 0.15, pooling: 2 } },
       { name: 'minilm-shape-f16', shape: { ...SHAPE, dim: 384, heads: 12, ffn: 1536, layers: 2, vocab: 2000 }, type: 'f16', seed: 33, opts: {} },
+      // re-quantized by wasmlm: Q8_0 matrices, the position and token-type tables kept
+      { name: 'q8_0-by-wasmlm', shape: SHAPE, type: 'f16', seed: 34, opts: { qkStd: 0.15 }, quantize: 'q8_0' },
     ],
   });
 }

@@ -36,7 +36,8 @@ function cosine(a, b) {
 }
 
 /**
- * cases: [{name, shape, type, seed, opts (makeModel), texts?}]
+ * cases: [{name, shape, type, seed, opts (makeModel), texts?, quantize?}] (quantize: a
+ * QUANT_TYPES name: the file is re-quantized by wasmlm first, and both engines run that file)
  * → {arch, kind: 'embedding', minCosineAllowed, cases: [{name, texts, tokensEqual, tokenMismatches, minCosine, meanCosine, pooling}], ok}
  */
 export async function embedCheck({ llama, tmpDir, arch, label = arch, cases }) {
@@ -47,8 +48,14 @@ export async function embedCheck({ llama, tmpDir, arch, label = arch, cases }) {
   try {
     for (const c of cases) {
       const texts = c.texts || TEXTS;
-      const file = path.join(dir, `${arch}-${c.name}.gguf`);
+      let file = path.join(dir, `${arch}-${c.name}.gguf`);
       makeModel(file, c.shape, c.type, c.seed, { arch, ...c.opts });
+      if (c.quantize) {
+        const src = await loadModel(file, { threads: 1 });
+        const q = file.replace(/\.gguf$/, `-${c.quantize}.gguf`);
+        try { await src.quantize(c.quantize, { outPath: q }); } finally { await src.dispose(); }
+        file = q;
+      }
       const model = await loadModel(file, { threads: 1 });
       const lm = await llama.loadModel({ modelPath: file });
       const ctx = await lm.createEmbeddingContext({ contextSize: 512, batchSize: 512, threads: 1 });
