@@ -175,3 +175,22 @@ test('wasmlm embed: one JSON line per text, from -p flags or stdin lines, equal 
   assert.equal(none.status, 2);
   assert.match(none.stderr, /embed needs texts/);
 });
+
+test('threads: two compute threads give the bits of one (bert, nomic-bert, a decoder)', async () => {
+  const shape = { dim: 128, layers: 2, heads: 4, kvHeads: 2, ffn: 256, ctx: 128, vocab: 600 };
+  const texts = [...TEXTS, TEXTS.join(' '), 'the cat sat on the mat and the dog sat on the cat'];
+  for (const arch of ['bert', 'nomic-bert', 'qwen3']) {
+    const file = path.join(DIR, `threads-${arch}.gguf`);
+    makeModel(file, shape, 'f16', 9, { arch, qkStd: 0.15 });
+    const one = await loadModel(file, { threads: 1 }), two = await loadModel(file, { threads: 2 });
+    try {
+      assert.equal(two.threads, 2);
+      for (const pooling of ['mean', 'last']) {
+        const a = await one.embed(texts, { pooling }), b = await two.embed(texts, { pooling });
+        for (let i = 0; i < texts.length; i++) assert.deepEqual(b[i], a[i], `${arch} ${pooling} text ${i}`);
+      }
+    } finally {
+      await one.dispose(); await two.dispose();
+    }
+  }
+});
