@@ -568,6 +568,7 @@ function makeGemma(path, s, wt, seed, opts, { arch, shapeName, kl, vl, ropeBase 
     { key: `${arch}.attention.value_length`, type: T.U32, value: vl },
     { key: `${arch}.attention.sliding_window`, type: T.U32, value: opts.slidingWindow || 4 },
   ];
+  if (opts.pooling !== undefined) kv.push({ key: `${arch}.pooling_type`, type: T.U32, value: opts.pooling });
   if (g2) {
     kv.push({ key: 'gemma2.attn_logit_softcapping', type: T.F32, value: opts.attnSoftcap ?? 50 });
     kv.push({ key: 'gemma2.final_logit_softcapping', type: T.F32, value: opts.finalSoftcap ?? 30 });

@@ -41,6 +41,9 @@ const CASES = [
   // decoder embeddings: the final-norm states, last token by default
   { name: 'qwen3-f32', type: 'f32', opts: { arch: 'qwen3', qkStd: 0.2 }, tol: 1e-5, decoder: true },
   { name: 'llama-f16-mean', type: 'f16', opts: { arch: 'llama', pooling: 1 }, tol: 1e-5, decoder: true },
+  // sliding-window layers narrower than the texts (the cache rows of a windowed layer)
+  { name: 'gemma3-window4-mean', type: 'f32', opts: { arch: 'gemma3', slidingWindow: 4, embdStd: 0.3, pooling: 1 }, tol: 1e-5, decoder: true },
+  { name: 'gemma2-window3', type: 'f32', opts: { arch: 'gemma2', slidingWindow: 3, embdStd: 0.3 }, tol: 1e-5, decoder: true },
 ];
 
 for (const c of CASES) {
