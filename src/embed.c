@@ -92,6 +92,8 @@ wlm_status wlm_embed(wlm_ctx *c, const int32_t *tokens, const uint32_t *n_tokens
                 if (done > 0 && next_seq == open_seq) next_seq++;
                 s = next_seq++;
             }
+            /* each token's sequence, position and cache slot, as wlm_eval_batch
+             * (forward.c) places a chunk's tokens: keep the two in step */
             for (uint32_t j = 0; j < take; j++, n++) {
                 uint32_t pos = c->seq_pos[s]++;
                 c->tok_seq[n] = s;
