@@ -164,6 +164,7 @@ bench: wasm native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node $(BENCH_NODE_FLAGS) bench/bench.mjs $(BENCH_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/scaling.mjs $(SCALING_ARGS)
+	node $(BENCH_NODE_FLAGS) bench/embed.mjs $(EMBED_ARGS)
 
 # Every architecture cross-checked against llama.cpp (node-llama-cpp's
 # prebuilt CPU build, installed here on first use, not in CI) on synthetic

@@ -290,7 +290,7 @@ export interface TensorInfo {
 }
 
 export interface ModelInfo {
-  /** general.architecture: 'llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite' */
+  /** general.architecture: 'llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'bert', 'nomic-bert' */
   architecture: string | null;
   /** text of the BOS / EOS tokens (e.g. '<|im_end|>'), null when the model has none */
   specialTokens: { bos: string | null; eos: string | null };
@@ -305,6 +305,8 @@ export interface ModelInfo {
   hparams: HParams;
   /** windowRows: rows the sliding-window layers keep (0: one per position, as the other layers) */
   context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide'; windowCache: 'window' | 'full'; windowRows: number };
+  /** embed(): vector length, the pooling 'model' means, and whether attention is causal (decoders) */
+  embedding: { length: number; pooling: 'mean' | 'cls' | 'last'; causal: boolean };
   metadata: Record<string, MetadataValue>;
   tensors: TensorInfo[];
   /** Browsers, URL sources: true when the bytes came from the model cache (web/cache.js), false when fetched. */
@@ -684,6 +686,14 @@ export interface QuantizeOptions {
   /** Node: write the GGUF file here instead of returning its bytes */
   outPath?: string;
 }
+export interface EmbedOptions {
+  /** one vector from a text's token states: 'model' (default: the file's pooling_type, else 'mean'
+   * for encoders such as bert, 'last' for decoders), 'mean', 'cls' (the first token's) or 'last' */
+  pooling?: 'model' | 'mean' | 'cls' | 'last';
+  /** scale each vector to length 1 (default true) */
+  normalize?: boolean;
+  signal?: AbortSignal;
+}
 
 export interface Beam { text: string; tokens: number[]; logprob: number; score: number; finishReason: FinishReason }
 
@@ -731,6 +741,10 @@ export declare class Model {
   deliberate(prompt: string | number[], options?: DeliberateOptions): Promise<DeliberateResult>;
   /** Deterministic beam search on forked sequences. */
   beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
+  /** Embeddings: one Float32Array (info.embedding.length floats) per text, in order; a single string
+   * gives an array of one. An element may be token ids, used as they are. L2-normalized unless
+   * {normalize: false}. Works for encoders (bert, nomic-bert) and decoders (pooled final-norm states). */
+  embed(texts: string | Array<string | number[]>, options?: EmbedOptions): Promise<Float32Array[]>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
   quantize(type: QuantType, options?: QuantizeOptions): Promise<QuantizeResult>;
   /** Frees the model and ends its worker at once: requests in flight or queued reject with code 'DISPOSED'. */

@@ -782,6 +782,28 @@ export class Model {
     return this._client.call('distribution', { text: this._prompt(text), options: o });
   }
 
+  /**
+   * Embeddings: one Float32Array of info.embedding.length floats per text, in
+   * order. `texts` is a string or an array of them (a single string gives an
+   * array of one vector too); an element may also be token ids, used as they
+   * are (no [CLS]/BOS added). Strings are framed as the model expects ([CLS]
+   * ... [SEP] for bert, BOS and EOS as the file says for decoders). The
+   * texts run as separate sequences packed into batches, so each gets the
+   * vector it gets alone. Vectors are L2-normalized unless normalize: false.
+   * @returns {Promise<Float32Array[]>}
+   */
+  async embed(texts, opts = {}) {
+    this._check();
+    const o = checkOptions('embed', opts);
+    const list = typeof texts === 'string' ? [texts] : texts;
+    if (!Array.isArray(list)) throw badOption('texts', texts, 'must be a string or an array of strings (or of token-id arrays)');
+    const items = list.map((t, i) => (typeof t === 'string' ? t : checkPrompt(t, this.info.hparams.nVocab, `texts[${i}]`)));
+    if (items.length === 0) return [];
+    if (o.signal && o.signal.aborted) throw abortError(o.signal);
+    const r = await withSignal(this._client, 'embed', { texts: items, options: workerOptions(o) }, o.signal);
+    return r.vectors;
+  }
+
   // ---- inference-time scaling (web/scaling.js, web/worker/multi.js) ----
 
   /** n candidates decoded as one batch, scored and sorted (best first). */

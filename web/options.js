@@ -218,6 +218,11 @@ export const OPTIONS = Object.freeze({
   topN: opt('int', 'nextTokenDistribution: entries returned (at most the vocabulary)', { min: 1, max: I32_MAX, default: 20 }),
   all: opt('boolean', 'logits(): one row per token instead of the last', { default: false }),
   outPath: opt('string', 'quantize(): write the GGUF file here (Node)'),
+
+  // embeddings
+  pooling: opt('enum', "embed(): one vector from a text's token states: 'model' (the file's pooling_type; else 'mean' for encoders, 'last' for decoders), 'mean', 'cls' (the first token's) or 'last'",
+    { values: ['model', 'mean', 'cls', 'last'], default: 'model' }),
+  normalize: opt('boolean', 'embed(): scale each vector to length 1 (cosine similarity is then a dot product)', { default: true }),
 });
 
 const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed',
@@ -248,6 +253,7 @@ export const METHODS = Object.freeze({
   tokenize: ['addBos', 'parseSpecial'],
   logits: ['all'],
   quantize: ['outPath'],
+  embed: ['pooling', 'normalize', 'signal'],
 });
 
 /** Per-method overrides of an option's entry: beam and tree search need a token to rank; `adaptive` of

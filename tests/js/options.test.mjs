@@ -154,7 +154,7 @@ test('the TypeScript option types of every method declare exactly the schema\'s 
     loadModel: 'LoadOptions', generate: 'GenerateOptions', complete: 'CompleteOptions', applyChatTemplate: 'ChatTemplateOptions',
     chat: 'ChatOptions', chatComplete: 'ChatCompleteOptions', bestOfN: 'BestOfNOptions', selfConsistency: 'SelfConsistencyOptions',
     generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', treeSearch: 'TreeSearchOptions', deliberate: 'DeliberateOptions', nextTokenDistribution: 'DistributionOptions',
-    tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions',
+    tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions', embed: 'EmbedOptions',
   };
   assert.deepEqual(Object.keys(IFACE).sort(), Object.keys(METHODS).sort());
   for (const [method, iface] of Object.entries(IFACE)) {

@@ -20,6 +20,7 @@ import { decodeUtf8, encodeUtf8Into } from './text.js';
 import { samplingOptions } from './stream.js';
 import { startGeneration } from './generation.js';
 import { quantizeModel } from './quantize.js';
+import { embedTexts, POOLING_NAMES } from './embed.js';
 
 // the engine's package entry (wasmlm/engine) keeps exporting what it did
 export { STATUS_NAMES, STATUS_CONTEXT_FULL, nomemMessage } from './heap.js';
@@ -33,6 +34,7 @@ export { DEFAULT_SAMPLING };
 export const RAW_DISTRIBUTION = Object.freeze({ temperature: 1, topK: 0, topP: 1, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, typicalP: 1 });
 
 const MAX_SEQ = 64;      // WLM_MAX_SEQ
+const ENCODER_BATCH = 512; // default batch of a non-causal model: it sees a whole text in one pass
 const DETOK_CAP = 4096;
 
 export class Engine extends WasmHeap {
@@ -148,7 +150,10 @@ export class Engine extends WasmHeap {
       this.nParts = parts.length;
       this.model = this.dv.getUint32(pp, true);
       this.hparams = this.readHparams();
+      /** attention is causal (decoders), or a token sees its whole text (bert, nomic-bert) */
+      this.causal = this.x.wlm_model_causal(this.model) !== 0;
       this.ctxOpts = contextOptions(opts);
+      if (!this.causal && opts.batchSize == null) this.ctxOpts.nBatch = ENCODER_BATCH;
       this.createContext(this.ctxOpts);
       /** the per-sequence position limit the user asked for (a grown cache keeps it) */
       this.ctxLimit = this.nCtx;
@@ -224,11 +229,13 @@ export class Engine extends WasmHeap {
    * `outputs` rows of logits per call; re-plans it (one allocation, the
    * cache starts empty) when it does not. Returns true when it grew.
    */
-  ensureContext({ nSeq = 1, slots = 0, outputs = 1 }) {
+  ensureContext({ nSeq = 1, slots = 0, outputs = 1, batch = 0 }) {
     if (nSeq > MAX_SEQ) throw new EngineError(`${nSeq} sequences asked for, at most ${MAX_SEQ} fit in one context`, 1);
-    if (nSeq <= this.nSeqMax && slots <= this.nCtx && outputs <= this.nOutputs) return false;
-    if (this.onFull === 'slide') throw new EngineError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
-    const o = { ...this.ctxOpts, nCtx: Math.max(this.nCtx, slots), nSeq: Math.max(this.nSeqMax, nSeq), nOut: Math.max(this.nOutputs, outputs, nSeq) };
+    if (nSeq <= this.nSeqMax && slots <= this.nCtx && outputs <= this.nOutputs && batch <= this.nBatch) return false;
+    if (this.onFull === 'slide' && nSeq > 1) throw new EngineError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
+    const nCtx = Math.max(this.nCtx, slots);
+    const o = { ...this.ctxOpts, nCtx, nSeq: Math.max(this.nSeqMax, nSeq), nOut: Math.max(this.nOutputs, outputs, nSeq) };
+    if (batch > this.nBatch) o.nBatch = Math.min(batch, nCtx);
     const old = this.ctxOpts;
     try {
       this.createContext(o);
@@ -642,6 +649,7 @@ export class Engine extends WasmHeap {
       paramCount: table.paramCount,
       hparams: { ...this.hparams },
       context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull, windowCache: this.windowCache, windowRows: this.windowRows },
+      embedding: { length: hp.nEmbd, pooling: POOLING_NAMES[this.x.wlm_model_pooling(this.model)], causal: this.causal },
       metadata,
       tensors: table.tensors,
     };
@@ -704,6 +712,19 @@ export class Engine extends WasmHeap {
     }
     this.vocabFp = { nVocab: nv, hash: h.toString(16).padStart(8, '0') };
     return this.vocabFp;
+  }
+
+  // ---- embeddings (./embed.js) -------------------------------------------------------
+
+  /** Whether the file asks for EOS after a text (tokenizer.ggml.add_eos_token). */
+  get addEos() { return this.info().metadata['tokenizer.ggml.add_eos_token'] === true; }
+
+  /** Embeds texts in groups (a generator yielding between groups; see ./embed.js). */
+  embedSteps(texts, opts = {}) { return embedTexts(this, texts, opts); }
+  /** Synchronous embed of every text: {vectors, tokens}. */
+  embed(texts, opts = {}) {
+    const it = this.embedSteps(texts, opts);
+    for (;;) { const r = it.next(); if (r.done) return r.value; }
   }
 
   /** Re-quantizes the loaded model (see ./quantize.js). */

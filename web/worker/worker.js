@@ -243,6 +243,15 @@ const ops = {
     const rows = engine.logits(m.ids, { all: !!m.all });
     return { rows, __transfer: rows.map((r) => r.buffer) };
   },
+  async embed(m) {
+    const it = engine.embedSteps(m.texts, m.options || {});
+    for (;;) {
+      const r = it.next();
+      if (r.done) return { ...r.value, __transfer: r.value.vectors.map((v) => v.buffer) };
+      await yieldNow();
+      if (isAborted(m.id)) throw Object.assign(new Error('embed aborted'), { name: 'AbortError' });
+    }
+  },
   async quantize(m) {
     if (m.outPath) {
       const fs = nodeFs || (nodeFs = await nodeImport('node:fs'));
