@@ -34,6 +34,10 @@ export interface LoadOptions {
   threads?: number;
   /** SIMD flavour: 'auto' (default: relaxed SIMD when a known-answer probe passes), 'simd128' or 'relaxed'. */
   simd?: 'auto' | 'simd128' | 'relaxed';
+  /** Engine build: 'auto' (default: the memory64 (wasm64) build when the model file does not fit the
+   * 4 GiB of wasm32 with a context, and its probe passes), 'on' (UNSUPPORTED where memory64 is not
+   * available) or 'off'. A file no build here can hold is refused with TOO_LARGE before it is read. */
+  memory64?: 'auto' | 'on' | 'off';
   /** KV cache length in tokens; 0 / omitted = min(model context, 2048). */
   contextLength?: number;
   /** max tokens per forward call (prefill chunk); 0 / omitted = 64. */
@@ -49,7 +53,7 @@ export interface LoadOptions {
    * speculative decoding re-plan the context once when they need more (sequences, cache
    * slots or logits rows); set this to size everything before the first generation. */
   maxSequences?: number;
-  /** Limit of the engine's memory in bytes (default: the wasm32 maximum, 4 GiB). */
+  /** Limit of the engine's memory in bytes (default: the build's maximum, 4 GiB for wasm32, 16 GiB for memory64). */
   memoryLimit?: number;
   onProgress?: (p: LoadProgress) => void;
   /** Directory holding NAME.gguf for registry names (default env WASMLM_MODELS); in browsers a URL prefix. */
@@ -445,6 +449,8 @@ export declare class Model {
   readonly threads: number;
   /** SIMD flavour of the engine build in use. */
   readonly simd: 'relaxed' | 'simd128' | 'custom';
+  /** Whether the engine build in use is a memory64 (wasm64) one. */
+  readonly memory64: boolean;
   readonly disposed: boolean;
   /** Streams a completion of `prompt` (a string, or token ids). */
   generate(prompt: string | number[], options?: GenerateOptions): Generation;
@@ -490,7 +496,7 @@ export declare class Model {
  */
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
-  | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'INTERNAL'
+  | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'TOO_LARGE' | 'VOCAB_MISMATCH' | 'INTERNAL'
   | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE'
   | (string & {});
 
@@ -505,6 +511,9 @@ export declare class WasmlmError extends Error {
   readonly statusName?: string;
   /** BAD_OPTION for an unknown key: the closest known option, when one is close */
   readonly suggestion?: string | null;
+  /** TOO_LARGE: the model file's size and the limit it is over, in bytes */
+  readonly size?: number;
+  readonly limit?: number;
 }
 
 export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;
@@ -525,9 +534,14 @@ export declare const DEFAULT_CONTEXT: Readonly<{ contextLength: number; batchSiz
 export declare const QUANT_TYPES: Readonly<Record<QuantType, number>>;
 
 /** Compiles (once) the engine's WebAssembly.Module. */
-export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL | null, threaded?: boolean, simd?: 'simd128' | 'relaxed'): Promise<WebAssembly.Module>;
+export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL | null, threaded?: boolean, simd?: 'simd128' | 'relaxed', memory64?: boolean): Promise<WebAssembly.Module>;
 /** Whether this JS engine runs relaxed SIMD correctly (a known-answer probe module). */
 export declare function relaxedSimdAvailable(): Promise<boolean>;
+/** Whether this JS engine runs the memory64 (wasm64) builds (a known-answer probe module and a
+ * 16 GiB memory64 memory); `shared`: threaded too; `reason`: why not. */
+export declare function memory64Support(): Promise<{ ok: boolean; shared: boolean; reason: string | null }>;
+/** What the package read from an engine module's bytes: its memory's kind and each export's wasm types. */
+export declare function engineBuild(mod: WebAssembly.Module): { memory64: boolean; shared: boolean; exports: Record<string, { params: string[]; results: string[] }> } | null;
 /** Default compute threads: available cores, at most 8. */
 export declare function defaultThreads(): Promise<number>;
 

@@ -14,6 +14,8 @@
 //   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
 //   WORKER          the model's worker died
 //   UNSUPPORTED     this runtime or build lacks what was asked for (relaxed SIMD, an architecture, ...)
+//   TOO_LARGE       a model file larger than any engine build this runtime runs can hold (over the 4 GiB
+//                   of wasm32 without memory64, over 16 GiB with it); `size` and `limit` in bytes
 //   VOCAB_MISMATCH  a draft model whose vocabulary differs from the target's
 //   INTERNAL        an unexpected failure inside wasmlm (a bug: please report it)
 // Engine failures (the C library's wlm_status) map to these codes, with the
