@@ -479,7 +479,7 @@ export async function resolveHubModel(id, options = {}) {
   const file = path.join(cacheDir, name + '.gguf');
   const entry = { url: hub.url, sha256: hub.sha256 || undefined, size: hub.size || undefined };
   // a file no engine build here can hold is refused before it is downloaded
-  if (hub.size && options.checkSize) await options.checkSize(hub.size, hub.id);
+  if (hub.size && options.checkSize) await options.checkSize(hub.size, `${hub.id} (${hub.path})`);
   const out = (source) => ({ name, path: file, source, entry, hub });
   const rec = await readSidecar(file);
   const cachedOk = fs.existsSync(file) && rec && rec.url === hub.url;

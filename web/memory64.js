@@ -146,12 +146,12 @@ export async function probeMemory64(probe) {
   try {
     mod = probe instanceof WebAssembly.Module ? probe : await WebAssembly.compile(probe);
   } catch (e) {
-    return { ok: false, shared: false, reason: `the memory64 probe module does not compile (${e.message})` };
+    return { ok: false, shared: false, reason: `this runtime does not compile memory64 modules (${e.message})` };
   }
   try {
     memory = createMemory({ memory64: true, initial: 2 << 20, maximum: WASM64_MAX_BYTES });
   } catch (e) {
-    return { ok: false, shared: false, reason: `a memory64 memory of ${WASM64_MAX_BYTES / 2 ** 30} GiB cannot be created (${e.message})` };
+    return { ok: false, shared: false, reason: `this runtime cannot create a memory64 memory of ${WASM64_MAX_BYTES / 2 ** 30} GiB (${e.message})` };
   }
   try {
     const { exports } = await WebAssembly.instantiate(mod, { env: { memory } });
