@@ -540,8 +540,6 @@ export declare function relaxedSimdAvailable(): Promise<boolean>;
 /** Whether this JS engine runs the memory64 (wasm64) builds (a known-answer probe module and a
  * 16 GiB memory64 memory); `shared`: threaded too; `reason`: why not. */
 export declare function memory64Support(): Promise<{ ok: boolean; shared: boolean; reason: string | null }>;
-/** What the package read from an engine module's bytes: its memory's kind and each export's wasm types. */
-export declare function engineBuild(mod: WebAssembly.Module): { memory64: boolean; shared: boolean; exports: Record<string, { params: string[]; results: string[] }> } | null;
 /** Default compute threads: available cores, at most 8. */
 export declare function defaultThreads(): Promise<number>;
 

@@ -110,7 +110,7 @@ async function chooseMemory64(options, size, { what, estimate = false } = {}) {
 
 /** The describeModule() of a module this package compiled from bytes (null for one given compiled). */
 const BUILDS = new WeakMap();
-export function engineBuild(mod) { return BUILDS.get(mod) || null; }
+function engineBuild(mod) { return BUILDS.get(mod) || null; }
 
 /**
  * Compiles (once) and returns the engine's WebAssembly.Module: the
