@@ -14,7 +14,7 @@ import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
 import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
-import { checkSha256, checkTimeout, declaredLength, readBody, httpError, safeUrl, REGISTRY_TIMEOUT_MS } from './net.js';
+import { checkSha256, checkTimeout, declaredLength, readBody, httpError, safeUrl, fetchChecked, REGISTRY_TIMEOUT_MS } from './net.js';
 import { splitPartUrls, checkSplitNames, splitPartNames } from './split.js';
 import { PART_ALIGN } from './worker/staging.js';
 import { probeMemory64, describeModule, tooLargeError, WASM32_MAX_BYTES, WASM64_MAX_BYTES, CONTEXT_RESERVE } from './memory64.js';
@@ -96,9 +96,7 @@ async function chooseMemory64(options, size, { what, estimate = false } = {}) {
     return { memory64: false, why };
   };
   if (want === 'off') return wasm32("the option memory64 is 'off'");
-  if (want === 'auto' && !(size > WASM32_MAX_BYTES - CONTEXT_RESERVE)) {
-    return { memory64: false, why: "the size was not known, or fit wasm32, when the engine was chosen: load it with the option memory64: 'on'" };
-  }
+  if (want === 'auto' && !(size > WASM32_MAX_BYTES - CONTEXT_RESERVE)) return { memory64: false, why: null };   // (why: see WorkerClient.start)
   const probe = await memory64Support();
   if (!probe.ok) {
     if (want === 'on') throw new WasmlmError('UNSUPPORTED', `option memory64 'on': the memory64 (wasm64) build cannot run here: ${probe.reason}`, { option: 'memory64' });
@@ -256,7 +254,7 @@ class WorkerClient {
     this.threads = threads;
     this.simd = simd;
     this.memory64 = false;    // the engine build: memory64 (wasm64) or wasm32
-    this.why32 = null;        // why a wasm32 build was chosen (for a later TOO_LARGE)
+    this.why32 = null;        // why a wasm32 build was chosen, when it was not the size (for a later TOO_LARGE)
     this.w = null;
     this.node = null;
     this.started = null;
@@ -285,7 +283,12 @@ class WorkerClient {
       this.started.catch(() => {});
     }
     await this.started;
-    if (!estimate && size > this.maxBytes) throw tooLargeError(size, { what, memory64: this.memory64, reason: this.why32 });
+    if (!estimate && size > this.maxBytes) {
+      // wasm32 was chosen for a size that seemed to fit (a split by URL learns its sizes part by part)
+      const probe = this.why32 ? null : await memory64Support();
+      const reason = this.why32 || (probe.ok ? "the size was not known when the engine was chosen: load it with the option memory64: 'on'" : probe.reason);
+      throw tooLargeError(size, { what, memory64: this.memory64, reason });
+    }
   }
 
   async _start(size, what, estimate) {
@@ -482,6 +485,24 @@ function dropUnread(c, reason) {
   if (c.response.body && !c.response.body.locked) c.response.body.cancel(reason).catch(() => {});
 }
 
+/** The sizes a split's URL parts declare, the first one's given: their sum, or 0 when a HEAD request fails or names no length. */
+async function declaredTotal(parts, first, { signal, timeout }) {
+  let total = first;
+  for (const p of parts.slice(1)) {
+    try {
+      const { response, timer } = await fetchChecked(p.url, { signal, timeout, method: 'HEAD' });
+      timer.done();
+      const n = declaredLength(response);
+      if (!n) return 0;
+      total += n;
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      return 0;   // (a missing part is named when its turn comes)
+    }
+  }
+  return total;
+}
+
 /** The size of the model file at a Node path, all parts of a split GGUF (0: not a regular file, or unreadable). */
 async function pathSize(p) {
   const fs = await nodeImport('node:fs');
@@ -615,12 +636,17 @@ async function loadParts(client, parts, options) {
           for (let off = 0; off < u8.byteLength; off += STAGE_BYTES) await sender.push(u8.subarray(off, off + STAGE_BYTES));
         };
       }
-      // the engine build: by every part's size when known, else (parts by URL) guessed from the
-      // first part's (a split's parts but the last are about the same size); the sizes known
-      // so far must fit it before this part's bytes are read
+      // the engine build: by every part's size when known; parts by URL: when the first part's
+      // size says the split may not fit wasm32, by the sizes the others' HEAD requests declare,
+      // else guessed from the first (a split's parts but the last are about the same size).
+      // The sizes known so far must fit it before this part's bytes are read.
       seen += size;
       try {
-        if (i === 0 && !known) await client.start(size * parts.length, { estimate: true });
+        if (i === 0 && !known) {
+          const all = size * parts.length > WASM32_MAX_BYTES - CONTEXT_RESERVE ? await declaredTotal(parts, size, { signal, timeout }) : 0;
+          if (all) await client.start(all, { what: `the split GGUF (${parts.length} parts, sizes from the server)` });
+          else await client.start(size * parts.length, { estimate: true });
+        }
         await client.start(known ? sender.total : seen, { what: known ? `the split GGUF (${parts.length} parts)` : `the split GGUF's parts 1 to ${i + 1} of ${parts.length}` });
       } catch (e) {
         if (c) dropUnread(c, e);

@@ -130,13 +130,18 @@ test('a stream without a length that outgrows wasm32: TOO_LARGE from the engine\
   } finally { eng.dispose(); }
 });
 
-/** A server whose /huge.gguf declares 5 GB and sends 64 KiB of it, then waits. */
+/** A server whose /huge.gguf declares 5 GB (each part of /split-0000N-of-00002.gguf 2.5 GB) and sends
+ * 64 KiB of it, then waits; HEAD requests get the length only. */
 async function hugeServer(fn) {
-  const seen = { requests: 0, closed: 0 };
+  const seen = { requests: 0, closed: 0, log: [] };
   const server = http.createServer((req, res) => {
+    seen.log.push(`${req.method} ${req.url}`);
+    const size = req.url.startsWith('/split-') ? HUGE / 2 : HUGE;
+    const headers = { 'content-type': 'application/octet-stream', 'content-length': String(size), etag: '"huge"', 'accept-ranges': 'bytes' };
+    if (req.method === 'HEAD') { res.writeHead(200, headers); res.end(); return; }
     seen.requests++;
     res.on('close', () => { seen.closed++; });
-    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(HUGE), etag: '"huge"', 'accept-ranges': 'bytes' });
+    res.writeHead(200, headers);
     const head = Buffer.alloc(64 << 10); head.write('GGUF');
     res.write(head);
   });
@@ -168,6 +173,15 @@ test('a URL, a registry entry and a hub file declaring 5 GB: TOO_LARGE before th
     assert.equal(seen.requests, 2);
     assert.equal(await closedSoon(seen), 2, 'the download was aborted');
     assert.deepEqual(fs.readdirSync(cacheDir).filter((f) => !f.endsWith('.lock')), [], 'nothing kept in the cache');
+
+    // a split by URL: the other parts' HEAD requests give the total before the first part's body is read
+    seen.log.length = 0;
+    const first = url.replace('huge.gguf', 'split-00001-of-00002.gguf');
+    const r3 = await refusal(loadModel(first));
+    assert.equal(r3.e.code, 'TOO_LARGE', r3.e.message);
+    assert.match(r3.e.message, /^the split GGUF \(2 parts, sizes from the server\) is 4\.66 GiB \(5000000000 bytes\)/);
+    assert.deepEqual(seen.log, ['GET /split-00001-of-00002.gguf', 'HEAD /split-00002-of-00002.gguf']);
+    assert.equal(await closedSoon(seen), 3, 'the first part\'s download was aborted');
   });
   // the hub's listing names the size of a quantization's file: refused before the CDN is asked
   const state = { files: { 'big-Q4_K_M.gguf': Buffer.from('GGUF') }, listedSizes: { 'big-Q4_K_M.gguf': HUGE } };
