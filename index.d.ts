@@ -83,7 +83,8 @@ export interface LoadOptions {
    * a mirror, or a local server in tests. Listing: GET {hubUrl}/api/models/OWNER/REPO/tree/REVISION;
    * files: {hubUrl}/OWNER/REPO/resolve/REVISION/PATH. */
   hubUrl?: string;
-  /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
+  /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM).
+   * A memory64 (wasm64) build is recognised from its bytes (a path, URL or bytes, not a compiled module). */
   wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
   signal?: AbortSignal;
 }
