@@ -71,7 +71,7 @@ function badValuesOf(name, method) {
   const range = [];
   if (s.kind === 'int') {
     if (s.min !== undefined) range.push(s.min - 1);
-    if (s.max !== undefined) range.push(s.max + 1, 4294967297);
+    if (s.max !== undefined) range.push(s.max + 1, ...(s.max < 4294967297 ? [4294967297] : []));   // (memoryLimit goes to 16 GiB)
   }
   if (s.kind === 'number') {
     if (s.min !== undefined) range.push(s.minExclusive ? s.min : s.min - 0.5);

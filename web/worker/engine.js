@@ -13,7 +13,8 @@
 import { DEFAULT_SAMPLING } from '../options.js';
 import { WasmlmError, EngineError } from '../errors.js';
 import { STREAM, LOGIT_BIAS, readHparams, writeCtxParams, writeSamplerParams } from './abi.js';
-import { WasmHeap, STATUS_CONTEXT_FULL } from './heap.js';
+import { WasmHeap, STATUS_CONTEXT_FULL, addr, word } from './heap.js';
+import { createMemory, describeModule, wrapExports, WASM32_MAX_BYTES, WASM64_MAX_BYTES } from '../memory64.js';
 import { FileStaging } from './staging.js';
 import { decodeGgufValue, shortF32 } from './gguf.js';
 import { decodeUtf8, encodeUtf8Into } from './text.js';
@@ -40,23 +41,28 @@ const DETOK_CAP = 4096;
 export class Engine extends WasmHeap {
   /**
    * @param {WebAssembly.Module|BufferSource} wasm compiled module or its bytes
+   * @param {{threads?: number, spawnThread?: Function, build?: object}} [opts] `build`: describeModule()
+   *   of the module (web/memory64.js; read here from bytes): a memory64 build gets a memory64
+   *   memory and its exports wrapped; without it a compiled module is taken as a wasm32 build
    */
   static async create(wasm, opts = {}) {
     const mod = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
+    const build = opts.build || (wasm instanceof WebAssembly.Module ? null : describeModule(wasm));
     const imports = WebAssembly.Module.imports(mod);
     const bad = imports.filter((i) => !(i.module === 'env' && i.name === 'memory' && i.kind === 'memory'));
     if (bad.length) throw new WasmlmError('UNSUPPORTED', 'wasmlm.wasm has unexpected imports: ' + bad.map((i) => `${i.module}.${i.name}`).join(', '));
     const threads = Math.max(1, opts.threads | 0);
     const shared = threads > 1;
-    const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536, shared });
+    const memory64 = !!(build && build.memory64);
+    const memory = createMemory({ memory64, shared, initial: 2 << 20, maximum: memory64 ? WASM64_MAX_BYTES : WASM32_MAX_BYTES });
     const inst = await WebAssembly.instantiate(mod, { env: { memory } });
-    const e = new Engine(inst.exports, memory);
-    if (shared) await e.startThreads(mod, threads, opts.spawnThread);
+    const e = new Engine(memory64 ? wrapExports(inst.exports, build) : inst.exports, memory, memory64);
+    if (shared) await e.startThreads(mod, threads, opts.spawnThread, memory64 ? build : null);
     return e;
   }
 
-  constructor(exports, memory) {
-    super(exports, memory);
+  constructor(exports, memory, memory64 = false) {
+    super(exports, memory, memory64);
     this.model = 0;
     this.ctx = 0;
     this.staging = new FileStaging(this);
@@ -74,15 +80,16 @@ export class Engine extends WasmHeap {
    * a worker running web/worker/thread-worker.js with its own 1 MiB stack,
    * serving the engine's pool until dispose().
    * @param {(msg:object) => Promise<{terminate():void}>} spawn starts one thread-worker with msg
+   * @param {object|null} build a memory64 build's describeModule() (its threads wrap their exports too)
    */
-  async startThreads(mod, threads, spawn) {
+  async startThreads(mod, threads, spawn, build = null) {
     this.pool = this.x.wlm_pool_new(threads);
     if (!this.pool) throw new WasmlmError('UNSUPPORTED', 'this wasm build has no threads');
     this.threadWorkers = [];
     const STACK = 1 << 20;
     for (let tid = 1; tid < threads; tid++) {
       const base = this.alloc(STACK);
-      this.threadWorkers.push(await spawn({ module: mod, memory: this.memory, pool: this.pool, tid, stackTop: base + STACK }));
+      this.threadWorkers.push(await spawn({ module: mod, memory: this.memory, pool: this.pool, tid, stackTop: base + STACK, build }));
     }
     this.threads = threads;
   }
@@ -129,18 +136,18 @@ export class Engine extends WasmHeap {
     try {
       this.clearError();
       const pp = this.at('ptr');
-      this.dv.setUint32(pp, 0, true);
+      this.setPtr(pp, 0);
       const parts = this.staging.parts();
       let st;
       if (parts.length === 1) {
         st = this.x.wlm_model_load_inplace(pp, this.staging.ptr, BigInt(this.staging.len), this.at('err'));
       } else {
-        // the parts' addresses (u32) and sizes (u64), in a block of their own
-        const tab = this.alloc(parts.length * 12 + 8, 'the split GGUF part table');
+        // the parts' addresses (pointers) and sizes (u64), in a block of their own
+        const tab = this.alloc(parts.length * 16 + 8, 'the split GGUF part table');
         try {
-          const sizes = tab + Math.ceil(parts.length * 4 / 8) * 8;
+          const sizes = tab + Math.ceil(parts.length * this.ptrBytes / 8) * 8;
           parts.forEach((p, i) => {
-            this.dv.setUint32(tab + i * 4, this.staging.ptr + p.offset, true);
+            this.setPtr(tab + i * this.ptrBytes, this.staging.ptr + p.offset);
             this.dv.setBigUint64(sizes + i * 8, BigInt(p.length), true);
           });
           st = this.x.wlm_model_load_parts_inplace(pp, tab, sizes, parts.length, this.at('err'));
@@ -148,7 +155,7 @@ export class Engine extends WasmHeap {
       }
       this.check(st, 'cannot load model');
       this.nParts = parts.length;
-      this.model = this.dv.getUint32(pp, true);
+      this.model = this.getPtr(pp);
       this.hparams = this.readHparams();
       /** attention is causal (decoders), or a token sees its whole text (bert, nomic-bert) */
       this.causal = this.x.wlm_model_causal(this.model) !== 0;
@@ -184,7 +191,7 @@ export class Engine extends WasmHeap {
   }
 
   readHparams() {
-    const h = readHparams(this.dv, this.x.wlm_model_hparams(this.model) >>> 0);
+    const h = readHparams(this.dv, addr(this.x.wlm_model_hparams(this.model)));
     return {
       nVocab: h.nVocab, nCtxTrain: h.nCtxTrain, nEmbd: h.nEmbd, nLayer: h.nLayer, nHead: h.nHead, nHeadKv: h.nHeadKv,
       headDim: h.headDim, nFf: h.nFf, nRot: h.nRot,
@@ -208,10 +215,10 @@ export class Engine extends WasmHeap {
       nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut, swaFull: o.swaFull,
     });
     this.clearError();
-    this.dv.setUint32(pp, 0, true);
+    this.setPtr(pp, 0);
     const st = this.x.wlm_ctx_new(pp, this.model, cp, this.at('err'));
     this.check(st, 'cannot create context');
-    this.ctx = this.dv.getUint32(pp, true);
+    this.ctx = this.getPtr(pp);
     if (this.pool) this.x.wlm_ctx_set_pool(this.ctx, this.pool, this.threads);
     this.nCtx = this.x.wlm_ctx_n_ctx(this.ctx) >>> 0;
     this.nBatch = Math.min(o.nBatch || 64, this.nCtx); // as the engine resolves it
@@ -270,7 +277,7 @@ export class Engine extends WasmHeap {
       const n = this.dv.getUint32(nOut, true);
       if (st !== 0 && n > cap && attempt === 0) { this.tokenBlock(n); continue; }
       this.check(st, 'tokenize');
-      return Array.from(this.i32.subarray(tok.p >>> 2, (tok.p >>> 2) + n));
+      return Array.from(this.i32.subarray(word(tok.p), word(tok.p) + n));
     }
     throw new EngineError('tokenize: token buffer too small', 1);
   }
@@ -343,7 +350,7 @@ export class Engine extends WasmHeap {
   /** Evaluates `ids` after sequence 0's tokens in chunks of n_batch; returns the status (-1: stopped). */
   append(ids, shouldStop) {
     const tokP = this.tokenBlock(Math.min(ids.length, this.nBatch) || 1);
-    const base = tokP >>> 2, have = this.tokensOf(0);
+    const base = word(tokP), have = this.tokensOf(0);
     for (let i = 0; i < ids.length; i += this.nBatch) {
       if (shouldStop && shouldStop()) return -1;
       const n = Math.min(this.nBatch, ids.length - i);
@@ -384,7 +391,7 @@ export class Engine extends WasmHeap {
     const cap = Math.max(n, 64);
     const p = this.block('batch', n * 9 + 8, () => cap * 9 + 8);
     const rows = (this.blocks.batch.cap - 8) / 9 | 0;   // the block holds ids, seqs and flags for `rows` pairs
-    const i32 = this.i32, u8 = this.u8, b = p >>> 2;
+    const i32 = this.i32, u8 = this.u8, b = word(p);
     for (let i = 0; i < n; i++) { i32[b + i] = tokens[i]; i32[b + rows + i] = seqs[i]; u8[p + 8 * rows + i] = want ? (want[i] ? 1 : 0) : 1; }
     this.clearError();
     const st = this.x.wlm_eval_batch(this.ctx, p, p + 4 * rows, p + 8 * rows, n, this.at('err'));
@@ -424,10 +431,10 @@ export class Engine extends WasmHeap {
 
   // ---- logits and sampling -----------------------------------------------------
 
-  logitsAddress(row = 0) { return (this.x.wlm_ctx_logits(this.ctx) >>> 0) + row * this.hparams.nVocab * 4; }
+  logitsAddress(row = 0) { return addr(this.x.wlm_ctx_logits(this.ctx)) + row * this.hparams.nVocab * 4; }
   /** Logits row `row` of the last evaluation (a view, valid until the next engine call). */
   logitsRow(row = 0) {
-    const p = this.logitsAddress(row) >>> 2;
+    const p = word(this.logitsAddress(row));
     return this.f32.subarray(p, p + this.hparams.nVocab);
   }
 
@@ -483,7 +490,7 @@ export class Engine extends WasmHeap {
     const k = Math.min(n, tokens.length);
     if (k === 0) return 0;
     const p = this.block('hist', k * 4, () => Math.max(k, 64) * 4);
-    const base = p >>> 2, i32 = this.i32;
+    const base = word(p), i32 = this.i32;
     for (let i = 0; i < k; i++) i32[base + i] = tokens[tokens.length - k + i];
     return k;
   }
@@ -508,8 +515,8 @@ export class Engine extends WasmHeap {
     const nv = this.hparams.nVocab;
     const qIds = this.block('qIds', nv * 4, () => nv * 4), qProbs = this.block('qProbs', nv * 4, () => nv * 4);
     const n = q ? q.ids.length : 1;
-    if (q) { this.i32.set(q.ids, qIds >>> 2); this.f32.set(q.probs, qProbs >>> 2); }
-    else { this.i32[qIds >>> 2] = draft; this.f32[qProbs >>> 2] = 1; }
+    if (q) { this.i32.set(q.ids, word(qIds)); this.f32.set(q.probs, word(qProbs)); }
+    else { this.i32[word(qIds)] = draft; this.f32[word(qProbs)] = 1; }
     const sp = this.writeSampler(o);
     const nh = this.writeHistory(history, o.repeatLastN);
     this.clearError();
@@ -543,7 +550,7 @@ export class Engine extends WasmHeap {
     const sp = this.writeSampler(o);
     const nh = this.writeHistory(history, o.repeatLastN);
     const n = this.x.wlm_sample_dist(this.ctx, this.logitsAddress(row), sp, this.historyAddress, nh, ids, probs, cap) >>> 0;
-    return { ids: this.i32.slice(ids >>> 2, (ids >>> 2) + n), probs: this.f32.slice(probs >>> 2, (probs >>> 2) + n) };
+    return { ids: this.i32.slice(word(ids), word(ids) + n), probs: this.f32.slice(word(probs), word(probs) + n) };
   }
 
   // ---- generation (./generation.js) ----------------------------------------------
@@ -614,10 +621,10 @@ export class Engine extends WasmHeap {
     const x = this.x, m = this.model, lenP = this.at('len'), nbP = this.at('u64');
     const n = x.wlm_meta_count(m) >>> 0;
     for (let i = 0; i < n; i++) {
-      const kp = x.wlm_meta_key(m, i, lenP) >>> 0;
+      const kp = addr(x.wlm_meta_key(m, i, lenP));
       const key = this.cstr(kp, this.dv.getUint32(lenP, true));
       const type = x.wlm_meta_type(m, i) >>> 0;
-      const vp = x.wlm_meta_value(m, i, nbP) >>> 0;
+      const vp = addr(x.wlm_meta_value(m, i, nbP));
       yield { key, type, vp, nb: Number(this.dv.getBigUint64(nbP, true)) };
     }
   }
@@ -663,7 +670,7 @@ export class Engine extends WasmHeap {
     let paramCount = 0;
     const nt = x.wlm_tensor_count(m) >>> 0;
     for (let i = 0; i < nt; i++) {
-      const np = x.wlm_tensor_name(m, i, lenP) >>> 0;
+      const np = addr(x.wlm_tensor_name(m, i, lenP));
       const name = this.cstr(np, this.dv.getUint32(lenP, true));
       const type = x.wlm_tensor_type(m, i) >>> 0;
       const nd = x.wlm_tensor_ndims(m, i) >>> 0;
@@ -678,7 +685,7 @@ export class Engine extends WasmHeap {
   }
 
   typeName(type) {
-    const p = this.x.wlm_type_name(type) >>> 0;
+    const p = addr(this.x.wlm_type_name(type));
     return p ? this.cstrz(p) : 'type' + type;
   }
 

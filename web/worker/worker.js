@@ -410,7 +410,7 @@ function onMessage(m) {
   if (!m || typeof m !== 'object') return;
   if (m.op === 'init') {
     abortFlag = m.abortFlag ? new Int32Array(m.abortFlag) : null;
-    Engine.create(m.wasm, { threads: m.threads || 1, spawnThread }).then((e) => { engine = e; initDone(); },
+    Engine.create(m.wasm, { threads: m.threads || 1, spawnThread, build: m.build || null }).then((e) => { engine = e; initDone(); },
       (e) => { post({ id: 0, ok: false, error: errToPlain(e) }); initDone(); });
     return;
   }
