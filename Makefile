@@ -49,6 +49,16 @@ WASM_LDFLAGS := -Wl,--no-entry,--import-memory,--export-dynamic,--initial-memory
 WASM_MT_CFLAGS := $(WASM_CFLAGS) -matomics
 WASM_MT_LDFLAGS := -Wl,--no-entry,--import-memory,--shared-memory,--export-dynamic,--initial-memory=2097152,--max-memory=4294967296 \
                    -Wl,--export=__heap_base,--export=__stack_pointer,-z,stack-size=1048576
+# memory64 (wasm64) variants, for model files the 4 GiB of wasm32 cannot
+# hold: the same sources with 64-bit pointers and size_t, a memory of up to
+# 16 GiB (262144 pages: the most V8 gives a memory64 memory; WLM_WASM_MEMORY_MAX
+# in src/base.h). JS picks one only when the file needs it and the memory64
+# probe (wasm/probe-memory64.wasm) passes (web/memory64.js).
+WASM64_MAX_MEMORY := 17179869184
+WASM64_CFLAGS := $(subst --target=wasm32,--target=wasm64,$(WASM_CFLAGS))
+WASM64_LDFLAGS := $(subst --max-memory=4294967296,--max-memory=$(WASM64_MAX_MEMORY),$(WASM_LDFLAGS))
+WASM64_MT_CFLAGS := $(WASM64_CFLAGS) -matomics
+WASM64_MT_LDFLAGS := $(subst --max-memory=4294967296,--max-memory=$(WASM64_MAX_MEMORY),$(WASM_MT_LDFLAGS))
 # wasm C test program (wasm32-wasi with Debian's wasi-libc), run by Node
 WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd128 -mbulk-memory
 
@@ -57,7 +67,8 @@ WASI_CFLAGS := $(COMMON_CFLAGS) --target=wasm32-wasi --sysroot=/usr -O2 -msimd12
 all: toolchain native wasm
 
 native: $(BUILD)/wasmlm-native $(BUILD)/tests-native $(BUILD)/wasmlm-native-relaxed $(BUILD)/tests-native-relaxed
-wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm wasm/wasmlm-cli.wasm
+WASM64 := wasm/wasmlm64.wasm wasm/wasmlm64-mt.wasm wasm/wasmlm64-relaxed.wasm wasm/wasmlm64-mt-relaxed.wasm wasm/probe-memory64.wasm
+wasm: wasm/wasmlm.wasm wasm/wasmlm-mt.wasm wasm/wasmlm-relaxed.wasm wasm/wasmlm-mt-relaxed.wasm wasm/probe-relaxed.wasm wasm/wasmlm-cli.wasm $(WASM64)
 
 toolchain:
 	@sh tools/setup.sh
@@ -109,6 +120,26 @@ wasm/probe-relaxed.wasm: src/probe/relaxed.c
 	@mkdir -p wasm
 	$(WASM_CC) --target=wasm32 -nostdlib -O2 -msimd128 -mrelaxed-simd -Wl,--no-entry -o $@ $<
 
+wasm/wasmlm64.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	$(WASM_CC) $(WASM64_CFLAGS) $(WASM64_LDFLAGS) -o $@ $(CORE_SRC)
+
+wasm/wasmlm64-mt.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	$(WASM_CC) $(WASM64_MT_CFLAGS) $(WASM64_MT_LDFLAGS) -o $@ $(CORE_SRC)
+
+wasm/wasmlm64-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	$(WASM_CC) $(WASM64_CFLAGS) -mrelaxed-simd $(WASM64_LDFLAGS) -o $@ $(CORE_SRC)
+
+wasm/wasmlm64-mt-relaxed.wasm: $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p wasm
+	$(WASM_CC) $(WASM64_MT_CFLAGS) -mrelaxed-simd $(WASM64_MT_LDFLAGS) -o $@ $(CORE_SRC)
+
+wasm/probe-memory64.wasm: src/probe/memory64.c
+	@mkdir -p wasm
+	$(WASM_CC) --target=wasm64 -nostdlib -O2 -msimd128 -Wl,--no-entry,--import-memory,--max-memory=$(WASM64_MAX_MEMORY) -o $@ $<
+
 $(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
@@ -125,6 +156,13 @@ $(BUILD)/abi.js: $(BUILD)/gen-abi.wasm
 	node tests/c/run_wasi.mjs $< > $@.tmp && mv $@.tmp $@
 abi: $(BUILD)/abi.js
 	cp $< web/worker/abi.js
+# the wasm64 builds use the same table: the structs compiled for wasm64 must
+# have every offset and size the wasm32 run printed (tools/gen-abi.c)
+$(BUILD)/abi-asserts.h: $(BUILD)/gen-abi.wasm
+	node tests/c/run_wasi.mjs $< asserts > $@.tmp && mv $@.tmp $@
+.PHONY: abi-check64
+abi-check64: $(BUILD)/abi-asserts.h
+	$(CLANG) --target=wasm64 -ffreestanding -fsyntax-only -Isrc -DWLM_ABI_CHECK='"$(abspath $(BUILD)/abi-asserts.h)"' tools/gen-abi.c
 
 $(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
@@ -165,6 +203,7 @@ bench: wasm native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node $(BENCH_NODE_FLAGS) bench/bench.mjs $(BENCH_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/scaling.mjs $(SCALING_ARGS)
+	node $(BENCH_NODE_FLAGS) bench/embed.mjs $(EMBED_ARGS)
 
 # Every architecture cross-checked against llama.cpp (node-llama-cpp's
 # prebuilt CPU build, installed here on first use, not in CI) on synthetic

@@ -34,6 +34,10 @@ export interface LoadOptions {
   threads?: number;
   /** SIMD flavour: 'auto' (default: relaxed SIMD when a known-answer probe passes), 'simd128' or 'relaxed'. */
   simd?: 'auto' | 'simd128' | 'relaxed';
+  /** Engine build: 'auto' (default: the memory64 (wasm64) build when the model file does not fit the
+   * 4 GiB of wasm32 with a context, and its probe passes), 'on' (UNSUPPORTED where memory64 is not
+   * available) or 'off'. A file no build here can hold is refused with TOO_LARGE before it is read. */
+  memory64?: 'auto' | 'on' | 'off';
   /** KV cache length in tokens; 0 / omitted = min(model context, 2048). */
   contextLength?: number;
   /** max tokens per forward call (prefill chunk); 0 / omitted = 64. */
@@ -54,7 +58,7 @@ export interface LoadOptions {
    * rows (less memory; a rewind deeper than the ring holds, as prefix reuse may ask, evaluates
    * the prompt again); 'full' keeps every position, as the other layers do. */
   windowCache?: 'window' | 'full';
-  /** Limit of the engine's memory in bytes (default: the wasm32 maximum, 4 GiB). */
+  /** Limit of the engine's memory in bytes (default: the build's maximum, 4 GiB for wasm32, 16 GiB for memory64). */
   memoryLimit?: number;
   onProgress?: (p: LoadProgress) => void;
   /** Directory holding NAME.gguf for registry names (default env WASMLM_MODELS); in browsers a URL prefix. */
@@ -91,7 +95,8 @@ export interface LoadOptions {
    * WASMLM_HUB_TOKEN, else env HF_TOKEN when the hub is https://huggingface.co. A refusal (HTTP 401 / 403)
    * is UNAUTHORIZED, saying whether a token was sent and what to do (set a token; accept the model's licence). */
   hubToken?: string;
-  /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
+  /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM).
+   * A memory64 (wasm64) build is recognised from its bytes (a path, URL or bytes, not a compiled module). */
   wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
   signal?: AbortSignal;
 }
@@ -99,10 +104,11 @@ export interface LoadOptions {
 /**
  * loadTokenizer options: loadModel's loading options without the ones for
  * weights and a context (threads, contextLength, batchSize, kvType, onFull,
- * nKeep, maxSequences) or for a whole file (sha256: only the file's header
- * and metadata are read, so there is no digest to check).
+ * nKeep, maxSequences, windowCache), for a whole file (sha256: only the
+ * file's header and metadata are read, so there is no digest to check) or
+ * for its size (memory64: a tokenizer always runs in the wasm32 build).
  */
-export interface TokenizerLoadOptions extends Omit<LoadOptions, 'threads' | 'contextLength' | 'batchSize' | 'kvType' | 'onFull' | 'nKeep' | 'maxSequences' | 'windowCache' | 'sha256'> {}
+export interface TokenizerLoadOptions extends Omit<LoadOptions, 'threads' | 'contextLength' | 'batchSize' | 'kvType' | 'onFull' | 'nKeep' | 'maxSequences' | 'windowCache' | 'memory64' | 'sha256'> {}
 
 /**
  * Logit bias: an object {tokenId: bias} (OpenAI's logit_bias shape; keys are
@@ -329,7 +335,7 @@ export interface TokenizerInfo {
 }
 
 export interface ModelInfo {
-  /** general.architecture: 'llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite' */
+  /** general.architecture: 'llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'bert', 'nomic-bert' */
   architecture: string | null;
   /** text of the BOS / EOS tokens (e.g. '<|im_end|>'), null when the model has none */
   specialTokens: { bos: string | null; eos: string | null };
@@ -344,6 +350,8 @@ export interface ModelInfo {
   hparams: HParams;
   /** windowRows: rows the sliding-window layers keep (0: one per position, as the other layers) */
   context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide'; windowCache: 'window' | 'full'; windowRows: number };
+  /** embed(): vector length, the pooling 'model' means, and whether attention is causal (decoders) */
+  embedding: { length: number; pooling: 'mean' | 'cls' | 'last'; causal: boolean };
   metadata: Record<string, MetadataValue>;
   tensors: TensorInfo[];
   vocabOnly: false;
@@ -726,6 +734,14 @@ export interface QuantizeOptions {
   /** Node: write the GGUF file here instead of returning its bytes */
   outPath?: string;
 }
+export interface EmbedOptions {
+  /** one vector from a text's token states: 'model' (default: the file's pooling_type, else 'mean'
+   * for encoders such as bert, 'last' for decoders), 'mean', 'cls' (the first token's) or 'last' */
+  pooling?: 'model' | 'mean' | 'cls' | 'last';
+  /** scale each vector to length 1 (default true) */
+  normalize?: boolean;
+  signal?: AbortSignal;
+}
 
 export interface Beam { text: string; tokens: number[]; logprob: number; score: number; finishReason: FinishReason }
 
@@ -760,6 +776,8 @@ export declare class Model extends Tokenizer {
   readonly threads: number;
   /** SIMD flavour of the engine build in use. */
   readonly simd: 'relaxed' | 'simd128' | 'custom';
+  /** Whether the engine build in use is a memory64 (wasm64) one. */
+  readonly memory64: boolean;
   readonly disposed: boolean;
   /** Streams a completion of `prompt` (a string, or token ids). */
   generate(prompt: string | number[], options?: PlainGenerateOptions): Generation;
@@ -798,6 +816,10 @@ export declare class Model extends Tokenizer {
   deliberate(prompt: string | number[], options?: DeliberateOptions): Promise<DeliberateResult>;
   /** Deterministic beam search on forked sequences. */
   beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
+  /** Embeddings: one Float32Array (info.embedding.length floats) per text, in order; a single string
+   * gives an array of one. An element may be token ids, used as they are. L2-normalized unless
+   * {normalize: false}. Works for encoders (bert, nomic-bert) and decoders (pooled final-norm states). */
+  embed(texts: string | Array<string | number[]>, options?: EmbedOptions): Promise<Float32Array[]>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
   quantize(type: QuantType, options?: QuantizeOptions): Promise<QuantizeResult>;
 }
@@ -811,7 +833,7 @@ export declare class Model extends Tokenizer {
  */
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
-  | 'NETWORK' | 'NOT_FOUND' | 'UNAUTHORIZED' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'BAD_SCHEMA' | 'INTERNAL'
+  | 'NETWORK' | 'NOT_FOUND' | 'UNAUTHORIZED' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'TOO_LARGE' | 'VOCAB_MISMATCH' | 'BAD_SCHEMA' | 'INTERNAL'
   | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'BAD_SAVED_STATE' | 'ENGINE' | 'CALLBACK'
   | (string & {});
 
@@ -837,6 +859,9 @@ export declare class WasmlmError extends Error {
    * ('hubToken', 'WASMLM_HUB_TOKEN', 'HF_TOKEN'; null when none was sent) */
   readonly tokenSent?: boolean;
   readonly tokenFrom?: string | null;
+  /** TOO_LARGE: the model file's size and the limit it is over, in bytes */
+  readonly size?: number;
+  readonly limit?: number;
 }
 
 /** Options of jsonSchemaToGbnf / jsonGrammar (docs/json-schema.md). */
@@ -875,9 +900,12 @@ export declare const DEFAULT_CONTEXT: Readonly<{ contextLength: number; batchSiz
 export declare const QUANT_TYPES: Readonly<Record<QuantType, number>>;
 
 /** Compiles (once) the engine's WebAssembly.Module. */
-export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL | null, threaded?: boolean, simd?: 'simd128' | 'relaxed'): Promise<WebAssembly.Module>;
+export declare function getWasmModule(wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL | null, threaded?: boolean, simd?: 'simd128' | 'relaxed', memory64?: boolean): Promise<WebAssembly.Module>;
 /** Whether this JS engine runs relaxed SIMD correctly (a known-answer probe module). */
 export declare function relaxedSimdAvailable(): Promise<boolean>;
+/** Whether this JS engine runs the memory64 (wasm64) builds (a known-answer probe module and a
+ * 16 GiB memory64 memory); `shared`: threaded too; `reason`: why not. */
+export declare function memory64Support(): Promise<{ ok: boolean; shared: boolean; reason: string | null }>;
 /** Default compute threads: available cores, at most 8. */
 export declare function defaultThreads(): Promise<number>;
 

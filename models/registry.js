@@ -113,6 +113,7 @@ export async function resolveModel(name, options = {}) {
   const cached = path.join(cacheDir, name + '.gguf');
   const problem = await verifyCached(entry, cached);
   if (!problem) return { name, path: cached, source: 'cache', entry };
+  if (entry.size && options.checkSize) await options.checkSize(entry.size, `model '${name}'`);
   if (options.offline ?? process.env.WASMLM_OFFLINE === '1') {
     if (problem !== 'missing') {
       throw new WasmlmError('INTEGRITY', `cached model '${name}' (${cached}) failed verification: ${problem}; it was removed, and downloading again is not allowed offline`, { path: cached });
@@ -254,7 +255,9 @@ export async function sweepTempFiles(dir) {
  * goes to a temp file and cannot resume). `options.ifNoneMatch` (an ETag)
  * makes the request conditional: a 304 resolves {status: 'unchanged'}.
  * Progress: options.onProgress({loaded, total, rate, phase: 'download'}),
- * rate in bytes/s of this attempt.
+ * rate in bytes/s of this attempt. `options.checkSize(total, what)` (loadModel
+ * gives it) may reject a file by its size once the response names it, before
+ * its body is read.
  * @returns {Promise<{status: 'downloaded'|'unchanged', path: string, etag?: string, resumed: number}>}
  */
 export async function downloadModel(name, entry, dest, options = {}) {
@@ -354,6 +357,9 @@ async function downloadAttempt(name, entry, { part, have, prec, timeout, options
       throw new WasmlmError('BAD_FILE', `model '${name}' from ${safeUrl(url)} is an HTML page (content-type ${type}), not a GGUF file; not cached`, { url: safeUrl(url) });
     }
     total = entry.size || declaredLength(res);
+  }
+  if (total && options.checkSize) {   // (options.checkSize: see downloadModel)
+    try { await options.checkSize(total, `model '${name}' from ${safeUrl(url)}`); } catch (e) { drop(); throw e; }
   }
   if (!res.body) { drop(); throw new WasmlmError('NETWORK', `model '${name}' from ${safeUrl(url)} has no body`, { url: safeUrl(url) }); }
   // resumable only with a strong ETag to ask If-Range with
@@ -506,6 +512,8 @@ async function hubFileToCache(hub, { fs, cacheDir, offline, timeout, auth, optio
   const name = hubCacheName(hub);
   const file = path.join(cacheDir, name + '.gguf');
   const entry = { url: hub.url, sha256: hub.sha256 || undefined, size: hub.size || undefined };
+  // a file no engine build here can hold is refused before it is downloaded
+  if (hub.size && options.checkSize) await options.checkSize(hub.size, `${hub.id} (${hub.path})`);
   const out = (source) => ({ name, path: file, source, entry, hub });
   const rec = await readSidecar(file);
   const cachedOk = fs.existsSync(file) && rec && rec.url === hub.url;

@@ -52,8 +52,16 @@ uint32_t wlm_fmt(char *buf, uint32_t cap, const char *fmt, ...);
  * natively it is malloc. Allocations are 64-byte aligned and zeroed. */
 WLM_API void *wlm_sys_alloc(uint64_t bytes);
 WLM_API void wlm_sys_free(void *p);
-/* Upper bound on the bytes in use (wasm: 4 GiB, the wasm32 maximum;
- * native: 8 GiB); wlm_sys_set_limit changes it. */
+/* The most linear memory a wasm build addresses, and its default limit:
+ * wasm32 4 GiB (65536 pages); wasm64 (memory64) 16 GiB (262144 pages, the
+ * most V8 gives a memory64 memory; the Makefile's --max-memory says the same). */
+#if defined(__wasm64__)
+#define WLM_WASM_MEMORY_MAX ((uint64_t)262144 * 65536)
+#else
+#define WLM_WASM_MEMORY_MAX ((uint64_t)65536 * 65536)
+#endif
+/* Upper bound on the bytes in use (wasm: WLM_WASM_MEMORY_MAX; native:
+ * 8 GiB); wlm_sys_set_limit changes it. */
 WLM_API uint64_t wlm_sys_limit(void);
 WLM_API uint64_t wlm_sys_in_use(void);
 WLM_API void wlm_sys_set_limit(uint64_t bytes);

@@ -83,7 +83,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     if (wlm_kernels_best()->gemm_q4gb)
         pl.off_actb = reserve(&pl, (B + WLM_Q4GB_T - 1) / WLM_Q4GB_T * wlm_q4gb_chunk_bytes((uint32_t)widest));
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
-    pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
+    pl.off_logits = reserve(&pl, m->output ? (uint64_t)p->n_outputs * hp->n_vocab * 4 : 0);   /* encoders: no logits */
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     pl.off_aidx = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     /* F16 caches: per thread one tile of keys and one of values as floats (wlm_attention_block) */

@@ -95,6 +95,12 @@ float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t
 uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                            const int32_t *hist, uint32_t n_hist);
 
+/* forward.c: runs the n tokens whose sequence, position and cache slot are
+ * in c->tok_seq/tok_pos/tok_slot (at most n_batch) and leaves each one's
+ * final hidden state (decoders: after the final norm) in c->xb, n_embd
+ * floats apart: no logits (embeddings, embed.c) */
+void wlm_forward_hidden(wlm_ctx *c, const int32_t *tokens, uint32_t n);
+
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */
 void wlm_kv_reset(wlm_ctx *c);
 /* slots a sequence fills before it takes another block (src/kvcache.c) */

@@ -37,7 +37,7 @@ extern unsigned char __heap_base;
 static void sys_init(void) {
     if (S.init) return;
     S.init = 1;
-    S.limit = (uint64_t)65536 * 65536; /* 4 GiB: the wasm32 maximum */
+    S.limit = WLM_WASM_MEMORY_MAX;
 }
 
 static uint64_t mem_end(void) { return (uint64_t)__builtin_wasm_memory_size(0) * 65536; }
@@ -71,11 +71,11 @@ WLM_API void *wlm_sys_alloc(uint64_t bytes) {
     uint64_t start = prev ? (uint64_t)(uintptr_t)prev + WLM_SYS_HDR + prev->size
                           : WLM_ALIGN_UP((uint64_t)(uintptr_t)&__heap_base, 64);
     uint64_t end = start + WLM_SYS_HDR + bytes;
-    if (end > (uint64_t)65536 * 65536) return 0;
+    if (end > WLM_WASM_MEMORY_MAX) return 0;
     uint64_t have = mem_end();
     if (end > have) {
         uint64_t pages = (end - have + 65535) / 65536;
-        if (__builtin_wasm_memory_grow(0, (unsigned long)pages) == (unsigned long)-1) return 0;
+        if (__builtin_wasm_memory_grow(0, (size_t)pages) == (size_t)-1) return 0;
     }
     b = (blk *)(uintptr_t)start;
     b->size = bytes; b->free = 0; b->next = 0;

@@ -135,7 +135,8 @@ WLM_API const char *wlm_type_name(uint32_t ggml_type);
 /* Encodes `len` bytes of text. `flags`:
  *   WLM_TOK_ADD_BOS (1)       prepend BOS (when the vocab has one) and, when
  *                             the vocab sets add_eos_token, append EOS
- *                             ("add special"; passing 1 is the old add_bos=1);
+ *                             ("add special"; passing 1 is the old add_bos=1;
+ *                             a bert vocab: [CLS] before, [SEP] after);
  *   WLM_TOK_PARSE_SPECIAL (2) text of control tokens (e.g. "<|im_start|>")
  *                             becomes their id (longest match first);
  *                             otherwise it is plain text. User-defined tokens
@@ -399,6 +400,40 @@ WLM_API wlm_status wlm_ctx_state_save(const wlm_ctx *c, uint32_t seq, const int3
                                       const wlm_rng *rng, uint8_t *out, uint64_t cap, uint64_t *written, wlm_err *err);
 WLM_API wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *data, uint64_t size,
                                       wlm_state_info *info, wlm_err *err);
+
+/* ---- embeddings ------------------------------------------------------------
+ *
+ * One vector of n_embd floats per text: the model's last hidden states
+ * (decoders: after the final norm; bert / nomic-bert: the last layer's
+ * output) pooled over the text's tokens. Pooling kinds are the GGUF
+ * pooling_type values: MEAN (the average over the tokens), CLS (the first
+ * token's), LAST (the last token's). */
+enum { WLM_POOLING_NONE = 0, WLM_POOLING_MEAN = 1, WLM_POOLING_CLS = 2, WLM_POOLING_LAST = 3 };
+#define WLM_POOLING_MODEL 0xFFFFFFFFu /* wlm_embed: the model's pooling (wlm_model_pooling) */
+#define WLM_EMBED_NORMALIZE 1         /* wlm_embed flag: divide each vector by its L2 norm */
+
+/* The pooling a model's embeddings use: the file's <arch>.pooling_type when
+ * it names MEAN, CLS or LAST; otherwise LAST for causal models (decoders:
+ * the last token has seen the whole text) and MEAN for the others. */
+WLM_API uint32_t wlm_model_pooling(const wlm_model *m);
+/* 1 when attention is causal (<arch>.attention.causal; decoders by
+ * default), 0 when every token sees its whole sequence (bert, nomic-bert). */
+WLM_API uint32_t wlm_model_causal(const wlm_model *m);
+
+/* Embeds n_texts texts in as few forward passes as fit: text i is
+ * n_tokens[i] token ids, the texts' ids one after the other in `tokens`
+ * (token type 0, positions from 0). Each text is a sequence of its own
+ * (they never see each other), so a batch gives each text the vector it
+ * gets alone (up to summation order). Writes n_texts x n_embd floats to
+ * `out`, row i for text i. `pooling`: WLM_POOLING_MEAN / CLS / LAST or
+ * WLM_POOLING_MODEL; `flags`: WLM_EMBED_NORMALIZE. The cache is emptied
+ * before and after (every sequence of c is dropped). Fails with
+ * WLM_ERR_ARG naming the text when one has no tokens, more than n_ctx, or
+ * (non-causal models, which see a whole text in one pass) more than
+ * n_batch; the context needs n_seq_max >= 1 (texts are packed into a pass
+ * up to n_batch tokens and n_seq_max texts). */
+WLM_API wlm_status wlm_embed(wlm_ctx *c, const int32_t *tokens, const uint32_t *n_tokens, uint32_t n_texts,
+                             uint32_t pooling, uint32_t flags, float *out, wlm_err *err);
 
 /* ---- quantization --------------------------------------------------------- */
 

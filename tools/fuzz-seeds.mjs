@@ -4,7 +4,7 @@
 //   node tools/fuzz-seeds.mjs [OUTDIR]      (default build/fuzz)
 // OUTDIR/models: small valid models whose vocabularies the tokenizer and
 //   sampler targets load (SentencePiece "llama", byte-level BPE "gpt2" with
-//   Llama 3 and Qwen2 pre-tokenizers);
+//   Llama 3 and Qwen2 pre-tokenizers, WordPiece "bert");
 // OUTDIR/seed/gguf: those models plus the whole hostile corpus
 //   (tools/make-hostile.mjs), so mutations start from every broken shape, and
 //   split GGUFs (the parts one after the other: fuzz_gguf cuts them apart at
@@ -29,6 +29,7 @@ makeModel(path.join(models, 'micro-qwen.gguf'), { ...MICRO, heads: 2, kvHeads: 2
 makeModel(path.join(models, 'micro-swa.gguf'), { ...MICRO, layers: 2 }, 'f32', 3, { arch: 'gemma2', slidingWindow: 4 });   // fuzz_state's window ring
 makeModel(path.join(models, 'tiny-bpe.gguf'), 'tiny', 'f32', 3, { arch: 'llama3' });
 makeModel(path.join(models, 'tiny-qwen.gguf'), 'tiny', 'f32', 3, { arch: 'qwen2' });
+makeModel(path.join(models, 'tiny-bert.gguf'), { ...MICRO, heads: 2, kvHeads: 2, vocab: 600 }, 'f32', 3, { arch: 'bert' });
 
 let n = 0;
 const gguf = dir('seed/gguf');
@@ -52,6 +53,7 @@ const texts = [
   '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n', '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
   '<s>x</s><unk>', 'héllo wörld – “quotes” 世界 🙂👍🏽 \u200d', '12345 3.14159 1,000,000', "it's we'll I'M", '\n\n\t\t  \r\n',
   'a'.repeat(300), 'ab'.repeat(100) + ' ' + 'cab'.repeat(50), '\u2581\u2581 \u2581x',
+  'Café NAÏVE, 中国! [CLS] unaffable $5 \u1100\u1161 \ud55c\uad6d', // WordPiece: case, accents, CJK, punctuation, jamo, Hangul
 ];
 const bytesSeeds = [Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0xe2, 0x82, 0xf0, 0x9f, 0x98]), Buffer.from([0xed, 0xa0, 0x80, 0xc0, 0xaf, 0, 0, 0x41])];
 texts.forEach((t, i) => {

@@ -17,6 +17,8 @@
 //   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
 //   WORKER          the model's worker died
 //   UNSUPPORTED     this runtime or build lacks what was asked for (relaxed SIMD, an architecture, ...)
+//   TOO_LARGE       a model file larger than any engine build this runtime runs can hold (over the 4 GiB
+//                   of wasm32 without memory64, over 16 GiB with it); `size` and `limit` in bytes
 //   VOCAB_MISMATCH  a draft model whose vocabulary differs from the target's
 //   CALLBACK        a caller's callback of a tree search (score, isFinal, onNode) threw or rejected: `cause` is its
 //                   error, `callback` its name, `node` the node (other methods' callbacks reject with their own error)

@@ -16,9 +16,10 @@ import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
 import { isHubId, resolveHubId, hubFileError, parseHubId, hubAuth } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
-import { checkSha256, checkTimeout, declaredLength, readBody, httpError, fetchChecked, parseContentRange, REGISTRY_TIMEOUT_MS } from './net.js';
-import { splitPartUrls, checkSplitNames } from './split.js';
+import { checkSha256, checkTimeout, declaredLength, readBody, httpError, safeUrl, fetchChecked, parseContentRange, REGISTRY_TIMEOUT_MS } from './net.js';
+import { splitPartUrls, checkSplitNames, splitPartNames } from './split.js';
 import { PART_ALIGN } from './worker/staging.js';
+import { probeMemory64, describeModule, tooLargeError, WASM32_MAX_BYTES, WASM64_MAX_BYTES, CONTEXT_RESERVE } from './memory64.js';
 
 export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
 export { resolveModel, registryEntries, isHubId, parseHubId, resolveHubId };
@@ -66,21 +67,68 @@ async function resolveSimd(options) {
   return ok ? 'relaxed' : 'simd128';
 }
 
+let memory64Promise = null;
+
+/**
+ * Whether this JS engine runs the memory64 (wasm64) builds, which hold model
+ * files over 4 GiB: the probe module (wasm/probe-memory64.wasm) must compile
+ * and return the known answer, and a 16 GiB memory64 memory must be
+ * creatable (web/memory64.js). Resolves {ok, shared, reason}: `shared`, the
+ * threaded builds can run too; `reason`, why not.
+ */
+export function memory64Support() {
+  if (!memory64Promise) {
+    memory64Promise = readWasm(new URL('../wasm/probe-memory64.wasm', import.meta.url))
+      .then((bytes) => probeMemory64(bytes), (e) => ({ ok: false, shared: false, reason: `the memory64 probe module cannot be read (${e.message})` }));
+  }
+  return memory64Promise;
+}
+
+/**
+ * Whether a model of `size` bytes (0: unknown) goes to a memory64 build:
+ * options.memory64 'auto' (default) picks it when the file with a context
+ * would not fit the 4 GiB of wasm32 and the probe passes; 'on' always, 'off'
+ * never. Throws TOO_LARGE when the build that can run cannot hold `size`
+ * (unless it is an `estimate`), UNSUPPORTED for 'on' without memory64.
+ * Resolves {memory64, why}: `why` says why a wasm32 build was chosen.
+ */
+async function chooseMemory64(options, size, { what, estimate = false } = {}) {
+  const want = options.memory64 || 'auto';
+  const wasm32 = (why) => {
+    if (!estimate && size > WASM32_MAX_BYTES) throw tooLargeError(size, { what, reason: why });
+    return { memory64: false, why };
+  };
+  if (want === 'off') return wasm32("the option memory64 is 'off'");
+  if (want === 'auto' && !(size > WASM32_MAX_BYTES - CONTEXT_RESERVE)) return { memory64: false, why: null };   // (why: see WorkerClient.start)
+  const probe = await memory64Support();
+  if (!probe.ok) {
+    if (want === 'on') throw new WasmlmError('UNSUPPORTED', `option memory64 'on': the memory64 (wasm64) build cannot run here: ${probe.reason}`, { option: 'memory64' });
+    return wasm32(probe.reason);
+  }
+  if (!estimate && size > WASM64_MAX_BYTES) throw tooLargeError(size, { what, memory64: true });
+  return { memory64: true, why: null };
+}
+
+/** The describeModule() of a module this package compiled from bytes (null for one given compiled). */
+const BUILDS = new WeakMap();
+function engineBuild(mod) { return BUILDS.get(mod) || null; }
+
 /**
  * Compiles (once) and returns the engine's WebAssembly.Module: the
  * single-threaded build, or with `threaded` the shared-memory build; with
- * simd 'relaxed', their relaxed-SIMD variants.
+ * simd 'relaxed', their relaxed-SIMD variants; with `memory64`, the wasm64
+ * (memory64) variants of those.
  */
-export function getWasmModule(wasm, threaded = false, simd = 'simd128') {
+export function getWasmModule(wasm, threaded = false, simd = 'simd128', memory64 = false) {
   if (wasm instanceof WebAssembly.Module) return Promise.resolve(wasm);
   if (wasm) {
     return compileFrom(wasm).catch((e) => {
       throw new WasmlmError('BAD_OPTION', `option wasm: not a usable engine build: ${e.message}`, { option: 'wasm', cause: e });
     });
   }
-  const key = (threaded ? 'mt' : 'st') + (simd === 'relaxed' ? '-relaxed' : '');
+  const key = (memory64 ? '64-' : '') + (threaded ? 'mt' : 'st') + (simd === 'relaxed' ? '-relaxed' : '');
   if (!wasmModulePromises[key]) {
-    const override = isNode ? process.env[threaded ? 'WASMLM_WASM_MT' : 'WASMLM_WASM'] : undefined; // development: another build
+    const override = isNode && !memory64 ? process.env[threaded ? 'WASMLM_WASM_MT' : 'WASMLM_WASM'] : undefined; // development: another build
     const p = compileFrom(override || WASM_URLS[key]());
     wasmModulePromises[key] = p;
     p.catch(() => { delete wasmModulePromises[key]; });
@@ -95,6 +143,10 @@ const WASM_URLS = {
   mt: () => new URL('../wasm/wasmlm-mt.wasm', import.meta.url),
   'st-relaxed': () => new URL('../wasm/wasmlm-relaxed.wasm', import.meta.url),
   'mt-relaxed': () => new URL('../wasm/wasmlm-mt-relaxed.wasm', import.meta.url),
+  '64-st': () => new URL('../wasm/wasmlm64.wasm', import.meta.url),
+  '64-mt': () => new URL('../wasm/wasmlm64-mt.wasm', import.meta.url),
+  '64-st-relaxed': () => new URL('../wasm/wasmlm64-relaxed.wasm', import.meta.url),
+  '64-mt-relaxed': () => new URL('../wasm/wasmlm64-mt-relaxed.wasm', import.meta.url),
 };
 
 let warnedNoThreads = false;
@@ -132,27 +184,33 @@ async function compileFrom(src) {
   }
 }
 
+// Engines are compiled from their bytes (not streamed): the bytes also tell
+// the engine's JS the module's types (describeModule; a memory64 build's
+// exports are wrapped with them).
 async function compileOnce(src) {
-  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return WebAssembly.compile(src);
+  const bytes = await readWasm(src);
+  const mod = await WebAssembly.compile(bytes);
+  try { BUILDS.set(mod, describeModule(bytes)); } catch { /* compiled, but not readable here: taken as a wasm32 build */ }
+  return mod;
+}
+
+/** The bytes of a wasm file: given, read (Node paths and file: URLs) or fetched. */
+async function readWasm(src) {
+  if (src instanceof ArrayBuffer || ArrayBuffer.isView(src)) return src;
   const url = src instanceof URL ? src : (isNode && !/^[a-z]+:/i.test(String(src)) ? null : new URL(String(src), globalThis.location?.href));
   if (isNode && (!url || url.protocol === 'file:')) {
     const fs = await nodeImport('node:fs');
-    let bytes;
     try {
-      bytes = fs.readFileSync(url || String(src));
+      return fs.readFileSync(url || String(src));
     } catch (e) {
       throw new WasmlmError('BAD_FILE', `cannot read the wasm engine ${url ? url.pathname : src}: ${e.code || e.message} (build it with 'make wasm')`);
     }
-    return WebAssembly.compile(bytes);
   }
   const res = await fetch(url);
   if (!res.ok) throw new WasmlmError('NETWORK', `cannot fetch the wasm engine ${url}: HTTP ${res.status}`, { url: String(url), status: res.status });
-  if (WebAssembly.compileStreaming && (res.headers.get('content-type') || '').startsWith('application/wasm')) {
-    return WebAssembly.compileStreaming(res);
-  }
   const bytes = new Uint8Array(await res.arrayBuffer());
   if (looksLikeHtml(bytes)) throw servedHtmlError(url);
-  return WebAssembly.compile(bytes);
+  return bytes;
 }
 
 /** Whether fetched bytes are an HTML page (a dev server's fallback) rather than wasm. */
@@ -183,11 +241,79 @@ function callGuarded(fn, arg, onError) {
   }
 }
 
+let warnedNoThreads64 = false;
+
+// The worker starts with the first load (start()), once the model's size
+// is known: the size picks the engine build (wasm32 or memory64).
 class WorkerClient {
   static async create(options) {
     const threads = await resolveThreads(options);
     const simd = options.wasm ? 'custom' : await resolveSimd(options);
-    const mod = await getWasmModule(options.wasm, threads > 1, simd);
+    return new WorkerClient(options, threads, simd);
+  }
+
+  constructor(options, threads = 1, simd = 'simd128') {
+    this.options = options;
+    this.threads = threads;
+    this.simd = simd;
+    this.memory64 = false;    // the engine build: memory64 (wasm64) or wasm32
+    this.why32 = null;        // why a wasm32 build was chosen, when it was not the size (for a later TOO_LARGE)
+    this.w = null;
+    this.node = null;
+    this.started = null;
+    this.nextId = 1;
+    this.pending = new Map();
+    this.dead = null;
+    const canShare = typeof SharedArrayBuffer !== 'undefined' && (isNode || globalThis.crossOriginIsolated);
+    this.abortFlag = canShare ? new Int32Array(new SharedArrayBuffer(4)) : null;
+  }
+
+  /** The most bytes this client's engine build holds. */
+  get maxBytes() { return this.memory64 ? WASM64_MAX_BYTES : WASM32_MAX_BYTES; }
+
+  /**
+   * Starts the worker with the engine build a model of `size` bytes needs
+   * (0: unknown); once started, checks that `size` fits its build. Throws
+   * TOO_LARGE naming the size and the limit, before any byte is sent.
+   * @param {number} size
+   * @param {{what?: string, estimate?: boolean}} [o] what: the file, for
+   *   messages; estimate: `size` is a guess (a split's parts by URL): it
+   *   picks the build but refuses nothing
+   */
+  async start(size, { what = 'the model file', estimate = false } = {}) {
+    if (!this.started) {
+      this.started = this._start(size, what, estimate);
+      this.started.catch(() => {});
+    }
+    await this.started;
+    if (!estimate && size > this.maxBytes) {
+      // wasm32 was chosen for a size that seemed to fit (a split by URL learns its sizes part by part)
+      const probe = this.why32 ? null : await memory64Support();
+      const reason = this.why32 || (probe.ok ? "the size was not known when the engine was chosen: load it with the option memory64: 'on'" : probe.reason);
+      throw tooLargeError(size, { what, memory64: this.memory64, reason });
+    }
+  }
+
+  async _start(size, what, estimate) {
+    let mod;
+    if (this.options.wasm) {
+      mod = await getWasmModule(this.options.wasm, this.threads > 1, this.simd);
+      this.memory64 = !!engineBuild(mod)?.memory64;
+      this.why32 = 'the engine build given as the option wasm is a wasm32 build';
+    } else {
+      const c = await chooseMemory64(this.options, size, { what, estimate });
+      this.memory64 = c.memory64;
+      this.why32 = c.why;
+      if (c.memory64 && this.threads > 1 && !(await memory64Support()).shared) {
+        if (!warnedNoThreads64) {
+          warnedNoThreads64 = true;
+          console.warn('wasmlm: this runtime has no shared memory64 memory: the memory64 engine runs on 1 thread');
+        }
+        this.threads = 1;
+      }
+      mod = await getWasmModule(undefined, this.threads > 1, this.simd, c.memory64);
+    }
+    if (this.dead) throw this.dead;
     let w, nodeWorker = null;
     if (isNode) {
       const { Worker } = await nodeImport('node:worker_threads');
@@ -197,19 +323,8 @@ class WorkerClient {
       // written inline so that bundlers recognise the worker and bundle its imports
       w = new Worker(new URL('./worker/worker.js', import.meta.url), { type: 'module' });
     }
-    return new WorkerClient(w, nodeWorker, mod, threads, simd);
-  }
-
-  constructor(w, nodeWorker, mod, threads = 1, simd = 'simd128') {
-    this.threads = threads;
-    this.simd = simd;
     this.w = w;
     this.node = nodeWorker;
-    this.nextId = 1;
-    this.pending = new Map();
-    this.dead = null;
-    const canShare = typeof SharedArrayBuffer !== 'undefined' && (isNode || globalThis.crossOriginIsolated);
-    this.abortFlag = canShare ? new Int32Array(new SharedArrayBuffer(4)) : null;
     const onMessage = (m) => this._onMessage(m);
     const onError = (e) => this._fail(new WasmlmError('WORKER', 'worker error: ' + (e && e.message || e), { cause: e }));
     if (nodeWorker) {
@@ -221,7 +336,8 @@ class WorkerClient {
       w.onmessage = (ev) => onMessage(ev.data);
       w.onerror = (ev) => { ev.preventDefault?.(); onError({ message: ev.message || 'failed to start' }); };
     }
-    w.postMessage({ op: 'init', wasm: mod, threads, abortFlag: this.abortFlag ? this.abortFlag.buffer : null });
+    w.postMessage({ op: 'init', wasm: mod, threads: this.threads, build: engineBuild(mod), abortFlag: this.abortFlag ? this.abortFlag.buffer : null });
+    if (this.dead) w.terminate();
   }
 
   _ref() { if (this.node) { if (this.pending.size > 0) this.node.ref(); else this.node.unref(); } }
@@ -263,6 +379,7 @@ class WorkerClient {
     if (this.dead) return { id, promise: Promise.reject(this.dead) };
     const problem = checkRequest({ ...payload, id, op });
     if (problem) return { id, promise: Promise.reject(new WasmlmError('INTERNAL', `protocol: ${problem} (web/protocol.js)`)) };
+    if (!this.w) return { id, promise: Promise.reject(new WasmlmError('INTERNAL', `${op}: the model's worker is not started`)) };
     const promise = new Promise((resolve, reject) => this.pending.set(id, { resolve, reject, onEvent }));
     this._ref();
     try {
@@ -276,7 +393,7 @@ class WorkerClient {
   call(op, payload, opts) { return this.request(op, payload, opts).promise; }
 
   abort(id) {
-    if (this.dead) return;
+    if (this.dead || !this.w) return;
     if (this.abortFlag) Atomics.store(this.abortFlag, 0, id);
     this.w.postMessage({ op: 'abort', target: id });
   }
@@ -284,7 +401,7 @@ class WorkerClient {
   /** Rejects every request in flight or queued with DISPOSED and ends the worker at once. */
   async terminate() {
     this._fail(new WasmlmError('DISPOSED', 'model disposed'));
-    await this.w.terminate();
+    if (this.w) await this.w.terminate();
   }
 }
 
@@ -430,6 +547,47 @@ async function pumpReader(reader, sender) {
   }
 }
 
+/**
+ * Lets go of a fetched model response whose body will not be read: the
+ * download stops (with it the copy into the model cache, web/cache.js), a
+ * cached copy's body is released.
+ */
+function dropUnread(c, reason) {
+  if (c.timer) { c.timer.abort(reason); c.timer.done(); }
+  if (c.response.body && !c.response.body.locked) c.response.body.cancel(reason).catch(() => {});
+}
+
+/** The sizes a split's URL parts declare, the first one's given: their sum, or 0 when a HEAD request fails or names no length. */
+async function declaredTotal(parts, first, { signal, timeout }) {
+  let total = first;
+  for (const p of parts.slice(1)) {
+    try {
+      const { response, timer } = await fetchChecked(p.url, { signal, timeout, method: 'HEAD' });
+      timer.done();
+      const n = declaredLength(response);
+      if (!n) return 0;
+      total += n;
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      return 0;   // (a missing part is named when its turn comes)
+    }
+  }
+  return total;
+}
+
+/** The size of the model file at a Node path, all parts of a split GGUF (0: not a regular file, or unreadable). */
+async function pathSize(p) {
+  const fs = await nodeImport('node:fs');
+  let total = 0;
+  for (const f of splitPartNames(p) || [p]) {
+    try {
+      const st = fs.statSync(f);
+      if (st.isFile()) total += st.size;
+    } catch { /* missing: the worker names it */ }
+  }
+  return total;
+}
+
 /** Errors that blame the file's bytes (not an option, a limit or an abort). */
 function isFileError(e) {
   return ['BAD_FORMAT', 'TRUNCATED', 'BAD_FILE'].includes(e && e.code);
@@ -461,7 +619,7 @@ async function resolveSource(source, options, vocabOnly = false) {
       // Node: through the download cache (resumable, kept by URL + ETag); browsers: a URL for web/cache.js.
       // A tokenizer reads the file's first megabytes by URL instead of downloading it all.
       if (isNode && options.cache !== false && !vocabOnly) {
-        const r = await resolveHubModel(s, options);
+        const r = await resolveHubModel(s, withSizeCheck(options));
         return { kind: 'path', path: r.path, registry: r };
       }
       const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
@@ -478,7 +636,7 @@ async function resolveSource(source, options, vocabOnly = false) {
       return { kind: 'path', path: fileURLToPath(s) };
     }
     if (await isRegistryName(s, options)) {
-      const r = await resolveModel(s, options);
+      const r = await resolveModel(s, vocabOnly ? options : withSizeCheck(options));
       if (r.path) return { kind: 'path', path: r.path, registry: r };
       return { kind: 'url', url: r.url, sha256: r.sha256, size: r.size, registry: r };
     }
@@ -491,6 +649,16 @@ async function resolveSource(source, options, vocabOnly = false) {
   if (typeof Response !== 'undefined' && source instanceof Response) return { kind: 'response', response: source };
   if (source && typeof source[Symbol.asyncIterator] === 'function') return { kind: 'iterable', iterable: source };
   throw badOption('source', source, 'must be a path, URL, hub id (hf:OWNER/REPO:QUANT), registry name, ArrayBuffer, Uint8Array, Blob, ReadableStream, Response, or an array of split GGUF parts');
+}
+
+/**
+ * The options for a Node download (models/registry.js) with `checkSize(size,
+ * what)`, which refuses a file no engine build here can hold before it is
+ * downloaded (TOO_LARGE, as the load itself would).
+ */
+function withSizeCheck(options) {
+  if (options.wasm) return options;
+  return { ...options, checkSize: (size, what) => chooseMemory64(options, size, { what }) };
 }
 
 function ctxOptions(options) {
@@ -522,12 +690,11 @@ async function loadParts(client, parts, options) {
   const sizeOf = (p) => (p.kind === 'blob' ? p.blob.size : p.bytes.byteLength);
   const sender = new ChunkSender(client, { total: known ? parts.reduce((a, p) => a + sizeOf(p), 0) : 0, onProgress, signal });
   const cached = [];
-  let begun = false;
+  let begun = false, seen = 0;
   try {
     for (const [i, p] of parts.entries()) {
-      let size, run;
+      let size, run, c = null;
       if (p.kind === 'url') {
-        let c;
         try {
           c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout, auth: p.auth });
         } catch (e) {   // a hub's 401 / 403 says whether a token went; a missing part is BAD_FILE naming it
@@ -549,6 +716,22 @@ async function loadParts(client, parts, options) {
           const b = p.bytes, u8 = b instanceof ArrayBuffer ? new Uint8Array(b) : new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
           for (let off = 0; off < u8.byteLength; off += STAGE_BYTES) await sender.push(u8.subarray(off, off + STAGE_BYTES));
         };
+      }
+      // the engine build: by every part's size when known; parts by URL: when the first part's
+      // size says the split may not fit wasm32, by the sizes the others' HEAD requests declare,
+      // else guessed from the first (a split's parts but the last are about the same size).
+      // The sizes known so far must fit it before this part's bytes are read.
+      seen += size;
+      try {
+        if (i === 0 && !known) {
+          const all = size * parts.length > WASM32_MAX_BYTES - CONTEXT_RESERVE ? await declaredTotal(parts, size, { signal, timeout }) : 0;
+          if (all) await client.start(all, { what: `the split GGUF (${parts.length} parts, sizes from the server)` });
+          else await client.start(size * parts.length, { estimate: true });
+        }
+        await client.start(known ? sender.total : seen, { what: known ? `the split GGUF (${parts.length} parts)` : `the split GGUF's parts 1 to ${i + 1} of ${parts.length}` });
+      } catch (e) {
+        if (c) dropUnread(c, e);
+        throw e;
       }
       if (i === 0) {
         // sizes all known (Blobs, buffers): one block for every part from the start
@@ -585,6 +768,7 @@ async function loadInto(client, src, options, vocabOnly = false) {
     src = src.parts[0];
   }
   if (src.kind === 'path') {
+    await client.start(vocabOnly ? 0 : await pathSize(src.path), { what: `model file ${src.path}` });
     const t0 = Date.now();
     const { id, promise } = client.request('loadFile', { path: src.path, options: ctx, progress: !!onProgress, vocabOnly: vocabOnly || undefined },
       { onEvent: (ev) => onProgress && onProgress({ loaded: ev.loaded, total: ev.total, rate: rateOf(ev.loaded, t0) }) });
@@ -650,10 +834,13 @@ async function loadInto(client, src, options, vocabOnly = false) {
   const wantSha = vocabOnly ? null : checkSha256(src.sha256 || options.sha256, src.sha256 ? 'registry sha256' : 'sha256');
   if (wantSha) { hasher = new Sha256(); expect = wantSha; }
   try {
+    // the size picks the engine build; one it cannot hold is refused here, before the body is read
+    // (a tokenizer reads only the metadata, which any build holds)
+    await client.start(vocabOnly ? 0 : total, { what: src.url ? safeUrl(src.url) : src.kind === 'blob' && src.blob.name ? `model file ${src.blob.name}` : 'the model file' });
     await client.call('loadBegin', { size: total, vocabOnly: vocabOnly || undefined });
   } catch (e) { // (e.g. aborted while the worker started): release a stream source
-    if (body && !body.locked) body.cancel(e).catch(() => {});
-    cached?.timer?.done();
+    if (cached) dropUnread(cached, e);
+    else if (body && !body.locked) body.cancel(e).catch(() => {});
     throw e;
   }
   const sender = new ChunkSender(client, { total, onProgress, hasher, signal, stageBytes: vocabOnly ? VOCAB_STAGE_BYTES : STAGE_BYTES });
@@ -809,6 +996,8 @@ export class Model extends Tokenizer {
     this.threads = client.threads;
     /** The engine build's SIMD flavour: 'relaxed' or 'simd128' ('custom' for options.wasm). */
     this.simd = client.simd;
+    /** Whether the model runs in a memory64 (wasm64) build (files over the 4 GiB of wasm32). */
+    this.memory64 = client.memory64;
     this[MODEL_BRAND] = true;
   }
 
@@ -947,6 +1136,28 @@ export class Model extends Tokenizer {
     this._check();
     const o = this._options('nextTokenDistribution', opts);
     return this._client.call('distribution', { text: this._prompt(text), options: o });
+  }
+
+  /**
+   * Embeddings: one Float32Array of info.embedding.length floats per text, in
+   * order. `texts` is a string or an array of them (a single string gives an
+   * array of one vector too); an element may also be token ids, used as they
+   * are (no [CLS]/BOS added). Strings are framed as the model expects ([CLS]
+   * ... [SEP] for bert, BOS and EOS as the file says for decoders). The
+   * texts run as separate sequences packed into batches, so each gets the
+   * vector it gets alone. Vectors are L2-normalized unless normalize: false.
+   * @returns {Promise<Float32Array[]>}
+   */
+  async embed(texts, opts = {}) {
+    this._check();
+    const o = checkOptions('embed', opts);
+    const list = typeof texts === 'string' ? [texts] : texts;
+    if (!Array.isArray(list)) throw badOption('texts', texts, 'must be a string or an array of strings (or of token-id arrays)');
+    const items = list.map((t, i) => (typeof t === 'string' ? t : checkPrompt(t, this.info.hparams.nVocab, `texts[${i}]`)));
+    if (items.length === 0) return [];
+    if (o.signal && o.signal.aborted) throw abortError(o.signal);
+    const r = await withSignal(this._client, 'embed', { texts: items, options: workerOptions(o) }, o.signal);
+    return r.vectors;
   }
 
   // ---- inference-time scaling (web/scaling.js, web/worker/multi.js) ----

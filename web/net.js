@@ -77,6 +77,8 @@ class StallTimer {
   }
   stop() { if (this.timer) clearTimeout(this.timer); this.timer = null; }
   done() { this.stop(); this.signal?.removeEventListener('abort', this.onAbort); }
+  /** Ends the request (its body too) with `reason`. */
+  abort(reason) { this.ctl.abort(reason); }
 }
 
 /**

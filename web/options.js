@@ -126,6 +126,7 @@ export const OPTIONS = Object.freeze({
   // loading (loadModel)
   threads: opt('int', 'compute threads (default: available cores, at most 8); more than 1 needs shared memory', { min: 1, max: 64 }),
   simd: opt('enum', "engine build: 'auto' (relaxed SIMD when a known-answer probe passes), 'simd128' or 'relaxed'", { values: ['auto', 'simd128', 'relaxed'], default: 'auto' }),
+  memory64: opt('enum', "engine build: 'auto' (the memory64 (wasm64) build when the model file does not fit the 4 GiB of wasm32 with a context, and a probe passes), 'on' or 'off'", { values: ['auto', 'on', 'off'], default: 'auto' }),
   contextLength: opt('int', 'KV cache length in tokens; 0 = min(model context, 2048)', { min: 0, max: 2 ** 24, default: 0 }),
   batchSize: opt('int', 'most tokens per forward call (prefill chunk); 0 = 64', { min: 0, max: 65536, default: 0 }),
   kvType: opt('enum', 'KV cache element type', { values: ['f32', 'f16'], default: 'f32' }),
@@ -133,7 +134,7 @@ export const OPTIONS = Object.freeze({
   nKeep: opt('int', "with onFull 'slide': first positions never dropped", { min: 0, max: 2 ** 24, default: 0 }),
   maxSequences: opt('int', 'sequences the cache is planned for up front', { min: 1, max: 64, default: 1 }),
   windowCache: opt('enum', "sliding-window layers (Gemma 2/3, Mistral-style): 'window' keeps only the positions their window still sees (less memory; a deeper rewind evaluates the prompt again), 'full' keeps every position", { values: ['window', 'full'], default: 'window' }),
-  memoryLimit: opt('int', 'limit of the engine memory in bytes (default: the wasm32 maximum, 4 GiB)', { min: 65536, max: 2 ** 32 }),
+  memoryLimit: opt('int', 'limit of the engine memory in bytes (default: the build\'s maximum, 4 GiB for wasm32, 16 GiB for memory64)', { min: 65536, max: 2 ** 34 }),
   onProgress: opt('function', "called with {loaded, total, rate} while the model downloads (phase 'download', Node cache) and loads; rate in bytes/s", { side: 'caller' }),
   modelDir: opt('string', 'directory (browsers: URL prefix) holding NAME.gguf for registry names'),
   cacheDir: opt('string', 'Node download cache directory (default env WASMLM_CACHE or ~/.cache/wasmlm)'),
@@ -219,6 +220,11 @@ export const OPTIONS = Object.freeze({
   topN: opt('int', 'nextTokenDistribution: entries returned (at most the vocabulary)', { min: 1, max: I32_MAX, default: 20 }),
   all: opt('boolean', 'logits(): one row per token instead of the last', { default: false }),
   outPath: opt('string', 'quantize(): write the GGUF file here (Node)'),
+
+  // embeddings
+  pooling: opt('enum', "embed(): one vector from a text's token states: 'model' (the file's pooling_type; else 'mean' for encoders, 'last' for decoders), 'mean', 'cls' (the first token's) or 'last'",
+    { values: ['model', 'mean', 'cls', 'last'], default: 'model' }),
+  normalize: opt('boolean', 'embed(): scale each vector to length 1 (cosine similarity is then a dot product)', { default: true }),
 });
 
 const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed',
@@ -231,7 +237,7 @@ const TREE = [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix',
 
 /** The options each public method accepts. */
 export const METHODS = Object.freeze({
-  loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'windowCache', 'memoryLimit',
+  loadModel: ['threads', 'simd', 'memory64', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'windowCache', 'memoryLimit',
     'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'hubToken', 'wasm', 'timeout', 'signal'],
   loadTokenizer: ['simd', 'memoryLimit', 'onProgress', 'modelDir', 'cacheDir', 'registry', 'offline', 'cache', 'hubUrl', 'hubToken', 'wasm', 'timeout', 'signal'],
   generate: [...GENERATE, 'resume'],
@@ -251,6 +257,7 @@ export const METHODS = Object.freeze({
   countTokens: ['addBos', 'parseSpecial'],
   logits: ['all'],
   quantize: ['outPath'],
+  embed: ['pooling', 'normalize', 'signal'],
 });
 
 /** Per-method overrides of an option's entry: beam and tree search need a token to rank; `adaptive` of

@@ -33,6 +33,7 @@ const TYPES = {
   bytes: (v) => v instanceof Uint8Array,
   ids: isIds,
   prompt: (v) => typeof v === 'string' || isIds(v),
+  texts: (v) => Array.isArray(v) && v.every((t) => typeof t === 'string' || isIds(t)),
   messages: (v) => Array.isArray(v),
   lookup: (v) => v === 'lookup',
   // tree search: the nodes one call grows, each {node, n?} (children) or {node, rollout: true} (a rollout's next step)
@@ -77,6 +78,7 @@ export const OPS = Object.freeze({
   loadState: op({ bytes: 'bytes' }, '{tokens, positions, resumable} (refused: BAD_SAVED_STATE)'),
   distribution: op({ text: 'prompt', options: 'object?' }, '[{token, prob, text}]'),
   logits: op({ ids: 'ids', all: 'boolean?' }, '{rows: Float32Array[]}'),
+  embed: op({ texts: 'texts', options: 'object?' }, '{vectors: Float32Array[] (one per text), tokens: token count per text}'),
   quantize: op({ type: 'string', outPath: 'string?' }, '{report, size, bytes?}'),
   dispose: op({}, 'null'),
 });

@@ -8,9 +8,10 @@ import { startServer } from './server.mjs';
 
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
-/** Resolves with {server, context, close()}; exits the process with code 2
- * (and a message) when playwright-core or chromium is missing. */
-export async function launchBench(root, { name = 'browser bench', watchdogMinutes = 30 } = {}) {
+/** Resolves with {server, context, userDataDir, close()}; exits the process with code 2
+ * (and a message) when playwright-core or chromium is missing. `modelsDir`: the
+ * folder served under /bench/cache/ (default bench/cache). */
+export async function launchBench(root, { name = 'browser bench', watchdogMinutes = 30, modelsDir } = {}) {
   let chromium;
   try {
     ({ chromium } = await import('playwright-core'));
@@ -19,7 +20,7 @@ export async function launchBench(root, { name = 'browser bench', watchdogMinute
     process.exit(2);
   }
   if (!fs.existsSync(CHROMIUM)) { console.error(`${CHROMIUM} not found: run sh tools/setup-browser.sh`); process.exit(2); }
-  const server = await startServer(root);
+  const server = await startServer(root, modelsDir ? { modelsDir } : {});
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-bench-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
@@ -30,7 +31,7 @@ export async function launchBench(root, { name = 'browser bench', watchdogMinute
   const watchdog = setTimeout(() => { console.error(`${name}: watchdog (${watchdogMinutes} min) fired`); process.exit(3); }, watchdogMinutes * 60 * 1000);
   watchdog.unref();
   return {
-    server, context,
+    server, context, userDataDir,
     async close() {
       clearTimeout(watchdog);
       await context.close().catch(() => {});

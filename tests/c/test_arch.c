@@ -384,7 +384,7 @@ TEST(arch_refusals_name_the_problem) {
     /* an unknown architecture whose tensors all look familiar */
     gb_tiny_llama(f, &p);
     rename_arch_keys(f, "mystery");
-    expect_refusal(f, WLM_ERR_UNSUPPORTED, "unsupported architecture 'mystery' (supported: llama, qwen2, qwen3, smollm3, granite, gemma2, gemma3, phi3)", "mystery");
+    expect_refusal(f, WLM_ERR_UNSUPPORTED, "unsupported architecture 'mystery' (supported: llama, qwen2, qwen3, smollm3, granite, gemma2, gemma3, phi3, bert, nomic-bert)", "mystery");
     gb_free(f);
     /* a llama file with mixture-of-experts tensors */
     gb_tiny_llama(f, &p);

@@ -19,6 +19,13 @@ test('web/worker/abi.js is what tools/gen-abi.c prints for src/wlm.h (make abi)'
   assert.ok(fresh === committed, 'web/worker/abi.js is stale: run `make abi` and commit it');
 });
 
+test('the wasm64 builds have the same layouts: the structs compiled for wasm64 meet every wasm32 offset and size (make abi-check64)', { skip: !hasClang && 'clang-19 is not installed' }, () => {
+  execFileSync('make', ['-s', 'abi-check64'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const asserts = fs.readFileSync(path.join(ROOT, 'build', 'abi-asserts.h'), 'utf8');
+  assert.ok(asserts.includes('offsetof(wlm_js_scratch, ptr) == 264 && sizeof(((wlm_js_scratch *)0)->ptr) == 8'), 'the out-pointer slot is 8 bytes');
+  assert.ok((asserts.match(/_Static_assert/g) || []).length > 60);
+});
+
 function jsFiles(dir) {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const f = path.join(dir, e.name);

@@ -23,7 +23,9 @@ const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'ap
  * bytes; `state.version` is part of each file's ETag (bump it to change the
  * file); `state.cuts` is how many of the next CDN bodies are cut after
  * `state.cutAt` bytes; `state.ignoreRange` answers 200 to a Range request;
- * `state.rangeEtag` sends that ETag on a 206; `state.root` serves
+ * `state.rangeEtag` sends that ETag on a 206; `state.listedSizes` gives
+ * the listing a size for a path other than its bytes' (a file too large to
+ * hold in a test); `state.root` serves
  * /web, /wasm and /models from that directory and a blank page at /.
  * Gated repository: `state.token` is the one token the listing and resolve
  * endpoints accept (`state.licence === false`: 403 even with it).
@@ -79,7 +81,8 @@ export function hubServer(state, { role = 'hub', log = [] } = {}) {
     if (m) {
       if (`${m[1]}/${m[2]}` !== state.repo || decodeURIComponent(m[3]) !== 'main') { res.writeHead(404, { 'content-type': 'application/json' }); res.end('{"error":"Repository not found"}'); return; }
       if (!gate()) return;
-      const all = Object.entries(state.files).map(([p, b]) => ({ type: 'file', path: p, size: b.length, oid: 'x', lfs: { oid: sha(b), size: b.length, pointerSize: 130 } }));
+      const sizeOf = (p, b) => state.listedSizes?.[p] ?? b.length;
+      const all = Object.entries(state.files).map(([p, b]) => ({ type: 'file', path: p, size: sizeOf(p, b), oid: 'x', lfs: { oid: sha(b), size: sizeOf(p, b), pointerSize: 130 } }));
       all.push({ type: 'directory', path: 'sub', oid: 'y', size: 0 }, { type: 'file', path: 'README.md', size: 5, oid: 'z' });
       const cursor = Number(u.searchParams.get('cursor') || 0);
       const page = all.slice(cursor, cursor + 2);

@@ -71,7 +71,7 @@ function badValuesOf(name, method) {
   const range = [];
   if (s.kind === 'int') {
     if (s.min !== undefined) range.push(s.min - 1);
-    if (s.max !== undefined) range.push(s.max + 1, 4294967297);
+    if (s.max !== undefined) range.push(s.max + 1, ...(s.max < 4294967297 ? [4294967297] : []));   // (memoryLimit goes to 16 GiB)
   }
   if (s.kind === 'number') {
     if (s.min !== undefined) range.push(s.minExclusive ? s.min : s.min - 0.5);
@@ -155,7 +155,7 @@ test('the TypeScript option types of every method declare exactly the schema\'s 
     applyChatTemplate: 'ChatTemplateOptions', countTokens: 'CountTokensOptions',
     chat: 'ChatOptions', chatComplete: 'ChatCompleteOptions', bestOfN: 'BestOfNOptions', selfConsistency: 'SelfConsistencyOptions',
     generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', treeSearch: 'TreeSearchOptions', deliberate: 'DeliberateOptions', nextTokenDistribution: 'DistributionOptions',
-    tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions',
+    tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions', embed: 'EmbedOptions',
   };
   assert.deepEqual(Object.keys(IFACE).sort(), Object.keys(METHODS).sort());
   for (const [method, iface] of Object.entries(IFACE)) {

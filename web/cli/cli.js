@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `wasmlm` command line (generate, chat, info, quantize, tokenize, split, merge) over the JS API.
+// The `wasmlm` command line (generate, chat, embed, info, quantize, tokenize, split, merge) over the JS API.
 //
 // Every flag that sets an API option is listed once in OPTION_FLAGS; its
 // parsing, range check, default and help line come from web/options.js, so
@@ -47,11 +47,12 @@ export const OPTION_FLAGS = [
   ['kvType', ['--kv'], OPTIONS.kvType.values.join('|')],
   ['threads', ['-t', '--threads'], 'N'],
   ['hubToken', ['--hub-token'], 'TOKEN'],
+  ['pooling', ['--pooling'], OPTIONS.pooling.values.join('|')],
 ];
 
 // flags of the CLI itself (no API option behind them)
 const CLI_VALUE_FLAGS = { '-m': 'model', '--model': 'model', '-p': 'prompt', '--prompt': 'prompt', '--system': 'system', '--template': 'template', '--max-size': 'maxSize' };
-const CLI_BOOL_FLAGS = { '--native': 'native', '--json': 'json', '--no-bos': 'noBos', '-h': 'help', '--help': 'help' };
+const CLI_BOOL_FLAGS = { '--native': 'native', '--json': 'json', '--no-bos': 'noBos', '--no-normalize': 'noNormalize', '-h': 'help', '--help': 'help' };
 
 const VALUE_FLAGS = { ...CLI_VALUE_FLAGS };
 const BOOL_FLAGS = { ...CLI_BOOL_FLAGS };
@@ -73,8 +74,9 @@ function optionLines(names) {
 /** The help text; `--native` appears only where this checkout has the native build (the npm package has none). */
 export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
   const nat = native ? ' [--native]' : '';
-  const sampling = OPTION_FLAGS.map(([n]) => n).filter((n) => !METHODS.loadModel.includes(n));
+  const sampling = OPTION_FLAGS.map(([n]) => n).filter((n) => !METHODS.loadModel.includes(n) && !METHODS.embed.includes(n));
   const loading = OPTION_FLAGS.map(([n]) => n).filter((n) => METHODS.loadModel.includes(n));
+  const embedding = OPTION_FLAGS.map(([n]) => n).filter((n) => METHODS.embed.includes(n));
   return [
     'usage:',
     `  wasmlm generate -m MODEL -p PROMPT [sampling and loading options]${nat}`,
@@ -85,6 +87,8 @@ export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
     `  wasmlm quantize IN OUT TYPE${nat}   (TYPE: ${Object.keys(QUANT_TYPES).join(' | ')})`,
     '  wasmlm tokenize -m MODEL -p TEXT [--no-bos] [--parse-special]   MODEL may hold a vocabulary only (ggml-vocab-*.gguf);',
     '                  only the file\'s metadata is read',
+    '  wasmlm embed -m MODEL [-p TEXT ...] [--pooling P] [--no-normalize]   one JSON line per text',
+    '                  ({index, text, embedding}); texts: each -p, else every non-empty line of stdin',
     '  wasmlm split IN --max-size SIZE   writes IN-00001-of-0000N.gguf ... beside IN (IN without .gguf),',
     '                  each at most SIZE (2G, 500M, 64K or bytes) unless one tensor is bigger; tensors stay whole',
     '  wasmlm merge FIRST OUT   joins the parts of a split GGUF, given its first part, into OUT',
@@ -94,6 +98,9 @@ export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
     '',
     'sampling (generate, chat):',
     ...optionLines(sampling),
+    'embed:',
+    ...optionLines(embedding),
+    `  ${'--no-normalize'.padEnd(28)} the pooled vectors as they are (the API's normalize: false; default: length 1)`,
     'loading:',
     ...optionLines(loading),
     ...(native ? ['', '--native (or WASMLM_NATIVE=1) runs this checkout\'s build/wasmlm-native with the same arguments.'] : []),
@@ -138,6 +145,7 @@ export function parseArgs(argv) {
         val = rest[++i];
       }
       if (name === 'stop') opts.stop.push(val);
+      else if (name === 'prompt') { opts.prompt = val; (opts.prompts ||= []).push(val); }
       else opts[name] = OPTIONS[name] && !CLI_VALUE_FLAGS[key] ? optionValue(name, key, val) : val;
     } else if (BOOL_FLAGS[key]) {
       opts[BOOL_FLAGS[key]] = true;
@@ -310,6 +318,37 @@ async function cmdTokenize(opts, positional) {
   return 0;
 }
 
+async function readStdin() {
+  const parts = [];
+  for await (const chunk of process.stdin) parts.push(chunk);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** Embeddings: one JSON line {index, text, embedding} per text (each -p, else each non-empty stdin line). */
+async function cmdEmbed(opts, positional) {
+  const spec = opts.model || positional[0];
+  if (!spec) throw new UsageError('embed needs -m MODEL');
+  let texts = opts.prompts || [];
+  if (!texts.length && !process.stdin.isTTY) texts = (await readStdin()).split(/\r?\n/).filter((l) => l.trim() !== '');
+  if (!texts.length) throw new UsageError('embed needs texts: -p TEXT (repeatable) or lines on stdin');
+  const model = await loadModel(spec, {
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads,
+    onProgress: progressPrinter('loading'),
+  });
+  try {
+    const t0 = performance.now();
+    const vectors = await model.embed(texts, { pooling: opts.pooling, normalize: !opts.noNormalize });
+    const ms = performance.now() - t0;
+    for (let i = 0; i < texts.length; i++) await writeOut(JSON.stringify({ index: i, text: texts[i], embedding: Array.from(vectors[i]) }) + '\n');
+    const e = model.info.embedding;
+    process.stderr.write(`[wasmlm] ${texts.length} text${texts.length === 1 ? '' : 's'}, ${e.length} dims, pooling ${opts.pooling && opts.pooling !== 'model' ? opts.pooling : e.pooling}` +
+      `${opts.noNormalize ? '' : ', normalized'} | ${(texts.length / (ms / 1000)).toFixed(1)} texts/s\n`);
+  } finally {
+    await model.dispose();
+  }
+  return 0;
+}
+
 /**
  * What Ctrl-C does in `wasmlm chat`, as a pure step for tests: while an answer
  * is generated it stops that answer; at the prompt the first one warns and a
@@ -457,6 +496,7 @@ export async function main(argv) {
       case 'info': return await cmdInfo(opts, positional);
       case 'quantize': return await cmdQuantize(opts, positional);
       case 'tokenize': return await cmdTokenize(opts, positional);
+      case 'embed': return await cmdEmbed(opts, positional);
       case 'chat': return await cmdChat(opts);
       case 'split': return cmdSplit(opts, positional);
       case 'merge': return cmdMerge(positional);

@@ -7,7 +7,7 @@
 const CACHE = 'wasmlm-demo-v1';
 const PRECACHE = [
   '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css', '/web/demo/tree-panel.js', '/web/demo/mentions-task.js',
-  '/web/index.js', '/web/tree.js', '/web/adaptive.js', '/web/deliberate.js', '/web/worker/tree.js', '/web/cache.js', '/web/simd-probe.js', '/web/sha256.js', '/web/chat.js', '/web/scaling.js', '/web/abort.js',
+  '/web/index.js', '/web/tree.js', '/web/adaptive.js', '/web/deliberate.js', '/web/worker/tree.js', '/web/cache.js', '/web/simd-probe.js', '/web/memory64.js', '/web/sha256.js', '/web/chat.js', '/web/scaling.js', '/web/abort.js',
   '/web/options.js', '/web/errors.js', '/web/net.js', '/web/env.js', '/web/protocol.js', '/web/hub.js', '/web/split.js',
   '/web/worker/worker.js', '/web/worker/thread-worker.js', '/web/worker/engine.js', '/web/worker/multi.js',
   '/web/worker/model-file.js', '/web/worker/template.js', '/web/worker/template-worker.js', '/web/worker/abi.js',
@@ -16,6 +16,9 @@ const PRECACHE = [
   '/models/registry.js', '/models/registry.json', '/local-models/index.json',
   '/wasm/wasmlm.wasm', '/wasm/wasmlm-mt.wasm', '/wasm/wasmlm-relaxed.wasm', '/wasm/wasmlm-mt-relaxed.wasm',
   '/wasm/probe-relaxed.wasm',
+  // the memory64 builds (models over 4 GiB) and their probe
+  '/wasm/wasmlm64.wasm', '/wasm/wasmlm64-mt.wasm', '/wasm/wasmlm64-relaxed.wasm', '/wasm/wasmlm64-mt-relaxed.wasm',
+  '/wasm/probe-memory64.wasm',
 ];
 
 self.addEventListener('install', (event) => {

@@ -13,13 +13,15 @@
 import { DEFAULT_SAMPLING } from '../options.js';
 import { WasmlmError, EngineError } from '../errors.js';
 import { STREAM, RNG, STATE_INFO, LOGIT_BIAS, readHparams, readStateInfo, writeCtxParams, writeSamplerParams } from './abi.js';
-import { WasmHeap, STATUS_CONTEXT_FULL, STATUS_NAMES } from './heap.js';
+import { WasmHeap, STATUS_CONTEXT_FULL, STATUS_NAMES, addr, word } from './heap.js';
+import { createMemory, describeModule, wrapExports, WASM32_MAX_BYTES, WASM64_MAX_BYTES } from '../memory64.js';
 import { FileStaging, VOCAB_FIRST_BYTES } from './staging.js';
 import { decodeGgufValue, shortF32 } from './gguf.js';
 import { decodeUtf8, encodeUtf8Into } from './text.js';
 import { samplingOptions } from './stream.js';
 import { startGeneration } from './generation.js';
 import { quantizeModel } from './quantize.js';
+import { embedTexts, POOLING_NAMES } from './embed.js';
 
 // the engine's package entry (wasmlm/engine) keeps exporting what it did
 export { STATUS_NAMES, STATUS_CONTEXT_FULL, nomemMessage } from './heap.js';
@@ -33,6 +35,7 @@ export { DEFAULT_SAMPLING };
 export const RAW_DISTRIBUTION = Object.freeze({ temperature: 1, topK: 0, topP: 1, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, typicalP: 1 });
 
 const MAX_SEQ = 64;      // WLM_MAX_SEQ
+const ENCODER_BATCH = 512; // default batch of a non-causal model: it sees a whole text in one pass
 const DETOK_CAP = 4096;
 
 /** Ops a vocabulary-only engine (loadTokenizer) serves; the others need weights. */
@@ -47,23 +50,28 @@ function badSavedState(message, status) {
 export class Engine extends WasmHeap {
   /**
    * @param {WebAssembly.Module|BufferSource} wasm compiled module or its bytes
+   * @param {{threads?: number, spawnThread?: Function, build?: object}} [opts] `build`: describeModule()
+   *   of the module (web/memory64.js; read here from bytes): a memory64 build gets a memory64
+   *   memory and its exports wrapped; without it a compiled module is taken as a wasm32 build
    */
   static async create(wasm, opts = {}) {
     const mod = wasm instanceof WebAssembly.Module ? wasm : await WebAssembly.compile(wasm);
+    const build = opts.build || (wasm instanceof WebAssembly.Module ? null : describeModule(wasm));
     const imports = WebAssembly.Module.imports(mod);
     const bad = imports.filter((i) => !(i.module === 'env' && i.name === 'memory' && i.kind === 'memory'));
     if (bad.length) throw new WasmlmError('UNSUPPORTED', 'wasmlm.wasm has unexpected imports: ' + bad.map((i) => `${i.module}.${i.name}`).join(', '));
     const threads = Math.max(1, opts.threads | 0);
     const shared = threads > 1;
-    const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536, shared });
+    const memory64 = !!(build && build.memory64);
+    const memory = createMemory({ memory64, shared, initial: 2 << 20, maximum: memory64 ? WASM64_MAX_BYTES : WASM32_MAX_BYTES });
     const inst = await WebAssembly.instantiate(mod, { env: { memory } });
-    const e = new Engine(inst.exports, memory);
-    if (shared) await e.startThreads(mod, threads, opts.spawnThread);
+    const e = new Engine(memory64 ? wrapExports(inst.exports, build) : inst.exports, memory, memory64);
+    if (shared) await e.startThreads(mod, threads, opts.spawnThread, memory64 ? build : null);
     return e;
   }
 
-  constructor(exports, memory) {
-    super(exports, memory);
+  constructor(exports, memory, memory64 = false) {
+    super(exports, memory, memory64);
     this.model = 0;
     this.ctx = 0;
     this.staging = new FileStaging(this);
@@ -85,15 +93,16 @@ export class Engine extends WasmHeap {
    * a worker running web/worker/thread-worker.js with its own 1 MiB stack,
    * serving the engine's pool until dispose().
    * @param {(msg:object) => Promise<{terminate():void}>} spawn starts one thread-worker with msg
+   * @param {object|null} build a memory64 build's describeModule() (its threads wrap their exports too)
    */
-  async startThreads(mod, threads, spawn) {
+  async startThreads(mod, threads, spawn, build = null) {
     this.pool = this.x.wlm_pool_new(threads);
     if (!this.pool) throw new WasmlmError('UNSUPPORTED', 'this wasm build has no threads');
     this.threadWorkers = [];
     const STACK = 1 << 20;
     for (let tid = 1; tid < threads; tid++) {
       const base = this.alloc(STACK);
-      this.threadWorkers.push(await spawn({ module: mod, memory: this.memory, pool: this.pool, tid, stackTop: base + STACK }));
+      this.threadWorkers.push(await spawn({ module: mod, memory: this.memory, pool: this.pool, tid, stackTop: base + STACK, build }));
     }
     this.threads = threads;
   }
@@ -166,18 +175,18 @@ export class Engine extends WasmHeap {
     try {
       this.clearError();
       const pp = this.at('ptr');
-      this.dv.setUint32(pp, 0, true);
+      this.setPtr(pp, 0);
       const parts = this.staging.parts();
       let st;
       if (parts.length === 1) {
         st = this.x.wlm_model_load_inplace(pp, this.staging.ptr, BigInt(this.staging.len), this.at('err'));
       } else {
-        // the parts' addresses (u32) and sizes (u64), in a block of their own
-        const tab = this.alloc(parts.length * 12 + 8, 'the split GGUF part table');
+        // the parts' addresses (pointers) and sizes (u64), in a block of their own
+        const tab = this.alloc(parts.length * 16 + 8, 'the split GGUF part table');
         try {
-          const sizes = tab + Math.ceil(parts.length * 4 / 8) * 8;
+          const sizes = tab + Math.ceil(parts.length * this.ptrBytes / 8) * 8;
           parts.forEach((p, i) => {
-            this.dv.setUint32(tab + i * 4, this.staging.ptr + p.offset, true);
+            this.setPtr(tab + i * this.ptrBytes, this.staging.ptr + p.offset);
             this.dv.setBigUint64(sizes + i * 8, BigInt(p.length), true);
           });
           st = this.x.wlm_model_load_parts_inplace(pp, tab, sizes, parts.length, this.at('err'));
@@ -185,9 +194,12 @@ export class Engine extends WasmHeap {
       }
       this.check(st, 'cannot load model');
       this.nParts = parts.length;
-      this.model = this.dv.getUint32(pp, true);
+      this.model = this.getPtr(pp);
       this.hparams = this.readHparams();
+      /** attention is causal (decoders), or a token sees its whole text (bert, nomic-bert) */
+      this.causal = this.x.wlm_model_causal(this.model) !== 0;
       this.ctxOpts = contextOptions(opts);
+      if (!this.causal && opts.batchSize == null) this.ctxOpts.nBatch = ENCODER_BATCH;
       this.createContext(this.ctxOpts);
       /** the per-sequence position limit the user asked for (a grown cache keeps it) */
       this.ctxLimit = this.nCtx;
@@ -204,11 +216,11 @@ export class Engine extends WasmHeap {
     try {
       this.clearError();
       const pp = this.at('ptr');
-      this.dv.setUint32(pp, 0, true);
+      this.setPtr(pp, 0);
       const first = this.staging.parts()[0];
       const st = this.x.wlm_model_load_vocab(pp, this.staging.ptr + first.offset, BigInt(first.length), this.at('err'));
       this.check(st, 'cannot load the vocabulary');
-      this.model = this.dv.getUint32(pp, true);
+      this.model = this.getPtr(pp);
       this.vocabOnly = true;
       this.nParts = 1;
       this.hparams = this.readHparams();
@@ -241,7 +253,7 @@ export class Engine extends WasmHeap {
   }
 
   readHparams() {
-    const h = readHparams(this.dv, this.x.wlm_model_hparams(this.model) >>> 0);
+    const h = readHparams(this.dv, addr(this.x.wlm_model_hparams(this.model)));
     return {
       nVocab: h.nVocab, nCtxTrain: h.nCtxTrain, nEmbd: h.nEmbd, nLayer: h.nLayer, nHead: h.nHead, nHeadKv: h.nHeadKv,
       headDim: h.headDim, nFf: h.nFf, nRot: h.nRot,
@@ -266,10 +278,10 @@ export class Engine extends WasmHeap {
       nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut, swaFull: o.swaFull,
     });
     this.clearError();
-    this.dv.setUint32(pp, 0, true);
+    this.setPtr(pp, 0);
     const st = this.x.wlm_ctx_new(pp, this.model, cp, this.at('err'));
     this.check(st, 'cannot create context');
-    this.ctx = this.dv.getUint32(pp, true);
+    this.ctx = this.getPtr(pp);
     if (this.pool) this.x.wlm_ctx_set_pool(this.ctx, this.pool, this.threads);
     this.nCtx = this.x.wlm_ctx_n_ctx(this.ctx) >>> 0;
     this.nBatch = Math.min(o.nBatch || 64, this.nCtx); // as the engine resolves it
@@ -287,11 +299,13 @@ export class Engine extends WasmHeap {
    * `outputs` rows of logits per call; re-plans it (one allocation, the
    * cache starts empty) when it does not. Returns true when it grew.
    */
-  ensureContext({ nSeq = 1, slots = 0, outputs = 1 }) {
+  ensureContext({ nSeq = 1, slots = 0, outputs = 1, batch = 0 }) {
     if (nSeq > MAX_SEQ) throw new EngineError(`${nSeq} sequences asked for, at most ${MAX_SEQ} fit in one context`, 1);
-    if (nSeq <= this.nSeqMax && slots <= this.nCtx && outputs <= this.nOutputs) return false;
-    if (this.onFull === 'slide') throw new EngineError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
-    const o = { ...this.ctxOpts, nCtx: Math.max(this.nCtx, slots), nSeq: Math.max(this.nSeqMax, nSeq), nOut: Math.max(this.nOutputs, outputs, nSeq) };
+    if (nSeq <= this.nSeqMax && slots <= this.nCtx && outputs <= this.nOutputs && batch <= this.nBatch) return false;
+    if (this.onFull === 'slide' && nSeq > 1) throw new EngineError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
+    const nCtx = Math.max(this.nCtx, slots);
+    const o = { ...this.ctxOpts, nCtx, nSeq: Math.max(this.nSeqMax, nSeq), nOut: Math.max(this.nOutputs, outputs, nSeq) };
+    if (batch > this.nBatch) o.nBatch = Math.min(batch, nCtx);
     const old = this.ctxOpts;
     try {
       this.createContext(o);
@@ -326,7 +340,7 @@ export class Engine extends WasmHeap {
       const n = this.dv.getUint32(nOut, true);
       if (st !== 0 && n > cap && attempt === 0) { this.tokenBlock(n); continue; }
       this.check(st, 'tokenize');
-      return Array.from(this.i32.subarray(tok.p >>> 2, (tok.p >>> 2) + n));
+      return Array.from(this.i32.subarray(word(tok.p), word(tok.p) + n));
     }
     throw new EngineError('tokenize: token buffer too small', 1);
   }
@@ -400,7 +414,7 @@ export class Engine extends WasmHeap {
   /** Evaluates `ids` after sequence 0's tokens in chunks of n_batch; returns the status (-1: stopped). */
   append(ids, shouldStop) {
     const tokP = this.tokenBlock(Math.min(ids.length, this.nBatch) || 1);
-    const base = tokP >>> 2, have = this.tokensOf(0);
+    const base = word(tokP), have = this.tokensOf(0);
     for (let i = 0; i < ids.length; i += this.nBatch) {
       if (shouldStop && shouldStop()) return -1;
       const n = Math.min(this.nBatch, ids.length - i);
@@ -442,7 +456,7 @@ export class Engine extends WasmHeap {
     const cap = Math.max(n, 64);
     const p = this.block('batch', n * 9 + 8, () => cap * 9 + 8);
     const rows = (this.blocks.batch.cap - 8) / 9 | 0;   // the block holds ids, seqs and flags for `rows` pairs
-    const i32 = this.i32, u8 = this.u8, b = p >>> 2;
+    const i32 = this.i32, u8 = this.u8, b = word(p);
     for (let i = 0; i < n; i++) { i32[b + i] = tokens[i]; i32[b + rows + i] = seqs[i]; u8[p + 8 * rows + i] = want ? (want[i] ? 1 : 0) : 1; }
     this.clearError();
     const st = this.x.wlm_eval_batch(this.ctx, p, p + 4 * rows, p + 8 * rows, n, this.at('err'));
@@ -501,7 +515,7 @@ export class Engine extends WasmHeap {
     let out = 0;
     try {
       out = this.alloc(size, 'the saved state');
-      this.i32.set(ids, tmp >>> 2);
+      this.i32.set(ids, word(tmp));
       if (resumable) this.u8.set(rp.rng, tmp + ids.length * 4);
       this.clearError();
       const st = this.x.wlm_ctx_state_save(this.ctx, 0, tmp, ids.length, resumable ? tmp + ids.length * 4 : 0, out, BigInt(size),
@@ -533,7 +547,7 @@ export class Engine extends WasmHeap {
       if (st === 5) this.check(st, 'loadState');   // out of memory is NOMEM, not the state's fault
       if (st !== 0) throw badSavedState(`cannot load the saved state: ${this.errorMessage(st)}`, st);
       const info = readStateInfo(this.dv, infoP);
-      const base = (p + info.tokensOffset) >>> 2;
+      const base = word(p + info.tokensOffset);
       const tokens = Array.from(this.i32.subarray(base, base + info.nTokens));   // (p is 64-byte aligned, the offset 4-aligned)
       this.seqs.clear();
       this.seqs.set(0, tokens.slice(0, info.nPos));
@@ -546,10 +560,10 @@ export class Engine extends WasmHeap {
 
   // ---- logits and sampling -----------------------------------------------------
 
-  logitsAddress(row = 0) { return (this.x.wlm_ctx_logits(this.ctx) >>> 0) + row * this.hparams.nVocab * 4; }
+  logitsAddress(row = 0) { return addr(this.x.wlm_ctx_logits(this.ctx)) + row * this.hparams.nVocab * 4; }
   /** Logits row `row` of the last evaluation (a view, valid until the next engine call). */
   logitsRow(row = 0) {
-    const p = this.logitsAddress(row) >>> 2;
+    const p = word(this.logitsAddress(row));
     return this.f32.subarray(p, p + this.hparams.nVocab);
   }
 
@@ -605,7 +619,7 @@ export class Engine extends WasmHeap {
     const k = Math.min(n, tokens.length);
     if (k === 0) return 0;
     const p = this.block('hist', k * 4, () => Math.max(k, 64) * 4);
-    const base = p >>> 2, i32 = this.i32;
+    const base = word(p), i32 = this.i32;
     for (let i = 0; i < k; i++) i32[base + i] = tokens[tokens.length - k + i];
     return k;
   }
@@ -630,8 +644,8 @@ export class Engine extends WasmHeap {
     const nv = this.hparams.nVocab;
     const qIds = this.block('qIds', nv * 4, () => nv * 4), qProbs = this.block('qProbs', nv * 4, () => nv * 4);
     const n = q ? q.ids.length : 1;
-    if (q) { this.i32.set(q.ids, qIds >>> 2); this.f32.set(q.probs, qProbs >>> 2); }
-    else { this.i32[qIds >>> 2] = draft; this.f32[qProbs >>> 2] = 1; }
+    if (q) { this.i32.set(q.ids, word(qIds)); this.f32.set(q.probs, word(qProbs)); }
+    else { this.i32[word(qIds)] = draft; this.f32[word(qProbs)] = 1; }
     const sp = this.writeSampler(o);
     const nh = this.writeHistory(history, o.repeatLastN);
     this.clearError();
@@ -665,7 +679,7 @@ export class Engine extends WasmHeap {
     const sp = this.writeSampler(o);
     const nh = this.writeHistory(history, o.repeatLastN);
     const n = this.x.wlm_sample_dist(this.ctx, this.logitsAddress(row), sp, this.historyAddress, nh, ids, probs, cap) >>> 0;
-    return { ids: this.i32.slice(ids >>> 2, (ids >>> 2) + n), probs: this.f32.slice(probs >>> 2, (probs >>> 2) + n) };
+    return { ids: this.i32.slice(word(ids), word(ids) + n), probs: this.f32.slice(word(probs), word(probs) + n) };
   }
 
   // ---- generation (./generation.js) ----------------------------------------------
@@ -736,10 +750,10 @@ export class Engine extends WasmHeap {
     const x = this.x, m = this.model, lenP = this.at('len'), nbP = this.at('u64');
     const n = x.wlm_meta_count(m) >>> 0;
     for (let i = 0; i < n; i++) {
-      const kp = x.wlm_meta_key(m, i, lenP) >>> 0;
+      const kp = addr(x.wlm_meta_key(m, i, lenP));
       const key = this.cstr(kp, this.dv.getUint32(lenP, true));
       const type = x.wlm_meta_type(m, i) >>> 0;
-      const vp = x.wlm_meta_value(m, i, nbP) >>> 0;
+      const vp = addr(x.wlm_meta_value(m, i, nbP));
       yield { key, type, vp, nb: Number(this.dv.getBigUint64(nbP, true)) };
     }
   }
@@ -781,6 +795,7 @@ export class Engine extends WasmHeap {
       paramCount: table.paramCount,
       hparams: { ...this.hparams },
       context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull, windowCache: this.windowCache, windowRows: this.windowRows },
+      embedding: { length: hp.nEmbd, pooling: POOLING_NAMES[this.x.wlm_model_pooling(this.model)], causal: this.causal },
       vocabOnly: false,
       metadata,
       tensors: table.tensors,
@@ -795,7 +810,7 @@ export class Engine extends WasmHeap {
     let paramCount = 0;
     const nt = x.wlm_tensor_count(m) >>> 0;
     for (let i = 0; i < nt; i++) {
-      const np = x.wlm_tensor_name(m, i, lenP) >>> 0;
+      const np = addr(x.wlm_tensor_name(m, i, lenP));
       const name = this.cstr(np, this.dv.getUint32(lenP, true));
       const type = x.wlm_tensor_type(m, i) >>> 0;
       const nd = x.wlm_tensor_ndims(m, i) >>> 0;
@@ -810,7 +825,7 @@ export class Engine extends WasmHeap {
   }
 
   typeName(type) {
-    const p = this.x.wlm_type_name(type) >>> 0;
+    const p = addr(this.x.wlm_type_name(type));
     return p ? this.cstrz(p) : 'type' + type;
   }
 
@@ -844,6 +859,19 @@ export class Engine extends WasmHeap {
     }
     this.vocabFp = { nVocab: nv, hash: h.toString(16).padStart(8, '0') };
     return this.vocabFp;
+  }
+
+  // ---- embeddings (./embed.js) -------------------------------------------------------
+
+  /** Whether the file asks for EOS after a text (tokenizer.ggml.add_eos_token). */
+  get addEos() { return this.info().metadata['tokenizer.ggml.add_eos_token'] === true; }
+
+  /** Embeds texts in groups (a generator yielding between groups; see ./embed.js). */
+  embedSteps(texts, opts = {}) { return embedTexts(this, texts, opts); }
+  /** Synchronous embed of every text: {vectors, tokens}. */
+  embed(texts, opts = {}) {
+    const it = this.embedSteps(texts, opts);
+    for (;;) { const r = it.next(); if (r.done) return r.value; }
   }
 
   /** Re-quantizes the loaded model (see ./quantize.js). */

@@ -1,9 +1,20 @@
 // The engine's wasm memory as JS uses it: typed-array views (re-created
 // whenever a call grew the memory), blocks from the engine's allocator, the
 // scratch block (its layout: SCRATCH in ./abi.js) and the C error it carries.
+//
+// Addresses are Numbers in both builds: wasm32 ones below 2^32, memory64
+// (wasm64) ones up to 16 GiB (their exports are wrapped: web/memory64.js).
+// So an address is never narrowed with `>>> 0` or `>>> 2`, which wrap at
+// 2^32: addr() reads one an export returned, word() indexes the 32-bit views.
 import { EngineError } from '../errors.js';
 import { ERR, SCRATCH } from './abi.js';
 import { decodeUtf8 } from './text.js';
+import { WASM32_MAX_BYTES, WASM64_MAX_BYTES } from '../memory64.js';
+
+/** An address an export returned: a wasm32 i32 is negative from 2 GiB up; memory64 ones are Numbers already. */
+export const addr = (p) => (p < 0 ? p + 4294967296 : p);
+/** The index of the 4-byte-aligned address `p` in the Int32Array / Float32Array views. */
+export const word = (p) => p / 4;
 
 export const STATUS_NAMES = [
   'WLM_OK', 'WLM_ERR_ARG', 'WLM_ERR_FORMAT', 'WLM_ERR_TRUNCATED', 'WLM_ERR_UNSUPPORTED',
@@ -19,9 +30,13 @@ export function nomemMessage(what, bytes, inUse, limit) {
 }
 
 export class WasmHeap {
-  constructor(exports, memory) {
+  /** @param {boolean} memory64 a wasm64 build: 8-byte pointers, memory up to WASM64_MAX_BYTES */
+  constructor(exports, memory, memory64 = false) {
     this.x = exports;
     this.memory = memory;
+    this.memory64 = memory64;
+    /** the most memory this build addresses */
+    this.maxBytes = memory64 ? WASM64_MAX_BYTES : WASM32_MAX_BYTES;
     this.buf = null;
     this.scratch = this.alloc(SCRATCH.size);
   }
@@ -41,8 +56,14 @@ export class WasmHeap {
   alloc(bytes, what = 'an engine buffer') {
     const p = this.x.wlm_sys_alloc(BigInt(Math.max(1, bytes)));
     if (!p) throw new EngineError(nomemMessage(what, bytes, Number(this.x.wlm_sys_in_use()), Number(this.x.wlm_sys_limit())), 5);
-    return p >>> 0;
+    return addr(p);
   }
+  /** The pointer stored at `at` (a C out-parameter: 4 bytes in wasm32, 8 in wasm64). */
+  getPtr(at) { return this.memory64 ? Number(this.dv.getBigUint64(at, true)) : this.dv.getUint32(at, true); }
+  /** Stores pointer `p` at `at` (4 or 8 bytes, as getPtr reads it). */
+  setPtr(at, p) { if (this.memory64) this.dv.setBigUint64(at, BigInt(p), true); else this.dv.setUint32(at, p, true); }
+  /** Bytes of a pointer in this build. */
+  get ptrBytes() { return this.memory64 ? 8 : 4; }
   free(p) { if (p) this.x.wlm_sys_free(p); }
   setMemoryLimit(bytes) { this.x.wlm_sys_set_limit(BigInt(bytes)); }
   memoryInUse() { return Number(this.x.wlm_sys_in_use()); }

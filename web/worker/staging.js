@@ -3,6 +3,7 @@
 // GGUF's parts follow one another in the same block, each starting on a
 // PART_ALIGN boundary (nextPart), and load with wlm_model_load_parts_inplace.
 import { ggufHeaderProblem, badFileError } from './gguf.js';
+import { tooLargeError } from '../memory64.js';
 
 /** Most bytes reserved up front for a file whose size is only declared (see FileStaging.begin). */
 export const DECLARED_FIRST_BYTES = 64 << 20;
@@ -12,7 +13,7 @@ export const VOCAB_FIRST_BYTES = 4 << 20;
 export const PART_ALIGN = 64;
 
 export class FileStaging {
-  /** @param {{alloc(n:number, what?:string):number, free(p:number):void, u8: Uint8Array}} heap */
+  /** @param {{alloc(n:number, what?:string):number, free(p:number):void, u8: Uint8Array, maxBytes: number, memory64: boolean}} heap */
   constructor(heap) {
     this.heap = heap;
     this.ptr = 0; this.cap = 0; this.len = 0; this.hint = 0;
@@ -30,6 +31,9 @@ export class FileStaging {
    */
   begin(size, declared, first = DECLARED_FIRST_BYTES) {
     this.free();
+    if (size > this.heap.maxBytes && !declared) {
+      throw tooLargeError(size, { memory64: this.heap.memory64, reason: 'this engine was started as a wasm32 build (the size was not known when it was chosen)' });
+    }
     this.hint = declared && size > 0 && first === DECLARED_FIRST_BYTES ? size : 0;
     this.cap = size > 0 ? (declared ? Math.min(size, first) : size) : 1 << 20;
     this.ptr = this.heap.alloc(this.cap);
@@ -75,6 +79,11 @@ export class FileStaging {
   reserve(extra) {
     const need = this.len + extra;
     if (need <= this.cap) return;
+    // a file whose size was not known when the build was chosen (a stream) may outgrow its memory
+    if (need > this.heap.maxBytes) {
+      throw tooLargeError(need, { atLeast: true, memory64: this.heap.memory64,
+        reason: "its size was not known up front (a stream without a length), so the wasm32 engine was chosen: load it with the option memory64: 'on'" });
+    }
     // a declared size that the bytes so far still fit is taken in one step (one copy)
     const cap = need <= this.hint ? this.hint : Math.max(need, Math.ceil(this.cap * 1.5), 1 << 20);
     const p = this.heap.alloc(cap);

@@ -250,6 +250,15 @@ const ops = {
     const rows = engine.logits(m.ids, { all: !!m.all });
     return { rows, __transfer: rows.map((r) => r.buffer) };
   },
+  async embed(m) {
+    const it = engine.embedSteps(m.texts, m.options || {});
+    for (;;) {
+      const r = it.next();
+      if (r.done) return { ...r.value, __transfer: r.value.vectors.map((v) => v.buffer) };
+      await yieldNow();
+      if (isAborted(m.id)) throw Object.assign(new Error('embed aborted'), { name: 'AbortError' });
+    }
+  },
   async quantize(m) {
     if (m.outPath) {
       const fs = nodeFs || (nodeFs = await nodeImport('node:fs'));
@@ -411,7 +420,7 @@ function onMessage(m) {
   if (!m || typeof m !== 'object') return;
   if (m.op === 'init') {
     abortFlag = m.abortFlag ? new Int32Array(m.abortFlag) : null;
-    Engine.create(m.wasm, { threads: m.threads || 1, spawnThread }).then((e) => { engine = e; initDone(); },
+    Engine.create(m.wasm, { threads: m.threads || 1, spawnThread, build: m.build || null }).then((e) => { engine = e; initDone(); },
       (e) => { post({ id: 0, ok: false, error: errToPlain(e) }); initDone(); });
     return;
   }
