@@ -81,6 +81,13 @@ test('resume in the same model; a chat turn after loadState reuses the saved cac
   const m = await loadModel(MODEL_PATH, { contextLength: 256 });
   try {
     await assert.rejects(m.complete('', { resume: true }), isError('BAD_STATE', /nothing to continue/));
+    // so do the searches, also when the cache already holds their prompt (no prefill): tree search, best-of-N, beams
+    for (const search of [(p) => m.treeSearch(p, { expand: 2, keep: 1, maxSteps: 2, maxTokensPerStep: 2, score: () => 0 }),
+      (p) => m.bestOfN(p, { n: 2, maxTokens: 3 }), (p) => m.beamSearch(p, { beams: 2, maxTokens: 3 })]) {
+      await m.complete(PROMPT, { ...SAMPLED, maxTokens: 6 });
+      await search(PROMPT);
+      await assert.rejects(m.complete('', { resume: true }), isError('BAD_STATE', /nothing to continue/));
+    }
     const ref = await m.complete(PROMPT, { ...SAMPLED, maxTokens: 40 });
     const a = await m.complete(PROMPT, { ...SAMPLED, maxTokens: 10 });
     const b = await m.complete('', { ...SAMPLED, maxTokens: 30, resume: true });
@@ -93,6 +100,17 @@ test('resume in the same model; a chat turn after loadState reuses the saved cac
     // another kind of call uses the context: nothing to resume
     await m.nextTokenDistribution('x');
     await assert.rejects(m.complete('', { resume: true }), isError('BAD_STATE'));
+    // embeddings empty the cache: nothing to resume either
+    await m.complete(PROMPT, { ...SAMPLED, maxTokens: 3 });
+    await m.embed(['a text']);
+    await assert.rejects(m.complete('', { resume: true }), isError('BAD_STATE', /nothing to continue/));
+    // so do the searches, also when the cache already holds their prompt (no prefill): tree search, best-of-N, beams
+    for (const search of [(p) => m.treeSearch(p, { expand: 2, keep: 1, maxSteps: 2, maxTokensPerStep: 2, score: () => 0 }),
+      (p) => m.bestOfN(p, { n: 2, maxTokens: 3 }), (p) => m.beamSearch(p, { beams: 2, maxTokens: 3 })]) {
+      await m.complete(PROMPT, { ...SAMPLED, maxTokens: 6 });
+      await search(PROMPT);
+      await assert.rejects(m.complete('', { resume: true }), isError('BAD_STATE', /nothing to continue/));
+    }
     await assert.rejects(m.complete('', { resume: true, draft: 'lookup' }), isError('BAD_OPTION', /resume/));
     // a fresh model: the saved conversation continues with a prompt that starts with its text, reusing its cache
     const m2 = await loadModel(MODEL_PATH, { contextLength: 256 });
