@@ -154,11 +154,16 @@ test-san: $(BUILD)/tests-san $(BUILD)/tests-san-relaxed
 test-js: wasm $(BUILD)/wasmlm-native
 	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
 
-# Speed, side by side with native llama.cpp (node-llama-cpp's prebuilt CPU
-# binaries, installed here on first use): JSON + table in bench/results/.
-# Both wasm builds (SIMD128 and relaxed SIMD): Node 20 runs relaxed SIMD only
-# behind a V8 flag, passed when this node accepts it (Node >= 22 runs it by
-# default; where the flag is refused it is left out). Expanded only here.
+# Speed, side by side with native llama.cpp: llama-bench built for this
+# machine (CMake Release, GGML_NATIVE=ON) from the source tree at
+# LLAMA_CPP_DIR, or from ~/.cache/wasmlm/llama.cpp (cloned there from
+# node-llama-cpp's git bundle and built on first use, never in CI; LLAMA_BENCH
+# names a binary instead), with node-llama-cpp's prebuilt binaries (installed
+# here on first use) as the fallback: bench/llama-native.mjs. JSON + table
+# in bench/results/. Both wasm builds (SIMD128 and relaxed SIMD): Node 20 runs
+# relaxed SIMD only behind a V8 flag, passed when this node accepts it (Node
+# >= 22 runs it by default; where the flag is refused it is left out).
+# Expanded only here.
 BENCH_NODE_FLAGS = $(shell node --experimental-wasm-relaxed-simd -e 0 >/dev/null 2>&1 && echo --experimental-wasm-relaxed-simd)
 bench: wasm native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
