@@ -181,7 +181,10 @@ xcheck: wasm
 # Batch kernels side by side in one wasm process per build (bench/kernels.c;
 # KERNELS_REPS interleaved reps): the numbers docs/architecture.md quotes.
 # The relaxed-SIMD build runs where Node's known-answer probe passes.
+# KERNELS_ONLY="Q8_0 decode": only the lines whose name holds that text.
 KERNELS_REPS ?= 15
+KERNELS_ONLY ?=
+KERNELS_ONLY_ARG = $(if $(KERNELS_ONLY),"$(KERNELS_ONLY)")
 $(BUILD)/bench-kernels.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -O3 -o $@ $(CORE_SRC) bench/kernels.c
@@ -189,9 +192,9 @@ $(BUILD)/bench-kernels-relaxed.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -O3 -mrelaxed-simd -o $@ $(CORE_SRC) bench/kernels.c
 bench-kernels: $(BUILD)/bench-kernels.wasm $(BUILD)/bench-kernels-relaxed.wasm wasm/probe-relaxed.wasm
-	node --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels.wasm $(KERNELS_REPS)
+	node --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels.wasm $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
 	@if node --experimental-wasm-relaxed-simd tools/probe-relaxed.mjs; then \
-	  node --experimental-wasm-relaxed-simd --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels-relaxed.wasm $(KERNELS_REPS); \
+	  node --experimental-wasm-relaxed-simd --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels-relaxed.wasm $(KERNELS_REPS) $(KERNELS_ONLY_ARG); \
 	else echo "relaxed SIMD probe failed in this Node: relaxed kernels not measured"; fi
 
 # the same microbenchmark compiled natively (SIMDe; both kernel sets): native
@@ -200,8 +203,8 @@ bench-kernels-native: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -O3 -o $(BUILD)/bench-kernels-native $(CORE_SRC) bench/kernels.c -lm -lpthread
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $(BUILD)/bench-kernels-native-relaxed $(CORE_SRC) bench/kernels.c -lm -lpthread
-	$(BUILD)/bench-kernels-native $(KERNELS_REPS)
-	$(BUILD)/bench-kernels-native-relaxed $(KERNELS_REPS)
+	$(BUILD)/bench-kernels-native $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
+	$(BUILD)/bench-kernels-native-relaxed $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
 
 # Per-token logprob over a 32000-entry vocabulary: the former wlm_expf loop
 # against the sum_exp/logit_max kernels, interleaved in one wasm process
