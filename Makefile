@@ -206,6 +206,17 @@ bench-kernels-native: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	$(BUILD)/bench-kernels-native $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
 	$(BUILD)/bench-kernels-native-relaxed $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
 
+# The thread pool's synchronisation costs natively (bench/threads.c): an
+# empty job, a barrier, a step's chunks, by thread count up to
+# BENCH_THREADS (default: the cores). The figures of the thread-count
+# projection in docs/architecture.md; meaningful on an idle machine only.
+BENCH_THREADS ?=
+.PHONY: bench-threads
+bench-threads: $(CORE_SRC) $(CORE_HDR) bench/threads.c
+	@mkdir -p $(BUILD)
+	$(CC) $(NATIVE_CFLAGS) -O3 -o $(BUILD)/bench-threads $(CORE_SRC) bench/threads.c -lm -lpthread
+	$(BUILD)/bench-threads $(BENCH_THREADS)
+
 # Per-token logprob over a 32000-entry vocabulary: the former wlm_expf loop
 # against the sum_exp/logit_max kernels, interleaved in one wasm process
 # (bench/logprob.c; LOGPROB_REPS reps)
