@@ -96,7 +96,7 @@ export function llamaBench(bin, file, { threads, prompt = 128, gen = 64 }) {
   const d = one(['-p', '0', '-n', String(gen), '-d', String(prompt)]);
   return {
     prefill: p.avg_ts, decode: d.avg_ts,
-    info: { build_commit: d.build_commit, cpu_info: d.cpu_info, backends: d.backends, type_k: d.type_k, type_v: d.type_v, flash_attn: d.flash_attn, n_batch: d.n_batch },
+    info: { build_commit: d.build_commit, cpu_info: d.cpu_info, backends: d.backends, type_k: d.type_k, type_v: d.type_v, flash_attn: d.flash_attn === -1 ? 'auto' : d.flash_attn, n_batch: d.n_batch },
   };
 }
 
