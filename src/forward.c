@@ -139,11 +139,14 @@ static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t slot, cons
  * Two counters alternate: while one step takes from one, thread 0 clears the
  * other for the next such step (a barrier always lies between two steps). */
 typedef struct fwd {
-    wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row;
+    union {
+        struct { wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row; };
+        char args_line[WLM_SYNC_LINE];
+    };
     /* each counter on a line of its own, away from the fields above that
      * every thread reads (a take is an atomic update: sharing their line
      * would make the next read of f->c or f->n a miss on the other cores) */
-    struct { _Alignas(WLM_SYNC_LINE) volatile int32_t v; } next[2];
+    struct { volatile int32_t v; char pad[WLM_SYNC_LINE - 4]; } next[2];
 } fwd;
 
 typedef struct step { volatile int32_t *next; uint32_t nth; } step;
@@ -441,7 +444,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
  * c->tok_seq/tok_pos/tok_slot; writes the logits of the n_out tokens listed
  * in c->out_tok into rows out_row.. of c->logits. */
 static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_t n_out, uint32_t out_row) {
-    fwd f = { c, tokens, n, n_out, out_row, { { 0 }, { 0 } } };
+    fwd f = { .c = c, .tokens = tokens, .n = n, .n_out = n_out, .out_row = out_row };
     att_plan_runs(c, n);
     /* waking the other threads and the barriers cost microseconds: a model
      * whose largest layer matrix times the tokens is small stays on one */
