@@ -20,18 +20,44 @@
 #include <unistd.h>
 #include "../src/internal.h"
 
-static double now_ns(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
-static int cmp_d(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return x < y ? -1 : x > y; }
-static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp_d); return v[n / 2]; }
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e9 + t.tv_nsec;
+}
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return v[n / 2];
+}
 
-typedef struct { wlm_pool *p; uint32_t tid; } warg;
-static void *wmain(void *a) { warg *w = a; wlm_worker_loop(w->p, w->tid); return NULL; }
+typedef struct {
+    wlm_pool *p;
+    uint32_t tid;
+} warg;
+static void *wmain(void *a) {
+    warg *w = a;
+    wlm_worker_loop(w->p, w->tid);
+    return NULL;
+}
 
-enum { BARRIERS = 2000, STEPS = 200, ITEMS = 4096 };
+enum { BARRIERS = 2000,
+       STEPS = 200,
+       ITEMS = 4096 };
 
-static void empty_job(void *arg, uint32_t tid, uint32_t nth) { (void)arg; (void)tid; (void)nth; }
+static void empty_job(void *arg, uint32_t tid, uint32_t nth) {
+    (void)arg;
+    (void)tid;
+    (void)nth;
+}
 
-typedef struct { wlm_pool *p; volatile int32_t next[2][32]; } job_arg;
+typedef struct {
+    wlm_pool *p;
+    volatile int32_t next[2][32];
+} job_arg;
 
 static void barrier_job(void *arg, uint32_t tid, uint32_t nth) {
     job_arg *j = arg;
@@ -47,7 +73,7 @@ static void take_job(void *arg, uint32_t tid, uint32_t nth) {
         volatile int32_t *next = j->next[s & 1];
         if (tid == 0) __atomic_store_n(j->next[(s & 1) ^ 1], 0, __ATOMIC_RELAXED);
         uint32_t lo, hi;
-        while (wlm_pool_take(next, ITEMS, nth, 16, &lo, &hi)) { }
+        while (wlm_pool_take(next, ITEMS, nth, 16, &lo, &hi)) {}
         wlm_pool_barrier(j->p, nth);
     }
 }
@@ -64,7 +90,11 @@ int main(int argc, char **argv) {
         wlm_pool *p = wlm_pool_new((uint32_t)n);
         pthread_t th[WLM_MAX_THREADS];
         warg wa[WLM_MAX_THREADS];
-        for (int t = 1; t < n; t++) { wa[t].p = p; wa[t].tid = (uint32_t)t; pthread_create(&th[t], NULL, wmain, &wa[t]); }
+        for (int t = 1; t < n; t++) {
+            wa[t].p = p;
+            wa[t].tid = (uint32_t)t;
+            pthread_create(&th[t], NULL, wmain, &wa[t]);
+        }
         job_arg *j = calloc(1, sizeof *j);
         j->p = p;
         double tj[99], tb[99], tt[99];
@@ -76,7 +106,11 @@ int main(int argc, char **argv) {
             double t2 = now_ns();
             wlm_pool_run(p, take_job, j, (uint32_t)n);
             double t3 = now_ns();
-            if (r >= 0) { tj[r] = (t1 - t0) / 1000 / 1e3; tb[r] = (t2 - t1) / BARRIERS; tt[r] = (t3 - t2) / STEPS; }
+            if (r >= 0) {
+                tj[r] = (t1 - t0) / 1000 / 1e3;
+                tb[r] = (t2 - t1) / BARRIERS;
+                tt[r] = (t3 - t2) / STEPS;
+            }
         }
         printf("%8d %12.2f %14.0f %16.0f\n", n, median(tj, reps), median(tb, reps), median(tt, reps));
         wlm_pool_free(p);
