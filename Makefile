@@ -193,11 +193,16 @@ test-san: $(BUILD)/tests-san $(BUILD)/tests-san-relaxed
 test-js: wasm $(BUILD)/wasmlm-native
 	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
 
-# Speed, side by side with native llama.cpp (node-llama-cpp's prebuilt CPU
-# binaries, installed here on first use): JSON + table in bench/results/.
-# Both wasm builds (SIMD128 and relaxed SIMD): Node 20 runs relaxed SIMD only
-# behind a V8 flag, passed when this node accepts it (Node >= 22 runs it by
-# default; where the flag is refused it is left out). Expanded only here.
+# Speed, side by side with native llama.cpp: llama-bench built for this
+# machine (CMake Release, GGML_NATIVE=ON) from the source tree at
+# LLAMA_CPP_DIR, or from ~/.cache/wasmlm/llama.cpp (cloned there from
+# node-llama-cpp's git bundle and built on first use, never in CI; LLAMA_BENCH
+# names a binary instead), with node-llama-cpp's prebuilt binaries (installed
+# here on first use) as the fallback: bench/llama-native.mjs. JSON + table
+# in bench/results/. Both wasm builds (SIMD128 and relaxed SIMD): Node 20 runs
+# relaxed SIMD only behind a V8 flag, passed when this node accepts it (Node
+# >= 22 runs it by default; where the flag is refused it is left out).
+# Expanded only here.
 BENCH_NODE_FLAGS = $(shell node --experimental-wasm-relaxed-simd -e 0 >/dev/null 2>&1 && echo --experimental-wasm-relaxed-simd)
 bench: wasm native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
@@ -216,7 +221,10 @@ xcheck: wasm
 # Batch kernels side by side in one wasm process per build (bench/kernels.c;
 # KERNELS_REPS interleaved reps): the numbers docs/architecture.md quotes.
 # The relaxed-SIMD build runs where Node's known-answer probe passes.
+# KERNELS_ONLY="Q8_0 decode": only the lines whose name holds that text.
 KERNELS_REPS ?= 15
+KERNELS_ONLY ?=
+KERNELS_ONLY_ARG = $(if $(KERNELS_ONLY),"$(KERNELS_ONLY)")
 $(BUILD)/bench-kernels.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -O3 -o $@ $(CORE_SRC) bench/kernels.c
@@ -224,9 +232,9 @@ $(BUILD)/bench-kernels-relaxed.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -O3 -mrelaxed-simd -o $@ $(CORE_SRC) bench/kernels.c
 bench-kernels: $(BUILD)/bench-kernels.wasm $(BUILD)/bench-kernels-relaxed.wasm wasm/probe-relaxed.wasm
-	node --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels.wasm $(KERNELS_REPS)
+	node --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels.wasm $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
 	@if node --experimental-wasm-relaxed-simd tools/probe-relaxed.mjs; then \
-	  node --experimental-wasm-relaxed-simd --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels-relaxed.wasm $(KERNELS_REPS); \
+	  node --experimental-wasm-relaxed-simd --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels-relaxed.wasm $(KERNELS_REPS) $(KERNELS_ONLY_ARG); \
 	else echo "relaxed SIMD probe failed in this Node: relaxed kernels not measured"; fi
 
 # the same microbenchmark compiled natively (SIMDe; both kernel sets): native
@@ -235,8 +243,19 @@ bench-kernels-native: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -O3 -o $(BUILD)/bench-kernels-native $(CORE_SRC) bench/kernels.c -lm -lpthread
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $(BUILD)/bench-kernels-native-relaxed $(CORE_SRC) bench/kernels.c -lm -lpthread
-	$(BUILD)/bench-kernels-native $(KERNELS_REPS)
-	$(BUILD)/bench-kernels-native-relaxed $(KERNELS_REPS)
+	$(BUILD)/bench-kernels-native $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
+	$(BUILD)/bench-kernels-native-relaxed $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
+
+# The thread pool's synchronisation costs natively (bench/threads.c): an
+# empty job, a barrier, a step's chunks, by thread count up to
+# BENCH_THREADS (default: the cores). The figures of the thread-count
+# projection in docs/architecture.md; meaningful on an idle machine only.
+BENCH_THREADS ?=
+.PHONY: bench-threads
+bench-threads: $(CORE_SRC) $(CORE_HDR) bench/threads.c
+	@mkdir -p $(BUILD)
+	$(CC) $(NATIVE_CFLAGS) -O3 -o $(BUILD)/bench-threads $(CORE_SRC) bench/threads.c -lm -lpthread
+	$(BUILD)/bench-threads $(BENCH_THREADS)
 
 # Per-token logprob over a 32000-entry vocabulary: the former wlm_expf loop
 # against the sum_exp/logit_max kernels, interleaved in one wasm process
@@ -384,7 +403,7 @@ test: soak-quick
 # failing, so untouched and moved code is never reformatted to pass.
 CLANG_FORMAT ?= $(shell command -v clang-format-19 2>/dev/null || command -v clang-format 2>/dev/null)
 FORMAT_BASE ?= $(shell git merge-base HEAD main 2>/dev/null)
-FORMAT_CHECKED := src/matmul.c src/matmul.h src/cli/common.c src/cli/common.h tests/c/test_types.c
+FORMAT_CHECKED := src/matmul.c src/matmul.h src/cli/common.c src/cli/common.h tests/c/test_types.c bench/threads.c
 .PHONY: format-check
 format-check:
 	@test -n "$(CLANG_FORMAT)" || { echo "clang-format not found (apt-get install clang-format)"; exit 1; }
