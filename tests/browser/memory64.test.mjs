@@ -131,9 +131,15 @@ test('wasm64 with every buffer above 4 GiB: model, context and logits at address
       const tokens = eng.complete('hello world', { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: 16 }).tokens;
       const logits = Array.from(new Uint32Array(eng.logits([0, 17, 300], { all: true }).flatMap((row) => Array.from(new Uint32Array(row.buffer)))));
       const dist = eng.nextTokenDistribution('hello', { topK: 5 }).map((d) => d.token);
+      // blocks of the helpers that read results through the 32-bit views (top logprobs, embeddings)
+      const top = JSON.stringify(eng.topLogprobs(0, 4));
+      const steps = eng.embedSteps([[1, 17, 300], [5, 6, 7, 8, 9]], { pooling: 'mean' });
+      let step = steps.next();
+      while (!step.done) step = steps.next();
+      const embed = step.value.vectors.map((v) => Array.from(new Uint32Array(v.buffer, v.byteOffset, v.length)).join(',')).join('|');
       const wasmBytes = eng.memoryStats().wasmBytes;
       eng.dispose();
-      return { at, tokens, logits: logits.join(','), dist, wasmBytes, memory64: eng.memory64 };
+      return { at, tokens, logits: logits.join(','), dist, top, embed, wasmBytes, memory64: eng.memory64 };
     };
     return { w32: await run('/wasm/wasmlm.wasm', 0), w64: await run('/wasm/wasmlm64-relaxed.wasm', 2 ** 32 + (16 << 20)) };
   });
@@ -143,6 +149,8 @@ test('wasm64 with every buffer above 4 GiB: model, context and logits at address
   assert.deepEqual(r.w64.tokens, r.w32.tokens);
   assert.equal(r.w64.logits, r.w32.logits);
   assert.deepEqual(r.w64.dist, r.w32.dist);
+  assert.equal(r.w64.top, r.w32.top);
+  assert.equal(r.w64.embed, r.w32.embed);
 });
 
 test('a file over what the build can hold is TOO_LARGE before a byte is read: a Blob (its size faked) and a URL declaring 5 GB', async () => {

@@ -667,8 +667,8 @@ export class Engine extends WasmHeap {
     const k = this.x.wlm_top_logprobs(this.ctx, this.logitsAddress(row), n, ids, lps) >>> 0;
     const out = [];
     for (let i = 0; i < k; i++) {
-      const token = this.i32[(ids >>> 2) + i];
-      out.push({ token, text: decodeUtf8(this.tokenBytes(token)), logprob: this.f32[(lps >>> 2) + i] });
+      const token = this.i32[word(ids) + i];
+      out.push({ token, text: decodeUtf8(this.tokenBytes(token)), logprob: this.f32[word(lps) + i] });
     }
     return out;
   }
