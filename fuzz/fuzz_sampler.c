@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int which = data[0] % N_MODELS;
     wlm_ctx *c = g_c[which];
     uint32_t nv = wlm_model_hparams(g_m[which])->n_vocab;
-    wlm_sampler_params sp;
+    wlm_sampler_params sp = { 0 };
     sp.temperature = rdf(data + 1);
     sp.top_k = rdu(data + 5);
     sp.top_p = rdf(data + 9);

@@ -1,7 +1,9 @@
 /* Sampling: turns logits into the next token.
  *
  * Order of the pipeline (as in Hugging Face transformers):
- *   repetition penalty -> temperature -> top-k -> top-p -> min-p -> draw
+ *   allowed tokens -> repetition penalty -> temperature -> top-k -> top-p -> min-p -> draw
+ * (allowed: wlm_sampler_params.allow, a grammar's mask; the others never see
+ * a token outside it, so the distribution is renormalised over it)
  * Temperature 0 is greedy: argmax of the penalized logits, lowest id on ties.
  * The draw uses a PCG32 stream, so one seed gives the same tokens on every
  * platform. NaN and -inf logits are excluded; +inf always wins; finite
@@ -11,7 +13,7 @@
 
 void wlm_sampler_default_params(wlm_sampler_params *p) {
     p->temperature = 0.8f; p->top_k = 40; p->top_p = 0.95f; p->min_p = 0.05f;
-    p->repeat_penalty = 1.1f; p->repeat_last_n = 64;
+    p->repeat_penalty = 1.1f; p->repeat_last_n = 64; p->allow = 0;
 }
 
 void wlm_rng_seed(wlm_rng *r, uint64_t seed) {
@@ -34,6 +36,11 @@ float wlm_rng_float(wlm_rng *r) { return (float)(wlm_rng_u32(r) >> 8) * (1.0f / 
 #define FLT_BIG 3.40282347e38f
 /* a logit the sampler can not use: NaN or -inf (+inf is usable: it wins) */
 static int excluded(float x) { return x != x || x == -__builtin_inff(); }
+
+/* token i is dropped: an unusable logit, or outside the allowed set */
+static int dropped(const wlm_sampler_params *sp, const float *logits, uint32_t i) {
+    return excluded(logits[i]) || (sp->allow && !((sp->allow[i >> 5] >> (i & 31)) & 1));
+}
 
 /* candidate a ranks before b: larger value, then smaller id */
 static int before(const float *v, const int32_t *id, uint32_t a, uint32_t b) {
@@ -116,15 +123,14 @@ static wlm_status check_params(const wlm_sampler_params *sp, wlm_err *err) {
 }
 
 /* Fills c->cand_val/cand_id with the penalized logits of the usable tokens
- * (NaN and -inf are excluded), in ascending id order. Returns their count. */
+ * (NaN and -inf are excluded, and tokens outside sp->allow), in ascending id order. Returns their count. */
 static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                           const int32_t *hist, uint32_t n_hist) {
     uint32_t n = c->m->hp.n_vocab, usable = 0;
     float *v = c->cand_val; int32_t *id = c->cand_id;
     for (uint32_t i = 0; i < n; i++) {
-        float x = logits[i];
-        if (!excluded(x)) usable++;
-        v[i] = x; id[i] = (int32_t)i;
+        if (!dropped(sp, logits, i)) usable++;
+        v[i] = logits[i]; id[i] = (int32_t)i;
     }
     if (sp->repeat_penalty != 1.0f && sp->repeat_last_n && hist && n_hist) {
         uint32_t from = n_hist > sp->repeat_last_n ? n_hist - sp->repeat_last_n : 0;
@@ -139,7 +145,7 @@ static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_par
     }
     if (usable < n) { /* drop the excluded tokens so later stages skip them */
         uint32_t k = 0;
-        for (uint32_t i = 0; i < n; i++) if (!excluded(logits[i])) { v[k] = v[i]; id[k] = id[i]; k++; }
+        for (uint32_t i = 0; i < n; i++) if (!dropped(sp, logits, i)) { v[k] = v[i]; id[k] = id[i]; k++; }
     }
     return usable;
 }
@@ -242,7 +248,7 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
     if ((s = check_params(sp, err))) return s;
     uint32_t n = c->m->hp.n_vocab;
     uint32_t m = penalized(c, logits, sp, history, n_history);
-    if (m == 0) return wlm_fail(err, WLM_ERR_ARG, "no finite logits to sample from");
+    if (m == 0) return wlm_fail(err, WLM_ERR_ARG, sp->allow ? "no allowed token has a finite logit" : "no finite logits to sample from");
     int32_t tok;
     if (sp->temperature == 0.0f) {
         tok = c->cand_id[argmax(c->cand_val, m)];
