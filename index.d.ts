@@ -87,8 +87,9 @@ export interface LoadOptions {
 /**
  * Sampling options. Defaults (DEFAULT_SAMPLING): maxTokens 256,
  * temperature 0.8, topK 40, topP 0.95, minP 0.05, repeatPenalty 1.1,
- * repeatLastN 64, seed 0xC0FFEE (12648430). The pipeline is: repetition
- * penalty -> temperature -> top-k -> top-p -> min-p -> draw.
+ * repeatLastN 64, seed 0xC0FFEE (12648430). The pipeline is: a grammar's
+ * allowed tokens (options.grammar) -> repetition penalty -> temperature ->
+ * top-k -> top-p -> min-p -> draw.
  * temperature 0 is greedy decoding: the argmax of the penalised logits
  * (lowest id wins ties); pass repeatPenalty 1 for the plain argmax.
  */
@@ -109,6 +110,13 @@ export interface SamplingOptions {
 }
 
 export interface GenerateOptions extends SamplingOptions {
+  /** A GBNF grammar (rules `name ::= ...`, start rule `root`): only text it allows is
+   * generated. Its allowed tokens are the first stage of sampling, before the repetition
+   * penalty, temperature, top-k, top-p and min-p, so the distribution is renormalised over
+   * them; an end-of-generation token is allowed only where the grammar may end. Compiled
+   * once per text and model (cached). A grammar that does not parse or check is BAD_OPTION
+   * naming line:column. See docs/grammar.md. */
+  grammar?: string;
   /** Speculative decoding: a draft Model with the same vocabulary proposes tokens that this
    * model checks in one batched pass (the output follows this model's distribution; greedy
    * output is identical), or 'lookup' to draft from n-gram matches in the context. */
@@ -156,7 +164,14 @@ export interface GenerateChunk {
   logprob: number;
 }
 
-export type FinishReason = 'stop' | 'length' | 'context';
+/** 'stop': EOS, a stop string, or a grammar's text complete with nothing allowed after it;
+ * 'length': maxTokens; 'context': the context is full; 'grammar': a grammar's dead end
+ * (no token of the vocabulary continues the text: it is incomplete). */
+export type FinishReason = 'stop' | 'length' | 'context' | 'grammar';
+
+/** Present when options.grammar was given: the time its compilation took (0 when the
+ * compiled grammar was cached from an earlier call with the same text). */
+export interface GrammarStats { compileMs: number; cached: boolean }
 
 export interface SpeculativeStats {
   /** forward passes of the target model */
@@ -199,13 +214,14 @@ export interface GenerationStats {
   decodeMs: number;
   prefillTokensPerSec: number;
   decodeTokensPerSec: number;
+  grammar?: GrammarStats;
 }
 
 export interface CompletionResult {
   text: string;
   tokens: number[];
   logprobs: number[];
-  /** 'stop': EOS or a stop string; 'length': maxTokens; 'context': the context is full. */
+  /** see FinishReason */
   finishReason: FinishReason;
   stats: GenerationStats;
 }
@@ -367,6 +383,7 @@ export interface BatchStats {
   scoringMs?: number;
   /** the context was re-planned for more sequences / slots */
   contextGrown: boolean;
+  grammar?: GrammarStats;
 }
 
 export interface BestOfNResult { candidates: Candidate[]; best: Candidate; stats: BatchStats }
@@ -401,6 +418,8 @@ export interface BeamSearchOptions {
   maxTokens?: number;
   /** score = logprob / length^lengthPenalty (default 1) */
   lengthPenalty?: number;
+  /** GBNF grammar: beams rank only the tokens it allows (log-probabilities renormalised over them) */
+  grammar?: string;
   ignoreEos?: boolean;
   addBos?: boolean;
   parseSpecial?: boolean;

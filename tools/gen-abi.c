@@ -43,7 +43,7 @@ typedef struct field {
 
 /* The JS accessor kind of a field, from its C type. */
 #define KIND(x) _Generic((x), uint32_t: "u32", int32_t: "i32", float: "f32", uint64_t: "u64", \
-                         char *: "bytes", uint8_t *: "bytes", default: "struct")
+                         char *: "bytes", uint8_t *: "bytes", const uint32_t *: "u32", default: "struct")
 #define F(S, f) { #f, offsetof(S, f), sizeof(((S *)0)->f), KIND(((S *)0)->f) }
 
 typedef struct layout {
@@ -76,7 +76,7 @@ static const layout LAYOUTS[] = {
     LAYOUT(wlm_sampler_params, "SamplerParams", "sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept)", 1,
            F(wlm_sampler_params, temperature), F(wlm_sampler_params, top_k), F(wlm_sampler_params, top_p),
            F(wlm_sampler_params, min_p), F(wlm_sampler_params, repeat_penalty),
-           F(wlm_sampler_params, repeat_last_n)),
+           F(wlm_sampler_params, repeat_last_n), F(wlm_sampler_params, allow)),
     LAYOUT(wlm_rng, "Rng", "PCG32 state (wlm_rng_seed)", 0, F(wlm_rng, state), F(wlm_rng, inc)),
     LAYOUT(wlm_detok, "Detok", "streaming detokenizer state", 0,
            F(wlm_detok, pending), F(wlm_detok, n_pending)),

@@ -8,6 +8,7 @@
 import { WasmlmError, badOption, describe } from './errors.js';
 
 const I32_MAX = 2 ** 31 - 1;
+const GRAMMAR_MAX = 4 * 1024 * 1024;   // WLM_G_MAX_TEXT bytes (src/grammar.h); longer UTF-8 is refused by the engine
 const U64_MAX = 2n ** 64n - 1n;
 
 /** Marks wasmlm Model objects (the `draft` option) without importing index.js. */
@@ -35,6 +36,7 @@ const KINDS = {
     (s.max === undefined || v <= s.max)) || rangeText(s),
   boolean: (v) => typeof v === 'boolean' || 'true or false',
   string: (v) => (typeof v === 'string' && v !== '') || 'a non-empty string',
+  grammar: (v) => (typeof v === 'string' && v !== '' && v.length <= GRAMMAR_MAX) || `a non-empty string of GBNF (at most ${GRAMMAR_MAX} characters)`,
   enum: (v, s) => s.values.includes(v) || `one of ${s.values.map((x) => `'${x}'`).join(', ')}`,
   function: (v) => typeof v === 'function' || 'a function',
   signal: (v) => isSignal(v) || 'an AbortSignal',
@@ -95,6 +97,9 @@ export const OPTIONS = Object.freeze({
   seed: opt('seed', 'PRNG seed (PCG32): the same seed gives the same tokens everywhere', { default: 0xC0FFEE }),
 
   // generation
+  grammar: opt('grammar', 'GBNF grammar (start rule root): only text it allows is generated. Sampling order: the grammar\'s allowed tokens first, ' +
+    'then repetition penalty, temperature, top-k, top-p, min-p, draw (the distribution is renormalised over the allowed tokens). ' +
+    "The generation ends with finishReason 'stop' once the text is complete and nothing may follow, 'grammar' at a dead end (docs/grammar.md)"),
   stop: opt('stop', 'stop strings: generation ends before the first occurrence'),
   ignoreEos: opt('boolean', 'keep generating after an end-of-generation token', { default: false }),
   addBos: opt('boolean', "prepend BOS (default: the model's add_bos flag)"),
@@ -131,7 +136,7 @@ export const OPTIONS = Object.freeze({
 });
 
 const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed'];
-const GENERATE = [...SAMPLING, 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
+const GENERATE = [...SAMPLING, 'grammar', 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
 const CHAT_TEMPLATE = ['template', 'addGenerationPrompt', 'variables', 'templateLimits'];
 const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].includes(k)), 'n', 'scorer', 'onCandidate'];
 
@@ -147,7 +152,7 @@ export const METHODS = Object.freeze({
   bestOfN: BATCH,
   selfConsistency: [...BATCH.filter((k) => k !== 'scorer'), 'extract'],
   generateUntil: [...GENERATE, 'verify', 'maxAttempts', 'feedback'],
-  beamSearch: ['beams', 'maxTokens', 'lengthPenalty', 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
+  beamSearch: ['beams', 'maxTokens', 'lengthPenalty', 'grammar', 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
   nextTokenDistribution: [...SAMPLING.filter((k) => k !== 'maxTokens' && k !== 'seed'), 'topN', 'addBos', 'parseSpecial'],
   tokenize: ['addBos', 'parseSpecial'],
   logits: ['all'],

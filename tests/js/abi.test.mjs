@@ -44,9 +44,9 @@ test('the generated readers and writers round-trip', async () => {
   const abi = await import('../../web/worker/abi.js');
   const dv = new DataView(new ArrayBuffer(abi.SCRATCH.size));
   const p = abi.SCRATCH.sampler;
-  const v = { temperature: 0.5, topK: 40, topP: 0.75, minP: 0.125, repeatPenalty: 1.5, repeatLastN: 64 };
+  const v = { temperature: 0.5, topK: 40, topP: 0.75, minP: 0.125, repeatPenalty: 1.5, repeatLastN: 64, allow: 4096 };
   abi.writeSamplerParams(dv, p, v);
   assert.deepEqual(abi.readSamplerParams(dv, p), v);
-  assert.equal(abi.SAMPLER_PARAMS.size, 24);
+  assert.equal(abi.SAMPLER_PARAMS.size, 28);
   assert.ok(abi.SCRATCH.rng % 8 === 0 && abi.SCRATCH.u64 % 8 === 0, 'u64 fields are 8-aligned');
 });

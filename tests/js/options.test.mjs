@@ -55,6 +55,7 @@ function badValuesOf(name) {
     object: [1, 'x', [], () => 1, { f: () => 1 }, { s: Symbol('s') }, new Date(0)],
     seed: [-1, 1.5, NaN, '5', -1n, 2n ** 64n, {}, () => 1],
     stop: [1, '', [1], [''], {}, () => 1],
+    grammar: [1, '', {}, [], () => 1],
     sha256: ['abc', 'g'.repeat(64), 'a'.repeat(63), 1, {}],
     scorer: ['best', 1, {}],
     draft: ['model', 1, {}, () => 1],
@@ -349,5 +350,6 @@ test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_p
   assert.deepEqual(c, {
     temperature: f32(DEFAULT_SAMPLING.temperature), topK: DEFAULT_SAMPLING.topK, topP: f32(DEFAULT_SAMPLING.topP),
     minP: f32(DEFAULT_SAMPLING.minP), repeatPenalty: f32(DEFAULT_SAMPLING.repeatPenalty), repeatLastN: DEFAULT_SAMPLING.repeatLastN,
+    allow: 0,   // every token (no grammar)
   });
 });

@@ -102,7 +102,7 @@ export function writeCtxParams(dv, p, v) {
 }
 
 /** wlm_sampler_params: sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept). Byte offsets of its fields and its size. */
-export const SAMPLER_PARAMS = Object.freeze({ size: 24, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20 });
+export const SAMPLER_PARAMS = Object.freeze({ size: 28, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, allow: 24 });
 
 /** Reads the scalar fields of a wlm_sampler_params at byte `p`. */
 export function readSamplerParams(dv, p) {
@@ -113,6 +113,7 @@ export function readSamplerParams(dv, p) {
     minP: dv.getFloat32(p + 12, true),
     repeatPenalty: dv.getFloat32(p + 16, true),
     repeatLastN: dv.getUint32(p + 20, true),
+    allow: dv.getUint32(p + 24, true),
   };
 }
 
@@ -124,6 +125,7 @@ export function writeSamplerParams(dv, p, v) {
   if (v.minP !== undefined) dv.setFloat32(p + 12, v.minP, true);
   if (v.repeatPenalty !== undefined) dv.setFloat32(p + 16, v.repeatPenalty, true);
   if (v.repeatLastN !== undefined) dv.setUint32(p + 20, v.repeatLastN >>> 0, true);
+  if (v.allow !== undefined) dv.setUint32(p + 24, v.allow >>> 0, true);
 }
 
 /** wlm_rng: PCG32 state (wlm_rng_seed). Byte offsets of its fields and its size. */
