@@ -528,6 +528,7 @@ static uint32_t parse_seq(parser *P, uint32_t open_at) {
         if (P->failed) { vfree(&items); return INF; }
         if (!vgrow(&items, (uint64_t)n + 1)) { vfree(&items); return pnomem(P); }
         VAT(items, uint32_t, n++) = it;
+        items.n = n;
     }
     if (n == 0) node = new_ast(P, A_EMPTY, 0, 0, 0);
     else if (n == 1) node = VAT(items, uint32_t, 0);
@@ -549,6 +550,7 @@ static uint32_t parse_alts(parser *P, uint32_t open_at) {
         if (P->failed) { vfree(&alts); return INF; }
         if (!vgrow(&alts, (uint64_t)n + 1)) { vfree(&alts); return pnomem(P); }
         VAT(alts, uint32_t, n++) = s;
+        alts.n = n;
         skip_ws(P);
         if (cur(P) != '|') break;
         P->pos++;

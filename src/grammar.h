@@ -30,12 +30,14 @@
 #define WLM_G_MAX_DEPTH 4000u          /* parse stack depth (nesting) */
 #define WLM_G_MAX_STACKS 1024u         /* parse stacks alive at once in one state */
 #define WLM_G_MAX_EXPAND 16384u        /* stacks visited by one step's closure */
-#define WLM_G_NODES (1u << 17)         /* stack nodes */
-#define WLM_G_CFGS (1u << 16)          /* recognizer configurations */
-#define WLM_G_CFG_STK (1u << 18)       /* stack ids held by configurations */
-#define WLM_G_TRANS (1u << 16)         /* cached byte transitions */
+#define WLM_G_NODES (1u << 16)         /* stack nodes */
+#define WLM_G_CFGS (1u << 15)          /* recognizer configurations */
+#define WLM_G_CFG_STK (1u << 17)       /* stack ids held by configurations */
+#define WLM_G_TRANS (1u << 15)         /* cached byte transitions (configurations without a table) */
+#define WLM_G_DENSE 1024u              /* configurations with a table of their 256 transitions */
 #define WLM_G_MASKS 48u                /* cached token masks */
 #define WLM_G_STATES 256u              /* recognizer states (sequences) per grammar */
+_Static_assert(WLM_G_CFGS < 0xffff, "configuration ids are stored in 16 bits in the transition tables");
 
 /* ---- the vocabulary as a byte trie ----------------------------------------- */
 
@@ -131,6 +133,10 @@ struct wlm_grammar {
     wlm_gcfg *cfgs; uint32_t n_cfgs, *cfg_head;
     uint32_t *stk; uint32_t n_stk;
     uint64_t *trans;                   /* high half: (cfg << 8 | byte) + 1; low half: the next cfg */
+    uint16_t *dense, *cfg_dense;       /* per configuration its table + 1 (0: none); tables of 256 next
+                                        * configurations (0xffff: not computed yet) */
+    uint32_t n_dense;
+    uint8_t *cfg_ended;                /* cfgs[c].ended, packed for the walks */
     /* the mask cache: slot k holds the mask of configuration mask_cfg[k] (0: empty) */
     uint32_t *masks, mask_cfg[WLM_G_MASKS], mask_used[WLM_G_MASKS], mask_count[WLM_G_MASKS], mask_clock;
     uint32_t *scratch_mask;            /* a mask without its end-of-generation tokens */

@@ -263,6 +263,8 @@ static uint32_t intern(wlm_grammar *g, const uint32_t *s, uint32_t n, const uint
     for (uint32_t j = 0; j < np; j++) C->pend[j] = pend[j];
     for (uint32_t j = 0; j < n; j++) g->stk[g->n_stk++] = s[j];
     g->cfg_head[k] = id;
+    g->cfg_dense[id] = 0;
+    g->cfg_ended[id] = (uint8_t)ended;
     return id;
 }
 
@@ -388,11 +390,25 @@ static uint32_t with_pending(wlm_grammar *g, uint32_t c, const uint8_t *pend, ui
     return k ? intern(g, g->out, k, pend, np, 0) : 0;
 }
 
+/* The configuration after byte b. Cached: the first WLM_G_DENSE
+ * configurations to be stepped from (since the last collection) get a
+ * table of their 256 transitions, the others share a hashed cache. */
 static uint32_t step(wlm_grammar *g, uint32_t c, uint8_t b) {
     if (!c) return 0;
-    uint32_t key = ((c << 8) | b) + 1, slot = hmix(key, 0x51u) & (WLM_G_TRANS - 1);
-    uint64_t e = g->trans[slot];
-    if ((uint32_t)(e >> 32) == key) { g->stat[WLM_GS_TRANS_HITS]++; return (uint32_t)e; }
+    uint32_t d = g->cfg_dense[c], key = 0, slot = 0;
+    uint16_t *row = 0;
+    if (!d && g->n_dense < WLM_G_DENSE) {
+        d = g->cfg_dense[c] = (uint16_t)++g->n_dense;
+        wlm_memset(g->dense + (uint64_t)(d - 1) * 256, 0xff, 512);
+    }
+    if (d) {
+        row = g->dense + (uint64_t)(d - 1) * 256;
+        if (row[b] != 0xffff) { g->stat[WLM_GS_TRANS_HITS]++; return row[b]; }
+    } else {
+        key = ((c << 8) | b) + 1; slot = (key * 2654435761u) >> (32 - 15);
+        uint64_t e = g->trans[slot];
+        if ((uint32_t)(e >> 32) == key) { g->stat[WLM_GS_TRANS_HITS]++; return (uint32_t)e; }
+    }
     g->stat[WLM_GS_TRANS_MISSES]++;
     const wlm_gcfg C = g->cfgs[c];
     uint32_t r;
@@ -409,7 +425,9 @@ static uint32_t step(wlm_grammar *g, uint32_t c, uint8_t b) {
             r = k + 1 == need ? step_cp(g, c, decode(p, need)) : with_pending(g, c, p, k + 1);
         }
     }
-    if (!g->fail) g->trans[slot] = ((uint64_t)key << 32) | r;
+    if (g->fail) return r;
+    if (row) row[b] = (uint16_t)r;
+    else g->trans[slot] = ((uint64_t)key << 32) | r;
     return r;
 }
 
@@ -454,7 +472,7 @@ static int walk(wlm_grammar *g, uint32_t from, uint32_t c0, uint32_t *mask, uint
         if (!c) { i = V->end[i]; continue; }
         cfg_at[d] = c;
         for (uint32_t j = V->tok_at[i]; j < V->tok_at[i + 1]; j++) { set_bit(mask, V->tok[j]); set++; }
-        if (pops && g->cfgs[c].ended && V->end[i] > i + 1 && !tpush(g, i)) return 0;
+        if (pops && g->cfg_ended[c] && V->end[i] > i + 1 && !tpush(g, i)) return 0;
         i++;
     }
     g->stat[WLM_GS_WALK_NODES] += walked;
@@ -581,8 +599,11 @@ static void gc(wlm_grammar *g) {
         uint32_t h = C.hash & (WLM_G_CFGS - 1);
         C.next = g->cfg_head[h]; g->cfg_head[h] = kc;
         g->cfgs[kc] = C;
+        g->cfg_ended[kc] = C.ended;
         cm[c] = kc++;
     }
+    wlm_memset(g->cfg_dense, 0, (size_t)WLM_G_CFGS * 2);
+    g->n_dense = 0;
     g->n_cfgs = kc; g->n_stk = ns;
     for (uint32_t s = 0; s < WLM_G_STATES; s++) if (g->state[s] != INF && g->state[s]) g->state[s] = cm[g->state[s]];
     if (g->start_cfg) g->start_cfg = cm[g->start_cfg];
@@ -613,7 +634,7 @@ wlm_status wlm_grammar_new(wlm_grammar **out, const wlm_gvocab *v, const char *t
         (uint64_t)WLM_G_CFG_STK * 4, (uint64_t)WLM_G_TRANS * 8, (uint64_t)WLM_G_MASKS * nw * 4, (uint64_t)nw * 4,
         (uint64_t)(2 * WLM_G_MAX_EXPAND + 8) * 8, (uint64_t)SEEN * 8, (uint64_t)SEEN * 4, (uint64_t)WLM_G_MAX_EXPAND * 4,
         ((uint64_t)v->max_depth + 2) * 4, (uint64_t)nw * 4, (uint64_t)WLM_G_NODES * 4, (uint64_t)WLM_G_CFGS * 4,
-        (uint64_t)full(v)->max_bytes + 8,
+        (uint64_t)full(v)->max_bytes + 8, (uint64_t)WLM_G_DENSE * 512, (uint64_t)WLM_G_CFGS * 2, (uint64_t)WLM_G_CFGS,
     };
     uint64_t total = 0;
     for (uint32_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += WLM_ALIGN_UP(sizes[i], 64);
@@ -628,6 +649,7 @@ wlm_status wlm_grammar_new(wlm_grammar **out, const wlm_gvocab *v, const char *t
     g->stk = part[6]; g->trans = part[7]; g->masks = part[8]; g->scratch_mask = part[9]; g->work = part[10];
     g->seen = part[11]; g->seen_tag = part[12]; g->out = part[13]; g->walk_cfg = part[14]; g->marks = part[15];
     g->node_map = part[16]; g->cfg_map = part[17]; g->tokbuf = part[18];
+    g->dense = part[19]; g->cfg_dense = part[20]; g->cfg_ended = part[21];
     g->n_nodes = 1; g->n_cfgs = 1; /* node 0: the bottom; configuration 0: dead */
     for (uint32_t s = 0; s < WLM_G_STATES; s++) g->state[s] = INF;
     for (uint32_t i = 0; i < n_ins; i++) if (p.ins[i].op == WLM_GI_TERM) g->stat[WLM_GS_TERMS]++;

@@ -119,6 +119,11 @@ TEST(grammar_alternation_grouping_repetition) {
     FULL("root ::= (\"ab\" | \"c\")* \"!\"", "abcab!");
     FULL("root ::= \"a\" * \"b\"", "aaab"); /* a space before the operator */
     FULL("root ::= (\"x\"+)? \"y\"", "xxy");
+    /* long sequences and many alternatives (their item lists grow past their first capacity) */
+    const char *seq = "root ::= \"a\" b \"c\" b \"e\" b \"g\" b \"i\" b \"k\" b \"m\" b \"o\" b \"q\" b \"s\" b \"u\"\nb ::= [0-9]";
+    FULL(seq, "a1c2e3g4i5k6m7o8q9s0u"); REFUSE(seq, "a1c2e3g4i5k6m7o8q9s0a"); REFUSE(seq, "a1c2e3g4i5k6m7o8q9sxu");
+    const char *alt = "root ::= (\"a\" | \"b\" | \"c\" | \"d\" | \"e\" | \"f\" | \"g\" | \"h\" | \"i\" | \"j\" | \"k\" | \"l\" | \"m\" | \"n\" | \"o\" | \"p\" | \"q\" | \"r\" | \"s\" | \"t\")+";
+    FULL(alt, "abcdefghijklmnopqrst"); REFUSE(alt, "u");
 }
 
 TEST(grammar_classes_and_any) {
