@@ -269,7 +269,7 @@ test-c test-wasm test-san test-js: $(HOSTILE)
 # executions and findings; `make test` only replays the seeds and the saved
 # regression inputs once (fuzz-replay, a few seconds).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := gguf tokenize sampler
+FUZZ_TARGETS := gguf tokenize sampler grammar
 comma := ,
 FUZZ_CFLAGS = $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer $(SIMDE) $(NATIVE_ARCH)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
