@@ -170,8 +170,9 @@ export interface GenerateChunk {
 export type FinishReason = 'stop' | 'length' | 'context' | 'grammar';
 
 /** Present when options.grammar was given: the time its compilation took (0 when the
- * compiled grammar was cached from an earlier call with the same text). */
-export interface GrammarStats { compileMs: number; cached: boolean }
+ * compiled grammar was cached from an earlier call with the same text), and the time the
+ * model's vocabulary trie took (built by the model's first grammar, else 0). */
+export interface GrammarStats { compileMs: number; cached: boolean; trieMs: number }
 
 export interface SpeculativeStats {
   /** forward passes of the target model */

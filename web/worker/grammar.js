@@ -24,11 +24,14 @@ export class Grammars {
     this.lastHit = !!hit;
     if (hit) { this.cache.delete(text); this.cache.set(text, hit); return hit; }
     const eng = this.eng, x = eng.x;
+    this.lastTrieMs = 0;
     if (!this.gvocab) {
+      const t = now();
       eng.clearError();
       eng.dv.setUint32(eng.at('ptr'), 0, true);
       eng.check(x.wlm_gvocab_new(eng.at('ptr'), eng.model, eng.at('err')), 'grammar: vocabulary trie');
       this.gvocab = eng.dv.getUint32(eng.at('ptr'), true);
+      this.lastTrieMs = now() - t;
     }
     const need = text.length * 3 + 1;
     const p = eng.block('grammarText', need, (cap) => Math.max(need, 4096, cap * 2));

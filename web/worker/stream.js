@@ -118,7 +118,8 @@ export class Stream {
     this.gs = null;
     if (o.grammar) {
       const g = eng.grammars.get(o.grammar);
-      this.grammarStats = { compileMs: eng.grammars.lastHit ? 0 : g.compileMs, cached: eng.grammars.lastHit };
+      const gs = eng.grammars;
+      this.grammarStats = { compileMs: gs.lastHit ? 0 : g.compileMs, cached: gs.lastHit, trieMs: gs.lastHit ? 0 : gs.lastTrieMs };
       this.gs = new GrammarState(g, o.ignoreEos);
     }
     this.own = !mem;
