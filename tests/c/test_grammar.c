@@ -559,3 +559,35 @@ TEST(grammar_gc_keeps_states) {
     CHECK(wlm_grammar_accept_bytes(g, s, "!", 1, &err) == WLM_OK && wlm_grammar_can_end(g, s));
     wlm_grammar_free(g);
 }
+
+/* a vocabulary without byte tokens: a grammar can need a character no token
+ * spells, a dead end the mask reports as no allowed token and no end */
+TEST(grammar_dead_end) {
+    const char *tok[] = { "<unk>", "<s>", "</s>", "a", "b", "\xe2\x96\x81" "a" };
+    int32_t ty[] = { 2, 3, 3, 1, 1, 1 };
+    float sc[] = { 0, 0, 0, -1, -2, -3 };
+    gbuf b; gb_begin(&b);
+    gb_kv_str(&b, "tokenizer.ggml.model", "llama");
+    gb_tokens(&b, tok, 6); gb_scores(&b, sc, 6); gb_types(&b, ty, 6);
+    gb_kv_u32(&b, "tokenizer.ggml.eos_token_id", 2);
+    unsigned long long size;
+    unsigned char *data = gb_end(&b, &size);
+    tvocab t; wlm_err err = { 0 };
+    REQUIRE(tv_load_bytes(&t, data, size, &err));
+    wlm_gvocab *gv = NULL;
+    REQUIRE(wlm_gvocab_build(&gv, &t.v, &err) == WLM_OK);
+    CHECK(gv->n_tokens == 3 && gv->n_eog == 1);
+    wlm_grammar *g = NULL;
+    const char *text = "root ::= \"a\" \"c\" | \"b\"";
+    REQUIRE(wlm_grammar_compile(&g, gv, text, (uint32_t)strlen(text), &err) == WLM_OK);
+    uint32_t s; REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
+    const uint32_t *m; uint32_t n = 0;
+    REQUIRE(wlm_grammar_mask(g, s, 0, &m, &n, &err) == WLM_OK);
+    CHECK(n == 2 && m[0] == ((1u << 3) | (1u << 4)));
+    REQUIRE(wlm_grammar_accept(g, s, 3, &err) == WLM_OK);
+    REQUIRE(wlm_grammar_mask(g, s, 0, &m, &n, &err) == WLM_OK);
+    CHECK(n == 0 && m[0] == 0 && !wlm_grammar_can_end(g, s));
+    wlm_grammar_free(g);
+    wlm_gvocab_free(gv);
+    tv_free(&t);
+}
