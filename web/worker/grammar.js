@@ -117,8 +117,6 @@ export class Grammar {
     if (st !== 0) throw new EngineError(`grammar: ${eng.errorMessage(st)}`, st);
     return { allow: eng.dv.getUint32(eng.at('ptr'), true), n: eng.dv.getUint32(eng.at('nOut'), true), canEnd: this.canEnd(s) };
   }
-  /** Whether token t is set in the bitset at `allow` (a mask's address). */
-  allows(allow, t) { return (this.eng.u8[allow + (t >>> 3)] >> (t & 7)) & 1; }
 }
 
 /**
