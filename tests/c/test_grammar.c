@@ -155,6 +155,31 @@ TEST(grammar_rules_comments_layout) {
     FULL("root ::= b b ::= \"q\"", "q"); /* a rule may follow on the same line */
     FULL("root ::= (\n  \"a\"\n  \"b\"\n)", "ab");
     FULL("root::=\"a\"|\"b\"", "b");
+    /* the layout of llama.cpp's grammars/json.gbnf: bodies on the next lines, '|' at line ends, comments */
+    const char *json =
+        "root   ::= object\n"
+        "value  ::= object | array | string | number | (\"true\" | \"false\" | \"null\") ws\n\n"
+        "object ::=\n"
+        "  \"{\" ws (\n"
+        "            string \":\" ws value\n"
+        "    (\",\" ws string \":\" ws value)*\n"
+        "  )? \"}\" ws\n\n"
+        "array  ::=\n"
+        "  \"[\" ws (\n"
+        "            value\n"
+        "    (\",\" ws value)*\n"
+        "  )? \"]\" ws\n\n"
+        "string ::=\n"
+        "  \"\\\"\" (\n"
+        "    [^\"\\\\\\x7F\\x00-\\x1F] |\n"
+        "    \"\\\\\" ([\"\\\\bfnrt] | \"u\" [0-9a-fA-F]{4}) # escapes\n"
+        "  )* \"\\\"\" ws\n\n"
+        "number ::= (\"-\"? ([0-9] | [1-9] [0-9]{0,15})) (\".\" [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws\n\n"
+        "# Optional space: by convention, applied in this grammar after literal chars when allowed\n"
+        "ws ::= | \" \" | \"\\n\" [ \\t]{0,20}\n";
+    FULL(json, "{\"a\": [1, -2.5e3, \"x\\u00e9\\n\"], \"b\": {\"c\": null, \"d\": true}}");
+    REFUSE(json, "{\"a\": [1,]}");
+    REFUSE(json, "{\"a\": \"x\ty\"}"); /* a raw tab in a string */
 }
 
 TEST(grammar_recursion) {
