@@ -117,9 +117,8 @@ export class Stream {
     this.eng = eng; this.o = o;
     this.gs = null;
     if (o.grammar) {
-      const g = eng.grammars.get(o.grammar);
-      const gs = eng.grammars;
-      this.grammarStats = { compileMs: gs.lastHit ? 0 : g.compileMs, cached: gs.lastHit, trieMs: gs.lastHit ? 0 : gs.lastTrieMs };
+      const cache = eng.grammars, g = cache.get(o.grammar);   // compiled on first use (./grammar.js)
+      this.grammarStats = { compileMs: cache.lastHit ? 0 : g.compileMs, cached: cache.lastHit, trieMs: cache.lastHit ? 0 : cache.lastTrieMs };
       this.gs = new GrammarState(g, o.ignoreEos);
     }
     this.own = !mem;
