@@ -167,6 +167,7 @@ bench: wasm native $(BUILD)/tests.wasm
 	node $(BENCH_NODE_FLAGS) bench/bench.mjs $(BENCH_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/scaling.mjs $(SCALING_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/grammar.mjs $(GRAMMAR_ARGS)
+	node $(BENCH_NODE_FLAGS) bench/embed.mjs $(EMBED_ARGS)
 
 # Every architecture cross-checked against llama.cpp (node-llama-cpp's
 # prebuilt CPU build, installed here on first use, not in CI) on synthetic

@@ -49,6 +49,11 @@ export interface LoadOptions {
    * speculative decoding re-plan the context once when they need more (sequences, cache
    * slots or logits rows); set this to size everything before the first generation. */
   maxSequences?: number;
+  /** Sliding-window layers (Gemma 2/3, Mistral-style): 'window' (default) keeps only the
+   * positions their window still sees, in a ring of maxSequences x (window - 1) + batchSize
+   * rows (less memory; a rewind deeper than the ring holds, as prefix reuse may ask, evaluates
+   * the prompt again); 'full' keeps every position, as the other layers do. */
+  windowCache?: 'window' | 'full';
   /** Limit of the engine's memory in bytes (default: the wasm32 maximum, 4 GiB). */
   memoryLimit?: number;
   onProgress?: (p: LoadProgress) => void;
@@ -79,19 +84,35 @@ export interface LoadOptions {
    * a mirror, or a local server in tests. Listing: GET {hubUrl}/api/models/OWNER/REPO/tree/REVISION;
    * files: {hubUrl}/OWNER/REPO/resolve/REVISION/PATH. */
   hubUrl?: string;
+  /** Access token for gated or private repositories of 'hf:' ids (printable ASCII, no spaces: BAD_OPTION
+   * otherwise, never echoed). Sent as 'Authorization: Bearer TOKEN' only to the hub's own origin (the
+   * listing and the resolve URLs), never to the CDN a resolve URL redirects to nor any other URL, and
+   * never written into a message, a cache key, a record, a progress event or `info`. Node default: env
+   * WASMLM_HUB_TOKEN, else env HF_TOKEN when the hub is https://huggingface.co. A refusal (HTTP 401 / 403)
+   * is UNAUTHORIZED, saying whether a token was sent and what to do (set a token; accept the model's licence). */
+  hubToken?: string;
   /** The engine: a compiled module, its bytes, or a path/URL (default ../wasm/wasmlm.wasm; Node env WASMLM_WASM). */
   wasm?: WebAssembly.Module | ArrayBuffer | ArrayBufferView | string | URL;
   signal?: AbortSignal;
 }
 
 /**
- * Sampling options. Defaults (DEFAULT_SAMPLING): maxTokens 256,
- * temperature 0.8, topK 40, topP 0.95, minP 0.05, repeatPenalty 1.1,
- * repeatLastN 64, seed 0xC0FFEE (12648430). The pipeline is: a grammar's
- * allowed tokens (options.grammar) -> repetition penalty -> temperature ->
- * top-k -> top-p -> min-p -> draw.
- * temperature 0 is greedy decoding: the argmax of the penalised logits
- * (lowest id wins ties); pass repeatPenalty 1 for the plain argmax.
+ * Logit bias: an object {tokenId: bias} (OpenAI's logit_bias shape; keys are
+ * token ids) or an array of [tokenId or text, bias] pairs (a Map: pass
+ * [...map]). -Infinity bans a token. A text biases each distinct token of
+ * it, tokenized as written: no BOS, no SentencePiece space prefix (" word"
+ * for a word after a space). A token given twice gets the sum.
+ */
+export type LogitBias = Record<string, number> | Array<[number | string, number]>;
+
+/**
+ * Sampling options. Defaults (DEFAULT_SAMPLING, llama.cpp's): maxTokens 256,
+ * temperature 0.8, topK 40, topP 0.95, minP 0.05, typicalP 1, repeatPenalty 1,
+ * presencePenalty 0, frequencyPenalty 0, repeatLastN 64, seed 0xC0FFEE
+ * (12648430). The pipeline, in order (docs/options.md): a grammar's mask
+ * (StructuredOutputOptions), logit bias, penalties, temperature, top-k,
+ * typical, top-p, min-p, draw. temperature 0 alone is plain greedy decoding
+ * (the argmax, lowest id on ties).
  */
 export interface SamplingOptions {
   maxTokens?: number;
@@ -102,21 +123,57 @@ export interface SamplingOptions {
   topP?: number;
   /** 0 = off */
   minP?: number;
+  /** locally typical sampling, (0, 1]; 1 = off */
+  typicalP?: number;
   /** 1 = off */
   repeatPenalty?: number;
+  /** OpenAI's presence_penalty, [-2, 2]; 0 = off */
+  presencePenalty?: number;
+  /** OpenAI's frequency_penalty, [-2, 2]; 0 = off */
+  frequencyPenalty?: number;
+  /** the window of the three penalties (prompt included) */
   repeatLastN?: number;
+  /** added to the logits first */
+  logitBias?: LogitBias;
   /** PRNG seed (PCG32); the same seed gives the same tokens everywhere. */
   seed?: number | bigint;
 }
 
-export interface GenerateOptions extends SamplingOptions {
-  /** A GBNF grammar (rules `name ::= ...`, start rule `root`): only text it allows is
-   * generated. Its allowed tokens are the first stage of sampling, before the repetition
-   * penalty, temperature, top-k, top-p and min-p, so the distribution is renormalised over
-   * them; an end-of-generation token is allowed only where the grammar may end. Compiled
-   * once per text and model (cached). A grammar that does not parse or check is BAD_OPTION
-   * naming line:column. See docs/grammar.md. */
+/** One of the most likely tokens at a generated position (options.logprobs). */
+export interface TopLogprob {
+  token: number;
+  /** the token's text (its bytes as UTF-8; a partial character gives U+FFFD) */
+  text: string;
+  /** log P(token) under the model's own distribution (T = 1, before a grammar's mask, bias, penalties and filters) */
+  logprob: number;
+}
+
+/**
+ * Structured output: at most one of the three (BAD_OPTION naming both
+ * otherwise). Its mask is the first stage of sampling, before the bias,
+ * penalties, temperature and filters, so the distribution is renormalised
+ * over the tokens it allows; an end-of-generation token is allowed only where
+ * it may end. The text ends with finishReason 'stop' once it is complete and
+ * nothing else may follow; 'grammar' at a dead end (no token continues it).
+ */
+export interface StructuredOutputOptions {
+  /** A GBNF grammar (rules `name ::= ...`, start rule `root`): only text it allows is generated.
+   * Compiled once per text and model (cached). A grammar that does not parse or check is
+   * BAD_OPTION naming line:column. See docs/grammar.md. */
   grammar?: string;
+  /** JSON output: true, any JSON value; 'object', a JSON object; false, off (jsonGrammar). */
+  json?: boolean | 'object';
+  /** JSON output that validates against this JSON Schema (the subset of docs/json-schema.md),
+   * turned into a grammar on the caller's thread by jsonSchemaToGbnf: an unsupported keyword
+   * rejects the call with BAD_SCHEMA (naming it and its JSON Pointer) before anything runs. */
+  jsonSchema?: object | boolean;
+}
+
+export interface GenerateOptions extends SamplingOptions, StructuredOutputOptions {
+  /** 0..20 (default 0): per generated token, this many most likely tokens of the model's own
+   * distribution (as `logprob`: before a grammar's mask, bias, penalties and filters, so a token the
+   * grammar forbids may be among them), as `topLogprobs` of chunks and results. */
+  logprobs?: number;
   /** Speculative decoding: a draft Model with the same vocabulary proposes tokens that this
    * model checks in one batched pass (the output follows this model's distribution; greedy
    * output is identical), or 'lookup' to draft from n-gram matches in the context. */
@@ -162,6 +219,8 @@ export interface GenerateChunk {
   token: number;
   /** log P(token) under the model's own distribution (T = 1, no filters). */
   logprob: number;
+  /** with options.logprobs N: the N most likely tokens at this position, best first (absent on a final text-only chunk) */
+  topLogprobs?: TopLogprob[];
 }
 
 /** 'stop': EOS, a stop string, or a grammar's text complete with nothing allowed after it;
@@ -222,6 +281,8 @@ export interface CompletionResult {
   text: string;
   tokens: number[];
   logprobs: number[];
+  /** with options.logprobs: per token, the most likely tokens at its position */
+  topLogprobs?: TopLogprob[][];
   /** see FinishReason */
   finishReason: FinishReason;
   stats: GenerationStats;
@@ -262,7 +323,7 @@ export interface TensorInfo {
 }
 
 export interface ModelInfo {
-  /** 'llama' or 'qwen2' */
+  /** general.architecture: 'llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'bert', 'nomic-bert' */
   architecture: string | null;
   /** text of the BOS / EOS tokens (e.g. '<|im_end|>'), null when the model has none */
   specialTokens: { bos: string | null; eos: string | null };
@@ -275,7 +336,10 @@ export interface ModelInfo {
   parts: number;
   paramCount: number;
   hparams: HParams;
-  context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide' };
+  /** windowRows: rows the sliding-window layers keep (0: one per position, as the other layers) */
+  context: { nCtx: number; nBatch: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide'; windowCache: 'window' | 'full'; windowRows: number };
+  /** embed(): vector length, the pooling 'model' means, and whether attention is causal (decoders) */
+  embedding: { length: number; pooling: 'mean' | 'cls' | 'last'; causal: boolean };
   metadata: Record<string, MetadataValue>;
   tensors: TensorInfo[];
   /** Browsers, URL sources: true when the bytes came from the model cache (web/cache.js), false when fetched. */
@@ -342,6 +406,8 @@ export interface Candidate {
   text: string;
   tokens: number[];
   logprobs: number[];
+  /** with options.logprobs: per token, the most likely tokens at its position */
+  topLogprobs?: TopLogprob[][];
   finishReason: FinishReason;
   score: number;
 }
@@ -363,9 +429,43 @@ export interface CandidateProgress {
 
 export type Scorer = 'mean-logprob' | 'total-logprob' | ((candidate: Omit<Candidate, 'score'>) => number | Promise<number>);
 
+/** Adaptive sampling (web/adaptive.js): minN candidates, then `batch` at a time, until the
+ * outcome is settled with `confidence` or maxN are drawn. */
+export interface AdaptiveSampling {
+  /** the first batch (1..64, default 4) */
+  minN?: number;
+  /** most candidates in all (1..4096, default 32) */
+  maxN?: number;
+  /** in (0.5, 1), default 0.95 */
+  confidence?: number;
+  /** candidates per later batch (1..64, default minN) */
+  batch?: number;
+}
+/** bestOfN: stops when P(none of the next `batch` candidates beats the best) = (k + 1) / (k + 1 + batch)
+ * reaches `confidence` (k: candidates drawn since the best, a uniform prior on the chance of beating it),
+ * or at once when the best score reaches `target`. */
+export interface AdaptiveBest extends AdaptiveSampling {
+  /** a score that ends the sampling when reached (e.g. 1 for a verifier's pass) */
+  target?: number;
+}
+/** What an adaptive run spent and why it stopped (stats.adaptive). */
+export interface AdaptiveStats {
+  samples: number;
+  batches: number;
+  stoppedBy: 'confidence' | 'target' | 'maxN';
+  /** the rule's probability when sampling stopped */
+  confidence: number;
+  minN: number;
+  maxN: number;
+  batch: number;
+  target?: number;
+}
+
 export interface BestOfNOptions extends Omit<GenerateOptions, 'draft' | 'draftTokens' | 'adaptive'> {
-  /** candidates (1..64, default 4) */
+  /** candidates (1..64, default 4); not with adaptive */
   n?: number;
+  /** sample in batches until the best is settled (candidate i still samples with seed + i) */
+  adaptive?: AdaptiveBest;
   /** default 'mean-logprob' (mean log-probability per token); a function is a verifier */
   scorer?: Scorer;
   onCandidate?: (p: CandidateProgress) => void;
@@ -385,6 +485,8 @@ export interface BatchStats {
   /** the context was re-planned for more sequences / slots */
   contextGrown: boolean;
   grammar?: GrammarStats;
+  /** with options.adaptive (the times and counts are the sums over its batches) */
+  adaptive?: AdaptiveStats;
 }
 
 export interface BestOfNResult { candidates: Candidate[]; best: Candidate; stats: BatchStats }
@@ -413,23 +515,189 @@ export interface Attempt {
   finishReason: FinishReason; ok: boolean; message: string | null; stats: GenerationStats;
 }
 
-export interface BeamSearchOptions {
+/** With a grammar (or json / jsonSchema) beams rank only the tokens it allows (log-probabilities renormalised over them). */
+export interface BeamSearchOptions extends StructuredOutputOptions {
   /** 1..32, default 4 */
   beams?: number;
   maxTokens?: number;
   /** score = logprob / length^lengthPenalty (default 1) */
   lengthPenalty?: number;
-  /** GBNF grammar: beams rank only the tokens it allows (log-probabilities renormalised over them) */
-  grammar?: string;
   ignoreEos?: boolean;
   addBos?: boolean;
   parseSpecial?: boolean;
   signal?: AbortSignal;
 }
 
-export interface SelfConsistencyOptions<A = unknown> extends Omit<BestOfNOptions, 'scorer'> {
+export interface SelfConsistencyOptions<A = unknown> extends Omit<BestOfNOptions, 'scorer' | 'adaptive'> {
+  /** sample in batches until P(leader's share among the top two > 1/2) = P(Binomial(a + b + 1, 1/2) <= a)
+   * reaches `confidence` (a, b: the votes of the leading answer and the runner-up; a uniform prior) */
+  adaptive?: AdaptiveSampling;
   /** pulls the answer out of a candidate's text (null / undefined: no answer) */
   extract: (text: string, candidate: Candidate) => A | null | undefined | Promise<A | null | undefined>;
+}
+
+/** One node of a tree search: a step of a path (the root: the prompt). */
+export interface TreeNode {
+  id: number;
+  /** null for the root */
+  parent: number | null;
+  depth: number;
+  /** this step's text and tokens, with their log-probabilities (their sum: logprob) */
+  text: string;
+  tokens: number[];
+  logprobs: number[];
+  logprob: number;
+  /** the whole path from the root: its text, summed log-probability and token count */
+  pathText: string;
+  pathLogprob: number;
+  pathTokens: number;
+  /** the scorer's rating (null: the root, a rollout that did not end) */
+  score: number | null;
+  /** an end: end of generation or a complete grammar ('stop'), maxTokens ('length'), the context ('context'), a grammar's dead end ('grammar'), maxSteps ('steps') or isFinal ('final') */
+  final: boolean;
+  finishReason: FinishReason | 'steps' | 'final' | null;
+  /** mcts: a rollout (one node for all its steps; `steps` of them), not part of the searched tree */
+  rollout: boolean;
+  steps?: number;
+  /** the search dropped this node (its sequence was freed) */
+  pruned: boolean;
+  /** the node grew children (their ids) */
+  expanded: boolean;
+  children: number[];
+  /** mcts: backups through this node and their mean value */
+  visits?: number;
+  value?: number | null;
+}
+
+export interface TreeSearchOptions extends SamplingOptions, StructuredOutputOptions {
+  /** a step ends with the token completing one of these (default '\n'), or after maxTokensPerStep tokens */
+  step?: string | string[];
+  /** children sampled from a node that grows (1..64, default 4); a call's children decode as one batch */
+  expand?: number;
+  /** 'beam': nodes kept per depth; 'best-first': most open nodes; 'mcts': keep x expand sequences stay cached (default 2) */
+  keep?: number;
+  /** most steps on a path (default 8) */
+  maxSteps?: number;
+  /** most tokens in one step (default 32) */
+  maxTokensPerStep?: number;
+  /** default 'beam' */
+  strategy?: 'beam' | 'best-first' | 'mcts';
+  /** rates each new node by its whole path: 'mean-logprob' (default), 'total-logprob' or a function (a verifier);
+   * a throw or rejection fails the search with code 'CALLBACK' */
+  score?: 'mean-logprob' | 'total-logprob' | ((node: TreeNode) => number | Promise<number>);
+  /** the node is an answer: its path ends there */
+  isFinal?: (node: TreeNode) => boolean | Promise<boolean>;
+  /** progress: 'node' for each new scored node, 'pruned' when one is dropped */
+  onNode?: (node: TreeNode, event: 'node' | 'pruned') => void | Promise<void>;
+  /** most nodes grown (default keep x maxSteps) */
+  maxExpansions?: number;
+  /** mcts: the UCT constant c (default sqrt 2; values are scaled to [0, 1] by the scores seen) */
+  exploration?: number;
+  ignoreEos?: boolean;
+  addBos?: boolean;
+  parseSpecial?: boolean;
+  reusePrefix?: boolean;
+  signal?: AbortSignal;
+}
+
+/** The memory a search planned: `width` live sequences besides the prompt's, each at most `pathTokens` tokens past it. */
+export interface TreePlan {
+  strategy: 'beam' | 'best-first' | 'mcts';
+  width: number;
+  sequences: number;
+  pathTokens: number;
+  promptTokens: number;
+  /** promptTokens + width x pathTokens */
+  slots: number;
+}
+
+export interface TreeSearchResult {
+  /** the best-scoring final node (null only when nothing was scored); not final when the budget ended first */
+  best: TreeNode | null;
+  /** best.pathText */
+  text: string;
+  /** every explored node, by id (the root first) */
+  nodes: TreeNode[];
+  stats: {
+    strategy: 'beam' | 'best-first' | 'mcts';
+    expansions: number;
+    nodes: number;
+    finals: number;
+    /** tokens sampled, forward passes, tokens evaluated again to rebuild paths (mcts, or after other calls) */
+    tokens: number;
+    passes: number;
+    rebuiltTokens: number;
+    peakUsedSlots: number;
+    peakSequences: number;
+    plan: TreePlan;
+    contextGrown: boolean;
+    /** each worker call: nodes grown or stepped, forward passes, decode time, and the cache after it */
+    calls: { nodes: number; passes: number; decodeMs: number; usedSlots: number; liveSequences: number }[];
+    scoringMs: number;
+    wallMs: number;
+  };
+}
+
+/** An answer as deliberate's verifier sees it. */
+export interface DeliberateAnswer { text: string; tokens: number[]; logprobs: number[] }
+
+export interface DeliberateOptions extends SamplingOptions, StructuredOutputOptions {
+  /** most tokens generated in all: the greedy answer, then each stage (default 2048) */
+  budget?: number;
+  /** the stages after the greedy answer, in order (default ['best-of-n', 'tree']); best-of-N takes at most half of
+   * what is left when a tree search follows */
+  escalate?: ('best-of-n' | 'tree')[];
+  /** the signal that an answer is uncertain: 'verifier' (default with verify), 'min-logprob' (default otherwise)
+   * or 'entropy' (mean entropy of the model's distributions at the answer's tokens: one more evaluation) */
+  uncertainty?: 'min-logprob' | 'entropy' | 'verifier';
+  /** uncertain below this min log-prob (default -3) or above this mean entropy in nats (default 1.5) */
+  threshold?: number;
+  /** accepts or rejects an answer; a throw or rejection fails the call with code 'CALLBACK' */
+  verify?: (answer: DeliberateAnswer) => Verdict | Promise<Verdict>;
+  /** the tree stage: step delimiter, children per node (default 4), nodes kept (default 2), tokens per step (default 32) */
+  step?: string | string[];
+  expand?: number;
+  keep?: number;
+  maxTokensPerStep?: number;
+  ignoreEos?: boolean;
+  addBos?: boolean;
+  parseSpecial?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface DeliberateStage {
+  stage: 'greedy' | 'best-of-n' | 'tree';
+  /** tokens this stage generated */
+  tokens: number;
+  text?: string;
+  accepted?: boolean;
+  /** the uncertainty signal of the stage's answer (verifier: 1 or 0) */
+  signal?: number;
+  /** why it was accepted or not, in words */
+  why?: string;
+  /** a stage the budget left no room for: why */
+  skipped?: string;
+  samples?: number;
+  stoppedBy?: AdaptiveStats['stoppedBy'];
+  nodes?: number;
+  expansions?: number;
+}
+
+export interface DeliberateResult {
+  /** the answer the signal rates best (accepted, when one was) */
+  text: string;
+  tokens: number[];
+  accepted: boolean;
+  /** the stage that gave it */
+  stage: DeliberateStage['stage'];
+  /** tokens generated in all (at most budget); signalTokens: tokens evaluated for the entropy signal */
+  spent: number;
+  budget: number;
+  signalTokens: number;
+  uncertainty: 'min-logprob' | 'entropy' | 'verifier';
+  threshold: number | null;
+  stages: DeliberateStage[];
+  wallMs: number;
 }
 
 export interface DistributionOptions extends Omit<SamplingOptions, 'maxTokens' | 'seed'> {
@@ -452,6 +720,14 @@ export interface LogitsOptions {
 export interface QuantizeOptions {
   /** Node: write the GGUF file here instead of returning its bytes */
   outPath?: string;
+}
+export interface EmbedOptions {
+  /** one vector from a text's token states: 'model' (default: the file's pooling_type, else 'mean'
+   * for encoders such as bert, 'last' for decoders), 'mean', 'cls' (the first token's) or 'last' */
+  pooling?: 'model' | 'mean' | 'cls' | 'last';
+  /** scale each vector to length 1 (default true) */
+  normalize?: boolean;
+  signal?: AbortSignal;
 }
 
 export interface Beam { text: string; tokens: number[]; logprob: number; score: number; finishReason: FinishReason }
@@ -493,8 +769,17 @@ export declare class Model {
   selfConsistency<A = unknown>(prompt: string | number[], options: SelfConsistencyOptions<A>): Promise<SelfConsistencyResult<A>>;
   /** Resamples (seed, seed+1, ...) until verify accepts or maxAttempts; returns every attempt. */
   generateUntil(prompt: string | number[], options: GenerateUntilOptions): Promise<{ ok: boolean; result: Attempt | null; attempts: Attempt[] }>;
+  /** Tree search over steps: beam, best-first or MCTS; each call grows nodes as one batch sharing their paths in the cache. */
+  treeSearch(prompt: string | number[], options?: TreeSearchOptions): Promise<TreeSearchResult>;
+  /** Answers greedily; when the answer looks uncertain (its min log-prob, its mean entropy, or a verifier), spends more
+   * (adaptive best-of-N, then tree search) within a budget of tokens, and reports what it spent and why. */
+  deliberate(prompt: string | number[], options?: DeliberateOptions): Promise<DeliberateResult>;
   /** Deterministic beam search on forked sequences. */
   beamSearch(prompt: string | number[], options?: BeamSearchOptions): Promise<{ beams: Beam[]; stats: { promptTokens: number; steps: number; wallMs: number } }>;
+  /** Embeddings: one Float32Array (info.embedding.length floats) per text, in order; a single string
+   * gives an array of one. An element may be token ids, used as they are. L2-normalized unless
+   * {normalize: false}. Works for encoders (bert, nomic-bert) and decoders (pooled final-norm states). */
+  embed(texts: string | Array<string | number[]>, options?: EmbedOptions): Promise<Float32Array[]>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
   quantize(type: QuantType, options?: QuantizeOptions): Promise<QuantizeResult>;
   /** Frees the model and ends its worker at once: requests in flight or queued reject with code 'DISPOSED'. */
@@ -510,8 +795,8 @@ export declare class Model {
  */
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
-  | 'NETWORK' | 'NOT_FOUND' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'INTERNAL'
-  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE'
+  | 'NETWORK' | 'NOT_FOUND' | 'UNAUTHORIZED' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'VOCAB_MISMATCH' | 'BAD_SCHEMA' | 'INTERNAL'
+  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE' | 'CALLBACK'
   | (string & {});
 
 /** Every failure the package reports; `code` is stable, `option` names the option for BAD_OPTION. */
@@ -525,7 +810,32 @@ export declare class WasmlmError extends Error {
   readonly statusName?: string;
   /** BAD_OPTION for an unknown key: the closest known option, when one is close */
   readonly suggestion?: string | null;
+  /** CALLBACK: which callback failed ('score', 'isFinal', 'onNode', deliberate's 'verify'), on which node; `cause` is its error */
+  readonly callback?: string;
+  readonly node?: number;
+  /** BAD_SCHEMA: the JSON Schema keyword at fault (null when the schema as a whole is) */
+  readonly keyword?: string | null;
+  /** BAD_SCHEMA: JSON Pointer of that keyword in the schema ('' for the whole schema) */
+  readonly path?: string;
+  /** UNAUTHORIZED (HTTP 401 / 403 from a hub): whether an access token was sent, and where it came from
+   * ('hubToken', 'WASMLM_HUB_TOKEN', 'HF_TOKEN'; null when none was sent) */
+  readonly tokenSent?: boolean;
+  readonly tokenFrom?: string | null;
 }
+
+/** Options of jsonSchemaToGbnf / jsonGrammar (docs/json-schema.md). */
+export interface JsonGrammarOptions {
+  /** 'flexible' (default): after { [ , : and before } ] nothing, one space, or a newline and up to
+   * maxIndent spaces/tabs; 'compact': no whitespace at all. */
+  whitespace?: 'flexible' | 'compact';
+  /** Spaces/tabs allowed after a newline in 'flexible' mode, 0..256; default 24. */
+  maxIndent?: number;
+}
+/** GBNF text (start rule `root`) whose every sentence is JSON valid against `schema` (the JSON Schema
+ * 2020-12 subset of docs/json-schema.md); BAD_SCHEMA naming the keyword and its JSON Pointer otherwise. */
+export declare function jsonSchemaToGbnf(schema: object | boolean, options?: JsonGrammarOptions): string;
+/** GBNF text for any JSON value, or with `object: true` any JSON object. */
+export declare function jsonGrammar(options?: JsonGrammarOptions & { object?: boolean }): string;
 
 export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;
 
@@ -540,7 +850,7 @@ export declare function clearModelCache(options?: { cacheDir?: string }): Promis
 /** Name of the browser Cache Storage cache holding models. */
 export declare const MODEL_CACHE: string;
 
-export declare const DEFAULT_SAMPLING: Readonly<Required<SamplingOptions>>;
+export declare const DEFAULT_SAMPLING: Readonly<Required<Omit<SamplingOptions, 'logitBias'>>>;
 export declare const DEFAULT_CONTEXT: Readonly<{ contextLength: number; batchSize: number; kvType: 'f32' | 'f16'; onFull: 'error' | 'slide'; nKeep: number }>;
 export declare const QUANT_TYPES: Readonly<Record<QuantType, number>>;
 
@@ -557,10 +867,14 @@ export interface HubId { owner: string; repo: string; revision: string; path: st
 export declare function isHubId(source: unknown): boolean;
 /** Parses 'hf:OWNER/REPO[@REV][/PATH.gguf | :QUANT]'; BAD_OPTION when malformed. */
 export declare function parseHubId(id: string): HubId;
+/** One file of a hub repository: size and sha256 are known when the listing was read. */
+export interface HubFile { path: string; url: string; size: number | null; sha256: string | null }
 /** Resolves a hub id to its file's resolve URL (reading the repository's listing for a quantization):
- * NOT_FOUND (listing the GGUF files that exist) or BAD_OPTION (several matches) otherwise. */
-export declare function resolveHubId(id: string, options?: { hubUrl?: string; signal?: AbortSignal; timeout?: number }):
-  Promise<HubId & { path: string; url: string; size: number | null; sha256: string | null; hubUrl: string }>;
+ * NOT_FOUND (listing the GGUF files that exist), BAD_OPTION (several matches) or UNAUTHORIZED (a gated
+ * or private repository: see LoadOptions.hubToken) otherwise. The first part of a split GGUF comes with
+ * `parts`, every part in order (null otherwise). */
+export declare function resolveHubId(id: string, options?: { hubUrl?: string; hubToken?: string; signal?: AbortSignal; timeout?: number }):
+  Promise<HubId & HubFile & { hubUrl: string; parts: HubFile[] | null }>;
 
 export interface RegistryEntry {
   url: string;

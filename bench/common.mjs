@@ -68,6 +68,8 @@ export function scalingWorkloads(n) {
       { shape: `${shape}-st`, draft: 'q4_0', prompt: 'Once upon a time, there was a little girl named Lily. She loved to',
         label: `${shape} shape, trained (stories260K inside): F16 + Q4_0 draft` },
     ]),
+    // a tree search's step delimiter that the synthetic vocabulary never produces: steps end at their token budget
+    neverDelimiter: '<never a delimiter \u0007>',
     lookupPrompt: Array(6).fill(promptOf(12)).join(' '),
     lookupDraftTokens: 8,
   };
@@ -78,7 +80,8 @@ export function scalingTable(rows) {
   const f = (x, d = 2) => Number(x).toFixed(d);
   let md = '| bench | model | tokens | baseline ms | scaled ms | ratio | target | notes |\n|---|---|---|---|---|---|---|---|\n';
   for (const r of rows) {
-    if (r.bench === 'best-of-8') md += `| best-of-8 / single | ${r.model} | ${r.tokens} | ${f(r.singleMs, 0)} | ${f(r.bestOf8Ms, 0)} | ${f(r.ratio)}× | ≤ 2.5× | one batch of 8 forked sequences |\n`;
+    if (r.bench === 'tree-step') md += `| tree-search step / best-of-8 step | ${r.model} | ${r.tokens} | ${f(r.bestStepMs)} | ${f(r.treeStepMs)} | ${f(r.ratio)}× | ≈ 1× | ms per forward pass of 8 sequences: 2 nodes x 4 children sharing their paths vs 8 candidates |\n`;
+    else if (r.bench === 'best-of-8') md += `| best-of-8 / single | ${r.model} | ${r.tokens} | ${f(r.singleMs, 0)} | ${f(r.bestOf8Ms, 0)} | ${f(r.ratio)}× | ≤ 2.5× | one batch of 8 forked sequences |\n`;
     else md += `| ${r.bench} speedup | ${r.model} | ${r.tokens} | ${f(r.plainMs, 0)} | ${f(r.specMs, 0)} | ${f(r.speedup)}× | ${r.target ?? '≥ 1.5×'} | output identical: ${r.identical ? 'yes' : 'NO'}; acceptance ${f(r.acceptanceRate)}, ${f(r.tokensPerPass)} tokens/pass |\n`;
   }
   return md;

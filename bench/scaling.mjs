@@ -1,11 +1,13 @@
 // Inference-time scaling benchmark (part of `make bench`): ratios measured
 // side by side in one run, interleaved, medians.
 //   best-of-8 wall time / one generation's wall time (same length, s110m Q4_0, 2 threads)
+//   a tree-search call growing keep x expand = 2 x 4 = 8 children / a best-of-8 step: time per
+//   forward pass (both decode 8 sequences a pass; the tree's share their paths)
 //   speculative decoding: F16 target + Q4_0 draft of the same model (random weights, and the trained
 //   stories260K inside the same shape; s110m: + Q8_0 too), greedy, speedup at identical output
 //   prompt lookup on a repetitive prompt, greedy, speedup at identical output
 //
-//   node bench/scaling.mjs [--shapes s110m,tl1b] [--reps 3] [--tokens 64] [--threads 2] [--out scaling]
+//   node bench/scaling.mjs [--shapes s110m,tl1b] [--best s110m] [--reps 3] [--tokens 64] [--threads 2] [--out scaling] [--only best]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +19,8 @@ const reps = +(args.reps || 3);
 const N = +(args.tokens || 64);
 const threads = +(args.threads || 2);
 const shapes = String(args.shapes || 's110m,tl1b').split(',');
+const bestShape = String(args.best || 's110m');   // the best-of-8 and tree rows' model (a smaller shape for a smoke run)
+const only = args.only ? String(args.only).split(',') : null;   // 'best': only the best-of-8 and tree rows
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const log = (...a) => console.error('[scaling]', ...a);
 const W = scalingWorkloads(N);
@@ -32,8 +36,8 @@ async function timed(fn) { const t = performance.now(); const r = await fn(); re
 
 // ---- best-of-8 -------------------------------------------------------------------
 {
-  const file = model('s110m', 'q4_0', log);
-  const m = await loadModel(file, { threads, contextLength: 1024, maxSequences: 8 });
+  const file = model(bestShape, 'q4_0', log);
+  const m = await loadModel(file, { threads, contextLength: 1024, maxSequences: 9 });
   build = m.simd;
   const prompt = W.bestPrompt, o = W.bestOptions;
   await m.complete(prompt, o);          // warm up
@@ -45,11 +49,28 @@ async function timed(fn) { const t = performance.now(); const r = await fn(); re
     if (res.candidates.some((c) => c.tokens.length !== N)) throw new Error('best-of-8 candidates of unequal length');
     eight.push(ms);
   }
-  const row = { bench: 'best-of-8', model: 's110m Q4_0', threads, tokens: N, singleMs: median(one), bestOf8Ms: median(eight) };
+  const row = { bench: 'best-of-8', model: `${bestShape} Q4_0`, threads, tokens: N, singleMs: median(one), bestOf8Ms: median(eight) };
   row.ratio = row.bestOf8Ms / row.singleMs;
   log(row); rows.push(row);
+  // a tree search's second call grows 2 nodes into 4 children each: 8 sequences a pass, N tokens
+  // each (a step delimiter that never comes); its time per pass against best-of-8's per step
+  const treeO = { ...o, maxTokens: 2 * N, strategy: 'beam', keep: 2, expand: 4, maxSteps: 2, maxTokensPerStep: N, step: W.neverDelimiter };
+  await m.treeSearch(prompt, treeO);
+  const perBest = [], perTree = [];
+  for (let r = 0; r < reps; r++) {
+    const b = await m.bestOfN(prompt, { ...o, n: 8 });
+    perBest.push(b.stats.decodeMs / b.stats.steps);
+    const t = await m.treeSearch(prompt, treeO);
+    const call = t.stats.calls[1];
+    if (call.nodes !== 8 || t.nodes.some((x) => x.depth === 2 && x.tokens.length !== N)) throw new Error('the tree call did not grow 8 children of N tokens');
+    perTree.push(call.decodeMs / call.passes);
+  }
+  const tree = { bench: 'tree-step', model: `${bestShape} Q4_0`, threads, tokens: N, bestStepMs: median(perBest), treeStepMs: median(perTree) };
+  tree.ratio = tree.treeStepMs / tree.bestStepMs;
+  log(tree); rows.push(tree);
   await m.dispose();
 }
+if (only && only.includes('best')) shapes.length = 0;
 
 // ---- speculative decoding: F16 targets with their own Q4_0 (see scalingWorkloads) ----------
 for (const sc of W.specCases(shapes)) {
@@ -76,7 +97,7 @@ for (const sc of W.specCases(shapes)) {
 }
 
 // ---- prompt lookup on a repetitive prompt -------------------------------------------------
-{
+if (!only) {
   const m = await loadModel(model('s110m', 'f16', log), { threads, contextLength: 512 });
   const prompt = W.lookupPrompt, g = W.greedy, k = W.lookupDraftTokens;
   await m.complete(prompt, g);

@@ -71,6 +71,13 @@ function plausible(name) {
       return ac.signal;
     }
     case 'feedback': return chance(0.8) ? pick([true, false, (p) => p]) : hostile();
+    case 'logitBias': {
+      if (!chance(0.8)) return hostile();
+      const id = () => Math.floor(rnd() * 600);   // some beyond the vocabulary (512)
+      const bias = () => pick([-Infinity, -100, -1, 0, 0.5, 5, 100, NaN, Infinity]);
+      return chance(0.5) ? { [id()]: bias(), [id()]: bias() }
+        : [[id(), bias()], [pick([' the', 'Once', '\u{1F600}', 'x'.repeat(2000), '', '<s>']), bias()]];
+    }
     default: return hostile();
   }
 }

@@ -1,5 +1,5 @@
 /* libFuzzer target: the tokenizers. The first input byte picks a vocabulary
- * (SentencePiece or byte-level BPE, from tools/fuzz-seeds.mjs) and a mode:
+ * (SentencePiece, byte-level BPE or WordPiece, from tools/fuzz-seeds.mjs) and a mode:
  *   encode: the rest is text (arbitrary bytes, invalid UTF-8 included),
  *           tokenized with and without BOS / special-token parsing; every id
  *           must be in range and the buffer-too-small path must agree;
@@ -8,7 +8,7 @@
  *           output must always be valid UTF-8. */
 #include "fuzz_common.h"
 
-#define N_VOCABS 3
+#define N_VOCABS 4
 static wlm_model *g_m[N_VOCABS];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -16,6 +16,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     g_m[0] = fz_model("micro-spm.gguf");
     g_m[1] = fz_model("tiny-bpe.gguf");
     g_m[2] = fz_model("tiny-qwen.gguf");
+    g_m[3] = fz_model("tiny-bert.gguf");
     return 0;
 }
 

@@ -22,6 +22,8 @@ export const SHAPES = {
   // Qwen2.5-0.5B's dimensions and vocabulary size (with arch 'qwen2' and
   // bpeFill, a byte-level BPE vocabulary of that size)
   q05b: { dim: 896, layers: 24, heads: 14, kvHeads: 2, ffn: 4864, ctx: 2048, vocab: 151936 },
+  // all-MiniLM-L6-v2's shape (arch 'bert'): the embedding benchmark's
+  minilm: { dim: 384, layers: 6, heads: 12, kvHeads: 12, ffn: 1536, ctx: 512, vocab: 30522 },
 };
 
 // xorshift128+ with Box-Muller: fast, seeded, platform independent
@@ -276,7 +278,7 @@ CHAT_TEMPLATES.qwen3 = String.raw`{%- if tools %}
 CHAT_TEMPLATES.granite = "{% for message in messages %}{{ '<|start_of_role|>' + message['role'] + '<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}{% endfor %}" +
   "{% if add_generation_prompt %}{{ '<|start_of_role|>assistant<|end_of_role|>' }}{% endif %}";
 
-export const ARCHS = ['llama', 'llama3', 'qwen2', 'qwen3', 'smollm3', 'granite', 'gemma2', 'gemma3', 'phi3'];
+export const ARCHS = ['llama', 'llama3', 'qwen2', 'qwen3', 'smollm3', 'granite', 'gemma2', 'gemma3', 'phi3', 'bert', 'nomic-bert'];
 
 // granite multipliers of the synthetic models (Granite 3.x files carry values
 // of this kind: embeddings x12, block outputs x0.22, logits / 8)
@@ -333,6 +335,13 @@ function gemmaVocabulary(n) {
  *   NEOX RoPE base 10000 with LongRoPE rope_factors_short/long.weight, rope.scaling.attn_factor
  *   and original_context_length; the SentencePiece vocab plus Phi-3's added tokens, eos
  *   <|endoftext|>, eot <|end|>, no BOS; Phi-3's chat template)
+ *   'bert' / 'nomic-bert' (the embedding encoders as llama.cpp's converter writes them: a
+ *   WordPiece vocabulary (makeModel's wordPieceVocabulary), token_types, LayerNorms with
+ *   biases after attention and after the FFN; bert: absolute position_embd, Q/K/V/O and FFN
+ *   biases, GELU FFN; nomic-bert: fused attn_qkv, NEOX RoPE base 1000, SwiGLU, no biases;
+ *   attention.causal false, pooling_type from opts.pooling (default 1, mean))
+ * @param {number} [opts.pooling] bert / nomic-bert: <arch>.pooling_type (0 none, 1 mean, 2 cls, 3 last);
+ *   other architectures: written only when given (decoder embeddings)
  * @param {number} [opts.ropeOriginalContext] also phi3: rope.scaling.original_context_length (default
  *   ctx / 32, at least 1; contexts past it use the long factors)
  * @param {number} [opts.slidingWindow] attention.sliding_window: llama (Mistral-style, every layer; none
@@ -372,6 +381,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   const qDim = kl * s.heads, kDim = kl * s.kvHeads, vDim = vl * s.kvHeads, oDim = vl * s.heads;
   const ropeBase = opts.ropeBase || { llama3: 500000, qwen2: 1000000, qwen3: 1000000, smollm3: 5000000, gemma3: 1000000 }[arch] || 10000;
   if (arch === 'gemma2' || arch === 'gemma3') return makeGemma(path, s, wt, seed, opts, { arch, shapeName: typeof shape === 'string' ? shape : 'custom', kl, vl, ropeBase });
+  if (arch === 'bert' || arch === 'nomic-bert') return makeEncoder(path, s, wt, seed, opts, { arch, shapeName: typeof shape === 'string' ? shape : 'custom' });
   const kv = [
     { key: 'general.architecture', type: T.STRING, value: gArch },
     { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${typeof shape === 'string' ? shape : 'custom'}` },
@@ -387,6 +397,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     { key: `${gArch}.rope.freq_base`, type: T.F32, value: ropeBase },
   ];
   if (opts.slidingWindow) kv.push({ key: `${gArch}.attention.sliding_window`, type: T.U32, value: opts.slidingWindow });
+  if (opts.pooling !== undefined) kv.push({ key: `${gArch}.pooling_type`, type: T.U32, value: opts.pooling });
   let phiFactors = null;
   if (arch === 'phi3') {
     const orig = opts.ropeOriginalContext || Math.max(1, Math.floor(s.ctx / 32));
@@ -577,6 +588,7 @@ function makeGemma(path, s, wt, seed, opts, { arch, shapeName, kl, vl, ropeBase 
     { key: `${arch}.attention.value_length`, type: T.U32, value: vl },
     { key: `${arch}.attention.sliding_window`, type: T.U32, value: opts.slidingWindow || 4 },
   ];
+  if (opts.pooling !== undefined) kv.push({ key: `${arch}.pooling_type`, type: T.U32, value: opts.pooling });
   if (g2) {
     kv.push({ key: 'gemma2.attn_logit_softcapping', type: T.F32, value: opts.attnSoftcap ?? 50 });
     kv.push({ key: 'gemma2.final_logit_softcapping', type: T.F32, value: opts.finalSoftcap ?? 30 });
@@ -630,6 +642,125 @@ function makeGemma(path, s, wt, seed, opts, { arch, shapeName, kl, vl, ropeBase 
     m('ffn_up.weight', [s.dim, s.ffn]);
     m('ffn_down.weight', [s.ffn, s.dim]);
     tensors.push(norm(`blk.${l}.post_ffw_norm.weight`, s.dim));
+  }
+  writeGGUF(path, kv, tensors);
+  return path;
+}
+
+// ---- bert / nomic-bert: embedding encoders ----------------------------------------
+
+const WORDPIECE_WORDS = ['the', 'a', 'of', 'and', 'to', 'in', 'is', 'it', 'that', 'for', 'on', 'with', 'as', 'was',
+  'hello', 'world', 'cat', 'dog', 'sat', 'mat', 'play', 'quick', 'brown', 'fox', 'jumps', 'over', 'lazy', 'search',
+  'embed', 'vector', 'text', 'model', 'un', 'cafe', 'naive', 'weather', 'today', 'sunny', 'rain', 'music', 'song'];
+const WORDPIECE_SUFFIXES = ['s', 'ing', 'ed', 'er', 'ly', 'aff', 'able', 'ding', 'tion', 'ness'];
+
+/**
+ * A WordPiece vocabulary of n tokens as llama.cpp's converter stores BERT's
+ * (ids as in bert-base-uncased's vocab.txt for the specials): [PAD] 0,
+ * [unused0..98] 1-99, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103; then
+ * punctuation, digits and letters as word starts ("▁x") and continuations
+ * ("x", BERT's "##x"), whole words, suffixes, and synthetic two- and
+ * three-letter pieces of both kinds until n. Specials are control tokens
+ * (type 3) and keep their text; every other piece is normal (type 1).
+ */
+export function wordPieceVocabulary(n) {
+  const tokens = ['[PAD]'], types = [3];
+  for (let i = 0; i < 99; i++) { tokens.push(`\u2581[unused${i}]`); types.push(1); }
+  tokens.push('[UNK]', '[CLS]', '[SEP]', '[MASK]'); types.push(3, 3, 3, 3);
+  const seen = new Set(tokens);
+  const add = (p) => { if (!seen.has(p) && tokens.length < n) { seen.add(p); tokens.push(p); types.push(1); } };
+  const chars = '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~0123456789abcdefghijklmnopqrstuvwxyz';
+  for (const c of chars) add('\u2581' + c);
+  for (const c of chars) add(c);
+  for (const w of WORDPIECE_WORDS) add('\u2581' + w);
+  for (const w of WORDPIECE_SUFFIXES) add(w);
+  const letters = 'etaoinshrdlucmfwypvbgkjqxz';
+  for (let len = 2; tokens.length < n && len <= 3; len++) {
+    const total = 26 ** len;
+    for (let i = 0; i < total && tokens.length < n; i++) {
+      let p = '', k = i;
+      for (let j = 0; j < len; j++) { p += letters[k % 26]; k = Math.floor(k / 26); }
+      add('\u2581' + p); add(p);
+    }
+  }
+  for (let i = 0; tokens.length < n; i++) add(`\u2581w${i}`);
+  return { tokens, types };
+}
+
+// bert / nomic-bert (see makeModel's doc): the key set and tensor layout
+// llama.cpp's converter writes for BertModel / NomicBertModel
+function makeEncoder(path, s, wt, seed, opts, { arch, shapeName }) {
+  const bert = arch === 'bert';
+  const d = s.dim, ff = s.ffn;
+  // (an encoder has as many K/V heads as query heads: a shape's kvHeads is not used)
+  const v = wordPieceVocabulary(Math.max(s.vocab, 200));
+  const id = (t) => v.tokens.indexOf(t);
+  const kv = [
+    { key: 'general.architecture', type: T.STRING, value: arch },
+    { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${shapeName}` },
+    { key: 'general.file_type', type: T.U32, value: wt === GGML.F32 ? 0 : 1 },
+    { key: `${arch}.context_length`, type: T.U32, value: s.ctx },
+    { key: `${arch}.embedding_length`, type: T.U32, value: d },
+    { key: `${arch}.block_count`, type: T.U32, value: s.layers },
+    { key: `${arch}.feed_forward_length`, type: T.U32, value: ff },
+    { key: `${arch}.attention.head_count`, type: T.U32, value: s.heads },
+    { key: `${arch}.attention.layer_norm_epsilon`, type: T.F32, value: 1e-12 },
+    { key: `${arch}.attention.causal`, type: T.BOOL, value: false },
+    { key: `${arch}.pooling_type`, type: T.U32, value: opts.pooling ?? 1 },
+  ];
+  if (!bert) kv.push({ key: `${arch}.rope.freq_base`, type: T.F32, value: opts.ropeBase || 1000 });
+  kv.push(
+    { key: 'tokenizer.ggml.model', type: T.STRING, value: 'bert' },
+    { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
+    { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
+    { key: 'tokenizer.ggml.token_type_count', type: T.U32, value: 2 },
+    { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: id('[UNK]') },
+    { key: 'tokenizer.ggml.cls_token_id', type: T.U32, value: id('[CLS]') },
+    { key: 'tokenizer.ggml.seperator_token_id', type: T.U32, value: id('[SEP]') },
+    { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: id('[PAD]') },
+    { key: 'tokenizer.ggml.mask_token_id', type: T.U32, value: id('[MASK]') },
+  );
+  if (opts.lowercase === false) kv.push({ key: 'tokenizer.ggml.normalizer.lowercase', type: T.BOOL, value: false });
+
+  const r = rng(seed);
+  const CH = 1 << 16;
+  const fromFloats = (n, t, f) => (emit) => {
+    for (let i = 0; i < n; i += CH) {
+      const m = Math.min(CH, n - i);
+      if (t === GGML.F32) { const a = new Float32Array(m); for (let j = 0; j < m; j++) a[j] = f(i + j); emit(new Uint8Array(a.buffer)); }
+      else { const a = new Uint16Array(m); for (let j = 0; j < m; j++) a[j] = toHalf(f(i + j)); emit(new Uint8Array(a.buffer)); }
+    }
+  };
+  const random = (ne, t, std = 0.02) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => std * r());
+  const vec = (name, n, f) => ({ name, ne: [n], type: GGML.F32, write: fromFloats(n, GGML.F32, f) });
+  const norm = (name, n) => [vec(`${name}.weight`, n, () => 1 + 0.1 * r()), vec(`${name}.bias`, n, () => 0.05 * r())];
+  const bias = (name, n) => vec(name, n, () => 0.05 * r());
+  const qk = opts.qkStd || 0.02;
+  const tensors = [
+    { name: 'token_embd.weight', ne: [d, v.tokens.length], type: wt, write: random([d, v.tokens.length], wt, opts.embdStd || 0.05) },
+    // (the converter keeps the token-type rows in F32)
+    { name: 'token_types.weight', ne: [d, 2], type: GGML.F32, write: random([d, 2], GGML.F32, 0.05) },
+  ];
+  if (bert) tensors.push({ name: 'position_embd.weight', ne: [d, s.ctx], type: wt, write: random([d, s.ctx], wt, 0.05) });
+  tensors.push(...norm('token_embd_norm', d));
+  for (let l = 0; l < s.layers; l++) {
+    const m = (name, ne, std) => tensors.push({ name: `blk.${l}.${name}`, ne, type: wt, write: random(ne, wt, std) });
+    if (bert) {
+      m('attn_q.weight', [d, d], qk); tensors.push(bias(`blk.${l}.attn_q.bias`, d));
+      m('attn_k.weight', [d, d], qk); tensors.push(bias(`blk.${l}.attn_k.bias`, d));
+      m('attn_v.weight', [d, d]); tensors.push(bias(`blk.${l}.attn_v.bias`, d));
+    } else { // one matrix: the Q rows, the K rows, the V rows
+      tensors.push({ name: `blk.${l}.attn_qkv.weight`, ne: [d, 3 * d], type: wt, write: fromFloats(3 * d * d, wt, (i) => (i < 2 * d * d ? qk : 0.02) * r()) });
+    }
+    m('attn_output.weight', [d, d]);
+    if (bert) tensors.push(bias(`blk.${l}.attn_output.bias`, d));
+    tensors.push(...norm(`blk.${l}.attn_output_norm`, d));
+    if (!bert) m('ffn_gate.weight', [d, ff]);
+    m('ffn_up.weight', [d, ff]);
+    if (bert) tensors.push(bias(`blk.${l}.ffn_up.bias`, ff));
+    m('ffn_down.weight', [ff, d]);
+    if (bert) tensors.push(bias(`blk.${l}.ffn_down.bias`, d));
+    tensors.push(...norm(`blk.${l}.layer_output_norm`, d));
   }
   writeGGUF(path, kv, tensors);
   return path;

@@ -21,7 +21,8 @@
 import { WasmlmError, badOption } from '../web/errors.js';
 import { isNode, nodeImport } from '../web/env.js';
 import { checkSha256, checkTimeout, fetchChecked, readBody, declaredLength, safeUrl, REGISTRY_TIMEOUT_MS } from '../web/net.js';
-import { parseHubId, resolveHubId, hubBaseUrl, hubFileUrl, hubFileError, pickFile } from '../web/hub.js';
+import { parseHubId, resolveHubId, hubBaseUrl, hubFileUrl, hubFileError, pickFile, hubAuth } from '../web/hub.js';
+import { splitPartNames } from '../web/split.js';
 
 
 let builtin = null;
@@ -334,7 +335,7 @@ async function downloadAttempt(name, entry, { part, have, prec, timeout, options
   const headers = {};
   if (have) { headers.Range = `bytes=${have}-`; headers['If-Range'] = prec.etag; }
   if (conditional) headers['If-None-Match'] = conditional;
-  const { response: res, timer } = await fetchChecked(url, { signal: options.signal, timeout, fetch: options.fetch, headers, allow: [304, 416] });
+  const { response: res, timer } = await fetchChecked(url, { signal: options.signal, timeout, fetch: options.fetch, headers, allow: [304, 416], auth: options.auth });
   const drop = (status, why) => { timer.done(); res.body?.cancel().catch(() => {}); return { status, why }; };
   if (res.status === 304) return conditional ? drop('unchanged') : drop('restart', 'HTTP 304 to an unconditional request');
   if (res.status === 416) return drop('restart', `HTTP 416 for bytes ${have}-`);
@@ -434,10 +435,14 @@ function checkDownload(name, entry, { got, loaded, head }) {
 
 // ---- hub ids (web/hub.js) in the Node cache ---------------------------------
 
-/** The cache file name of a hub file: hf--OWNER--REPO--REVISION--PATH.gguf (path separators as --). */
+/**
+ * The cache name of a hub file (the file is NAME.gguf): hf--OWNER--REPO--REVISION--PATH with path
+ * separators as -- and PATH's .gguf dropped, so that a split GGUF's parts keep their part names
+ * (hf--...--m-00002-of-00003.gguf) and the worker finds them beside the first.
+ */
 export function hubCacheName(hub) {
   const clean = (x) => String(x).replace(/[^A-Za-z0-9._-]+/g, '_');
-  return ['hf', hub.owner, hub.repo, clean(hub.revision), ...hub.path.split('/').map(clean)].join('--');
+  return ['hf', hub.owner, hub.repo, clean(hub.revision), ...hub.path.replace(/\.gguf$/i, '').split('/').map(clean)].join('--');
 }
 
 /**
@@ -447,19 +452,26 @@ export function hubCacheName(hub) {
  * (304: use it; 200: the new bytes replace it); offline, or when the hub
  * cannot be reached, the cached copy is used as it is. Ids with a
  * quantization are resolved from the repository listing (offline: from the
- * cached files of that repository). Downloads resume (downloadModel).
- * Resolves {name, path, source: 'cache'|'download', entry, hub}.
+ * cached files of that repository). Downloads resume (downloadModel). The
+ * first part of a split GGUF brings every part into the cache, named so
+ * that the parts sit beside each other (their progress counts as one
+ * download). The access token (options.hubToken or the env: hubAuth) goes
+ * to the hub's origin only; it is in no record, name or message.
+ * Resolves {name, path, source: 'cache'|'download', entry, hub} (path: the
+ * first part's).
  */
 export async function resolveHubModel(id, options = {}) {
   const fs = await nodeImport('node:fs');
   const path = await nodeImport('node:path');
   const ref = parseHubId(id);
+  const base = hubBaseUrl(options);
+  const auth = hubAuth(options, base);
   const cacheDir = options.cacheDir || await defaultCacheDir();
   await sweepTempFiles(cacheDir);
   const offline = options.offline ?? process.env.WASMLM_OFFLINE === '1';
   const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
   let hub;
-  if (ref.path) hub = { ...ref, url: hubFileUrl(hubBaseUrl(options), ref, ref.path), size: null, sha256: null };
+  if (ref.path) hub = { ...ref, url: hubFileUrl(base, ref, ref.path), size: null, sha256: null, hubUrl: base };
   else if (offline) hub = cachedHubFile(fs, path, cacheDir, ref, options, null);
   else {
     try {
@@ -469,24 +481,47 @@ export async function resolveHubModel(id, options = {}) {
       hub = cachedHubFile(fs, path, cacheDir, ref, options, e); // the hub is unreachable: a cached copy will do
     }
   }
+  const names = splitPartNames(hub.path);
+  if (!names) return hubFileToCache(hub, { fs, cacheDir, offline, timeout, auth, options });
+  // a split GGUF: every part, one after the other, with one progress
+  const parts = hub.parts || names.map((p) => ({ path: p, url: hubFileUrl(hub.hubUrl || base, hub, p), size: null, sha256: null }));
+  const sizes = parts.map((p) => p.size);
+  const total = sizes.every((n) => n) ? sizes.reduce((a, n) => a + n, 0) : 0;
+  let done = 0, first = null, fresh = false;
+  for (const [i, p] of parts.entries()) {
+    const onProgress = options.onProgress && ((ev) => options.onProgress({ ...ev, loaded: done + ev.loaded, total: total || done + ev.total }));
+    const what = `${hub.id} (split GGUF part ${i + 1} of ${parts.length}, ${p.path})`;
+    const r = await hubFileToCache({ ...hub, path: p.path, url: p.url, size: p.size, sha256: p.sha256, parts: undefined },
+      { fs, cacheDir, offline, timeout, auth, options: { ...options, onProgress }, what });
+    done += p.size || fs.statSync(r.path).size;
+    if (r.source === 'download') fresh = true;
+    if (i === 0) first = r;
+  }
+  return { ...first, source: fresh ? 'download' : 'cache' };
+}
+
+/** One hub file into the cache (see resolveHubModel); `what` names it in messages (default the id). */
+async function hubFileToCache(hub, { fs, cacheDir, offline, timeout, auth, options, what = hub.id }) {
+  const path = await nodeImport('node:path');
   const name = hubCacheName(hub);
   const file = path.join(cacheDir, name + '.gguf');
   const entry = { url: hub.url, sha256: hub.sha256 || undefined, size: hub.size || undefined };
   const out = (source) => ({ name, path: file, source, entry, hub });
   const rec = await readSidecar(file);
   const cachedOk = fs.existsSync(file) && rec && rec.url === hub.url;
+  const dl = { ...options, timeout, auth, record: hubRecord(hub) };
   if (cachedOk) {
     if (offline || !rec.etag) {
       const problem = await verifyCached(entry, file);
       if (!problem) return out('cache');
-      if (offline) throw new WasmlmError('INTEGRITY', `cached ${hub.id} (${file}) failed verification: ${problem}; it was removed, and downloading again is not allowed offline`, { path: file });
+      if (offline) throw new WasmlmError('INTEGRITY', `cached ${what} (${file}) failed verification: ${problem}; it was removed, and downloading again is not allowed offline`, { path: file });
     } else {
       let r;
       try {
-        r = await downloadModel(name, entry, file, { ...options, timeout, ifNoneMatch: rec.etag, record: hubRecord(hub) });
+        r = await downloadModel(name, entry, file, { ...dl, ifNoneMatch: rec.etag });
       } catch (e) {
-        if (e.code !== 'NETWORK' || e.status) throw hubFileError(e, hub);
-        console.warn(`wasmlm: cannot ask ${safeUrl(hub.url)} whether ${hub.id} changed (${e.message}); using the cached copy`);
+        if (e.code !== 'NETWORK' || e.status) throw hubFileError(e, hub, auth);
+        console.warn(`wasmlm: cannot ask ${safeUrl(hub.url)} whether ${what} changed (${e.message}); using the cached copy`);
         r = { status: 'unchanged' };
       }
       if (r.status === 'downloaded') return out('download');
@@ -494,11 +529,11 @@ export async function resolveHubModel(id, options = {}) {
       if (!problem) return out('cache');
     }
   } else if (offline) {
-    throw new WasmlmError('NOT_FOUND', `${hub.id} is not in the cache ${cacheDir}, and downloading is not allowed offline`, { path: file });
+    throw new WasmlmError('NOT_FOUND', `${what} is not in the cache ${cacheDir}, and downloading is not allowed offline`, { path: file });
   }
   try {
-    await downloadModel(name, entry, file, { ...options, timeout, record: hubRecord(hub) });
-  } catch (e) { throw hubFileError(e, hub); }
+    await downloadModel(name, entry, file, dl);
+  } catch (e) { throw hubFileError(e, hub, auth); }
   return out('download');
 }
 
@@ -530,5 +565,8 @@ function cachedHubFile(fs, path, cacheDir, ref, options, cause) {
     if (cause) throw cause;
     throw new WasmlmError('NOT_FOUND', `${ref.id}: ${why}, and no cached file of ${ref.owner}/${ref.repo} matches (cached: ${files.map((x) => x.path).join(', ') || 'none'})`, { cause });
   }
-  return { ...ref, path: pick.path, url: pick.url, size: null, sha256: null };
+  // a split GGUF's other parts: beside the first part's recorded URL
+  const partNames = splitPartNames(pick.path);
+  const parts = partNames && partNames.map((p) => ({ path: p, url: new URL(encodeURIComponent(p.split('/').pop()), pick.url).href, size: null, sha256: null }));
+  return { ...ref, path: pick.path, url: pick.url, size: null, sha256: null, parts };
 }

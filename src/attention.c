@@ -17,7 +17,7 @@ void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, c
                          int kv_f16, const int32_t *slot_pos, uint32_t n_slots, int32_t qpos,
                          int32_t window_lo, uint32_t hd, float scale, float *out, float *tile) {
     uint32_t idx[WLM_ATT_TILE];
-    wlm_att_mask mask = { slot_pos, 0, 0, n_slots, qpos, window_lo, 0 };
+    wlm_att_mask mask = { slot_pos, 0, 0, n_slots, qpos, window_lo, 0, 0, 0 };
     wlm_attention_tiled_kv(k, q, kc, vc, kv_f16, &mask, hd, hd, scale, out, tile, idx);
 }
 
@@ -52,11 +52,17 @@ static int att_visible(const wlm_att_mask *mk, uint32_t i) {
 }
 
 /* the next tile of the slots mk lets its query see, from slot *j on: their
- * indices in idx, their count returned (0: none left) */
+ * rows in idx (the slots themselves, or their rows in mk->row_of), their
+ * count returned (0: none left) */
 static uint32_t att_next_tile(const wlm_att_mask *mk, uint32_t *j, uint32_t *idx) {
     uint32_t tn = 0, i = *j;
-    for (; i < mk->n_slots && tn < WLM_ATT_TILE; i++)
-        if (att_visible(mk, i)) idx[tn++] = i;
+    if (mk->row_of) {
+        for (; i < mk->n_slots && tn < WLM_ATT_TILE; i++)
+            if (att_visible(mk, i) && mk->row_of[i] >= 0) idx[tn++] = (uint32_t)mk->row_of[i];
+    } else {
+        for (; i < mk->n_slots && tn < WLM_ATT_TILE; i++)
+            if (att_visible(mk, i)) idx[tn++] = i;
+    }
     *j = i;
     return tn;
 }
@@ -109,6 +115,7 @@ void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *
     uint32_t iota[WLM_ATT_TILE];
     for (uint32_t i = 0; i < WLM_ATT_TILE; i++) iota[i] = i;
     float *kt = kvt, *vt = kvt ? kvt + (uint64_t)WLM_ATT_TILE * WLM_MAX(hd_k, hd) : 0;
+    const int32_t *rpos = mk->row_of ? mk->row_pos : mk->slot_pos;   /* the position of a row of idx */
     for (uint32_t q0 = 0; q0 < nq; q0 += WLM_ATT_MAXQ) {
         uint32_t q1 = WLM_MIN(nq, q0 + WLM_ATT_MAXQ);
         for (uint32_t i = q0; i < q1; i++) {
@@ -129,7 +136,7 @@ void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *
             }
             for (uint32_t i = q0; i < q1; i++) {
                 uint32_t n = 0;   /* the tile's first n slots are the ones query i sees */
-                while (n < tn && mk->slot_pos[idx[n]] <= qpos[i]) n++;
+                while (n < tn && rpos[idx[n]] <= qpos[i]) n++;
                 if (n) att_tile_step(k, q[i], kk, vv, f16, ix, n, hd_k, hd, scale, mk->softcap, out[i], tile, &m[i - q0], &sum[i - q0]);
             }
         }

@@ -16,11 +16,15 @@ void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, c
 /* Which slots a query sees: slot j when 0 <= slot_pos[j] <= qpos,
  * slot_pos[j] >= window_lo and (slot_seq == NULL or slot_seq[j] & seq_bit).
  * `idx` is room for WLM_ATT_TILE slot indices. softcap > 0: every score s
- * becomes softcap * tanh(s / softcap) before the softmax (gemma2). */
+ * becomes softcap * tanh(s / softcap) before the softmax (gemma2).
+ * row_of (NULL: row j is slot j): the keys and values of slot j are at row
+ * row_of[j] of kc/vc (a window ring; -1: not kept, never visible), and
+ * row_pos[r] is the position of row r. */
 typedef struct wlm_att_mask {
     const int32_t *slot_pos; const uint64_t *slot_seq; uint64_t seq_bit;
     uint32_t n_slots; int32_t qpos, window_lo;
     float softcap;
+    const int32_t *row_of, *row_pos;
 } wlm_att_mask;
 /* the same with key/query heads of hd_k and value heads of hd_v elements */
 void wlm_attention_tiled_kv(const wlm_kernels *k, const float *q, const void *kc, const void *vc,

@@ -8,8 +8,10 @@
 typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
-             off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_seen, off_sort,
-             off_sseq, off_tok, off_aidx, off_spec, off_kvt, off_rope_swa, off_rcs_swa;
+             off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_pen, off_sort,
+             off_sseq, off_tok, off_aidx, off_spec, off_kvt, off_rope_swa, off_rcs_swa,
+             off_kvl, off_ring;
+    uint32_t n_ring;
     uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16, act8_off, off_actb;
 } plan;
 
@@ -39,17 +41,24 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     uint64_t vd = (uint64_t)hp->n_head_kv * hp->head_dim_v;       /* values: n_head_kv x value_length */
     uint64_t od = (uint64_t)hp->n_head * hp->head_dim_v;          /* attention output (input of attn_output) */
     uint64_t esz = p->kv_type == WLM_KV_F16 ? 2 : 4;
-    uint64_t k_bytes = (uint64_t)hp->n_layer * kvd * p->n_ctx * esz;
-    uint64_t v_bytes = (uint64_t)hp->n_layer * vd * p->n_ctx * esz;
+    /* the K and V caches: a row per slot, or per row of the window ring on
+     * the sliding-window layers when the context keeps one (kvcache.c) */
+    pl.n_ring = wlm_kv_ring_rows(m, p);
+    uint64_t rows = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++) rows += m->layers[l].swa && pl.n_ring ? pl.n_ring : p->n_ctx;
+    uint64_t k_bytes = rows * kvd * esz, v_bytes = rows * vd * esz;
     uint64_t widest = WLM_MAX(WLM_MAX(WLM_MAX(d, qd), od), (uint64_t)hp->n_ff);
     pl.act_row_bytes = WLM_ALIGN_UP(WLM_MAX(wlm_act_row_bytes(GGML_Q8_0, (uint32_t)widest),
                                             wlm_act_row_bytes(GGML_Q8_K, (uint32_t)widest)), 64);
     reserve(&pl, WLM_ALIGN_UP(sizeof(struct wlm_ctx), 64));
     pl.off_k = reserve(&pl, k_bytes);
     pl.off_v = reserve(&pl, v_bytes);
+    pl.off_kvl = reserve(&pl, (uint64_t)hp->n_layer * sizeof(wlm_kv_layer));
     pl.off_slot = reserve(&pl, (uint64_t)p->n_ctx * 4);
     pl.off_sseq = reserve(&pl, (uint64_t)p->n_ctx * 8);
-    pl.off_tok = reserve(&pl, B * 24);
+    /* the ring's maps: per slot its row, per row its slot and position */
+    if (pl.n_ring) pl.off_ring = reserve(&pl, (uint64_t)p->n_ctx * 4 + (uint64_t)pl.n_ring * 8);
+    pl.off_tok = reserve(&pl, B * 28);
     pl.off_x = reserve(&pl, B * d * 4);
     pl.off_xb = reserve(&pl, B * WLM_MAX(d, qd) * 4);
     pl.off_q = reserve(&pl, B * qd * 4);
@@ -74,7 +83,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     if (wlm_kernels_best()->gemm_q4gb)
         pl.off_actb = reserve(&pl, (B + WLM_Q4GB_T - 1) / WLM_Q4GB_T * wlm_q4gb_chunk_bytes((uint32_t)widest));
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
-    pl.off_logits = reserve(&pl, (uint64_t)p->n_outputs * hp->n_vocab * 4);
+    pl.off_logits = reserve(&pl, m->output ? (uint64_t)p->n_outputs * hp->n_vocab * 4 : 0);   /* encoders: no logits */
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     pl.off_aidx = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     /* F16 caches: per thread one tile of keys and one of values as floats (wlm_attention_block) */
@@ -88,8 +97,8 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     }
     pl.off_cid = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_cval = reserve(&pl, (uint64_t)hp->n_vocab * 4);
-    pl.off_seen = reserve(&pl, hp->n_vocab);
-    pl.off_sort = reserve(&pl, (uint64_t)hp->n_vocab * 12);
+    pl.off_pen = reserve(&pl, (uint64_t)hp->n_vocab * 4);
+    pl.off_sort = reserve(&pl, (uint64_t)hp->n_vocab * 16);
     pl.off_spec = reserve(&pl, (uint64_t)hp->n_vocab * 4);   /* dense draft distribution (wlm_spec_accept) */
     pl.total = WLM_ALIGN_UP(pl.total, 64);
     return pl;
@@ -114,6 +123,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     if (p.n_ctx > (1u << 24)) return wlm_fail(err, WLM_ERR_ARG, "context length %u is too large", p.n_ctx);
     if (p.kv_type > WLM_KV_F16) return wlm_fail(err, WLM_ERR_ARG, "unknown KV cache type %u", p.kv_type);
     if (p.full_policy > WLM_FULL_SLIDE) return wlm_fail(err, WLM_ERR_ARG, "unknown context-full policy %u", p.full_policy);
+    if (p.swa_full > 1) return wlm_fail(err, WLM_ERR_ARG, "swa_full must be 0 or 1, got %u", p.swa_full);
     if (p.n_seq_max > WLM_MAX_SEQ) return wlm_fail(err, WLM_ERR_ARG, "n_seq_max %u is above the limit of %u sequences", p.n_seq_max, WLM_MAX_SEQ);
     if (p.full_policy == WLM_FULL_SLIDE && p.n_seq_max > 1)
         return wlm_fail(err, WLM_ERR_ARG, "the sliding-window policy works with one sequence (n_seq_max %u)", p.n_seq_max);
@@ -127,17 +137,32 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     const wlm_hparams *hp = &m->hp;
     c->m = m; c->k = wlm_kernels_best(); c->p = p;
     c->n_ctx = p.n_ctx; c->n_batch = p.n_batch;
-    c->k_cache = mem + pl.off_k; c->v_cache = mem + pl.off_v;
-    c->kv_head_stride = (uint64_t)p.n_ctx * hp->head_dim;
-    c->kv_layer_stride = c->kv_head_stride * hp->n_head_kv;
-    c->kv_head_stride_v = (uint64_t)p.n_ctx * hp->head_dim_v;
-    c->kv_layer_stride_v = c->kv_head_stride_v * hp->n_head_kv;
+    /* each layer's K and V: [kv_head][row][dim], layer after layer */
+    uint64_t esz = p.kv_type == WLM_KV_F16 ? 2 : 4, ko = pl.off_k, vo = pl.off_v;
+    c->kv = (wlm_kv_layer *)(mem + pl.off_kvl);
+    c->n_ring = pl.n_ring;
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        wlm_kv_layer *L = &c->kv[l];
+        L->ring = m->layers[l].swa && pl.n_ring;
+        uint64_t rows = L->ring ? pl.n_ring : p.n_ctx;
+        L->head_stride = rows * hp->head_dim;
+        L->head_stride_v = rows * hp->head_dim_v;
+        L->k = mem + ko; L->v = mem + vo;
+        ko += L->head_stride * hp->n_head_kv * esz;
+        vo += L->head_stride_v * hp->n_head_kv * esz;
+    }
     c->slot_pos = (int32_t *)(mem + pl.off_slot);
     c->slot_seq = (uint64_t *)(mem + pl.off_sseq);
+    if (pl.n_ring) {
+        c->slot_row = (int32_t *)(mem + pl.off_ring);
+        c->row_slot = c->slot_row + p.n_ctx;
+        c->row_pos = c->row_slot + pl.n_ring;
+    }
     c->n_seq_max = p.n_seq_max; c->n_outputs = p.n_outputs;
     c->tok_seq = (uint32_t *)(mem + pl.off_tok); c->tok_slot = c->tok_seq + p.n_batch;
     c->tok_pos = (int32_t *)(c->tok_slot + p.n_batch); c->out_tok = (uint32_t *)(c->tok_pos + p.n_batch);
     c->att_run = c->out_tok + p.n_batch; c->att_wpos = (int32_t *)(c->att_run + p.n_batch);
+    c->tok_row = (uint32_t *)(c->att_wpos + p.n_batch);
     c->x = (float *)(mem + pl.off_x); c->xb = (float *)(mem + pl.off_xb);
     c->q = (float *)(mem + pl.off_q); c->kk = (float *)(mem + pl.off_kk); c->vv = (float *)(mem + pl.off_vv);
     c->att = (float *)(mem + pl.off_att); c->hb = (float *)(mem + pl.off_hb); c->hb2 = (float *)(mem + pl.off_hb2);
@@ -155,7 +180,7 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     wlm_memset(c->spec_q, 0, (uint64_t)hp->n_vocab * 4);
     c->rope_freq = (double *)(mem + pl.off_rope); c->rope_cs = (float *)(mem + pl.off_rcs);
     c->cand_id = (int32_t *)(mem + pl.off_cid); c->cand_val = (float *)(mem + pl.off_cval);
-    c->seen = mem + pl.off_seen;
+    c->pen_count = (uint32_t *)(mem + pl.off_pen);
     c->sort_tmp = mem + pl.off_sort;
     c->mem = mem; c->mem_bytes = pl.total;
     /* inverse RoPE frequencies theta_i = base^(-2i/n_rot), in double, divided

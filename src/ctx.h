@@ -9,6 +9,17 @@
 #include "threads.h"
 #include "attention.h"
 
+/* The keys and values of one layer: per KV head, one row per cache slot
+ * (ring = 0) or per row of the window ring (ring = 1: a sliding-window
+ * layer whose context keeps a ring, wlm_ctx.slot_row maps a slot to its
+ * row); a row holds head_dim (keys) or head_dim_v (values) elements, F32 or
+ * F16. Heads are head_stride (head_stride_v) elements apart. */
+typedef struct wlm_kv_layer {
+    void *k, *v;
+    uint64_t head_stride, head_stride_v;
+    uint32_t ring;
+} wlm_kv_layer;
+
 struct wlm_ctx {
     wlm_model *m;
     const wlm_kernels *k;
@@ -24,14 +35,21 @@ struct wlm_ctx {
     uint32_t n_slots;      /* slots [0, n_slots) may be in use: attention scans these */
     uint32_t n_free;       /* free slots */
     uint32_t free_hint;    /* no free slot below this one */
-    /* the tokens of the chunk being evaluated: sequence, position, cache slot */
+    /* the window ring (src/kvcache.c): the rows of the sliding-window layers
+     * when they keep fewer rows than there are slots (n_ring > 0) */
+    uint32_t n_ring;       /* its rows; 0: every layer keeps a row per slot */
+    int32_t *slot_row;     /* per slot: its ring row, -1: none (dropped: out of every window) */
+    int32_t *row_slot;     /* per ring row: the slot it holds, -1: free */
+    int32_t *row_pos;      /* per ring row: that slot's position (attention reads it by row) */
+    uint32_t ring_free;    /* free ring rows */
+    uint32_t ring_hand;    /* where the next search for a ring row starts */
+    uint32_t seq_floor[WLM_MAX_SEQ]; /* the lowest position each sequence can be truncated to */
+    /* the tokens of the chunk being evaluated: sequence, position, cache slot, ring row */
     uint32_t *tok_seq, *tok_slot; int32_t *tok_pos;
+    uint32_t *tok_row;
     uint32_t *out_tok;     /* chunk tokens whose logits are wanted, in order */
     uint32_t *att_run; int32_t *att_wpos;   /* attention's runs of the chunk (forward.c, att_plan_runs) */
-    /* KV cache: [layer][kv_head][slot][head_dim], f32 or f16 */
-    void *k_cache, *v_cache;
-    uint64_t kv_layer_stride, kv_head_stride; /* in elements (K cache) */
-    uint64_t kv_layer_stride_v, kv_head_stride_v; /* in elements (V cache: value heads may differ in size) */
+    wlm_kv_layer *kv;      /* per layer: where its keys and values are (wlm_kv_head) */
     int32_t *slot_pos;     /* absolute position stored in each slot, -1 empty */
     /* scratch for a batch of up to n_batch tokens */
     float *x, *xb, *q, *kk, *vv, *att, *hb, *hb2;
@@ -54,8 +72,9 @@ struct wlm_ctx {
     double *rope_freq_swa; /* sliding-window layers with a RoPE base of their own (gemma3): their frequencies, else NULL */
     float *rope_cs_swa;    /* and their cos/sin pairs, as rope_cs (NULL when rope_freq_swa is) */
     /* sampler work space */
-    int32_t *cand_id; float *cand_val; uint8_t *seen;
-    void *sort_tmp;        /* 12 n_vocab bytes: the radix sort of the candidates */
+    int32_t *cand_id; float *cand_val;
+    uint32_t *pen_count;   /* n_vocab: a token's count in the penalty window, all zero between calls */
+    void *sort_tmp;        /* 16 n_vocab bytes: the radix sorts of the candidates (top-k, typical) */
     void *mem; uint64_t mem_bytes;
 };
 
@@ -69,6 +88,18 @@ float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, i
  * bytes, or NULL for the heap path) lets it radix-sort when k >= 256 */
 uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *tmp);
 float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok);
+/* The first stages of the sampler (sampler.c): the usable tokens' logits
+ * after the logit bias and the penalties, in cand_val / cand_id in ascending
+ * id order; returns their count. sp must have passed the sampler's checks
+ * (wlm_sample does them; tests call this to see the stages' exact values). */
+uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                           const int32_t *hist, uint32_t n_hist);
+
+/* forward.c: runs the n tokens whose sequence, position and cache slot are
+ * in c->tok_seq/tok_pos/tok_slot (at most n_batch) and leaves each one's
+ * final hidden state (decoders: after the final norm) in c->xb, n_embd
+ * floats apart: no logits (embeddings, embed.c) */
+void wlm_forward_hidden(wlm_ctx *c, const int32_t *tokens, uint32_t n);
 
 /* ---- sequences in the cache (kvcache.c) ------------------------------------- */
 void wlm_kv_reset(wlm_ctx *c);
@@ -76,5 +107,29 @@ void wlm_kv_reset(wlm_ctx *c);
 #define WLM_KV_BLOCK 16u
 /* takes a free slot (the caller checked c->n_free > 0) for seq at pos */
 uint32_t wlm_kv_take(wlm_ctx *c, uint32_t seq, int32_t pos);
+/* the sliding policy (WLM_FULL_SLIDE) overwrites slot j with position pos:
+ * the ring row of its old position, if any, is released */
+void wlm_kv_overwrite(wlm_ctx *c, uint32_t j, int32_t pos);
+/* gives each of the n tokens of the chunk (c->tok_seq/tok_pos/tok_slot)
+ * a ring row in c->tok_row, dropping rows that no query of the chunk or
+ * after it can see (nothing to do without a ring) */
+void wlm_kv_take_rows(wlm_ctx *c, uint32_t n);
+/* gives slot j (which has none) a free ring row: its row, or -1 when none
+ * is free or the context has no ring (a state being restored row by row) */
+int32_t wlm_kv_take_row(wlm_ctx *c, uint32_t j);
+/* Where the cache keeps what, for the forward pass and for anything that
+ * reads or writes cache rows (a state serializer): layer l keeps slot j's
+ * keys and values in row wlm_kv_row(c, l, j) of its wlm_kv_rows(c, l)
+ * rows, -1 when it no longer does (a sliding-window layer's ring dropped a
+ * position out of every sequence's window); wlm_kv_head gives the first
+ * row of KV head h (values = 1: the value cache), rows head_dim (values:
+ * head_dim_v) elements of the cache type apart. Slots in use are the j <
+ * n_slots with slot_seq[j] != 0, at position slot_pos[j]. */
+uint32_t wlm_kv_rows(const wlm_ctx *c, uint32_t l);
+int32_t wlm_kv_row(const wlm_ctx *c, uint32_t l, uint32_t j);
+void *wlm_kv_head(const wlm_ctx *c, uint32_t l, int values, uint32_t h);
+/* rows the window ring of a context with these parameters has (0: none):
+ * the plan's rule, src/kvcache.c explains it */
+uint32_t wlm_kv_ring_rows(const wlm_model *m, const wlm_ctx_params *p);
 
 #endif

@@ -16,6 +16,16 @@
  *                                                     attention.scale for 1/sqrt(d);
  *                                                     gemma2: logits soft-capped)
  *
+ * The encoders (bert, nomic-bert: encoder_layers) are post-norm instead:
+ *
+ *   x = LayerNorm(embed(token) + type_embd[0] + pos_embd[pos])   (nomic-bert: RoPE, no pos_embd)
+ *   for each layer:
+ *     q, k, v = Wq x + bq, ...; a = attention over the whole text (non-causal)
+ *     x = LayerNorm(x + Wo a + bo)
+ *     x = LayerNorm(x + W_down gelu(W_up x + b_up) + b_down)  (nomic-bert: SwiGLU)
+ *
+ * and give hidden states (embeddings, src/embed.c), not logits.
+ *
  * A call processes a batch of tokens (prefill) or one (decode). Every buffer
  * was planned at context creation: nothing is allocated here. */
 #include "ctx.h"
@@ -113,17 +123,17 @@ static uint32_t slot_for(const wlm_ctx *c, uint32_t pos) {
     return keep + (pos - keep) % ring;
 }
 
-/* Stores heads [h0, h1) of one token's keys (heads of head_dim floats) or,
- * with `values`, its values (heads of head_dim_v) in cache slot `slot`. */
-static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t slot, const float *src, uint32_t h0, uint32_t h1) {
+/* Stores heads [h0, h1) of chunk token t's keys (heads of head_dim floats)
+ * or, with `values`, its values (heads of head_dim_v) in the layer's row
+ * for it: its cache slot, or its window-ring row (kvcache.c). */
+static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t t, const float *src, uint32_t h0, uint32_t h1) {
     const wlm_hparams *hp = &c->m->hp;
     uint32_t hs = values ? hp->head_dim_v : hp->head_dim;
-    uint64_t ls = values ? c->kv_layer_stride_v : c->kv_layer_stride, hstr = values ? c->kv_head_stride_v : c->kv_head_stride;
-    void *cache = values ? c->v_cache : c->k_cache;
+    uint64_t row = c->kv[layer].ring ? c->tok_row[t] : c->tok_slot[t];
     for (uint32_t h = h0; h < h1; h++) {
-        uint64_t off = layer * ls + h * hstr + (uint64_t)slot * hs;
-        if (c->p.kv_type == WLM_KV_F16) wlm_quantize_row_f16(src + h * hs, (uint16_t *)cache + off, hs);
-        else wlm_memcpy((float *)cache + off, src + h * hs, hs * 4);
+        void *head = wlm_kv_head(c, layer, values, h);
+        if (c->p.kv_type == WLM_KV_F16) wlm_quantize_row_f16(src + h * hs, (uint16_t *)head + row * hs, hs);
+        else wlm_memcpy((float *)head + row * hs, src + h * hs, hs * 4);
     }
 }
 
@@ -141,6 +151,7 @@ static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t slot, cons
 typedef struct fwd {
     wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row;
     volatile int32_t next[2];
+    uint32_t hidden;   /* 1: leave every token's final hidden state in c->xb, no logits (embeddings) */
 } fwd;
 
 typedef struct step { volatile int32_t *next; uint32_t nth; } step;
@@ -176,11 +187,14 @@ static int32_t att_window_lo(uint32_t w, int32_t qpos) {
 
 /* the slots a token of the run starting at t0 may see, up to position wpos */
 static wlm_att_mask att_run_mask(const wlm_ctx *c, uint32_t t0, int32_t wpos) {
-    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0, c->m->attn_softcap };
+    wlm_att_mask mk = { c->slot_pos, c->n_seq_max > 1 ? c->slot_seq : 0, 1ull << c->tok_seq[t0], c->n_slots, wpos, 0, c->m->attn_softcap, 0, 0 };
     return mk;
 }
 
 #define ATT_TOGETHER 0x80000000u
+/* the query position of non-causal attention (encoders): every position of
+ * its sequence is visible */
+#define ATT_ALL 0x7fffffff
 
 /* Once per chunk, before its layers: cuts each block of att_block_tokens
  * tokens into runs of consecutive tokens of one sequence. For a run from
@@ -195,12 +209,13 @@ static void att_plan_runs(wlm_ctx *c, uint32_t n) {
         for (uint32_t t0 = b0, t1; t0 < tend; t0 = t1) {
             int32_t wpos = c->tok_pos[t0];
             for (t1 = t0 + 1; t1 < tend && c->tok_seq[t1] == c->tok_seq[t0]; t1++) wpos = WLM_MAX(wpos, c->tok_pos[t1]);
-            wlm_att_mask mk = att_run_mask(c, t0, wpos);
+            wlm_att_mask mk = att_run_mask(c, t0, c->m->causal ? wpos : ATT_ALL);
             /* (on a sliding-window layer an earlier query's slots are not a
              * prefix of the run's last one: there only a lone token shares,
              * attention_step) */
             c->att_run[t0] = t1 | (t1 - t0 == 1 || wlm_att_ascending(&mk) ? ATT_TOGETHER : 0);
             c->att_wpos[t0] = wpos;
+            if (!c->m->causal) c->att_wpos[t0] = ATT_ALL;   /* non-causal: the whole sequence */
         }
     }
 }
@@ -221,7 +236,6 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
     uint32_t group = hp->n_head / hp->n_head_kv, lo, hi;
     uint32_t qb = att_block_tokens(hp), nblk = (f->n + qb - 1) / qb;
     int f16 = c->p.kv_type == WLM_KV_F16;
-    uint64_t esz = f16 ? 2 : 4;
     float *tile = c->att_tile + (uint64_t)tid * WLM_ATT_TILE;
     uint32_t *idx = c->att_idx + (uint64_t)tid * WLM_ATT_TILE;
     float *kvt = f16 ? c->att_kvt + (uint64_t)tid * 2 * WLM_ATT_TILE * WLM_MAX(hd, hdv) : 0;
@@ -231,18 +245,19 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
     /* a sliding-window layer: a query at position p sees positions > p - n_swa,
      * a window of its own, so its queries run one by one */
     uint32_t swa = c->m->layers[layer].swa ? c->m->n_swa : 0;
+    /* a layer that keeps its rows in the window ring reads slot j at row slot_row[j] */
+    const int32_t *row_of = c->kv[layer].ring ? c->slot_row : 0;
     while (take(s, nblk * hp->n_head_kv, 1, &lo, &hi))
         for (uint32_t it = lo; it < hi; it++) {
             uint32_t b = it / hp->n_head_kv, hk = it % hp->n_head_kv;
             uint32_t t0 = b * qb, tend = WLM_MIN(f->n, t0 + qb);
-            uint64_t off = layer * c->kv_layer_stride + hk * c->kv_head_stride;
-            uint64_t off_v = layer * c->kv_layer_stride_v + hk * c->kv_head_stride_v;
-            const void *kc = (const uint8_t *)c->k_cache + off * esz, *vc = (const uint8_t *)c->v_cache + off_v * esz;
+            const void *kc = wlm_kv_head(c, layer, 0, hk), *vc = wlm_kv_head(c, layer, 1, hk);
             while (t0 < tend) {   /* the block's runs (att_plan_runs) */
                 uint32_t t1 = c->att_run[t0] & ~ATT_TOGETHER;
                 int together = (c->att_run[t0] & ATT_TOGETHER) != 0 && (!swa || t1 - t0 == 1);
                 wlm_att_mask mask = att_run_mask(c, t0, c->att_wpos[t0]);
                 if (swa) mask.window_lo = att_window_lo(swa, c->att_wpos[t0]);   /* a lone token's window */
+                if (row_of) { mask.row_of = row_of; mask.row_pos = c->row_pos; }
                 /* the run's queries, WLM_ATT_MAXQ at a time (a GQA group can be wider) */
                 uint32_t nq = 0;
                 for (uint32_t t = t0; t < t1; t++)
@@ -250,7 +265,7 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
                         uint32_t hq = hk * group + g;
                         qs[nq] = c->q + (uint64_t)t * qd + hq * hd;
                         outs[nq] = c->att + (uint64_t)t * od + hq * hdv;
-                        qpos[nq] = c->tok_pos[t];
+                        qpos[nq] = c->m->causal ? c->tok_pos[t] : ATT_ALL;
                         if (++nq < WLM_ATT_MAXQ && !(t + 1 == t1 && g + 1 == group)) continue;
                         if (nq > 1 && together)
                             wlm_attention_block(c->k, nq, qs, outs, qpos, kc, vc, f16, &mask, hd, hdv, scale, tile, idx, kvt);
@@ -279,6 +294,15 @@ static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
         float *x = c->x + (uint64_t)t * d;
         wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, x, d);
         if (m->embd_scale != 1.0f) for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale;   /* granite, gemma */
+        /* encoders: + token type 0 (+ the absolute position, bert); xb's row is free here */
+        const wlm_tensor *add[2] = { m->type_embd, m->pos_embd };
+        uint64_t row[2] = { 0, (uint64_t)c->tok_pos[t] };
+        for (uint32_t a = 0; a < 2; a++) {
+            if (!add[a]) continue;
+            float *tmp = c->xb + (uint64_t)t * d;
+            wlm_dequantize_row(add[a]->type, add[a]->data + row[a] * (add[a]->nbytes / add[a]->ne[1]), tmp, d);
+            for (uint32_t i = 0; i < d; i++) x[i] += tmp[i];
+        }
         rope_prepare(c, c->rope_freq, c->rope_cs + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
         if (c->rope_cs_swa) rope_prepare(c, c->rope_freq_swa, c->rope_cs_swa + (uint64_t)t * m->hp.n_rot, (uint32_t)c->tok_pos[t]);
     }
@@ -309,7 +333,7 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
                 float *y = Y[i] + (uint64_t)t * rows;
                 if (i < 2 && N[i]) head_norm(c, N[i], y + h0 * hs[i], h1 - h0);
                 if (i < 2 && !L->no_rope) rope_apply(c, rcs + (uint64_t)t * hp->n_rot, y + h0 * hs[i], h1 - h0);
-                if (i > 0) kv_store(c, i == 2, l, c->tok_slot[t], y, h0, h1);
+                if (i > 0) kv_store(c, i == 2, l, t, y, h0, h1);
             }
         }
 }
@@ -354,7 +378,15 @@ static void gate_up_step(const fwd *f, const wlm_layer *L, const step *s, uint32
     wlm_ctx *c = f->c;
     uint32_t nff = c->m->hp.n_ff, r0, r1;
     int gelu = c->m->ffn_gelu;
-    while (take(s, nff, min_rows(L->w_gate), &r0, &r1)) {
+    while (!L->w_gate && take(s, nff, min_rows(L->w_up), &r0, &r1)) {   /* bert: hb = gelu(W_up h + b_up) */
+        wlm_mm(c, L->w_up, c->xb, f->n, c->hb, r0, r1, tid);
+        add_bias(c->hb, L->b_up, f->n, nff, r0, r1);
+        for (uint32_t t = 0; t < f->n; t++) {
+            float *a = c->hb + (uint64_t)t * nff;
+            for (uint32_t i = r0; i < r1; i++) a[i] = wlm_gelu_tanh(a[i]);
+        }
+    }
+    while (L->w_gate && take(s, nff, min_rows(L->w_gate), &r0, &r1)) {
         wlm_mm(c, L->w_gate, c->xb, f->n, c->hb, r0, r1, tid);
         wlm_mm(c, L->w_up, c->xb, f->n, c->hb2, r0, r1, tid);
         for (uint32_t t = 0; t < f->n; t++) {
@@ -364,6 +396,91 @@ static void gate_up_step(const fwd *f, const wlm_layer *L, const step *s, uint32
             else c->k->silu_mul(r1 - r0, a, b);
         }
     }
+}
+
+/* ---- encoders (bert, nomic-bert) ---------------------------------------------------- */
+
+/* xb[t] = LayerNorm(x[t]) * w + b for the chunk's tokens, converted into the
+ * forms `need` names (the next products read xb); split as act_step splits
+ * (one token: its row by activation blocks, each thread computing the row's
+ * statistics; a batch: by tokens). After a barrier, ln_commit makes x the
+ * same values (the residual stream of a post-norm block). */
+static void ln_split(const wlm_ctx *c, uint32_t n_tok, uint32_t n, uint32_t need, uint32_t tid, uint32_t nth,
+                     uint32_t *t0, uint32_t *t1, uint32_t *lo, uint32_t *hi) {
+    uint32_t unit = wlm_act_unit(need), u0, u1;
+    if (n % unit) unit = n;
+    *t0 = 0; *t1 = n_tok;
+    if (n_tok == 1) wlm_split(n / unit, tid, nth, &u0, &u1);
+    else { wlm_split(n_tok, tid, nth, t0, t1); u0 = 0; u1 = n / unit; }
+    *lo = u0 * unit; *hi = u1 * unit;
+    (void)c;
+}
+
+static void ln_step(wlm_ctx *c, const wlm_tensor *w, const wlm_tensor *b, uint32_t n_tok, uint32_t need, uint32_t tid, uint32_t nth) {
+    uint32_t d = c->m->hp.n_embd, t0, t1, lo, hi;
+    ln_split(c, n_tok, d, need, tid, nth, &t0, &t1, &lo, &hi);
+    if (lo == hi) return;
+    for (uint32_t t = t0; t < t1; t++) {
+        float *y = c->xb + (uint64_t)t * d;
+        c->k->layer_norm(d, c->x + (uint64_t)t * d, (const float *)w->data, (const float *)b->data, c->m->ln_eps, y, lo, hi);
+        wlm_act_convert(c, y, t, d, lo, hi, need);
+    }
+}
+
+static void ln_commit(wlm_ctx *c, uint32_t n_tok, uint32_t need, uint32_t tid, uint32_t nth) {
+    uint32_t d = c->m->hp.n_embd, t0, t1, lo, hi;
+    ln_split(c, n_tok, d, need, tid, nth, &t0, &t1, &lo, &hi);
+    for (uint32_t t = t0; t < t1 && lo < hi; t++)
+        wlm_memcpy(c->x + (uint64_t)t * d + lo, c->xb + (uint64_t)t * d + lo, (hi - lo) * 4);
+}
+
+/* The layers of a post-norm encoder. Each LayerNorm writes xb (the next
+ * products' input); ln_commit copies it into x after the barrier, while the
+ * next step reads xb only, so no step waits for the copy. */
+static void encoder_layers(fwd *f, uint32_t *k, uint32_t tid, uint32_t nth) {
+    wlm_ctx *c = f->c;
+    const wlm_model *m = c->m;
+    const wlm_hparams *hp = &m->hp;
+    wlm_pool *p = c->pool;
+    uint32_t n = f->n, od = hp->n_head * hp->head_dim_v;
+    float scale = 1.0f / wlm_sqrtf((float)hp->head_dim);
+    const wlm_layer *L0 = &m->layers[0];
+    uint32_t need = wlm_mm_needs(c, L0->wq, n) | wlm_mm_needs(c, L0->wk, n) | wlm_mm_needs(c, L0->wv, n);
+    step s;
+    ln_step(c, m->tok_norm, m->tok_norm_b, n, need, tid, nth);
+    wlm_pool_barrier(p, nth);
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        const wlm_layer *L = &m->layers[l];
+        ln_commit(c, n, need, tid, nth);
+        s = step_begin(f, k, tid, nth);
+        qkv_step(f, l, &s, tid);
+        wlm_pool_barrier(p, nth);
+        s = step_begin(f, k, tid, nth);
+        attention_step(f, l, scale, &s, tid);
+        wlm_pool_barrier(p, nth);
+        act_step(c, c->att, 0, 0, 0, n, od, wlm_mm_needs(c, L->wo, n), tid, nth);
+        wlm_pool_barrier(p, nth);
+        s = step_begin(f, k, tid, nth);
+        residual_step(f, L->wo, L->bo, c->att, 1, &s, tid);   /* x += Wo a + bo */
+        wlm_pool_barrier(p, nth);
+        need = wlm_mm_needs(c, L->w_up, n) | (L->w_gate ? wlm_mm_needs(c, L->w_gate, n) : 0);
+        ln_step(c, L->ln_attn, L->ln_attn_b, n, need, tid, nth);
+        wlm_pool_barrier(p, nth);
+        ln_commit(c, n, need, tid, nth);
+        s = step_begin(f, k, tid, nth);
+        gate_up_step(f, L, &s, tid);
+        wlm_pool_barrier(p, nth);
+        act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, wlm_mm_needs(c, L->w_down, n), tid, nth);
+        wlm_pool_barrier(p, nth);
+        s = step_begin(f, k, tid, nth);
+        residual_step(f, L->w_down, L->b_down, c->hb, 1, &s, tid);   /* x += W_down hb + b_down */
+        wlm_pool_barrier(p, nth);
+        const wlm_layer *Ln = l + 1 < hp->n_layer ? &m->layers[l + 1] : 0;
+        need = Ln ? wlm_mm_needs(c, Ln->wq, n) | wlm_mm_needs(c, Ln->wk, n) | wlm_mm_needs(c, Ln->wv, n) : 0;
+        ln_step(c, L->ln_out, L->ln_out_b, n, need, tid, nth);
+        wlm_pool_barrier(p, nth);
+    }
+    ln_commit(c, n, need, tid, nth);
 }
 
 static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
@@ -378,7 +495,8 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
 
     embed_step(f, tid, nth);
     wlm_pool_barrier(p, nth);
-    for (uint32_t l = 0; l < hp->n_layer; l++) {
+    if (m->encoder) encoder_layers(f, &k, tid, nth);
+    else for (uint32_t l = 0; l < hp->n_layer; l++) {
         const wlm_layer *L = &m->layers[l];
         /* attention block: h = rmsnorm(x) * w_attn_norm; q, k, v; attention; x += Wo att */
         act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, wlm_mm_needs(c, L->wq, n) | wlm_mm_needs(c, L->wk, n) | wlm_mm_needs(c, L->wv, n), tid, nth);
@@ -407,7 +525,7 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, wlm_mm_needs(c, L->w_down, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, &k, tid, nth);
-        residual_step(f, L->w_down, 0, c->hb, !L->post_ffn_norm, &s, tid);
+        residual_step(f, L->w_down, L->b_down, c->hb, !L->post_ffn_norm, &s, tid);
         wlm_pool_barrier(p, nth);
         if (L->post_ffn_norm) {    /* gemma: x += rmsnorm(W_down hb) * w_post_ffw */
             post_norm_step(f, L->post_ffn_norm, tid, nth);
@@ -415,6 +533,10 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
         }
     }
 
+    if (f->hidden) {   /* embeddings: xb = every token's final hidden state */
+        if (!m->encoder) act_step(c, c->x, 0, m->out_norm, c->xb, n, d, 0, tid, nth);
+        return;
+    }
     /* logits = W_out (rmsnorm(x) * w_out_norm) for the tokens asked for */
     if (!f->n_out) return;
     act_step(c, c->x, c->out_tok, m->out_norm, c->xb, f->n_out, d, wlm_mm_needs(c, m->output, f->n_out), tid, nth);
@@ -437,16 +559,27 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
 /* Runs n tokens whose sequence, position and cache slot are in
  * c->tok_seq/tok_pos/tok_slot; writes the logits of the n_out tokens listed
  * in c->out_tok into rows out_row.. of c->logits. */
+static void run_job(wlm_ctx *c, fwd *f);
 static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_t n_out, uint32_t out_row) {
-    fwd f = { c, tokens, n, n_out, out_row, { 0, 0 } };
+    fwd f = { c, tokens, n, n_out, out_row, { 0, 0 }, 0 };
+    run_job(c, &f);
+}
+
+void wlm_forward_hidden(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
+    fwd f = { c, tokens, n, 0, 0, { 0, 0 }, 1 };
+    run_job(c, &f);
+}
+
+static void run_job(wlm_ctx *c, fwd *f) {
+    uint32_t n = f->n;
     att_plan_runs(c, n);
     /* waking the other threads and the barriers cost microseconds: a model
      * whose largest layer matrix times the tokens is small stays on one */
     const wlm_layer *L = &c->m->layers[0];
     const wlm_tensor *W[7] = { L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down };
     uint64_t work = 0;
-    for (int i = 0; i < 7; i++) work = WLM_MAX(work, (uint64_t)W[i]->ne[0] * W[i]->ne[1] * n);
-    wlm_pool_run(c->pool, forward_job, &f, work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
+    for (int i = 0; i < 7; i++) if (W[i]) work = WLM_MAX(work, (uint64_t)W[i]->ne[0] * W[i]->ne[1] * n);
+    wlm_pool_run(c->pool, forward_job, f, work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
 }
 
 wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seqs,
@@ -454,6 +587,9 @@ wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seq
     wlm_err dummy; if (!err) err = &dummy;
     if (!c || !tokens) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: NULL argument");
     if (n == 0) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: no tokens");
+    if (!c->m->output)
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "a %s model has no output layer: it gives embeddings (wlm_embed), not next-token logits",
+                        wlm_arch_name(c->m->arch));
     /* check everything before changing anything */
     uint32_t need[WLM_MAX_SEQ] = { 0 }, n_want = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -500,7 +636,7 @@ wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seq
             c->tok_pos[t] = (int32_t)pos;
             if (slide && c->n_free == 0) {           /* the ring overwrites the oldest */
                 uint32_t j = slot_for(c, pos);
-                c->slot_pos[j] = (int32_t)pos;
+                wlm_kv_overwrite(c, j, (int32_t)pos);
                 c->tok_slot[t] = j;
             } else {
                 c->tok_slot[t] = wlm_kv_take(c, s, (int32_t)pos);
@@ -508,6 +644,7 @@ wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seq
             int w = all_last_chunk ? 1 : want ? want[i] != 0 : i == n - 1;
             if (w) c->out_tok[n_out++] = t;
         }
+        wlm_kv_take_rows(c, chunk);   /* the window ring's rows (when there is one) */
         if (all_last_chunk) rows = 0;
         forward_chunk(c, tokens + done, chunk, n_out, rows);
         rows += n_out;

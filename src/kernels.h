@@ -118,6 +118,14 @@ typedef struct wlm_kernels {
     /* Attention's scores over a tile: s[i] = dot(hd, row idx[i] of k, q) *
      * scale for i < n (dot_f32, or dot_f16 with f16): the same bits */
     void (*att_scores)(uint32_t n, uint32_t hd, const float *q, const void *k, int f16, const uint32_t *idx, float scale, float *s);
+    /* LayerNorm of one row x of n floats (bert's blocks), elements [lo, hi)
+     * of y written: mean = S(x) / n, var = S((x - mean)^2) / n with S the
+     * sum in dot_f32's order (16 running sums, wlm_fold16, the tail in
+     * order), rstd = 1 / sqrt(var + eps), y[i] = ((x[i] - mean) * rstd) *
+     * w[i] + b[i] (w NULL: 1; b NULL: 0). Each thread of a row computes the
+     * statistics of the whole row, so threads may share it. y may not
+     * overlap x. The same bits in every set. */
+    void (*layer_norm)(uint32_t n, const float *x, const float *w, const float *b, float eps, float *y, uint32_t lo, uint32_t hi);
 } wlm_kernels;
 
 /* the row dot of weight type `type` in set k, from the type's row (NULL:

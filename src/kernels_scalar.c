@@ -246,6 +246,35 @@ static void silu_mul(uint32_t n, float *a, const float *b) {
     for (uint32_t i = 0; i < n; i++) a[i] = wlm_silu(a[i]) * b[i];
 }
 
+/* sum of x[i] (sq: of (x[i] - m)^2) in dot_f32's order */
+static float row_sum(uint32_t n, const float *x, int sq, float m) {
+    float s[16] = {0};
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 16; j++) {
+            float v = sq ? x[i + j] - m : x[i + j];
+            s[j] += sq ? v * v : v;
+        }
+    float r = wlm_fold16(s);
+    for (; i < n; i++) {
+        float v = sq ? x[i] - m : x[i];
+        r += sq ? v * v : v;
+    }
+    return r;
+}
+
+static void layer_norm(uint32_t n, const float *x, const float *w, const float *b, float eps, float *y, uint32_t lo, uint32_t hi) {
+    float mean = row_sum(n, x, 0, 0.0f) / (float)n;
+    float var = row_sum(n, x, 1, mean) / (float)n;
+    float rstd = 1.0f / wlm_sqrtf(var + eps);
+    for (uint32_t i = lo; i < hi; i++) {
+        float v = (x[i] - mean) * rstd;
+        if (w) v = v * w[i];
+        if (b) v = v + b[i];
+        y[i] = v;
+    }
+}
+
 float wlm_row_dot_f32(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 float wlm_row_dot_f16(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 float wlm_row_dot_bf16(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -261,6 +290,7 @@ const wlm_kernels wlm_kernels_scalar = {
     .kq_rows = wlm_kq_rows, /* K-quants */
     .quantize_q8_0 = wlm_quantize_row_q8_0,
     .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
+    .layer_norm = layer_norm,
 };
 
 const wlm_kernels *const wlm_kernel_sets[] = {

@@ -1349,6 +1349,46 @@ static void quantize_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
     }
 }
 
+/* the scalar row_sum (kernels_scalar.c): four accumulators are its 16
+ * running sums, fold4 its fold, then the tail in order */
+static float row_sum(uint32_t n, const float *x, int sq, float m) {
+    v128_t a[4], vm = wasm_f32x4_splat(m);
+    for (int j = 0; j < 4; j++) a[j] = wasm_f32x4_splat(0);
+    uint32_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        for (int j = 0; j < 4; j++) {
+            v128_t v = wasm_v128_load(x + i + 4 * j);
+            if (sq) { v = wasm_f32x4_sub(v, vm); v = wasm_f32x4_mul(v, v); }
+            a[j] = wasm_f32x4_add(a[j], v);
+        }
+    float r = fold4(a[0], a[1], a[2], a[3]);
+    for (; i < n; i++) {
+        float v = sq ? x[i] - m : x[i];
+        r += sq ? v * v : v;
+    }
+    return r;
+}
+
+static void layer_norm(uint32_t n, const float *x, const float *w, const float *b, float eps, float *y, uint32_t lo, uint32_t hi) {
+    float mean = row_sum(n, x, 0, 0.0f) / (float)n;
+    float var = row_sum(n, x, 1, mean) / (float)n;
+    float rstd = 1.0f / wlm_sqrtf(var + eps);
+    v128_t vm = wasm_f32x4_splat(mean), vr = wasm_f32x4_splat(rstd);
+    uint32_t i = lo;
+    for (; i + 4 <= hi; i += 4) {
+        v128_t v = wasm_f32x4_mul(wasm_f32x4_sub(wasm_v128_load(x + i), vm), vr);
+        if (w) v = wasm_f32x4_mul(v, wasm_v128_load(w + i));
+        if (b) v = wasm_f32x4_add(v, wasm_v128_load(b + i));
+        wasm_v128_store(y + i, v);
+    }
+    for (; i < hi; i++) {
+        float v = (x[i] - mean) * rstd;
+        if (w) v = v * w[i];
+        if (b) v = v + b[i];
+        y[i] = v;
+    }
+}
+
 float wlm_row_dot_f32_simd(uint32_t n, const void *w, const void *x) { return dot_f32(n, w, x); }
 float wlm_row_dot_f16_simd(uint32_t n, const void *w, const void *x) { return dot_f16(n, w, x); }
 float wlm_row_dot_bf16_simd(uint32_t n, const void *w, const void *x) { return dot_bf16(n, w, x); }
@@ -1376,5 +1416,6 @@ const wlm_kernels wlm_kernels_simd128 = {
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
     .quantize_q8_0 = quantize_q8_0,
     .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
+    .layer_norm = layer_norm,
 };
 #endif

@@ -1,4 +1,4 @@
-/* llama / qwen2 / qwen3 / smollm3 / granite / gemma2 / gemma3 / phi3 architectures: hyper-parameters from GGUF metadata and the tensor map.
+/* llama / qwen2 / qwen3 / smollm3 / granite / gemma2 / gemma3 / phi3 decoders and the bert / nomic-bert encoders: hyper-parameters from GGUF metadata and the tensor map.
  * Every tensor the forward pass uses is looked up here, once, with its shape
  * and type checked, so the forward pass never meets a surprise. */
 #include "model.h"
@@ -65,9 +65,11 @@ static const arch_info k_archs[] = {
     { "gemma2", WLM_ARCH_GEMMA2, WLM_ROPE_NEOX },
     { "gemma3", WLM_ARCH_GEMMA3, WLM_ROPE_NEOX },
     { "phi3", WLM_ARCH_PHI3, WLM_ROPE_NEOX },
+    { "bert", WLM_ARCH_BERT, WLM_ROPE_NORM },
+    { "nomic-bert", WLM_ARCH_NOMIC_BERT, WLM_ROPE_NEOX },
 };
 #define N_ARCHS (sizeof k_archs / sizeof k_archs[0])
-#define SUPPORTED_ARCHS "llama, qwen2, qwen3, smollm3, granite, gemma2, gemma3, phi3"
+#define SUPPORTED_ARCHS "llama, qwen2, qwen3, smollm3, granite, gemma2, gemma3, phi3, bert, nomic-bert"
 /* smollm3: a layer l has no RoPE when (l + 1) % 4 == 0 (no GGUF key says so) */
 #define SMOLLM3_NO_ROPE_STEP 4
 
@@ -83,18 +85,38 @@ static const char *const k_qk_norm_tensors[] = { "attn_q_norm.weight", "attn_k_n
 /* only in gemma2 / gemma3: the norms of the attention and FFN outputs */
 static const char *const k_post_norm_tensors[] = { "post_attention_norm.weight", "post_ffw_norm.weight" };
 
+/* the encoders' layout (load_encoder_tensors): token types, absolute
+ * positions (bert), the embedding LayerNorm, post-norm blocks */
+static const char *const k_enc_global_tensors[] = { "token_embd.weight", "token_types.weight", "position_embd.weight",
+                                                    "token_embd_norm.weight", "token_embd_norm.bias" };
+static const char *const k_enc_block_tensors[] = {
+    "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight", "attn_output.weight",
+    "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_qkv.bias", "attn_output.bias",
+    "attn_output_norm.weight", "attn_output_norm.bias", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
+    "ffn_up.bias", "ffn_down.bias", "layer_output_norm.weight", "layer_output_norm.bias",
+};
+
 static int is_gemma(uint32_t arch) { return arch == WLM_ARCH_GEMMA2 || arch == WLM_ARCH_GEMMA3; }
+static int is_encoder(uint32_t arch) { return arch == WLM_ARCH_BERT || arch == WLM_ARCH_NOMIC_BERT; }
 static int has_qk_norm(uint32_t arch) { return arch == WLM_ARCH_QWEN3 || arch == WLM_ARCH_GEMMA3; }
 
 /* 1 when `name` is a tensor of architecture arch's layout for a model of n_layer blocks */
 static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, uint32_t arch) {
-    for (uint32_t i = 0; i < sizeof k_global_tensors / sizeof k_global_tensors[0]; i++)
-        if (wlm_str_is(name, len, k_global_tensors[i])) return 1;
+    int enc = is_encoder(arch);
+    const char *const *glob = enc ? k_enc_global_tensors : k_global_tensors;
+    uint32_t n_glob = enc ? sizeof k_enc_global_tensors / sizeof k_enc_global_tensors[0] : sizeof k_global_tensors / sizeof k_global_tensors[0];
+    for (uint32_t i = 0; i < n_glob; i++)
+        if (wlm_str_is(name, len, glob[i])) return 1;
     if (len < 6 || !wlm_memeq(name, "blk.", 4)) return 0;
     uint32_t p = 4, l = 0, digits = 0;
     while (p < len && name[p] >= '0' && name[p] <= '9' && digits < 7) { l = l * 10 + (uint32_t)(name[p] - '0'); p++; digits++; }
     if (!digits || p >= len || name[p] != '.' || l >= n_layer) return 0;
     p++;
+    if (enc) {
+        for (uint32_t i = 0; i < sizeof k_enc_block_tensors / sizeof k_enc_block_tensors[0]; i++)
+            if (wlm_str_is(name + p, len - p, k_enc_block_tensors[i])) return 1;
+        return 0;
+    }
     for (uint32_t i = 0; i < sizeof k_block_tensors / sizeof k_block_tensors[0]; i++)
         if (wlm_str_is(name + p, len - p, k_block_tensors[i])) return 1;
     if (has_qk_norm(arch))
@@ -178,6 +200,33 @@ static wlm_status load_gemma_hparams(wlm_model *m, const char *arch, uint32_t al
     return WLM_OK;
 }
 
+/* Embeddings (every architecture) and the encoders (bert, nomic-bert):
+ *   <arch>.attention.causal  false: every token attends to its whole
+ *                            sequence (default: false for the encoders,
+ *                            true for the decoders);
+ *   <arch>.pooling_type      0 none, 1 mean, 2 CLS, 3 last (4, rank, is a
+ *                            classifier head: refused);
+ *   <arch>.attention.layer_norm_epsilon  the encoders' LayerNorm epsilon
+ *                            (default 1e-12, BERT's). */
+static wlm_status load_embedding_hparams(wlm_model *m, const char *arch, uint32_t alen, wlm_err *err) {
+    const wlm_gguf *g = &m->g;
+    char kb[128];
+    wlm_status s;
+    m->encoder = is_encoder(m->arch);
+    m->causal = !m->encoder;
+    if ((s = wlm_kv_bool(g, key(kb, arch, alen, "attention.causal"), &m->causal, err))) return s;
+    m->causal = m->causal ? 1 : 0;
+    m->pooling = WLM_POOLING_NONE;
+    if ((s = wlm_kv_u32(g, key(kb, arch, alen, "pooling_type"), 0, &m->pooling, err))) return s;
+    if (m->pooling > WLM_POOLING_LAST)
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported %.*s.pooling_type %u (supported: 0 none, 1 mean, 2 cls, 3 last; 4 is a reranker's classifier head)",
+                        (int)WLM_MIN(alen, 64u), arch, m->pooling);
+    m->ln_eps = 1e-12f;
+    if ((s = wlm_kv_f32(g, key(kb, arch, alen, "attention.layer_norm_epsilon"), 0, &m->ln_eps, err))) return s;
+    if (!(m->ln_eps >= 0) || m->ln_eps > 1.0f) return wlm_fail(err, WLM_ERR_FORMAT, "attention.layer_norm_epsilon must be in [0, 1]");
+    return WLM_OK;
+}
+
 const char *wlm_arch_name(uint32_t arch) {
     for (uint32_t i = 0; i < N_ARCHS; i++)
         if (k_archs[i].id == arch) return k_archs[i].name;
@@ -224,6 +273,7 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "context_length"), 0, &hp->n_ctx_train, err))) return s;
     if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.freq_base"), 0, &hp->rope_freq_base, err))) return s;
     if ((s = wlm_kv_f32(g, key(kb, arch, alen, "attention.layer_norm_rms_epsilon"), 0, &hp->rms_eps, err))) return s;
+    if ((s = load_embedding_hparams(m, arch, alen, err))) return s;
     if (hp->n_embd == 0 || hp->n_embd > 65536) return wlm_fail(err, WLM_ERR_FORMAT, "embedding_length %u out of range", hp->n_embd);
     if (hp->n_layer == 0 || hp->n_layer > 1024) return wlm_fail(err, WLM_ERR_FORMAT, "block_count %u out of range", hp->n_layer);
     if (hp->n_ff == 0 || hp->n_ff > 1048576) return wlm_fail(err, WLM_ERR_FORMAT, "feed_forward_length %u out of range", hp->n_ff);
@@ -350,12 +400,123 @@ const float *wlm_rope_factors(const wlm_model *m, uint32_t n_ctx) {
     return t ? (const float *)t->data : 0;
 }
 
+/* *v = elements [e0, e0 + n) of the F32 vector t (a view) */
+static const wlm_tensor *vec_view(wlm_tensor *v, const wlm_tensor *t, uint64_t e0, uint64_t n) {
+    *v = *t;
+    v->ne[0] = n;
+    v->data = t->data + e0 * 4;
+    v->offset = t->offset + e0 * 4;
+    v->nbytes = n * 4;
+    return v;
+}
+
+/* bert / nomic-bert (llama.cpp's converter names; BERT's post-norm block):
+ *   x = token_embd[t] + token_types[0] + position_embd[pos] (bert; nomic-bert
+ *       rotates Q and K instead: NEOX RoPE with rope.freq_base)
+ *   x = LayerNorm(x) (token_embd_norm weight, bias)
+ *   per layer:  q, k, v = Wq x + bq, ... (attn_q/k/v, or the rows of attn_qkv
+ *               in turn, biases when present); a = attention (every token
+ *               of the text, attention.causal false); x = LayerNorm(x + Wo a
+ *               + bo) (attn_output_norm); bert: h = gelu(Wup x + bup),
+ *               nomic-bert: h = silu(Wgate x) * (Wup x); x = LayerNorm(x +
+ *               Wdown h + bdown) (layer_output_norm)
+ * No final norm and no output matrix: the last x is the hidden state that
+ * embeddings pool. token_types (rows: tokenizer.ggml.token_type_count) is
+ * optional; the text is token type 0 ("sentence A"). */
+static wlm_status load_encoder_tensors(wlm_model *m, wlm_err *err) {
+    const wlm_gguf *g = &m->g;
+    wlm_hparams *hp = &m->hp;
+    uint64_t d = hp->n_embd, q_dim = (uint64_t)hp->n_head * hp->head_dim, kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
+    uint64_t v_dim = (uint64_t)hp->n_head_kv * hp->head_dim_v, o_dim = (uint64_t)hp->n_head * hp->head_dim_v;
+    int bert = m->arch == WLM_ARCH_BERT;
+    wlm_status s;
+    if ((s = get_tensor(m, "token_embd.weight", d, hp->n_vocab, 1, 1, &m->tok_embd, err))) return s;
+    const wlm_tensor *tt = wlm_gguf_tensor(g, "token_types.weight");
+    if (tt) {
+        uint32_t n_types = (uint32_t)tt->ne[1];
+        if ((s = wlm_kv_u32(g, "tokenizer.ggml.token_type_count", 0, &n_types, err))) return s;
+        if (n_types == 0) return wlm_fail(err, WLM_ERR_FORMAT, "tokenizer.ggml.token_type_count is 0 but the file has token_types.weight");
+        if ((s = get_tensor(m, "token_types.weight", d, n_types, 1, 1, &m->type_embd, err))) return s;
+    }
+    if (bert && (s = get_tensor(m, "position_embd.weight", d, hp->n_ctx_train, 1, 1, &m->pos_embd, err))) return s;
+    if ((s = get_tensor(m, "token_embd_norm.weight", d, 0, 1, 0, &m->tok_norm, err))) return s;
+    if ((s = get_tensor(m, "token_embd_norm.bias", d, 0, 1, 0, &m->tok_norm_b, err))) return s;
+    hp->tied_output = 0;
+    char name[96];
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        wlm_layer *L = &m->layers[l];
+        wlm_tensor *views = m->views + 5 * l, *bviews = m->bias_views + 3 * l;
+#define T(field, suffix, n0, n1, mat, req) \
+        wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
+        if ((s = get_tensor(m, name, n0, n1, req, mat, &L->field, err))) return s;
+#define B(field, suffix, n) \
+        wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
+        if ((s = get_bias(g, name, n, &L->field, err))) return s;
+        wlm_fmt(name, sizeof name, "blk.%u.attn_qkv.weight", l);
+        if (wlm_gguf_tensor(g, name)) {   /* fused (nomic-bert): the rows of Q, K, V in turn */
+            const wlm_tensor *qkv, *bqkv;
+            if ((s = get_tensor(m, name, d, q_dim + kv_dim + v_dim, 1, 1, &qkv, err))) return s;
+            L->wq = row_view(&views[0], qkv, 0, q_dim);
+            L->wk = row_view(&views[1], qkv, q_dim, kv_dim);
+            L->wv = row_view(&views[2], qkv, q_dim + kv_dim, v_dim);
+            wlm_fmt(name, sizeof name, "blk.%u.attn_qkv.bias", l);
+            if ((s = get_bias(g, name, q_dim + kv_dim + v_dim, &bqkv, err))) return s;
+            if (bqkv) {
+                L->bq = vec_view(&bviews[0], bqkv, 0, q_dim);
+                L->bk = vec_view(&bviews[1], bqkv, q_dim, kv_dim);
+                L->bv = vec_view(&bviews[2], bqkv, q_dim + kv_dim, v_dim);
+            }
+            static const char *const sep[6] = { "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_q.bias", "attn_k.bias", "attn_v.bias" };
+            for (uint32_t i = 0; i < 6; i++) {
+                wlm_fmt(name, sizeof name, "blk.%u.%s", l, sep[i]);
+                if (wlm_gguf_tensor(g, name)) return wlm_fail(err, WLM_ERR_FORMAT, "both blk.%u.attn_qkv.weight and %s", l, name);
+            }
+        } else {
+            T(wq, "attn_q.weight", d, q_dim, 1, 1)
+            T(wk, "attn_k.weight", d, kv_dim, 1, 1)
+            T(wv, "attn_v.weight", d, v_dim, 1, 1)
+            B(bq, "attn_q.bias", q_dim)
+            B(bk, "attn_k.bias", kv_dim)
+            B(bv, "attn_v.bias", v_dim)
+        }
+        T(wo, "attn_output.weight", o_dim, d, 1, 1)
+        B(bo, "attn_output.bias", d)
+        T(ln_attn, "attn_output_norm.weight", d, 0, 0, 1)
+        T(ln_attn_b, "attn_output_norm.bias", d, 0, 0, 1)
+        if (!bert) { T(w_gate, "ffn_gate.weight", d, hp->n_ff, 1, 1) }   /* nomic-bert: SwiGLU */
+        T(w_up, "ffn_up.weight", d, hp->n_ff, 1, 1)
+        B(b_up, "ffn_up.bias", hp->n_ff)
+        T(w_down, "ffn_down.weight", hp->n_ff, d, 1, 1)
+        B(b_down, "ffn_down.bias", d)
+        T(ln_out, "layer_output_norm.weight", d, 0, 0, 1)
+        T(ln_out_b, "layer_output_norm.bias", d, 0, 0, 1)
+        L->no_rope = bert;   /* bert: absolute positions, no RoPE */
+#undef T
+#undef B
+    }
+    /* refuse what this layout does not run (ffn_gate in bert, position_embd
+     * in nomic-bert, classifier heads, ...) */
+    const wlm_tensor *u = first_unknown_tensor(g, hp->n_layer, m->arch);
+    if (!u && bert) {
+        for (uint32_t l = 0; l < hp->n_layer && !u; l++) {
+            wlm_fmt(name, sizeof name, "blk.%u.ffn_gate.weight", l);
+            u = wlm_gguf_tensor(g, name);
+        }
+    }
+    if (!u && !bert) u = wlm_gguf_tensor(g, "position_embd.weight");
+    if (u)
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tensor %.*s in this %s model (not part of the layout this engine runs)",
+                        (int)WLM_MIN(u->name_len, 96u), u->name, wlm_arch_name(m->arch));
+    return WLM_OK;
+}
+
 static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     const wlm_gguf *g = &m->g;
     wlm_hparams *hp = &m->hp;
     uint64_t d = hp->n_embd, q_dim = (uint64_t)hp->n_head * hp->head_dim, kv_dim = (uint64_t)hp->n_head_kv * hp->head_dim;
     uint64_t v_dim = (uint64_t)hp->n_head_kv * hp->head_dim_v, o_dim = (uint64_t)hp->n_head * hp->head_dim_v;
     wlm_status s;
+    if (m->encoder) return load_encoder_tensors(m, err);
     if ((s = get_tensor(m, "token_embd.weight", d, hp->n_vocab, 1, 1, &m->tok_embd, err))) return s;
     if ((s = get_tensor(m, "output_norm.weight", d, 0, 1, 0, &m->out_norm, err))) return s;
     if ((s = get_tensor(m, "output.weight", d, hp->n_vocab, 0, 1, &m->output, err))) return s;
@@ -453,13 +614,14 @@ wlm_status wlm_model_load_parts(wlm_model **out, const uint8_t *const *data, con
     tmp.g = g;
     if ((s = load_hparams(&tmp, err))) { wlm_gguf_free(&g); return s; }
     uint64_t layers_bytes = WLM_ALIGN_UP((uint64_t)tmp.hp.n_layer * sizeof(wlm_layer), 64);
-    uint64_t bytes = sizeof(wlm_model) + 64 + layers_bytes + (uint64_t)tmp.hp.n_layer * 5 * sizeof(wlm_tensor);
+    uint64_t bytes = sizeof(wlm_model) + 64 + layers_bytes + (uint64_t)tmp.hp.n_layer * 8 * sizeof(wlm_tensor);
     wlm_model *m = wlm_sys_alloc(bytes);
     if (!m) { wlm_gguf_free(&g); return wlm_fail_nomem(err, "the model tables", bytes); }
     *m = tmp;
     m->mem = m;
     m->layers = (wlm_layer *)((uint8_t *)m + WLM_ALIGN_UP(sizeof(wlm_model), 64));
     m->views = (wlm_tensor *)((uint8_t *)m->layers + layers_bytes);
+    m->bias_views = m->views + 5 * (uint64_t)tmp.hp.n_layer;
     if ((s = wlm_vocab_load(&m->vocab, &m->g, err))) goto fail;
     m->hp.n_vocab = m->vocab.n;
     m->hp.bos_id = m->vocab.bos; m->hp.eos_id = m->vocab.eos; m->hp.unk_id = m->vocab.unk;
@@ -477,7 +639,7 @@ fail:
  * (and may be the output matrix too). */
 static void repack_matrix(const wlm_model *m, const wlm_tensor *ct) {
     wlm_tensor *t = (wlm_tensor *)ct;   /* the model owns its tensor table */
-    if (t->type != GGML_Q4_0 || t->q4g || t == m->tok_embd || t->ne[0] % 32) return;
+    if (!t || t->type != GGML_Q4_0 || t->q4g || t == m->tok_embd || t->ne[0] % 32) return;
     uint64_t rb = t->ne[0] / 32 * sizeof(block_q4_0);
     void (*repack)(uint8_t *, uint32_t) = wlm_kernels_best()->q4g_from_q4_0;
     for (uint64_t r = 0; r < t->nbytes / rb; r++) repack((uint8_t *)t->data + r * rb, (uint32_t)t->ne[0]);
@@ -490,7 +652,7 @@ void wlm_model_repack_q4g(wlm_model *m) {
         const wlm_tensor *ws[] = { L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down };
         for (uint32_t i = 0; i < 7; i++) repack_matrix(m, ws[i]);
     }
-    repack_matrix(m, m->output);   /* (skipped when tied: it is tok_embd) */
+    repack_matrix(m, m->output);   /* (skipped when tied: it is tok_embd; encoders have none) */
 }
 
 wlm_status wlm_model_load_inplace(wlm_model **out, uint8_t *data, uint64_t size, wlm_err *err) {

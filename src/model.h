@@ -16,10 +16,16 @@ typedef struct wlm_layer {
     const wlm_tensor *post_attn_norm, *post_ffn_norm;
     uint32_t no_rope;                       /* smollm3: 1 when this layer's Q and K are not rotated */
     uint32_t swa;                           /* 1: a sliding-window layer (sees the last n_swa positions) */
+    /* bert / nomic-bert (post-norm encoders, wlm_model.encoder): the
+     * LayerNorms after attention (attn_output_norm) and after the FFN
+     * (layer_output_norm), weight and bias each; the FFN's biases (bert).
+     * NULL in the decoders */
+    const wlm_tensor *ln_attn, *ln_attn_b, *ln_out, *ln_out_b;
+    const wlm_tensor *b_up, *b_down;
 } wlm_layer;
 
 enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_QWEN3 = 2, WLM_ARCH_SMOLLM3 = 3, WLM_ARCH_GRANITE = 4,
-       WLM_ARCH_GEMMA2 = 5, WLM_ARCH_GEMMA3 = 6, WLM_ARCH_PHI3 = 7 };
+       WLM_ARCH_GEMMA2 = 5, WLM_ARCH_GEMMA3 = 6, WLM_ARCH_PHI3 = 7, WLM_ARCH_BERT = 8, WLM_ARCH_NOMIC_BERT = 9 };
 enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
 
 struct wlm_model {
@@ -52,7 +58,17 @@ struct wlm_model {
     uint32_t n_swa;
     float rope_base_swa;                    /* RoPE base of the sliding-window layers (gemma3: 10000, unscaled); 0: same as the others */
     uint32_t ffn_gelu;                      /* 1: GeGLU, gelu(gate) * up with tanh-approximated GELU; 0: SwiGLU */
-    wlm_tensor *views;                      /* fused tensors cut into Q/K/V and gate/up rows (phi3) */
+    wlm_tensor *views;                      /* fused tensors cut into Q/K/V and gate/up rows (phi3, nomic-bert) */
+    /* encoders and embeddings (model.c: load_encoder_tensors; embed.c) */
+    uint32_t encoder;                       /* 1: bert / nomic-bert: post-norm LayerNorm blocks, no output layer */
+    uint32_t causal;                        /* attention.causal: 0 = a token sees every position of its sequence */
+    uint32_t pooling;                       /* pooling_type of the file (WLM_POOLING_*; NONE when absent) */
+    float ln_eps;                           /* attention.layer_norm_epsilon (encoders) */
+    /* encoders: token-type row 0 and absolute positions added to the
+     * embeddings (bert: position_embd; NULL without), then the embedding
+     * LayerNorm (token_embd_norm weight and bias) */
+    const wlm_tensor *type_embd, *pos_embd, *tok_norm, *tok_norm_b;
+    wlm_tensor *bias_views;                 /* a fused attn_qkv.bias cut into Q/K/V parts (3 per layer) */
     wlm_layer *layers;
     wlm_vocab vocab;
     void *mem;

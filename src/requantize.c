@@ -13,7 +13,10 @@
  *     back to a 32-block type of at least as many bits: Q2_K, Q3_K -> Q4_0,
  *     Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0;
  *   - a tensor whose row length is not a multiple of the (fallback) block
- *     keeps its type. */
+ *     keeps its type;
+ *   - bert's position and token-type tables (position_embd.weight,
+ *     token_types.weight) keep their type: rows added as they are, not
+ *     multiplied (llama.cpp keeps them too, and adds them unconverted). */
 #include "model.h"
 #include "layouts.h"
 
@@ -93,10 +96,13 @@ static uint32_t nominal_type(const wlm_model *m, const wlm_tensor *t, uint32_t r
     return want;
 }
 
+/* tables whose rows are added to the embeddings as they are (bert) */
+static int added_table(const wlm_tensor *t) { return name_is(t, "position_embd.weight") || name_is(t, "token_types.weight"); }
+
 /* the type tensor t is written in for request `req` (t->type: kept) */
 static uint32_t choose_type(const wlm_model *m, const wlm_tensor *t, uint32_t req) {
     const wlm_type_info *src = wlm_type(t->type);
-    if (!wlm_type_supported(src) || t->n_dims < 2 || t->ne[1] <= 1) return t->type;
+    if (!wlm_type_supported(src) || t->n_dims < 2 || t->ne[1] <= 1 || added_table(t)) return t->type;
     uint32_t want = nominal_type(m, t, req);
     if (t->ne[0] % wlm_type(want)->block) want = k_fallback(want);
     if (t->ne[0] % wlm_type(want)->block) return t->type;
@@ -184,6 +190,7 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
             if (report) {
                 uint32_t nom = nominal_type(m, t, type);
                 const char *why = t->n_dims < 2 || t->ne[1] == 1 ? "1-D tensor"
+                                : added_table(t) ? "a table of rows added to the embeddings"
                                 : !wlm_type_supported(wlm_type(t->type)) ? "source type not supported"
                                 : (t->type == nom || t->type == k_fallback(nom)) ? "already the target type"
                                 : !wlm_type_supported(wlm_type(t->type)) ? "source type not supported" : "row length is not a multiple of the block";

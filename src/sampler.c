@@ -1,19 +1,47 @@
 /* Sampling: turns logits into the next token.
  *
- * Order of the pipeline (as in Hugging Face transformers):
- *   allowed tokens -> repetition penalty -> temperature -> top-k -> top-p -> min-p -> draw
- * (allowed: wlm_sampler_params.allow, a grammar's mask; the others never see
- * a token outside it, so the distribution is renormalised over it)
- * Temperature 0 is greedy: argmax of the penalized logits, lowest id on ties.
- * The draw uses a PCG32 stream, so one seed gives the same tokens on every
- * platform. NaN and -inf logits are excluded; +inf always wins; finite
- * logits keep their values (the argmax is the true argmax). */
+ * The pipeline, in this order (wlm_sample, wlm_sample_dist and
+ * wlm_spec_accept all run it, so a speculative target follows exactly the
+ * distribution plain sampling draws from):
+ *   0. grammar mask: with wlm_sampler_params.allow set (a grammar's mask,
+ *      a bitset over the vocabulary), a token outside it is removed before
+ *      anything else (as a -inf logit), so no later stage sees it, no bias
+ *      brings it back, and the distribution is renormalized over the rest.
+ *   1. logit bias: each (token, bias) pair is added to the token's logit;
+ *      a bias of -inf removes the token (it is never drawn, even greedily).
+ *   2. penalties, over the last repeat_last_n tokens of the history: a
+ *      token that occurs c > 0 times there has its logit l first divided by
+ *      repeat_penalty (multiplied when l < 0), then reduced by
+ *      presence_penalty + c * frequency_penalty (OpenAI's presence and
+ *      frequency penalties; both float operations, in this order).
+ *   3. temperature: probabilities softmax(l / T) (T = 0: greedy, the argmax
+ *      of the logits after 0-2, lowest id on ties; 3-7 are skipped).
+ *   4. top-k: the k most likely (larger logit, then lower id, first).
+ *   5. typical: locally typical sampling (Meister et al. 2022): with H the
+ *      entropy of the kept distribution, tokens are ranked by
+ *      |-log p - H| (ties: more likely first) and the shortest prefix of
+ *      that ranking whose mass reaches typical_p is kept, renormalized.
+ *   6. top-p: the shortest most-likely-first prefix whose mass reaches p.
+ *   7. min-p: drop tokens below min_p times the best probability.
+ *   8. draw: u from the PCG32 stream, the first token (most likely first)
+ *      whose cumulative probability exceeds u.
+ * Temperature before the filters follows Hugging Face transformers (top-k,
+ * top-p and min-p do not depend on where T sits; typical does). One seed
+ * gives the same tokens on every platform. NaN and -inf logits are
+ * excluded; +inf always wins; finite logits keep their values (the argmax
+ * is the true argmax). The logprobs reported beside a token
+ * (wlm_sample's *logprob, wlm_top_logprobs) are the model's own
+ * distribution, before any of these stages. */
 #include "ctx.h"
 #include "wmath.h"
 
+/* The defaults of llama.cpp's common sampling parameters (penalties off),
+ * which web/options.js repeats (tests/js/options.test.mjs holds them equal). */
 void wlm_sampler_default_params(wlm_sampler_params *p) {
+    wlm_memset(p, 0, sizeof *p);
     p->temperature = 0.8f; p->top_k = 40; p->top_p = 0.95f; p->min_p = 0.05f;
-    p->repeat_penalty = 1.1f; p->repeat_last_n = 64; p->allow = 0;
+    p->repeat_penalty = 1.0f; p->repeat_last_n = 64;
+    p->typical_p = 1.0f;
 }
 
 void wlm_rng_seed(wlm_rng *r, uint64_t seed) {
@@ -37,11 +65,6 @@ float wlm_rng_float(wlm_rng *r) { return (float)(wlm_rng_u32(r) >> 8) * (1.0f / 
 /* a logit the sampler can not use: NaN or -inf (+inf is usable: it wins) */
 static int excluded(float x) { return x != x || x == -__builtin_inff(); }
 
-/* token i is dropped: an unusable logit, or outside the allowed set */
-static int dropped(const wlm_sampler_params *sp, const float *logits, uint32_t i) {
-    return excluded(logits[i]) || (sp->allow && !((sp->allow[i >> 5] >> (i & 31)) & 1));
-}
-
 /* candidate a ranks before b: larger value, then smaller id */
 static int before(const float *v, const int32_t *id, uint32_t a, uint32_t b) {
     return v[a] > v[b] || (v[a] == v[b] && id[a] < id[b]);
@@ -63,31 +86,35 @@ static void sift_down(float *v, int32_t *id, uint32_t n, uint32_t i) {
     }
 }
 
+/* A stable least-significant-digit radix sort of n (key, value) pairs by
+ * ascending key: four passes of 8 bits, O(n). ka/va hold the input and,
+ * after the four passes, the output; kb/vb are n entries of scratch. */
+static void radix_sort(uint32_t *ka, uint32_t *va, uint32_t *kb, uint32_t *vb, uint32_t n) {
+    uint32_t *src = ka, *dst = kb, *sv = va, *dv = vb;
+    for (uint32_t shift = 0; shift < 32; shift += 8) {
+        uint32_t cnt[256] = { 0 };
+        for (uint32_t i = 0; i < n; i++) cnt[(src[i] >> shift) & 255]++;
+        for (uint32_t j = 0, sum = 0; j < 256; j++) { uint32_t c = cnt[j]; cnt[j] = sum; sum += c; }
+        for (uint32_t i = 0; i < n; i++) { uint32_t d = cnt[(src[i] >> shift) & 255]++; dst[d] = src[i]; dv[d] = sv[i]; }
+        uint32_t *t = src; src = dst; dst = t;
+        t = sv; sv = dv; dv = t;
+    }
+}
+
 /* The n candidates sorted best first (larger value, then smaller id: the
- * ids come in ascending order and the sort is stable) by a least-significant-
- * digit radix sort on 32-bit keys, four passes of 8 bits: O(n), where a heap
- * sort of a whole vocabulary cost milliseconds a token in wasm. Keys
- * map floats to unsigned integers in descending order; -0 is taken as +0,
- * which compares equal to it. tmp: 12 n bytes. The same order as the heap
- * path, so the same tokens are sampled. */
+ * ids come in ascending order and the sort is stable) by the radix sort:
+ * O(n), where a heap sort of a whole vocabulary cost milliseconds a token in
+ * wasm. Keys map floats to unsigned integers in descending order; -0 is
+ * taken as +0, which compares equal to it. tmp: 12 n bytes. The same order
+ * as the heap path, so the same tokens are sampled. */
 static void sort_all(float *v, int32_t *id, uint32_t n, void *tmp) {
-    uint32_t *ka = tmp, *kb = ka + n;
-    int32_t *idb = (int32_t *)(kb + n);
+    uint32_t *ka = tmp, *kb = ka + n, *idb = kb + n;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t b; __builtin_memcpy(&b, &v[i], 4);
         if (!(b << 1)) b = 0;
         ka[i] = ~((b >> 31) ? ~b : b ^ 0x80000000u);
     }
-    uint32_t *src = ka, *dst = kb; int32_t *sid = id, *did = idb;
-    for (uint32_t shift = 0; shift < 32; shift += 8) {
-        uint32_t cnt[256] = { 0 };
-        for (uint32_t i = 0; i < n; i++) cnt[(src[i] >> shift) & 255]++;
-        for (uint32_t j = 0, sum = 0; j < 256; j++) { uint32_t c = cnt[j]; cnt[j] = sum; sum += c; }
-        for (uint32_t i = 0; i < n; i++) { uint32_t d = cnt[(src[i] >> shift) & 255]++; dst[d] = src[i]; did[d] = sid[i]; }
-        uint32_t *t = src; src = dst; dst = t;
-        int32_t *ti = sid; sid = did; did = ti;
-    }
-    /* four passes: the keys are back in ka, the ids in id */
+    radix_sort(ka, (uint32_t *)id, kb, idb, n);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t o = ~ka[i], b = (o >> 31) ? o ^ 0x80000000u : ~o;
         __builtin_memcpy(&v[i], &b, 4);
@@ -112,42 +139,79 @@ uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *t
     return k;
 }
 
-static wlm_status check_params(const wlm_sampler_params *sp, wlm_err *err) {
+#define PENALTY_MAX 1e6f  /* |presence|, |frequency|: c * f stays finite, so no inf - inf */
+
+static wlm_status check_params(const wlm_sampler_params *sp, uint32_t n_vocab, wlm_err *err) {
     if (!(sp->temperature >= 0) || !wlm_isfinite(sp->temperature))
         return wlm_fail(err, WLM_ERR_ARG, "temperature must be a finite number >= 0");
     if (!(sp->top_p >= 0 && sp->top_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "top_p must be in [0, 1]");
     if (!(sp->min_p >= 0 && sp->min_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "min_p must be in [0, 1]");
     if (!(sp->repeat_penalty > 0) || !wlm_isfinite(sp->repeat_penalty))
         return wlm_fail(err, WLM_ERR_ARG, "repeat_penalty must be a finite number > 0");
+    if (!(sp->presence_penalty >= -PENALTY_MAX && sp->presence_penalty <= PENALTY_MAX))
+        return wlm_fail(err, WLM_ERR_ARG, "presence_penalty must be in [-1e6, 1e6]");
+    if (!(sp->frequency_penalty >= -PENALTY_MAX && sp->frequency_penalty <= PENALTY_MAX))
+        return wlm_fail(err, WLM_ERR_ARG, "frequency_penalty must be in [-1e6, 1e6]");
+    if (!(sp->typical_p >= 0 && sp->typical_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "typical_p must be in [0, 1]");
+    if (sp->n_biases && !sp->biases) return wlm_fail(err, WLM_ERR_ARG, "%u logit biases but no array", sp->n_biases);
+    for (uint32_t i = 0; i < sp->n_biases; i++) {
+        int32_t t = sp->biases[i].token; float b = sp->biases[i].bias;
+        if (t < 0 || (uint32_t)t >= n_vocab)
+            return wlm_fail(err, WLM_ERR_ARG, "logit bias %u: token id %d out of range (vocabulary has %u)", i, t, n_vocab);
+        if (b != b || b == __builtin_inff())
+            return wlm_fail(err, WLM_ERR_ARG, "logit bias %u (token %d): the bias must be finite or -inf", i, t);
+    }
     return WLM_OK;
 }
 
-/* Fills c->cand_val/cand_id with the penalized logits of the usable tokens
- * (NaN and -inf are excluded, and tokens outside sp->allow), in ascending id order. Returns their count. */
-static uint32_t penalized(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
-                          const int32_t *hist, uint32_t n_hist) {
+#define PENALIZED 0xffffffffu  /* pen_count mark: a usable token the penalties changed */
+
+/* Stages 0-2: c->cand_val/cand_id get the logits of the usable tokens
+ * after the mask, the bias and the penalties, in ascending id order; returns
+ * their count. A token is usable when it is allowed (sp->allow) and its
+ * biased logit is neither NaN nor -inf; a penalty may then take a usable
+ * logit to -inf (an overflow), and it stays a candidate. pen_count counts
+ * each token of the window, then marks the tokens the penalties changed, and
+ * is cleared before returning. */
+uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                           const int32_t *hist, uint32_t n_hist) {
     uint32_t n = c->m->hp.n_vocab, usable = 0;
     float *v = c->cand_val; int32_t *id = c->cand_id;
+    uint32_t *cnt = c->pen_count;
+    const uint32_t *allow = sp->allow;
     for (uint32_t i = 0; i < n; i++) {
-        if (!dropped(sp, logits, i)) usable++;
-        v[i] = logits[i]; id[i] = (int32_t)i;
+        float x = allow && !((allow[i >> 5] >> (i & 31)) & 1) ? -__builtin_inff() : logits[i];
+        usable += !excluded(x); v[i] = x; id[i] = (int32_t)i;
     }
-    if (sp->repeat_penalty != 1.0f && sp->repeat_last_n && hist && n_hist) {
-        uint32_t from = n_hist > sp->repeat_last_n ? n_hist - sp->repeat_last_n : 0;
-        for (uint32_t i = from; i < n_hist; i++) {
-            int32_t t = hist[i];
-            if (t < 0 || (uint32_t)t >= n || c->seen[t]) continue;
-            c->seen[t] = 1;
-            if (excluded(v[t])) continue;
-            v[t] = v[t] > 0 ? v[t] / sp->repeat_penalty : v[t] * sp->repeat_penalty;
+    for (uint32_t i = 0; i < sp->n_biases; i++) {
+        int32_t t = sp->biases[i].token; float b = sp->biases[i].bias;
+        v[t] = b == -__builtin_inff() ? b : v[t] + b;   /* -inf + b: a masked token stays out */
+    }
+    int penalize = sp->repeat_penalty != 1.0f || sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f;
+    uint32_t from = n_hist > sp->repeat_last_n ? n_hist - sp->repeat_last_n : 0;
+    if (!penalize || !hist) from = n_hist;   /* an empty window */
+    for (uint32_t i = from; i < n_hist; i++) if (hist[i] >= 0 && (uint32_t)hist[i] < n) cnt[hist[i]]++;
+    for (uint32_t i = from; i < n_hist; i++) {
+        int32_t t = hist[i];
+        if (t < 0 || (uint32_t)t >= n || cnt[t] == 0 || cnt[t] == PENALIZED) continue;
+        float x = v[t];
+        if (excluded(x)) { cnt[t] = 0; continue; }
+        if (sp->repeat_penalty != 1.0f) x = x > 0 ? x / sp->repeat_penalty : x * sp->repeat_penalty;
+        if (sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f)
+            x -= (float)cnt[t] * sp->frequency_penalty + sp->presence_penalty;
+        v[t] = x;
+        cnt[t] = PENALIZED;
+    }
+    uint32_t k = n;
+    if (usable < n || sp->n_biases) {   /* drop the excluded tokens so later stages skip them */
+        k = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            if (excluded(v[i]) && cnt[i] != PENALIZED) continue;
+            v[k] = v[i]; id[k] = id[i]; k++;
         }
-        for (uint32_t i = from; i < n_hist; i++) if (hist[i] >= 0 && (uint32_t)hist[i] < n) c->seen[hist[i]] = 0;
     }
-    if (usable < n) { /* drop the excluded tokens so later stages skip them */
-        uint32_t k = 0;
-        for (uint32_t i = 0; i < n; i++) if (!dropped(sp, logits, i)) { v[k] = v[i]; id[k] = id[i]; k++; }
-    }
-    return usable;
+    for (uint32_t i = from; i < n_hist; i++) if (hist[i] >= 0 && (uint32_t)hist[i] < n) cnt[hist[i]] = 0;
+    return k;
 }
 
 static uint32_t argmax(const float *v, uint32_t n) {
@@ -156,13 +220,46 @@ static uint32_t argmax(const float *v, uint32_t n) {
     return best;
 }
 
-/* After penalties: temperature, top-k, top-p, min-p. Leaves the surviving
- * candidates sorted best first in cand_id with probabilities in cand_val
- * (summing to 1) and returns their count. */
+/* Stage 5 on the k candidates v/id (sorted best first, probabilities in v
+ * summing to 1; s[i] = log p[i] + log_z, the scaled logit difference the
+ * probability came from, log_z = log of the sum that normalized them).
+ * Keeps the typical set in place, renormalized, and returns its size.
+ * tmp: 16 k bytes. */
+static uint32_t typical(float *v, int32_t *id, const float *s, double log_z, uint32_t k, float mass, void *tmp) {
+    /* H = sum p (-log p), -log p = log_z - s */
+    double h = 0;
+    for (uint32_t i = 0; i < k; i++) if (v[i] > 0.0f) h += (double)v[i] * (log_z - (double)s[i]);
+    uint32_t *key = tmp, *idx = key + k, *kb = idx + k, *ib = kb + k;
+    for (uint32_t i = 0; i < k; i++) {
+        /* |-log p - H| as a float >= 0, whose bits order as the values do;
+         * a probability that underflowed to 0 ranks last */
+        float d = v[i] > 0.0f ? (float)__builtin_fabs((log_z - (double)s[i]) - h) : __builtin_inff();
+        __builtin_memcpy(&key[i], &d, 4);
+        idx[i] = i;
+    }
+    radix_sort(key, idx, kb, ib, k);   /* stable: ties keep the more likely first */
+    double cum = 0; uint32_t keep = k;
+    for (uint32_t j = 0; j < k; j++) { cum += v[idx[j]]; if (cum >= mass) { keep = j + 1; break; } }
+    uint8_t *in = (uint8_t *)kb;       /* the kept ones, by place */
+    for (uint32_t i = 0; i < k; i++) in[i] = 0;
+    for (uint32_t j = 0; j < keep; j++) in[idx[j]] = 1;
+    uint32_t m = 0; double sum = 0;
+    for (uint32_t i = 0; i < k; i++) if (in[i]) { v[m] = v[i]; id[m] = id[i]; sum += v[m]; m++; }
+    for (uint32_t i = 0; i < m; i++) v[i] = (float)(v[i] / sum);
+    return m;
+}
+
+/* Stages 3-7: temperature, top-k, typical, top-p, min-p. Leaves the
+ * surviving candidates sorted best first in cand_id with probabilities in
+ * cand_val (summing to 1) and returns their count. */
 static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t n) {
     float *v = c->cand_val; int32_t *id = c->cand_id;
     float inv_t = 1.0f / sp->temperature;
     uint32_t k = wlm_top_k_sorted(v, id, n, sp->top_k, c->sort_tmp);
+    int typ = sp->typical_p > 0.0f && sp->typical_p < 1.0f;
+    /* typical needs each scaled difference: kept in the last 4 k bytes of
+     * sort_tmp, which typical() reads before its sort writes there */
+    float *sdiff = (float *)c->sort_tmp + 3 * (uint64_t)k;
     /* scale the difference to the best, never the logit itself: v * inv_t
      * overflows to inf for huge logits when T < 1,
      * and inf - inf would make every probability NaN. Candidates equal to the
@@ -171,10 +268,13 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
     float top = v[0];
     double sum = 0;
     for (uint32_t i = 0; i < k; i++) {
-        float p = v[i] == top ? 1.0f : wlm_expf((v[i] - top) * inv_t);
+        float d = v[i] == top ? 0.0f : (v[i] - top) * inv_t;
+        float p = v[i] == top ? 1.0f : wlm_expf(d);
+        if (typ) sdiff[i] = d;
         v[i] = p; sum += p;
     }
     for (uint32_t i = 0; i < k; i++) v[i] = (float)(v[i] / sum);
+    if (typ) k = typical(v, id, sdiff, wlm_log(sum), k, sp->typical_p, c->sort_tmp);
     if (sp->top_p < 1.0f) {
         double cum = 0; uint32_t keep = k;
         for (uint32_t i = 0; i < k; i++) { cum += v[i]; if (cum >= sp->top_p) { keep = i + 1; break; } }
@@ -227,16 +327,24 @@ static void lp_blocks(void *arg, uint32_t tid, uint32_t nth) {
     }
 }
 
-static float model_logprob(const wlm_kernels *k, wlm_pool *pool, uint32_t nth, const float *logits, uint32_t n, int32_t tok) {
-    float x = logits[tok];
-    if (excluded(x)) return -__builtin_inff();
+/* The normalizer of the model's distribution: log P(x) = (lp_value(x) - m) - log_s */
+static void model_lse(const wlm_kernels *k, wlm_pool *pool, uint32_t nth, const float *logits, uint32_t n,
+                      float *m_out, float *log_s) {
     lp_job j;
     j.k = k; j.logits = logits; j.n = n; j.pool = pool;
     wlm_pool_run(pool, lp_blocks, &j, pool && n >= LP_MIN_PARALLEL ? nth : 1);
     float m = -__builtin_inff();
     double s = 0;
     for (uint32_t b = 0; b < LP_BLOCKS; b++) { if (j.bmax[b] > m) m = j.bmax[b]; s += j.bsum[b]; }
-    return (lp_value(x) - m) - (float)wlm_log(s);
+    *m_out = m; *log_s = (float)wlm_log(s);
+}
+
+static float model_logprob(const wlm_kernels *k, wlm_pool *pool, uint32_t nth, const float *logits, uint32_t n, int32_t tok) {
+    float x = logits[tok];
+    if (excluded(x)) return -__builtin_inff();
+    float m, log_s;
+    model_lse(k, pool, nth, logits, n, &m, &log_s);
+    return (lp_value(x) - m) - log_s;
 }
 
 wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
@@ -245,9 +353,9 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
     wlm_err dummy; if (!err) err = &dummy;
     wlm_status s;
     if (!c || !logits || !sp || !token) return wlm_fail(err, WLM_ERR_ARG, "wlm_sample: NULL argument");
-    if ((s = check_params(sp, err))) return s;
     uint32_t n = c->m->hp.n_vocab;
-    uint32_t m = penalized(c, logits, sp, history, n_history);
+    if ((s = check_params(sp, n, err))) return s;
+    uint32_t m = wlm_sample_logits(c, logits, sp, history, n_history);
     if (m == 0) return wlm_fail(err, WLM_ERR_ARG, sp->allow ? "no allowed token has a finite logit" : "no finite logits to sample from");
     int32_t tok;
     if (sp->temperature == 0.0f) {
@@ -266,13 +374,27 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
 
 uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                          const int32_t *history, uint32_t n_history, int32_t *ids, float *probs, uint32_t cap) {
-    if (!c || !logits || !sp || check_params(sp, 0) || cap == 0) return 0;
-    uint32_t m = penalized(c, logits, sp, history, n_history);
+    if (!c || !logits || !sp || check_params(sp, c->m->hp.n_vocab, 0) || cap == 0) return 0;
+    uint32_t m = wlm_sample_logits(c, logits, sp, history, n_history);
     if (m == 0) return 0;
     if (sp->temperature == 0.0f) { ids[0] = c->cand_id[argmax(c->cand_val, m)]; probs[0] = 1.0f; return 1; }
     uint32_t k = filtered_dist(c, sp, m);
     if (k > cap) k = cap;
     for (uint32_t i = 0; i < k; i++) { ids[i] = c->cand_id[i]; probs[i] = c->cand_val[i]; }
+    return k;
+}
+
+uint32_t wlm_top_logprobs(wlm_ctx *c, const float *logits, uint32_t n, int32_t *ids, float *logprobs) {
+    if (!c || !logits || !ids || !logprobs || n == 0) return 0;
+    uint32_t nv = c->m->hp.n_vocab, usable = 0;
+    float *v = c->cand_val; int32_t *id = c->cand_id;
+    for (uint32_t i = 0; i < nv; i++) if (!excluded(logits[i])) { v[usable] = logits[i]; id[usable] = (int32_t)i; usable++; }
+    if (usable == 0) return 0;
+    /* the sampler's own order: the heap for a few, the radix sort for many */
+    uint32_t k = wlm_top_k_sorted(v, id, usable, n < usable ? n : usable, c->sort_tmp);
+    float m, log_s;
+    model_lse(c->k, c->pool, c->n_thr, logits, nv, &m, &log_s);
+    for (uint32_t i = 0; i < k; i++) { ids[i] = id[i]; logprobs[i] = (lp_value(logits[id[i]]) - m) - log_s; }
     return k;
 }
 

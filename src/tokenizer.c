@@ -1,5 +1,6 @@
-/* Vocabulary loading for GGUF tokenizers ("llama" SentencePiece and "gpt2"
- * byte-level BPE, the latter encoded by tokenizer_bpe.c), the SentencePiece
+/* Vocabulary loading for GGUF tokenizers ("llama" SentencePiece, "gpt2"
+ * byte-level BPE encoded by tokenizer_bpe.c, "bert" WordPiece encoded by
+ * tokenizer_wpm.c), the SentencePiece
  * encoder, special-token matching, end-of-generation ids, token-to-bytes
  * conversion and a streaming detokenizer that only ever emits valid UTF-8.
  *
@@ -282,8 +283,9 @@ wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
     if (!model) return wlm_fail(err, WLM_ERR_FORMAT, "missing tokenizer.ggml.model (no vocabulary in this file)");
     if (wlm_str_is(model, model_len, "llama")) v->kind = WLM_VOCAB_SPM;
     else if (wlm_str_is(model, model_len, "gpt2")) v->kind = WLM_VOCAB_BPE;
+    else if (wlm_str_is(model, model_len, "bert")) v->kind = WLM_VOCAB_WPM;
     else
-        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tokenizer model '%.*s' (supported: 'llama' SentencePiece, 'gpt2' byte-level BPE)",
+        return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported tokenizer model '%.*s' (supported: 'llama' SentencePiece, 'gpt2' byte-level BPE, 'bert' WordPiece)",
                         (int)WLM_MIN(model_len, 64u), model);
 
     const wlm_kv *ktok = find_array(g, "tokenizer.ggml.tokens", GGUF_STRING, GGUF_STRING, err, &st);
@@ -387,8 +389,9 @@ wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
     if ((st = load_id(g, "tokenizer.ggml.eom_token_id", n, &v->eom, err)) != WLM_OK) goto fail;
     if ((st = load_id(g, "tokenizer.ggml.padding_token_id", n, &v->pad, err)) != WLM_OK) goto fail;
     /* SentencePiece vocabularies add BOS and a space prefix unless told
-     * otherwise; byte-level BPE ones (GPT-2 style) do neither by default */
-    v->add_bos = v->kind == WLM_VOCAB_SPM;
+     * otherwise; byte-level BPE ones (GPT-2 style) do neither by default;
+     * WordPiece ones frame a text as [CLS] ... [SEP] */
+    v->add_bos = v->kind != WLM_VOCAB_BPE;
     v->add_space_prefix = v->kind == WLM_VOCAB_SPM;
     v->add_eos = 0;
     if ((st = wlm_kv_bool(g, "tokenizer.ggml.add_bos_token", &v->add_bos, err)) != WLM_OK) goto fail;
@@ -400,9 +403,11 @@ wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
 
     if ((st = load_specials(v, err)) != WLM_OK) goto fail;
     find_eog(v);
+    v->sep = -1;
+    if (v->kind == WLM_VOCAB_WPM && (st = wlm_wpm_load(v, g, err)) != WLM_OK) goto fail;
     if (v->kind == WLM_VOCAB_BPE) {
         if ((st = wlm_bpe_load(v, g, err)) != WLM_OK) goto fail;
-    } else {
+    } else if (v->kind == WLM_VOCAB_SPM) {
         v->spm_split = spm_split_safe(v);
     }
     return WLM_OK;
@@ -573,8 +578,10 @@ static wlm_status encode_text(const wlm_vocab *v, const uint8_t *text, uint32_t 
                               wlm_tok_out *o, wlm_err *err) {
     if (len == 0) return WLM_OK;
     if (v->kind == WLM_VOCAB_BPE) return wlm_bpe_encode(v, text, len, o, err);
+    if (v->kind == WLM_VOCAB_WPM) return wlm_wpm_encode(v, text, len, o, err);
     int split = v->spm_split && !((uint32_t)flags & WLM_TOK_NO_SPLIT_);
-    return spm_encode(v, text, len, v->add_space_prefix, split, o, err);
+    int prefix = v->add_space_prefix && !((uint32_t)flags & WLM_TOK_NO_SPACE_PREFIX);
+    return spm_encode(v, text, len, prefix, split, o, err);
 }
 
 wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len, int flags,
@@ -593,7 +600,8 @@ wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len
     const uint8_t *in = (const uint8_t *)text;
     uint32_t seg = 0;
     /* every text fragment (the first, and each one after a special token)
-     * is encoded as a text of its own: with add_space_prefix it gets a "▁" */
+     * is encoded as a text of its own: with add_space_prefix it gets a "▁"
+     * (unless WLM_TOK_NO_SPACE_PREFIX) */
     wlm_status st;
     if (v->n_special) {
         for (uint32_t pos = 0; pos < len;) {
@@ -612,6 +620,7 @@ wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len
         if ((st = encode_text(v, in + seg, len - seg, flags, &o, err)) != WLM_OK) return st;
     }
     if (add_special && v->add_eos && v->eos >= 0) emit(&o, v->eos);
+    if (add_special && v->kind == WLM_VOCAB_WPM && v->add_sep && v->sep >= 0) emit(&o, v->sep);
 
     if (n_out) *n_out = o.k;
     if (o.k > cap) return wlm_fail(err, WLM_ERR_ARG, "token buffer too small: %u tokens needed, capacity %u", o.k, cap);

@@ -75,6 +75,9 @@ static uint32_t utf8_dec(const uint8_t *s, uint32_t n, uint32_t *cp) {
     return k;
 }
 
+uint32_t wlm_utf8_decode(const uint8_t *s, uint32_t n, uint32_t *cp) { return utf8_dec(s, n, cp); }
+uint32_t wlm_utf8_put(uint32_t cp, uint8_t *o) { return utf8_put(cp, o); }
+
 /* ---- pre-tokenizer names ------------------------------------------------------ */
 
 static const struct { const char *name; uint32_t pre; } k_pre_names[] = {

@@ -1,5 +1,6 @@
 /* The vocabulary and its tokenizers (tokenizer.c: SentencePiece and the
- * shared core; tokenizer_bpe.c: byte-level BPE and pre-tokenizers). */
+ * shared core; tokenizer_bpe.c: byte-level BPE and pre-tokenizers;
+ * tokenizer_wpm.c: WordPiece). */
 #ifndef WLM_VOCAB_H
 #define WLM_VOCAB_H
 
@@ -36,9 +37,13 @@ typedef struct wlm_vocab {
     uint32_t ignore_merges;             /* a pre-token that is a whole token is used as is (Llama 3) */
     uint32_t n_merges_skipped;          /* merges naming strings that are not tokens */
     void *mem_sp, *mem_bpe;             /* blocks for the special-token and BPE tables */
+    /* ---- added with WordPiece support (tokenizer_wpm.c) ---- */
+    int32_t sep;                        /* [SEP]: ends a text with add-special (bert); -1 when absent */
+    uint32_t add_sep;
+    uint32_t wpm_lower, wpm_strip;      /* BERT normalizer: lowercase, strip accents */
 } wlm_vocab;
 
-enum { WLM_VOCAB_SPM = 0, WLM_VOCAB_BPE = 1 };
+enum { WLM_VOCAB_SPM = 0, WLM_VOCAB_BPE = 1, WLM_VOCAB_WPM = 2 };
 enum { WLM_PRE_DEFAULT = 0, WLM_PRE_GPT2, WLM_PRE_LLAMA3, WLM_PRE_QWEN2, WLM_PRE_DEEPSEEK_LLM,
        WLM_PRE_DEEPSEEK_CODER, WLM_PRE_FALCON, WLM_PRE_STARCODER, WLM_PRE_COUNT };
 /* internal tokenize flag (tests): SPM without the whitespace-segment fast path */
@@ -53,13 +58,21 @@ const char *wlm_pre_name(uint32_t pre);
 /* Pre-tokenization only (tests): the byte offset where each word of text
  * ends, in order; returns the word count (entries past cap not written). */
 uint32_t wlm_bpe_split(uint32_t pre, const uint8_t *text, uint32_t len, uint32_t *ends, uint32_t cap);
+/* tokenizer_wpm.c: WordPiece settings (special ids, normalizer options) of
+ * a "bert" vocabulary (tokens already loaded); encodes one fragment */
+wlm_status wlm_wpm_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err);
+wlm_status wlm_wpm_encode(const wlm_vocab *v, const uint8_t *text, uint32_t len, wlm_tok_out *o, wlm_err *err);
+/* UTF-8 (tokenizer_bpe.c): the valid character at s[0..n) into *cp, its
+ * length (0: not a valid character); cp's bytes into o, their count */
+uint32_t wlm_utf8_decode(const uint8_t *s, uint32_t n, uint32_t *cp);
+uint32_t wlm_utf8_put(uint32_t cp, uint8_t *o);
 /* GPT-2 byte <-> printable code point mapping */
 uint32_t wlm_bpe_byte_to_cp(uint8_t b);
 int wlm_bpe_cp_to_byte(uint32_t cp); /* -1 when cp is not in the mapping */
 
 /* Builds the vocab from tokenizer.ggml.* metadata; validates every id and
- * length against the file. Accepts tokenizer models "llama" (SentencePiece)
- * and "gpt2" (byte-level BPE); refuses others by name. */
+ * length against the file. Accepts tokenizer models "llama" (SentencePiece),
+ * "gpt2" (byte-level BPE) and "bert" (WordPiece); refuses others by name. */
 wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err);
 void wlm_vocab_free(wlm_vocab *v);
 int32_t wlm_vocab_find(const wlm_vocab *v, const char *s, uint32_t len);

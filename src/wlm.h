@@ -108,7 +108,8 @@ WLM_API const char *wlm_type_name(uint32_t ggml_type);
 /* Encodes `len` bytes of text. `flags`:
  *   WLM_TOK_ADD_BOS (1)       prepend BOS (when the vocab has one) and, when
  *                             the vocab sets add_eos_token, append EOS
- *                             ("add special"; passing 1 is the old add_bos=1);
+ *                             ("add special"; passing 1 is the old add_bos=1;
+ *                             a bert vocab: [CLS] before, [SEP] after);
  *   WLM_TOK_PARSE_SPECIAL (2) text of control tokens (e.g. "<|im_start|>")
  *                             becomes their id (longest match first);
  *                             otherwise it is plain text. User-defined tokens
@@ -117,6 +118,7 @@ WLM_API const char *wlm_type_name(uint32_t ggml_type);
  * exceed cap: then WLM_ERR_ARG with "token buffer too small"). */
 #define WLM_TOK_ADD_BOS 1
 #define WLM_TOK_PARSE_SPECIAL 2
+#define WLM_TOK_NO_SPACE_PREFIX 4 /* text that continues other text: no SentencePiece "▁" in front (BPE adds none) */
 WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t len, int flags,
                         int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err);
 
@@ -161,6 +163,11 @@ typedef struct wlm_ctx_params {
     uint32_t n_seq_max;   /* sequences the cache can hold at once, 1..WLM_MAX_SEQ (0 = 1) */
     uint32_t n_outputs;   /* rows of logits one wlm_eval_batch may ask for
                            * (0 = max(n_seq_max, 1, n_batch if logits_all)) */
+    /* added with the window ring (appended: earlier offsets unchanged) */
+    uint32_t swa_full;    /* 1: sliding-window layers keep every position, as the
+                           * others do (a rewind may go anywhere); 0 (default):
+                           * they keep a ring of the positions their window can
+                           * still see (less memory; see wlm_seq_truncate) */
 } wlm_ctx_params;
 #define WLM_MAX_SEQ 64
 
@@ -177,8 +184,13 @@ WLM_API uint64_t wlm_ctx_bytes_needed(const wlm_model *m, const wlm_ctx_params *
 WLM_API void wlm_ctx_reset(wlm_ctx *c);
 WLM_API uint32_t wlm_ctx_pos(const wlm_ctx *c);   /* tokens evaluated so far */
 WLM_API uint32_t wlm_ctx_n_ctx(const wlm_ctx *c);
+/* Rows the sliding-window layers keep per KV head: the window ring, n_seq_max
+ * x (window - 1) + n_batch, or 0 when they keep one per cache slot (no such
+ * layers, swa_full, or a ring that would not be smaller). */
+WLM_API uint32_t wlm_ctx_window_rows(const wlm_ctx *c);
 /* Drops positions >= pos (rewind), so the cache can be reused for a prompt
- * that shares a prefix. Only valid when nothing slid out of the window. */
+ * that shares a prefix. Only valid when nothing slid out of the window
+ * (and as wlm_seq_truncate for sequence 0). */
 WLM_API wlm_status wlm_ctx_truncate(wlm_ctx *c, uint32_t pos, wlm_err *err);
 
 /* Runs the transformer on n tokens appended at the current position
@@ -215,7 +227,15 @@ WLM_API wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint3
 WLM_API wlm_status wlm_seq_fork(wlm_ctx *c, uint32_t src, uint32_t dst, wlm_err *err);
 /* Drops every position of seq (its slots are freed unless shared). */
 WLM_API wlm_status wlm_seq_remove(wlm_ctx *c, uint32_t seq, wlm_err *err);
-/* Drops positions >= pos of seq (rewind: speculative rollback, prefix reuse). */
+/* Drops positions >= pos of seq (rewind: speculative rollback, prefix reuse).
+ * With a window ring (wlm_ctx_window_rows > 0) the sliding-window layers
+ * drop the positions no window sees any more, so a rewind needs the
+ * window - 1 positions before pos to be still there: always true back to
+ * the first token of the last chunk evaluated for seq if no other sequence
+ * was evaluated since (a speculative rollback), and with one sequence for
+ * the last n_batch positions; deeper it fails with WLM_ERR_STATE naming
+ * the lowest position possible, changing nothing (evaluate again from 0,
+ * or plan with swa_full). */
 WLM_API wlm_status wlm_seq_truncate(wlm_ctx *c, uint32_t seq, uint32_t pos, wlm_err *err);
 WLM_API uint32_t wlm_seq_pos(const wlm_ctx *c, uint32_t seq);  /* next position of seq */
 WLM_API uint32_t wlm_ctx_free_slots(const wlm_ctx *c);          /* cache slots no sequence uses */
@@ -239,15 +259,26 @@ WLM_API void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n);
 
 /* ---- sampling ----------------------------------------------------------- */
 
+/* One logit bias: added to the token's logit first of all, after a grammar's mask (-inf bans it). */
+typedef struct wlm_logit_bias { int32_t token; float bias; } wlm_logit_bias;
+
 typedef struct wlm_sampler_params {
     float temperature;     /* 0 = greedy (argmax, lowest id wins ties) */
     uint32_t top_k;        /* 0 = off */
     float top_p;           /* 1 = off; 0 = the most likely token only */
     float min_p;           /* 0 = off */
     float repeat_penalty;  /* 1 = off */
-    uint32_t repeat_last_n;/* window of recent tokens the penalty looks at */
-    const uint32_t *allow; /* NULL = every token; else a bitset (bit t of word t / 32): only those
-                            * tokens can be drawn, applied before every other stage (a grammar's mask) */
+    uint32_t repeat_last_n;/* window of recent tokens the penalties look at */
+    /* logit bias, OpenAI's penalties, locally typical sampling: a field
+     * left 0 is off, so a zero-filled tail changes nothing */
+    float presence_penalty;  /* subtracted once from each token in the window; in [-1e6, 1e6] */
+    float frequency_penalty; /* times the token's count in the window; in [-1e6, 1e6] */
+    float typical_p;         /* locally typical sampling: keep this much mass; 0 or 1 = off */
+    uint32_t n_biases;
+    const wlm_logit_bias *biases; /* n_biases entries (ids in range; a bias is finite or -inf;
+                                   * a token given twice gets the sum) */
+    const uint32_t *allow;   /* NULL = every token; else a bitset (bit t of word t / 32): only those
+                              * tokens can be drawn, applied before every other stage (a grammar's mask) */
 } wlm_sampler_params;
 WLM_API void wlm_sampler_default_params(wlm_sampler_params *p);
 
@@ -258,14 +289,25 @@ WLM_API uint32_t wlm_rng_u32(wlm_rng *r);
 WLM_API float wlm_rng_float(wlm_rng *r); /* [0,1), 24 bits */
 
 /* Samples the next token from `logits` (n_vocab floats, not modified).
- * `history`/`n_history` are the recent tokens for the repetition penalty.
+ * `history`/`n_history` are the recent tokens for the penalties (the last
+ * repeat_last_n of them count). The pipeline (src/sampler.c): grammar mask
+ * (sp->allow) -> logit bias -> penalties -> temperature -> top-k -> typical
+ * -> top-p -> min-p -> draw.
  * `logprob` receives log P(token) under the model's own distribution
  * (softmax of the raw logits, T = 1, no filters). */
 WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                       const int32_t *history, uint32_t n_history, wlm_rng *rng,
                       int32_t *token, float *logprob, wlm_err *err);
 
-/* Sampling distribution after penalty, temperature and filters: writes up to
+/* The n most likely tokens of the model's own distribution (softmax of
+ * the raw logits, T = 1: before a grammar's mask, bias, penalties and
+ * filters, so a token the mask forbids may be among them), best first,
+ * lowest id on ties, with their log-probabilities: each is exactly the
+ * *logprob wlm_sample reports when it picks that token. Returns the count
+ * written (n, or fewer when fewer logits are usable: not NaN or -inf). */
+WLM_API uint32_t wlm_top_logprobs(wlm_ctx *c, const float *logits, uint32_t n, int32_t *ids, float *logprobs);
+
+/* Sampling distribution after mask, bias, penalties, temperature and filters: writes up to
  * `cap` (token, probability) pairs sorted by probability, returns the count.
  * (For UIs that show the next-token distribution.) */
 WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
@@ -277,7 +319,7 @@ WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_samp
  * fills; q_ids/q_probs (q_n pairs) are the distribution x was drawn from
  * (the draft model's filtered distribution; one pair with probability 1
  * for prompt lookup). The target distribution p is `logits` through the
- * same pipeline as wlm_sample (penalty -> temperature -> filters). x is
+ * same pipeline as wlm_sample (bias -> penalties -> temperature -> filters). x is
  * accepted with probability min(1, p(x)/q(x)) (*accepted = 1, *token = x);
  * otherwise *token is drawn from max(0, p - q) renormalized. Emitted
  * tokens then follow p exactly. Greedy (temperature 0): accepted iff x is
@@ -330,6 +372,40 @@ WLM_API int wlm_grammar_can_end(const wlm_grammar *g, uint32_t state);
 WLM_API wlm_status wlm_grammar_mask(wlm_grammar *g, uint32_t state, uint32_t flags, const uint32_t **mask, uint32_t *n_allowed, wlm_err *err);
 /* Counters for benchmarks and tests (src/grammar.h, WLM_GS_*). */
 WLM_API uint64_t wlm_grammar_stat(const wlm_grammar *g, uint32_t what);
+
+/* ---- embeddings ------------------------------------------------------------
+ *
+ * One vector of n_embd floats per text: the model's last hidden states
+ * (decoders: after the final norm; bert / nomic-bert: the last layer's
+ * output) pooled over the text's tokens. Pooling kinds are the GGUF
+ * pooling_type values: MEAN (the average over the tokens), CLS (the first
+ * token's), LAST (the last token's). */
+enum { WLM_POOLING_NONE = 0, WLM_POOLING_MEAN = 1, WLM_POOLING_CLS = 2, WLM_POOLING_LAST = 3 };
+#define WLM_POOLING_MODEL 0xFFFFFFFFu /* wlm_embed: the model's pooling (wlm_model_pooling) */
+#define WLM_EMBED_NORMALIZE 1         /* wlm_embed flag: divide each vector by its L2 norm */
+
+/* The pooling a model's embeddings use: the file's <arch>.pooling_type when
+ * it names MEAN, CLS or LAST; otherwise LAST for causal models (decoders:
+ * the last token has seen the whole text) and MEAN for the others. */
+WLM_API uint32_t wlm_model_pooling(const wlm_model *m);
+/* 1 when attention is causal (<arch>.attention.causal; decoders by
+ * default), 0 when every token sees its whole sequence (bert, nomic-bert). */
+WLM_API uint32_t wlm_model_causal(const wlm_model *m);
+
+/* Embeds n_texts texts in as few forward passes as fit: text i is
+ * n_tokens[i] token ids, the texts' ids one after the other in `tokens`
+ * (token type 0, positions from 0). Each text is a sequence of its own
+ * (they never see each other), so a batch gives each text the vector it
+ * gets alone (up to summation order). Writes n_texts x n_embd floats to
+ * `out`, row i for text i. `pooling`: WLM_POOLING_MEAN / CLS / LAST or
+ * WLM_POOLING_MODEL; `flags`: WLM_EMBED_NORMALIZE. The cache is emptied
+ * before and after (every sequence of c is dropped). Fails with
+ * WLM_ERR_ARG naming the text when one has no tokens, more than n_ctx, or
+ * (non-causal models, which see a whole text in one pass) more than
+ * n_batch; the context needs n_seq_max >= 1 (texts are packed into a pass
+ * up to n_batch tokens and n_seq_max texts). */
+WLM_API wlm_status wlm_embed(wlm_ctx *c, const int32_t *tokens, const uint32_t *n_tokens, uint32_t n_texts,
+                             uint32_t pooling, uint32_t flags, float *out, wlm_err *err);
 
 /* ---- quantization --------------------------------------------------------- */
 

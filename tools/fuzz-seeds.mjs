@@ -4,7 +4,7 @@
 //   node tools/fuzz-seeds.mjs [OUTDIR]      (default build/fuzz)
 // OUTDIR/models: small valid models whose vocabularies the tokenizer and
 //   sampler targets load (SentencePiece "llama", byte-level BPE "gpt2" with
-//   Llama 3 and Qwen2 pre-tokenizers);
+//   Llama 3 and Qwen2 pre-tokenizers, WordPiece "bert");
 // OUTDIR/seed/gguf: those models plus the whole hostile corpus
 //   (tools/make-hostile.mjs), so mutations start from every broken shape, and
 //   split GGUFs (the parts one after the other: fuzz_gguf cuts them apart at
@@ -12,7 +12,8 @@
 // OUTDIR/seed/tokenize: selector byte + text (ASCII, Unicode, invalid UTF-8,
 //   control-token text, whitespace runs) or selector + int32 ids to decode;
 // OUTDIR/seed/sampler: sampler parameters + history + logits, with NaN, Inf,
-//   huge, tiny and tied values;
+//   huge, tiny and tied values; some with the presence / frequency
+//   penalties, typical_p and logit biases (byte 33, fuzz/fuzz_sampler.c);
 // OUTDIR/seed/grammar: selector byte + GBNF + NUL + text to read (JSON,
 //   arithmetic, Unicode, nesting, nullable loops).
 import fs from 'node:fs';
@@ -29,6 +30,7 @@ makeModel(path.join(models, 'micro-bpe.gguf'), MICRO, 'f32', 3, { arch: 'llama3'
 makeModel(path.join(models, 'micro-qwen.gguf'), { ...MICRO, heads: 2, kvHeads: 2 }, 'f16', 3, { arch: 'qwen2' });
 makeModel(path.join(models, 'tiny-bpe.gguf'), 'tiny', 'f32', 3, { arch: 'llama3' });
 makeModel(path.join(models, 'tiny-qwen.gguf'), 'tiny', 'f32', 3, { arch: 'qwen2' });
+makeModel(path.join(models, 'tiny-bert.gguf'), { ...MICRO, heads: 2, kvHeads: 2, vocab: 600 }, 'f32', 3, { arch: 'bert' });
 
 let n = 0;
 const gguf = dir('seed/gguf');
@@ -52,6 +54,7 @@ const texts = [
   '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n', '<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>',
   '<s>x</s><unk>', 'héllo wörld – “quotes” 世界 🙂👍🏽 \u200d', '12345 3.14159 1,000,000', "it's we'll I'M", '\n\n\t\t  \r\n',
   'a'.repeat(300), 'ab'.repeat(100) + ' ' + 'cab'.repeat(50), '\u2581\u2581 \u2581x',
+  'Café NAÏVE, 中国! [CLS] unaffable $5 \u1100\u1161 \ud55c\uad6d', // WordPiece: case, accents, CJK, punctuation, jamo, Hangul
 ];
 const bytesSeeds = [Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0xe2, 0x82, 0xf0, 0x9f, 0x98]), Buffer.from([0xed, 0xa0, 0x80, 0xc0, 0xaf, 0, 0, 0x41])];
 texts.forEach((t, i) => {
@@ -92,6 +95,22 @@ params.forEach((pp, i) => {
     const which = (i + name.length) % 2;
     const hist = i32([0, 1, 2, 3, -1, 100000, 5, 5]);
     fs.writeFileSync(path.join(smp, `p${i}-${name}`), Buffer.concat([header(which, { ...pp, seed: i * 7 + 1, spread: name === 'ties' ? 0 : 1 }), pp.nHist ? hist : Buffer.alloc(0), f32(l)]));
+  });
+});
+// byte 33: (biases << 4) | 1, then presence, frequency, typical_p and the (token, bias) pairs
+const extra = [
+  { pres: 0.5, freq: 0.25, typ: 0.9, bias: [[3, -Infinity], [5, 2]] },
+  { pres: -2, freq: 2, typ: 0.2, bias: [[0, -Infinity], [1, -Infinity], [2, -Infinity], [3, -Infinity], [4, -Infinity], [5, -Infinity]] },
+  { pres: 1e6, freq: -1e6, typ: 1e-6, bias: [[511, 3e38], [-5, 1], [100000, NaN]], sane: 0 },
+  { pres: NaN, freq: Infinity, typ: 2, bias: [[1, Infinity]], sane: 0 },
+  { pres: 0, freq: 0, typ: 0.5, bias: [] },
+];
+extra.forEach((e, i) => {
+  Object.entries(logitSets).forEach(([name, l]) => {
+    const h = header(i % 2, { t: i === 4 ? 1.5 : 0.8, nHist: 8, sane: e.sane ?? 64, seed: i + 3, spread: 1 });
+    h[33] = (e.bias.length << 4) | 1;
+    const pairs = Buffer.concat(e.bias.map(([t, b]) => Buffer.concat([i32([t]), f32([b])])));
+    fs.writeFileSync(path.join(smp, `x${i}-${name}`), Buffer.concat([h, f32([e.pres, e.freq, e.typ]), pairs, i32([0, 1, 2, 3, 3, 3, 5, 5]), f32(l)]));
   });
 });
 const gram = dir('seed/grammar');

@@ -41,9 +41,10 @@ typedef struct field {
     const char *type; /* u32, i32, f32, u64, bytes (an array), struct */
 } field;
 
-/* The JS accessor kind of a field, from its C type. */
+/* The JS accessor kind of a field, from its C type (a pointer is a u32 in wasm32). */
 #define KIND(x) _Generic((x), uint32_t: "u32", int32_t: "i32", float: "f32", uint64_t: "u64", \
-                         char *: "bytes", uint8_t *: "bytes", const uint32_t *: "u32", default: "struct")
+                         char *: "bytes", uint8_t *: "bytes", const uint32_t *: "u32", \
+                         const wlm_logit_bias *: "u32", default: "struct")
 #define F(S, f) { #f, offsetof(S, f), sizeof(((S *)0)->f), KIND(((S *)0)->f) }
 
 typedef struct layout {
@@ -72,11 +73,17 @@ static const layout LAYOUTS[] = {
     LAYOUT(wlm_ctx_params, "CtxParams", "context options (wlm_ctx_new)", 1,
            F(wlm_ctx_params, n_ctx), F(wlm_ctx_params, n_batch), F(wlm_ctx_params, kv_type),
            F(wlm_ctx_params, full_policy), F(wlm_ctx_params, n_keep), F(wlm_ctx_params, logits_all),
-           F(wlm_ctx_params, n_threads), F(wlm_ctx_params, n_seq_max), F(wlm_ctx_params, n_outputs)),
+           F(wlm_ctx_params, n_threads), F(wlm_ctx_params, n_seq_max), F(wlm_ctx_params, n_outputs),
+           F(wlm_ctx_params, swa_full)),
     LAYOUT(wlm_sampler_params, "SamplerParams", "sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept)", 1,
            F(wlm_sampler_params, temperature), F(wlm_sampler_params, top_k), F(wlm_sampler_params, top_p),
            F(wlm_sampler_params, min_p), F(wlm_sampler_params, repeat_penalty),
-           F(wlm_sampler_params, repeat_last_n), F(wlm_sampler_params, allow)),
+           F(wlm_sampler_params, repeat_last_n), F(wlm_sampler_params, presence_penalty),
+           F(wlm_sampler_params, frequency_penalty), F(wlm_sampler_params, typical_p),
+           F(wlm_sampler_params, n_biases), F(wlm_sampler_params, biases),
+           F(wlm_sampler_params, allow)),
+    LAYOUT(wlm_logit_bias, "LogitBias", "one (token, bias) pair of wlm_sampler_params.biases", 0,
+           F(wlm_logit_bias, token), F(wlm_logit_bias, bias)),
     LAYOUT(wlm_rng, "Rng", "PCG32 state (wlm_rng_seed)", 0, F(wlm_rng, state), F(wlm_rng, inc)),
     LAYOUT(wlm_detok, "Detok", "streaming detokenizer state", 0,
            F(wlm_detok, pending), F(wlm_detok, n_pending)),

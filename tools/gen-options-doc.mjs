@@ -5,20 +5,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OPTIONS, METHODS } from '../web/options.js';
+import { METHODS, optionSpec, SAMPLING_PIPELINE } from '../web/options.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, 'docs', 'options.md');
 
 const KIND_TEXT = {
   int: 'integer', number: 'number', boolean: 'boolean', string: 'string', function: 'function', signal: 'AbortSignal',
-  object: 'plain object', seed: 'integer or bigint', stop: 'string or string[]', sha256: '64 hex digits',
+  object: 'plain object', logitBias: '{tokenId: bias} \\| [id or text, bias][]', seed: 'integer or bigint', stop: 'string or string[]', sha256: '64 hex digits',
   scorer: "'mean-logprob' \\| 'total-logprob' \\| function", draft: "Model \\| 'lookup'", feedback: 'boolean \\| function',
-  wasm: 'Module \\| bytes \\| path \\| URL', grammar: 'string (GBNF)',
+  wasm: 'Module \\| bytes \\| path \\| URL', hubToken: 'string (a secret)', grammar: 'string (GBNF)', escalate: "('best-of-n' \\| 'tree')[]",
 };
 
 function kindOf(s) {
   if (s.kind === 'enum') return s.values.map((v) => `'${v}'`).join(' \\| ');
+  if (s.kind === 'adaptiveN') return `{${s.adaptiveKeys.join(', ')}}`;
   return KIND_TEXT[s.kind] || s.kind;
 }
 
@@ -46,11 +47,18 @@ export function render() {
     'naming the option and what is allowed (`WasmlmError` with code `BAD_OPTION`). `null` and',
     '`undefined` mean "not given". Nothing is coerced or clamped.',
     '',
+    '## Sampling',
+    '',
+    'Each generated token goes through these steps, in this order (`src/sampler.c`); `wlm_sample`,',
+    'the distribution a speculative draft is checked against and `nextTokenDistribution` all use them.',
+    '',
+    ...SAMPLING_PIPELINE.map((step, i) => `${i + 1}. ${step}`),
+    '',
   ];
   for (const [method, keys] of Object.entries(METHODS)) {
     lines.push(`## ${method}`, '', '| option | kind | default | range | what it does |', '|---|---|---|---|---|');
     for (const k of keys) {
-      const s = OPTIONS[k];
+      const s = optionSpec(k, method);
       lines.push(`| \`${k}\` | ${kindOf(s)} | ${defaultOf(s)} | ${rangeOf(s)} | ${s.doc.replace(/\|/g, '\\|')} |`);
     }
     lines.push('');

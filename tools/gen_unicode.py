@@ -19,6 +19,17 @@ Tables:
   wlm_uc_dsk_letters[]  the explicit letter class of the DeepSeek-LLM
                    pre-tokenizer (a character class written out in its
                    tokenizer.json), as inclusive [lo, hi] pairs.
+For the WordPiece (BERT) normalizer (src/tokenizer_wpm.c):
+  wlm_uc_lower[]   (code point, simple lowercase mapping) pairs, sorted, for
+                   every code point whose mapping differs from itself.
+  wlm_uc_nfd_base[] (code point, base) pairs, sorted: the one code point left
+                   of the full canonical decomposition (UnicodeData field 5,
+                   applied recursively) once its combining marks (category
+                   M) are removed, for every code point where that differs
+                   from itself (no decomposition keeps two non-marks; Hangul
+                   syllables decompose algorithmically and are not listed).
+  wlm_uc_mn[]      the nonspacing marks (category Mn), inclusive [lo, hi]
+                   pairs: what BERT's accent stripping removes.
 """
 import os
 import sys
@@ -66,6 +77,8 @@ def class_ranges(s):
 def main():
     base = sys.argv[1] if len(sys.argv) > 1 else '/usr/share/unicode'
     cls = bytearray(0x110000)  # UC_C by default (unassigned)
+    cats = {}   # code point -> general category, decomposition, simple lowercase (listed code points)
+    mn = bytearray(0x110000)
     first = None
     with open(os.path.join(base, 'UnicodeData.txt'), encoding='utf-8') as f:
         for line in f:
@@ -78,9 +91,12 @@ def main():
             if name.endswith(', Last>'):
                 for x in range(first, cp + 1):
                     cls[x] = c
+                    mn[x] = cat == 'Mn'
                 first = None
                 continue
             cls[cp] = c
+            mn[cp] = cat == 'Mn'
+            cats[cp] = (cat, p[5], p[13])
     version = '?'
     with open(os.path.join(base, 'PropList.txt'), encoding='utf-8') as f:
         for line in f:
@@ -123,6 +139,43 @@ def main():
         w('    ' + ' '.join('0x%05x, 0x%05x,' % r for r in dsk[i:i + 4]) + '\n')
     w('};\n')
     w('const uint32_t wlm_uc_n_dsk_letters = %d;\n' % len(dsk))
+
+    lower = sorted((cp, int(v[2], 16)) for cp, v in cats.items() if v[2] and int(v[2], 16) != cp)
+
+    def decompose(cp):
+        d = cats.get(cp)
+        if not d or not d[1] or d[1].startswith('<'):
+            return [cp]
+        out = []
+        for h in d[1].split():
+            out += decompose(int(h, 16))
+        return out
+
+    nfd = []
+    for cp in sorted(cats):
+        base = [x for x in decompose(cp) if not (x in cats and cats[x][0].startswith('M'))]
+        assert len(base) <= 1, hex(cp)
+        if len(base) == 1 and base[0] != cp:
+            nfd.append((cp, base[0]))
+    mn_ranges = []
+    for cp in range(0x110000):
+        if not mn[cp]:
+            continue
+        if mn_ranges and mn_ranges[-1][1] == cp - 1:
+            mn_ranges[-1] = (mn_ranges[-1][0], cp)
+        else:
+            mn_ranges.append((cp, cp))
+
+    def pairs(name, rows, fmt):
+        w('\nconst uint32_t %s[%d] = {\n' % (name, 2 * len(rows)))
+        for i in range(0, len(rows), 4):
+            w('    ' + ' '.join(fmt % r for r in rows[i:i + 4]) + '\n')
+        w('};\n')
+        w('const uint32_t %s = %d;\n' % (name.replace('wlm_uc_', 'wlm_uc_n_'), len(rows)))
+
+    pairs('wlm_uc_lower', lower, '0x%05x, 0x%05x,')
+    pairs('wlm_uc_nfd_base', nfd, '0x%05x, 0x%05x,')
+    pairs('wlm_uc_mn', mn_ranges, '0x%05x, 0x%05x,')
 
 
 if __name__ == '__main__':

@@ -299,8 +299,8 @@ export function hostileCases() {
     }));
   add('tokens-empty', 'an empty token list', STATUS.FORMAT, 'tokenizer.ggml.tokens is empty',
     edit(spm, (d) => { setKv(d, 'tokenizer.ggml.tokens', T.ARRAY, [], T.STRING); d.kv = d.kv.filter((e) => e.key !== 'tokenizer.ggml.scores' && e.key !== 'tokenizer.ggml.token_type'); }));
-  add('tokenizer-unknown', 'tokenizer.ggml.model "bert"', STATUS.UNSUPPORTED, "unsupported tokenizer model 'bert'",
-    edit(spm, (d) => setKv(d, 'tokenizer.ggml.model', T.STRING, 'bert')));
+  add('tokenizer-unknown', 'tokenizer.ggml.model "rwkv"', STATUS.UNSUPPORTED, "unsupported tokenizer model 'rwkv'",
+    edit(spm, (d) => setKv(d, 'tokenizer.ggml.model', T.STRING, 'rwkv')));
   add('merges-missing', 'a gpt2 vocabulary without merges', STATUS.FORMAT, 'missing tokenizer.ggml.merges',
     edit(bpe, (d) => { d.kv = d.kv.filter((e) => e.key !== 'tokenizer.ggml.merges'); }));
   add('merge-no-space', 'a merge that is not two tokens', STATUS.FORMAT, "tokenizer.ggml.merges[0] = 'ab' is not two tokens separated by a space",

@@ -40,8 +40,8 @@ function cacheKey(href, etag) {
 }
 
 /** The ETag the server has now for `href` (a HEAD request), null when none; throws when it cannot be asked. */
-async function currentEtag(href, signal, timeout) {
-  const { response, timer } = await fetchChecked(href, { signal, timeout: timeout ? Math.min(timeout, REVALIDATE_MS) : REVALIDATE_MS, method: 'HEAD' });
+async function currentEtag(href, signal, timeout, auth) {
+  const { response, timer } = await fetchChecked(href, { signal, timeout: timeout ? Math.min(timeout, REVALIDATE_MS) : REVALIDATE_MS, method: 'HEAD', auth });
   timer.done();
   return response.headers.get('etag');
 }
@@ -59,10 +59,14 @@ async function currentEtag(href, signal, timeout) {
  * reached the cached copy is used. A network fetch fails with NETWORK
  * (web/net.js: connection, HTTP status, no response within `timeout` ms);
  * `timer` (null for a cache hit) is the stall timer for web/net.js readBody.
+ * `auth` (given for hub ids: the hub's access token, web/hub.js hubAuth)
+ * goes with the GET and HEAD requests to the hub's origin only (web/net.js);
+ * the cache key stays the URL and the ETag. For a hub id, a HEAD the hub
+ * refuses (HTTP 401 / 403) fails the load instead of using the cached copy.
  * @param {string} url
- * @param {{signal?: AbortSignal, cache?: boolean, timeout?: number}} [opts]
+ * @param {{signal?: AbortSignal, cache?: boolean, timeout?: number, auth?: {origin: string, token: string|null}}} [opts]
  */
-export async function fetchModelCached(url, { signal, cache = true, timeout = 0 } = {}) {
+export async function fetchModelCached(url, { signal, cache = true, timeout = 0, auth } = {}) {
   const noop = async () => {};
   const href = absolute(url);
   const cacheable = cache !== false && modelCacheAvailable() && /^https?:/i.test(href);
@@ -77,9 +81,11 @@ export async function fetchModelCached(url, { signal, cache = true, timeout = 0 
     if (tagged.length) {
       let now;
       try {
-        now = await currentEtag(href, signal, timeout);
+        now = await currentEtag(href, signal, timeout, auth);
       } catch (e) {
         if (signal?.aborted) throw e;
+        // a hub that refuses (401 / 403) is no way around its gate, as in Node (models/registry.js)
+        if (auth && (e.status === 401 || e.status === 403)) throw e;
         now = undefined; // unreachable (offline): any cached copy will do
       }
       key = now === undefined ? (tagged[0] || key) : tagged.find((k) => k.headers.get(ETAG_KEY) === now) || (now ? null : key || tagged[0]);
@@ -89,7 +95,7 @@ export async function fetchModelCached(url, { signal, cache = true, timeout = 0 
       return { response: hit, fromCache: true, timer: null, commit: noop, discard: async () => { await store.delete(key).catch(() => {}); } };
     }
   }
-  const { response: res, timer } = await fetchChecked(href, { signal, timeout });
+  const { response: res, timer } = await fetchChecked(href, { signal, timeout, auth });
   if (!store || !res.body) return { response: res, fromCache: false, timer, commit: noop, discard: noop };
   const [toEngine, toCache] = res.body.tee();
   const etag = res.headers.get('etag');

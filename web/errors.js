@@ -10,11 +10,19 @@
 //   NO_CHAT_TEMPLATE the model has no chat template and none was given
 //   NETWORK         a download failed: connection, HTTP status, stall, truncated body
 //   NOT_FOUND       a hub id names a repository, revision, file or quantization that does not exist
+//   UNAUTHORIZED    the hub refused a hub id's listing or file (HTTP 401 / 403): a gated or private
+//                   repository; `tokenSent` says whether an access token went (hubToken, HF_TOKEN),
+//                   the message what to do (never the token)
 //   INTEGRITY       downloaded or cached bytes do not match their digest
 //   BAD_FILE        a model path is not a readable regular file, or not a GGUF file
 //   WORKER          the model's worker died
 //   UNSUPPORTED     this runtime or build lacks what was asked for (relaxed SIMD, an architecture, ...)
 //   VOCAB_MISMATCH  a draft model whose vocabulary differs from the target's
+//   CALLBACK        a caller's callback of a tree search (score, isFinal, onNode) threw or rejected: `cause` is its
+//                   error, `callback` its name, `node` the node (other methods' callbacks reject with their own error)
+//   BAD_SCHEMA      a JSON Schema that cannot be turned into a grammar: an unsupported keyword,
+//                   format or pattern construct, or no value can satisfy it; `keyword` names the
+//                   keyword and `path` its JSON Pointer in the schema (docs/json-schema.md)
 //   INTERNAL        an unexpected failure inside wasmlm (a bug: please report it)
 // Engine failures (the C library's wlm_status) map to these codes, with the
 // status number in `status` and the C name in `statusName`:

@@ -9,13 +9,23 @@
 // followed through the Link header), the bytes from its resolve endpoint
 // ({hubUrl}/OWNER/REPO/resolve/REVISION/PATH, which may redirect to a CDN).
 // The base URL: option hubUrl, else env WASMLM_HUB_URL (Node), else
-// DEFAULT_HUB_URL; the revision defaults to 'main'. Failures are
-// WasmlmErrors: BAD_OPTION (a malformed id, a quantization that matches
-// several files), NOT_FOUND (no such repository, revision, file or
-// quantization: the message lists the GGUF files that exist), NETWORK.
+// DEFAULT_HUB_URL; the revision defaults to 'main'. Gated and private
+// repositories need an access token (hubAuth): option hubToken, else (Node)
+// env WASMLM_HUB_TOKEN, else env HF_TOKEN when the hub is huggingface.co. It
+// is sent as `Authorization: Bearer` to the hub's own origin only (the
+// listing and the resolve endpoint, never the CDN a resolve URL redirects to:
+// web/net.js fetchWithToken), and never written into a message, a cache key
+// or a record. Failures are WasmlmErrors: BAD_OPTION (a malformed id, a
+// quantization that matches several files, a malformed token), NOT_FOUND (no
+// such repository, revision, file or quantization: the message lists the
+// GGUF files that exist), UNAUTHORIZED (HTTP 401 / 403: whether a token was
+// sent, and what to do), BAD_FILE (a part of a split GGUF missing from the
+// listing), NETWORK.
 import { WasmlmError } from './errors.js';
 import { isNode } from './env.js';
+import { checkValue } from './options.js';
 import { fetchChecked, readBody, safeUrl } from './net.js';
+import { splitPartNames } from './split.js';
 
 export const DEFAULT_HUB_URL = 'https://huggingface.co';
 export const HUB_PREFIX = 'hf:';
@@ -86,6 +96,69 @@ export function hubBaseUrl(options = {}) {
   return u.href.replace(/\/+$/, '');
 }
 
+/** Env variables read for a token (Node): ours for any hub, the hub's own for huggingface.co only. */
+export const TOKEN_ENV = 'WASMLM_HUB_TOKEN';
+export const HF_TOKEN_ENV = 'HF_TOKEN';
+
+/**
+ * The access token for the hub at `base` (default hubBaseUrl(options)):
+ * {origin, token, from, hfTokenUnused}. token: options.hubToken, else (Node)
+ * env WASMLM_HUB_TOKEN, else env HF_TOKEN when the hub's origin is
+ * https://huggingface.co (HF_TOKEN is that hub's credential: it is not sent
+ * to a mirror or a test server set by hubUrl / WASMLM_HUB_URL; then
+ * hfTokenUnused is true, for the messages). from: 'hubToken', the env
+ * variable's name, or null (no token). An empty env variable counts as
+ * unset. A malformed token is BAD_OPTION before any request; no message
+ * ever shows it.
+ */
+export function hubAuth(options = {}, base = hubBaseUrl(options)) {
+  const origin = new URL(base).origin;
+  if (options.hubToken != null) return { origin, token: checkValue('hubToken', options.hubToken), from: 'hubToken', hfTokenUnused: false };
+  const env = isNode ? process.env : {};
+  const isHf = origin === new URL(DEFAULT_HUB_URL).origin;
+  for (const name of [TOKEN_ENV, ...(isHf ? [HF_TOKEN_ENV] : [])]) {
+    const v = env[name];
+    if (!v) continue;
+    try { checkValue('hubToken', v); } catch (e) {
+      e.message = e.message.replace('option hubToken', `env ${name} (a hub access token)`);
+      e.env = name;
+      throw e;
+    }
+    return { origin, token: v, from: name, hfTokenUnused: false };
+  }
+  return { origin, token: null, from: null, hfTokenUnused: !isHf && !!env[HF_TOKEN_ENV] };
+}
+
+/** What to do about a refused request, in this runtime's words. */
+function tokenAdvice(auth) {
+  if (!isNode) return 'pass an access token in the option hubToken';
+  const hf = auth.origin === new URL(DEFAULT_HUB_URL).origin;
+  return `set an access token: the option hubToken (CLI --hub-token) or env ${hf ? `${HF_TOKEN_ENV} (or ${TOKEN_ENV})` : TOKEN_ENV}` +
+    (auth.hfTokenUnused ? `; ${HF_TOKEN_ENV} is set, but it is sent to ${DEFAULT_HUB_URL} only` : '');
+}
+
+/**
+ * UNAUTHORIZED for HTTP 401 / 403 from the hub: `what` the request was for,
+ * whether a token was sent (and from where), what to do. Never the token.
+ */
+export function unauthorizedError(ref, base, status, auth, what, url) {
+  const repoUrl = `${base}/${ref.owner}/${ref.repo}`;
+  const licence = `; a gated model also needs its licence accepted on ${safeUrl(repoUrl)}`;
+  let why;
+  if (!auth.token) {
+    why = `no access token was sent, and the repository is gated or private (or does not exist): ${tokenAdvice(auth)}${licence}`;
+  } else if (status === 403) {
+    why = `the access token (from ${auth.from}) was sent, but it gives no access to this repository: accept the model's licence on ` +
+      `${safeUrl(repoUrl)} (gated models) with the token's account, or use a token with read access to it`;
+  } else {
+    why = `the access token (from ${auth.from}) was sent and refused: check that it is valid and not expired, ` +
+      `and that the repository exists${licence}`;
+  }
+  const where = `${ref.owner}/${ref.repo}${ref.revision === 'main' ? '' : '@' + ref.revision}`;
+  return new WasmlmError('UNAUTHORIZED', `${what} on ${safeUrl(base).replace(/\/$/, '')}: HTTP ${status}: ${why}`,
+    { repo: where, status, url: safeUrl(url || base), tokenSent: !!auth.token, tokenFrom: auth.from });
+}
+
 const enc = (p) => p.split('/').map(encodeURIComponent).join('/');
 
 /** The resolve URL of one file: {hub}/OWNER/REPO/resolve/REVISION/PATH. */
@@ -146,26 +219,32 @@ export function pickFile(files, ref) {
 
 function notFound(ref, base, status, what) {
   const where = `${ref.owner}/${ref.repo}${ref.revision === 'main' ? '' : '@' + ref.revision}`;
-  return new WasmlmError('NOT_FOUND', `${what} ${where} not found on ${safeUrl(base).replace(/\/$/, '')} (HTTP ${status})` +
-    (status === 401 || status === 403 ? ': it is private or gated, or the revision does not exist' : ''),
-  { repo: where, status, url: safeUrl(base) });
+  return new WasmlmError('NOT_FOUND', `${what} ${where} not found on ${safeUrl(base).replace(/\/$/, '')} (HTTP ${status})`,
+    { repo: where, status, url: safeUrl(base) });
 }
 
 /**
  * Lists a repository's files: [{path, size, sha256}] (sha256: the LFS
- * object id, when the hub gives one). Follows Link rel="next" pages.
+ * object id, when the hub gives one). Follows Link rel="next" pages (the
+ * token goes only to those on the hub's origin).
  */
 export async function listHubFiles(ref, options = {}) {
   const base = hubBaseUrl(options);
+  const auth = hubAuth(options, base);
   let url = hubTreeUrl(base, ref);
   const files = [];
   for (let page = 0; url; page++) {
     if (page >= MAX_PAGES) throw new WasmlmError('NETWORK', `the listing of ${ref.owner}/${ref.repo} has more than ${MAX_PAGES} pages`, { url: safeUrl(url) });
     let got;
     try {
-      got = await fetchChecked(url, { signal: options.signal, timeout: options.timeout || 0, fetch: options.fetch });
+      got = await fetchChecked(url, { signal: options.signal, timeout: options.timeout || 0, fetch: options.fetch, auth });
     } catch (e) {
-      if ([401, 403, 404].includes(e.status)) throw notFound(ref, base, e.status, 'repository');
+      if (e.status === 401 || e.status === 403) {
+        const where = `${ref.owner}/${ref.repo}${ref.revision === 'main' ? '' : '@' + ref.revision}`;
+        throw unauthorizedError(ref, base, e.status, { ...auth, token: auth.token && new URL(url).origin === auth.origin ? auth.token : null },
+          `the listing of ${where}`, url);
+      }
+      if (e.status === 404) throw notFound(ref, base, e.status, 'repository');
       throw e;
     }
     const { response: res, timer } = got;
@@ -212,22 +291,50 @@ export function nextLink(header, base) {
 
 /**
  * Resolves a hub id to the file to download: {id, owner, repo, revision,
- * path, url, size, sha256} (size and sha256 null unless the listing was
- * read: ids with a quantization, or without a file).
+ * path, url, size, sha256, hubUrl, parts} (size and sha256 null unless the
+ * listing was read: ids with a quantization, or without a file). The first
+ * part of a split GGUF (NAME-00001-of-0000N.gguf) comes with `parts`, every
+ * part's {path, url, size, sha256} in order (a part missing from the listing
+ * is BAD_FILE); otherwise parts is null. options.hubToken (else the env, see
+ * hubAuth) is sent to the hub's listing.
  * @param {string} id
- * @param {{hubUrl?: string, signal?: AbortSignal, timeout?: number, fetch?: Function}} [options]
+ * @param {{hubUrl?: string, hubToken?: string, signal?: AbortSignal, timeout?: number, fetch?: Function}} [options]
  */
 export async function resolveHubId(id, options = {}) {
   const ref = parseHubId(id);
   const base = hubBaseUrl(options);
-  let file = { path: ref.path, size: null, sha256: null };
-  if (!ref.path) file = pickFile(await listHubFiles(ref, options), ref);
-  return { ...ref, path: file.path, url: hubFileUrl(base, ref, file.path), size: file.size, sha256: file.sha256, hubUrl: base };
+  hubAuth(options, base); // a malformed token fails before any request
+  let file = { path: ref.path, size: null, sha256: null }, listing = null;
+  if (!ref.path) { listing = await listHubFiles(ref, options); file = pickFile(listing, ref); }
+  const names = splitPartNames(file.path);
+  let parts = null;
+  if (names) {
+    parts = names.map((p, i) => {
+      if (!listing) return { path: p, url: hubFileUrl(base, ref, p), size: null, sha256: null };
+      const f = listing.find((x) => x.path === p);
+      if (!f) {
+        throw new WasmlmError('BAD_FILE', `split GGUF part ${i + 1} of ${names.length} is missing: ${p} is not in ${ref.owner}/${ref.repo}`,
+          { part: i + 1, parts: names.length, file: p });
+      }
+      return { path: p, url: hubFileUrl(base, ref, p), size: f.size, sha256: f.sha256 };
+    });
+  }
+  return { ...ref, path: file.path, url: hubFileUrl(base, ref, file.path), size: file.size, sha256: file.sha256, hubUrl: base, parts };
 }
 
-/** A 404 of a resolve URL as NOT_FOUND naming the file and the repository (other errors pass). */
-export function hubFileError(e, hub) {
+/**
+ * A failure fetching a resolve URL in the hub's words: 401 / 403 are
+ * UNAUTHORIZED (saying whether `auth` had a token), 404 NOT_FOUND naming
+ * the file and the repository; other errors pass.
+ */
+export function hubFileError(e, hub, auth = { token: null, from: null, origin: null, hfTokenUnused: false }) {
   if (!e || e.code !== 'NETWORK' || ![401, 403, 404].includes(e.status)) return e;
+  if (e.status !== 404) {
+    const err = unauthorizedError(hub, hub.hubUrl || new URL(hub.url).origin, e.status, auth,
+      `${hub.path} in ${hub.owner}/${hub.repo} at revision ${hub.revision}`, hub.url);
+    err.cause = e;
+    return err;
+  }
   return new WasmlmError('NOT_FOUND', `${hub.path} not found in ${hub.owner}/${hub.repo} at revision ${hub.revision} (${e.message})`,
     { url: e.url, status: e.status, cause: e });
 }

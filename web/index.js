@@ -4,15 +4,17 @@
 // caller's event loop never blocks on inference.
 import { probeRelaxedSimd } from './simd-probe.js';
 import { isNode, nodeImport } from './env.js';
-import { QUANT_TYPES, CHANNEL, checkRequest } from './protocol.js';
-import { DEFAULT_SAMPLING, checkOptions, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
+import { QUANT_TYPES, CHANNEL, checkRequest, chunkOf } from './protocol.js';
+import { DEFAULT_SAMPLING, checkOptions, checkForModel, checkPrompt, workerOptions, MODEL_BRAND } from './options.js';
 import { WasmlmError, badOption, describe } from './errors.js';
 import { Sha256 } from './sha256.js';
 import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } from './chat.js';
 import * as scaling from './scaling.js';
+import { treeSearch } from './tree.js';
+import { deliberate } from './deliberate.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
-import { isHubId, resolveHubId, hubFileError, parseHubId } from './hub.js';
+import { isHubId, resolveHubId, hubFileError, parseHubId, hubAuth } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
 import { checkSha256, checkTimeout, declaredLength, readBody, httpError, REGISTRY_TIMEOUT_MS } from './net.js';
 import { splitPartUrls, checkSplitNames } from './split.js';
@@ -22,6 +24,7 @@ export { DEFAULT_SAMPLING, QUANT_TYPES, WasmlmError };
 export { resolveModel, registryEntries, isHubId, parseHubId, resolveHubId };
 export { listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE };
 export { checkSha256, REGISTRY_TIMEOUT_MS };
+export { jsonSchemaToGbnf, jsonGrammar } from './grammar/json-schema.js';
 
 
 /** Default context options. */
@@ -392,8 +395,12 @@ async function resolveSource(source, options) {
         return { kind: 'path', path: r.path, registry: r };
       }
       const timeout = checkTimeout(options.timeout, REGISTRY_TIMEOUT_MS);
-      const hub = await resolveHubId(s, { hubUrl: options.hubUrl, signal: options.signal, timeout });
-      return { kind: 'url', url: hub.url, sha256: hub.sha256, size: hub.size, hub };
+      const hub = await resolveHubId(s, { hubUrl: options.hubUrl, hubToken: options.hubToken, signal: options.signal, timeout });
+      const auth = hubAuth(options, hub.hubUrl);   // the token goes to the hub's origin only (web/net.js)
+      if (hub.parts) {   // a split GGUF: every part, fetched one after the other
+        return { kind: 'parts', parts: hub.parts.map((p) => ({ kind: 'url', url: p.url, hub: { ...hub, ...p, parts: undefined }, auth })) };
+      }
+      return { kind: 'url', url: hub.url, sha256: hub.sha256, size: hub.size, hub, auth };
     }
     if (/^file:/i.test(s)) {
       if (!isNode) return { kind: 'url', url: s };
@@ -418,7 +425,7 @@ async function resolveSource(source, options) {
 
 function ctxOptions(options) {
   const o = {};
-  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit', 'maxSequences']) if (options[k] != null) o[k] = options[k];
+  for (const k of ['contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'memoryLimit', 'maxSequences', 'windowCache']) if (options[k] != null) o[k] = options[k];
   return o;
 }
 
@@ -440,7 +447,7 @@ async function loadParts(client, parts, options) {
   const { onProgress, signal } = options;
   const ctx = ctxOptions(options);
   if (options.sha256 !== undefined) throw badOption('sha256', options.sha256, 'is the digest of one file: it does not apply to the parts of a split GGUF');
-  const timeout = checkTimeout(options.timeout, 0);
+  const timeout = checkTimeout(options.timeout, parts.some((p) => p.hub) ? REGISTRY_TIMEOUT_MS : 0);
   const known = parts.every((p) => p.kind !== 'url');
   const sizeOf = (p) => (p.kind === 'blob' ? p.blob.size : p.bytes.byteLength);
   const sender = new ChunkSender(client, { total: known ? parts.reduce((a, p) => a + sizeOf(p), 0) : 0, onProgress, signal });
@@ -451,7 +458,11 @@ async function loadParts(client, parts, options) {
       let size, run;
       if (p.kind === 'url') {
         let c;
-        try { c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout }); } catch (e) { throw partError(e, i, parts.length, p.url); }
+        try {
+          c = await fetchModelCached(p.url, { signal, cache: options.cache, timeout, auth: p.auth });
+        } catch (e) {   // a hub's 401 / 403 says whether a token went; a missing part is BAD_FILE naming it
+          throw partError(p.hub && e && (e.status === 401 || e.status === 403) ? hubFileError(e, p.hub, p.auth) : e, i, parts.length, p.url);
+        }
         cached.push(c);
         const res = c.response;
         size = declaredLength(res);
@@ -536,8 +547,8 @@ async function loadInto(client, src, options) {
     if (src.kind === 'url') {
       // browsers: through the model cache (web/cache.js); options.cache === false skips it
       try {
-        cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout });
-      } catch (e) { throw src.hub ? hubFileError(e, src.hub) : e; }
+        cached = await fetchModelCached(src.url, { signal, cache: options.cache, timeout, auth: src.auth });
+      } catch (e) { throw src.hub ? hubFileError(e, src.hub, src.auth) : e; }
       ({ response: res, timer } = cached);
     } else {
       res = src.response;
@@ -636,15 +647,17 @@ export class Model {
   get [CHANNEL]() { return this._client; }
   _check() { if (this._disposed) throw new WasmlmError('DISPOSED', 'model disposed'); }
   _prompt(prompt) { return checkPrompt(prompt, this.info.hparams.nVocab); }
+  /** checkOptions, then what needs the model (logitBias token ids in the vocabulary). */
+  _options(method, opts) { return checkForModel(checkOptions(method, opts), this.info.hparams.nVocab); }
 
   /**
    * Streams a completion: an async iterator of {text, token, logprob}
-   * chunks. Its return value (when iterated by hand) is the CompletionResult.
+   * chunks (with options.logprobs also topLogprobs). Its return value (when iterated by hand) is the CompletionResult.
    */
   generate(prompt, opts = {}) {
     return async function* gen() {
       this._check();
-      const o = checkOptions('generate', opts);
+      const o = this._options('generate', opts);
       const p = this._prompt(prompt);
       if (o.draft && o.draft !== 'lookup') return yield* scaling.speculative(this, o.draft, p, o);
       const it = streamRequest(this._client, 'generate', generateRequest(p, o, true), o.signal);
@@ -652,7 +665,7 @@ export class Model {
         for (;;) {
           const r = await it.next();
           if (r.done) return r.value;
-          yield { text: r.value.text, token: r.value.token, logprob: r.value.logprob };
+          yield chunkOf(r.value);
         }
       } finally {
         await it.return();
@@ -663,7 +676,7 @@ export class Model {
   /** Runs a whole completion; resolves with {text, tokens, logprobs, finishReason, stats}. */
   async complete(prompt, opts = {}) {
     this._check();
-    const o = checkOptions('complete', opts);
+    const o = this._options('complete', opts);
     const p = this._prompt(prompt);
     if (o.signal && o.signal.aborted) throw abortError(o.signal);
     if (o.onToken || (o.draft && o.draft !== 'lookup')) {
@@ -708,7 +721,7 @@ export class Model {
   chat(messages, opts = {}) {
     return async function* chatGen() {
       this._check();
-      const o = checkOptions('chat', opts);
+      const o = this._options('chat', opts);
       const prompt = await this.applyChatTemplate(messages, templateOptions(o));
       return yield* this.generate(prompt, chatGenerateOptions(prompt, this.info, o));
     }.call(this);
@@ -717,7 +730,7 @@ export class Model {
   /** The whole reply to a conversation; resolves with a CompletionResult (onToken streams). */
   async chatComplete(messages, opts = {}) {
     this._check();
-    const o = checkOptions('chatComplete', opts);
+    const o = this._options('chatComplete', opts);
     const prompt = await this.applyChatTemplate(messages, templateOptions(o));
     return this.complete(prompt, chatGenerateOptions(prompt, this.info, o));
   }
@@ -765,8 +778,30 @@ export class Model {
   /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20); raw unless filters are given. */
   async nextTokenDistribution(text, opts = {}) {
     this._check();
-    const o = checkOptions('nextTokenDistribution', opts);
+    const o = this._options('nextTokenDistribution', opts);
     return this._client.call('distribution', { text: this._prompt(text), options: o });
+  }
+
+  /**
+   * Embeddings: one Float32Array of info.embedding.length floats per text, in
+   * order. `texts` is a string or an array of them (a single string gives an
+   * array of one vector too); an element may also be token ids, used as they
+   * are (no [CLS]/BOS added). Strings are framed as the model expects ([CLS]
+   * ... [SEP] for bert, BOS and EOS as the file says for decoders). The
+   * texts run as separate sequences packed into batches, so each gets the
+   * vector it gets alone. Vectors are L2-normalized unless normalize: false.
+   * @returns {Promise<Float32Array[]>}
+   */
+  async embed(texts, opts = {}) {
+    this._check();
+    const o = checkOptions('embed', opts);
+    const list = typeof texts === 'string' ? [texts] : texts;
+    if (!Array.isArray(list)) throw badOption('texts', texts, 'must be a string or an array of strings (or of token-id arrays)');
+    const items = list.map((t, i) => (typeof t === 'string' ? t : checkPrompt(t, this.info.hparams.nVocab, `texts[${i}]`)));
+    if (items.length === 0) return [];
+    if (o.signal && o.signal.aborted) throw abortError(o.signal);
+    const r = await withSignal(this._client, 'embed', { texts: items, options: workerOptions(o) }, o.signal);
+    return r.vectors;
   }
 
   // ---- inference-time scaling (web/scaling.js, web/worker/multi.js) ----
@@ -774,22 +809,32 @@ export class Model {
   /** n candidates decoded as one batch, scored and sorted (best first). */
   async bestOfN(prompt, opts = {}) {
     this._check();
-    return scaling.bestOfN(this, this._prompt(prompt), checkOptions('bestOfN', opts));
+    return scaling.bestOfN(this, this._prompt(prompt), this._options('bestOfN', opts));
   }
   /** Majority vote over answers extracted from n samples. */
   async selfConsistency(prompt, opts = {}) {
     this._check();
-    return scaling.selfConsistency(this, this._prompt(prompt), checkOptions('selfConsistency', opts));
+    return scaling.selfConsistency(this, this._prompt(prompt), this._options('selfConsistency', opts));
   }
   /** Resamples until verify() accepts (or maxAttempts). */
   async generateUntil(prompt, opts = {}) {
     this._check();
-    return scaling.generateUntil(this, this._prompt(prompt), checkOptions('generateUntil', opts));
+    return scaling.generateUntil(this, this._prompt(prompt), this._options('generateUntil', opts));
   }
   /** Deterministic beam search on forked sequences. */
   async beamSearch(prompt, opts = {}) {
     this._check();
     return scaling.beamSearch(this, this._prompt(prompt), checkOptions('beamSearch', opts));
+  }
+  /** Tree search over steps (web/tree.js): each call grows nodes as one batch sharing their paths in the cache. */
+  async treeSearch(prompt, opts = {}) {
+    this._check();
+    return treeSearch(this, this._prompt(prompt), checkOptions('treeSearch', opts));
+  }
+  /** Greedy first; more compute (best-of-N, tree search) only when the answer looks uncertain, within a token budget (web/deliberate.js). */
+  async deliberate(prompt, opts = {}) {
+    this._check();
+    return deliberate(this, this._prompt(prompt), checkOptions('deliberate', opts));
   }
 
   /**

@@ -5,6 +5,7 @@
 import { WasmlmError } from './errors.js';
 import { checkValue } from './options.js';
 import { abortError } from './abort.js';
+import { isNode } from './env.js';
 
 /** Stall timeout (ms) used for registry downloads when options.timeout is not given. */
 export const REGISTRY_TIMEOUT_MS = 30000;
@@ -84,11 +85,15 @@ class StallTimer {
  * returned response's body is still to be read with readBody (same timeout).
  * `headers` are sent with the request (Range, If-None-Match, ...); statuses
  * in `allow` (e.g. 304, 416) are returned like 2xx ones, body unread.
+ * `auth` ({origin, token}, a hub's access token: web/hub.js hubAuth) adds
+ * `Authorization: Bearer TOKEN` while the request is on that origin (see
+ * fetchWithToken); it never appears in an error.
  * @param {string} url
- * @param {{signal?: AbortSignal, timeout?: number, fetch?: Function, headers?: object, allow?: number[], method?: string}} [opts]
+ * @param {{signal?: AbortSignal, timeout?: number, fetch?: Function, headers?: object, allow?: number[], method?: string,
+ *   auth?: {origin: string, token: string|null}}} [opts]
  * @returns {Promise<{response: Response, timer: StallTimer}>}
  */
-export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = globalThis.fetch, headers, allow, method } = {}) {
+export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = globalThis.fetch, headers, allow, method, auth } = {}) {
   if (signal?.aborted) throw abortError(signal);
   const timer = new StallTimer(timeout, signal);
   let res;
@@ -102,7 +107,8 @@ export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = 
     const init = { signal: timer.ctl.signal };
     if (headers) init.headers = headers;
     if (method) init.method = method;
-    res = await Promise.race([doFetch(url, init), stalled]);
+    const request = auth && auth.token ? fetchWithToken(doFetch, url, init, auth) : doFetch(url, init);
+    res = await Promise.race([request, stalled]);
   } catch (e) {
     timer.done();
     if (signal?.aborted) throw abortError(signal);
@@ -116,6 +122,47 @@ export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = 
     throw httpError(url, res);
   }
   return { response: res, timer };
+}
+
+/** Most redirects followed by fetchWithToken (as fetch itself). */
+const MAX_REDIRECTS = 20;
+const REDIRECTS = [301, 302, 303, 307, 308];
+
+function originOf(url) {
+  try { return new URL(url).origin; } catch { return null; }
+}
+
+/**
+ * fetch(url, init) with `Authorization: Bearer auth.token` sent only while
+ * the request is on `auth.origin` (the hub's). A URL of another origin gets
+ * no token at all. Node: the redirects are followed here (redirect:
+ * 'manual', whose Location Node lets us read): the token goes along
+ * same-origin hops, is dropped at the first hop to another origin (the CDN a
+ * resolve URL redirects to) and is not sent again, even when a later hop
+ * comes back; fetch follows the rest. This does not depend on what the fetch
+ * in use does with Authorization on a cross-origin redirect (Node 20's
+ * undici drops it, other fetch implementations need not). Browsers cannot
+ * read a manual redirect (it is opaque): there the browser follows and
+ * drops the header on a cross-origin hop itself, as the Fetch standard
+ * says (tests/browser/hub.test.mjs watches a CDN on another origin).
+ */
+export async function fetchWithToken(doFetch, url, init, auth) {
+  const home = originOf(auth.origin);
+  if (!home || originOf(url) !== home) return doFetch(url, init);
+  const headers = { ...(init.headers || {}), Authorization: `Bearer ${auth.token}` };
+  if (!isNode) return doFetch(url, { ...init, headers });
+  let cur = url;
+  for (let hops = 0; ; hops++) {
+    const res = await doFetch(cur, { ...init, headers, redirect: 'manual' });
+    const loc = REDIRECTS.includes(res.status) ? res.headers.get('location') : null;
+    if (!loc) return res;
+    res.body?.cancel().catch(() => {});
+    if (hops >= MAX_REDIRECTS) throw new TypeError(`more than ${MAX_REDIRECTS} redirects`);
+    let next;
+    try { next = new URL(loc, cur).href; } catch { throw new TypeError('a redirect to an invalid URL'); }
+    if (originOf(next) !== home) return doFetch(next, init); // off the hub: no token from here on
+    cur = next;
+  }
 }
 
 /** The body length a response declares (0 = unknown): Content-Length of an unencoded body. */

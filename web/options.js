@@ -6,15 +6,53 @@
 // is coerced or clamped silently. index.d.ts, the CLI flags and the README's
 // option table describe these entries (tests/js/options.test.mjs checks them).
 import { WasmlmError, badOption, describe } from './errors.js';
+import { jsonSchemaToGbnf, jsonGrammar } from './grammar/json-schema.js';
 
 const I32_MAX = 2 ** 31 - 1;
 const GRAMMAR_MAX = 4 * 1024 * 1024;   // WLM_G_MAX_TEXT bytes (src/grammar.h); longer UTF-8 is refused by the engine
 const U64_MAX = 2n ** 64n - 1n;
+/** Longest hub access token accepted (a hub's tokens are ~40 characters; this bounds the header). */
+const MAX_TOKEN = 4096;
 
 /** Marks wasmlm Model objects (the `draft` option) without importing index.js. */
 export const MODEL_BRAND = Symbol.for('wasmlm.Model');
 
 // ---- kinds: each checks a value and says what is allowed --------------------
+
+// logitBias: {tokenId: bias} (OpenAI's logit_bias shape) or [[tokenId | text, bias], ...]
+const MAX_BIASES = 65536;
+const MAX_BIAS_TEXT = 1024;
+const BIAS_SHAPE = `an object {tokenId: bias} or an array of [tokenId or text, bias] pairs (bias a finite number or -Infinity), at most ${MAX_BIASES} entries`;
+const isBias = (b) => typeof b === 'number' && (Number.isFinite(b) || b === -Infinity);
+const isTokenId = (t) => Number.isInteger(t) && t >= 0 && t <= I32_MAX;
+
+function logitBiasProblem(v) {
+  if (isPlainObject(v)) {
+    const keys = Object.keys(v);
+    if (keys.length > MAX_BIASES || Object.getOwnPropertySymbols(v).length) return BIAS_SHAPE;
+    for (const k of keys) {
+      if (!/^(0|[1-9]\d{0,9})$/.test(k) || !isTokenId(Number(k))) {
+        return `${BIAS_SHAPE}; key ${describe(k)} is not a token id (a text goes in a pair: [[${describe(k)}, bias]])`;
+      }
+      if (!isBias(v[k])) return `${BIAS_SHAPE}; the bias of token ${k} is ${describe(v[k])}`;
+    }
+    return true;
+  }
+  if (Array.isArray(v)) {
+    if (v.length > MAX_BIASES) return BIAS_SHAPE;
+    for (let i = 0; i < v.length; i++) {
+      const e = v[i];
+      if (!Array.isArray(e) || e.length !== 2) return `${BIAS_SHAPE}; entry ${i} is not a [key, bias] pair`;
+      const [key, b] = e;
+      if (!(isTokenId(key) || (typeof key === 'string' && key !== '' && key.length <= MAX_BIAS_TEXT))) {
+        return `${BIAS_SHAPE}; entry ${i}: ${describe(key)} is neither a token id nor a text of 1 to ${MAX_BIAS_TEXT} characters`;
+      }
+      if (!isBias(b)) return `${BIAS_SHAPE}; entry ${i}: the bias is ${describe(b)}`;
+    }
+    return true;
+  }
+  return BIAS_SHAPE;
+}
 
 const isPlainObject = (v) => v !== null && typeof v === 'object' && (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null);
 const isSignal = (v) => v !== null && typeof v === 'object' && typeof v.aborted === 'boolean' &&
@@ -37,6 +75,8 @@ const KINDS = {
   boolean: (v) => typeof v === 'boolean' || 'true or false',
   string: (v) => (typeof v === 'string' && v !== '') || 'a non-empty string',
   grammar: (v) => (typeof v === 'string' && v !== '' && v.length <= GRAMMAR_MAX) || `a non-empty string of GBNF (at most ${GRAMMAR_MAX} characters)`,
+  json: (v) => v === true || v === false || v === 'object' || "true (any JSON value), 'object' (a JSON object) or false",
+  jsonSchema: (v) => isPlainObject(v) || typeof v === 'boolean' || 'a JSON Schema: a plain object (or true / false)',
   enum: (v, s) => s.values.includes(v) || `one of ${s.values.map((x) => `'${x}'`).join(', ')}`,
   function: (v) => typeof v === 'function' || 'a function',
   signal: (v) => isSignal(v) || 'an AbortSignal',
@@ -46,12 +86,36 @@ const KINDS = {
   stop: (v) => (typeof v === 'string' && v !== '') ||
     (Array.isArray(v) && v.length <= 64 && v.every((x) => typeof x === 'string' && x !== '')) || 'a non-empty string or an array of at most 64 of them',
   sha256: (v) => (typeof v === 'string' && /^[0-9a-fA-F]{64}$/.test(v)) || '64 hex digits (a sha256 digest)',
+  // an HTTP header value as it is: printable ASCII, no spaces or control characters (nothing is trimmed)
+  hubToken: (v) => (typeof v === 'string' && v.length <= MAX_TOKEN && /^[\x21-\x7e]+$/.test(v)) ||
+    `an access token: 1 to ${MAX_TOKEN} printable ASCII characters without spaces or control characters`,
   scorer: (v) => v === 'mean-logprob' || v === 'total-logprob' || typeof v === 'function' || "'mean-logprob', 'total-logprob' or a function",
+  adaptiveN: (v, s) => adaptiveProblem(v, s.adaptiveKeys) || true,
   draft: (v) => v === 'lookup' || !!(v && v[MODEL_BRAND]) || "a Model (a draft model) or 'lookup'",
   feedback: (v) => typeof v === 'boolean' || typeof v === 'function' || 'true, false or a function',
+  escalate: (v) => (Array.isArray(v) && v.every((x) => x === 'best-of-n' || x === 'tree') && new Set(v).size === v.length) ||
+    "an array of 'best-of-n' and / or 'tree' (each at most once)",
+  logitBias: (v) => logitBiasProblem(v),
   wasm: (v) => (typeof WebAssembly !== 'undefined' && v instanceof WebAssembly.Module) || v instanceof ArrayBuffer || ArrayBuffer.isView(v) ||
     (typeof v === 'string' && v !== '') || v instanceof URL || 'a WebAssembly.Module, its bytes, or a path or URL',
 };
+
+// adaptive: {minN, maxN, confidence, batch[, target]} (web/adaptive.js): why a value is not one, or null
+function adaptiveProblem(v, keys) {
+  const what = `an object {${keys.join(', ')}}`;
+  if (!isPlainObject(v)) return what;
+  for (const k of Object.keys(v)) {
+    if (!keys.includes(k)) { const near = closestKey(k, keys); return `${what} (unknown key ${k}${near ? `: did you mean ${near}?` : ''})`; }
+  }
+  const int = (k, lo, hi) => v[k] === undefined || (typeof v[k] === 'number' && Number.isInteger(v[k]) && v[k] >= lo && v[k] <= hi);
+  if (!int('minN', 1, 64)) return `${what} with minN an integer in [1, 64]`;
+  if (!int('batch', 1, 64)) return `${what} with batch an integer in [1, 64]`;
+  if (!int('maxN', 1, 4096)) return `${what} with maxN an integer in [1, 4096]`;
+  if (v.maxN !== undefined && v.maxN < (v.minN ?? 1)) return `${what} with maxN >= minN`;
+  if (v.confidence !== undefined && !(typeof v.confidence === 'number' && v.confidence > 0.5 && v.confidence < 1)) return `${what} with confidence a number > 0.5 and < 1`;
+  if (v.target !== undefined && !(typeof v.target === 'number' && Number.isFinite(v.target))) return `${what} with target a finite number`;
+  return null;
+}
 
 function cloneable(v) {
   if (typeof structuredClone !== 'function') return true;
@@ -73,6 +137,7 @@ export const OPTIONS = Object.freeze({
   onFull: opt('enum', "when the context is full: 'error' (finishReason 'context') or 'slide' (drop the oldest after nKeep)", { values: ['error', 'slide'], default: 'error' }),
   nKeep: opt('int', "with onFull 'slide': first positions never dropped", { min: 0, max: 2 ** 24, default: 0 }),
   maxSequences: opt('int', 'sequences the cache is planned for up front', { min: 1, max: 64, default: 1 }),
+  windowCache: opt('enum', "sliding-window layers (Gemma 2/3, Mistral-style): 'window' keeps only the positions their window still sees (less memory; a deeper rewind evaluates the prompt again), 'full' keeps every position", { values: ['window', 'full'], default: 'window' }),
   memoryLimit: opt('int', 'limit of the engine memory in bytes (default: the wasm32 maximum, 4 GiB)', { min: 65536, max: 2 ** 32 }),
   onProgress: opt('function', "called with {loaded, total, rate} while the model downloads (phase 'download', Node cache) and loads; rate in bytes/s", { side: 'caller' }),
   modelDir: opt('string', 'directory (browsers: URL prefix) holding NAME.gguf for registry names'),
@@ -82,24 +147,37 @@ export const OPTIONS = Object.freeze({
   offline: opt('boolean', 'fail instead of downloading a registry model that is not local', { default: false }),
   cache: opt('boolean', 'keep downloaded models: browsers, URLs and hub ids in Cache Storage; Node, hub ids in cacheDir', { default: true }),
   hubUrl: opt('string', "base URL of the model hub for hf: ids (default env WASMLM_HUB_URL, else 'https://huggingface.co')"),
+  hubToken: opt('hubToken', "access token for gated or private repositories of hf: ids, sent as 'Authorization: Bearer' to the hub's own origin only, " +
+    'never to the CDN it redirects to (Node default env WASMLM_HUB_TOKEN, or HF_TOKEN when the hub is huggingface.co)', { side: 'caller', secret: true }),
   wasm: opt('wasm', 'the engine build: a compiled module, its bytes, or a path/URL', { side: 'caller' }),
   timeout: opt('int', 'network loading: fail when no byte arrives for this many ms (0 = never; default none for URLs, 30 s for registry names and hub ids)', { min: 0, max: I32_MAX }),
   signal: opt('signal', 'AbortSignal that cancels the call', { side: 'caller' }),
 
-  // sampling (generate, complete, chat, bestOfN, ...)
+  // sampling (generate, complete, chat, bestOfN, ...): the defaults are
+  // llama.cpp's (penalties off), so temperature 0 alone is plain greedy decoding
   maxTokens: opt('int', 'most tokens to generate', { min: 0, max: I32_MAX, default: 256 }),
-  temperature: opt('number', '0 = greedy (argmax after the penalties)', { min: 0, default: 0.8 }),
+  logitBias: opt('logitBias', "added to the logits before anything else: {tokenId: bias} (OpenAI's logit_bias) or [[tokenId or text, bias], ...]; " +
+    '-Infinity bans a token; a text biases each distinct token of it, tokenized as written (no BOS, no space prefix: give " word" for a word after a space); a token given twice gets the sum'),
+  repeatPenalty: opt('number', 'divide the logits of the tokens in the last repeatLastN by this (multiply a negative logit); 1 = off', { min: 0, minExclusive: true, default: 1 }),
+  presencePenalty: opt('number', "subtract this once from the logit of each token in the last repeatLastN (OpenAI's presence_penalty); 0 = off", { min: -2, max: 2, default: 0 }),
+  frequencyPenalty: opt('number', "subtract this times its count in the last repeatLastN from a token's logit (OpenAI's frequency_penalty); 0 = off", { min: -2, max: 2, default: 0 }),
+  repeatLastN: opt('int', 'how many recent tokens (prompt included) the three penalties look at', { min: 0, max: I32_MAX, default: 64 }),
+  temperature: opt('number', '0 = greedy: the argmax after bias and penalties (lowest id on ties), the filters and seed unused', { min: 0, default: 0.8 }),
   topK: opt('int', 'keep the k most likely tokens; 0 = off', { min: 0, max: I32_MAX, default: 40 }),
+  typicalP: opt('number', 'locally typical sampling: keep the tokens whose -log p is closest to the entropy, up to this much probability; 1 = off', { min: 0, minExclusive: true, max: 1, default: 1 }),
   topP: opt('number', 'keep the smallest set of tokens whose probability reaches p; 1 = off, 0 = the most likely token only', { min: 0, max: 1, default: 0.95 }),
   minP: opt('number', 'drop tokens below minP x the best probability; 0 = off', { min: 0, max: 1, default: 0.05 }),
-  repeatPenalty: opt('number', 'divide the logits of recent tokens by this (1 = off)', { min: 0, minExclusive: true, default: 1.1 }),
-  repeatLastN: opt('int', 'how many recent tokens the repeat penalty looks at', { min: 0, max: I32_MAX, default: 64 }),
   seed: opt('seed', 'PRNG seed (PCG32): the same seed gives the same tokens everywhere', { default: 0xC0FFEE }),
+  logprobs: opt('int', "per generated token, the N most likely tokens of the model's own distribution (log-softmax of the raw logits, before a grammar's mask, bias, penalties and filters, like logprob: a token the grammar forbids can be among them) as topLogprobs in chunks and results; 0 = off", { min: 0, max: 20, default: 0 }),
 
   // generation
-  grammar: opt('grammar', 'GBNF grammar (start rule root): only text it allows is generated. Sampling order: the grammar\'s allowed tokens first, ' +
-    'then repetition penalty, temperature, top-k, top-p, min-p, draw (the distribution is renormalised over the allowed tokens). ' +
+  grammar: opt('grammar', 'GBNF grammar (start rule root): only text it allows is generated. Its mask is the first stage of sampling, before logitBias, ' +
+    'the penalties, temperature and the filters (the distribution is renormalised over the allowed tokens). ' +
     "The generation ends with finishReason 'stop' once the text is complete and nothing may follow, 'grammar' at a dead end (docs/grammar.md)"),
+  json: opt('json', "JSON output: true, any JSON value; 'object', a JSON object; false, off. Turned into a grammar on the caller's thread " +
+    '(jsonGrammar, docs/json-schema.md); not with grammar or jsonSchema'),
+  jsonSchema: opt('jsonSchema', "JSON output that validates against this JSON Schema, turned into a grammar on the caller's thread (jsonSchemaToGbnf): " +
+    'an unsupported keyword is a BAD_SCHEMA error naming it and its JSON Pointer, before anything runs (docs/json-schema.md); not with grammar or json'),
   stop: opt('stop', 'stop strings: generation ends before the first occurrence'),
   ignoreEos: opt('boolean', 'keep generating after an end-of-generation token', { default: false }),
   addBos: opt('boolean', "prepend BOS (default: the model's add_bos flag)"),
@@ -125,6 +203,25 @@ export const OPTIONS = Object.freeze({
   maxAttempts: opt('int', 'generateUntil: most attempts', { min: 1, max: 1000, default: 4 }),
   feedback: opt('feedback', "generateUntil: feed the verifier's message back into the prompt", { side: 'caller' }),
 
+  // tree search
+  step: opt('stop', 'treeSearch: a step ends with the token that completes one of these strings, or after maxTokensPerStep tokens (default a newline)'),
+  expand: opt('int', 'treeSearch: children sampled from a node that grows (all children of a call decode as one batch)', { min: 1, max: 64, default: 4 }),
+  keep: opt('int', "treeSearch: nodes kept: 'beam' per depth, 'best-first' open at once, 'mcts' keep x expand sequences in the cache", { min: 1, max: 64, default: 2 }),
+  maxSteps: opt('int', 'treeSearch: most steps on a path (nodes at this depth are final)', { min: 1, max: 4096, default: 8 }),
+  maxTokensPerStep: opt('int', 'treeSearch: most tokens in one step', { min: 1, max: 2 ** 20, default: 32 }),
+  strategy: opt('enum', "treeSearch: 'beam' (the best keep per depth), 'best-first' (grow the best open node) or 'mcts' (UCT selection, expansion, rollout, backup)", { values: ['beam', 'best-first', 'mcts'], default: 'beam' }),
+  score: opt('scorer', "treeSearch: rates each new node by its whole path: 'mean-logprob' (default), 'total-logprob' or a function (node) => number | Promise", { side: 'caller' }),
+  isFinal: opt('function', 'treeSearch: (node) => boolean | Promise: the node ends its path (an answer); end of generation and maxSteps end paths too', { side: 'caller' }),
+  onNode: opt('function', "treeSearch: called with (node, event) as the tree grows: 'node' (new, scored) or 'pruned'", { side: 'caller' }),
+  maxExpansions: opt('int', "treeSearch: most nodes grown (default keep x maxSteps, a 'beam' search's most)", { min: 1, max: 1e6 }),
+  exploration: opt('number', "treeSearch 'mcts': the UCT exploration constant c (values scaled to [0, 1])", { min: 0, default: Math.SQRT2 }),
+
+  // deliberate decoding
+  budget: opt('int', 'deliberate: most tokens generated in all (greedy answer, then each stage)', { min: 1, max: I32_MAX, default: 2048 }),
+  escalate: opt('escalate', "deliberate: the stages after the greedy answer, in order (default ['best-of-n', 'tree'])"),
+  uncertainty: opt('enum', "deliberate: the signal that the answer is uncertain (default 'verifier' with verify, else 'min-logprob')", { values: ['min-logprob', 'entropy', 'verifier'] }),
+  threshold: opt('number', "deliberate: uncertain when the min log-prob is below it (default -3) or the mean entropy in nats above it (default 1.5)"),
+
   // beam search
   beams: opt('int', 'beams kept per step', { min: 1, max: 32, default: 4 }),
   lengthPenalty: opt('number', 'score = logprob / length^lengthPenalty', { default: 1 }),
@@ -133,17 +230,27 @@ export const OPTIONS = Object.freeze({
   topN: opt('int', 'nextTokenDistribution: entries returned (at most the vocabulary)', { min: 1, max: I32_MAX, default: 20 }),
   all: opt('boolean', 'logits(): one row per token instead of the last', { default: false }),
   outPath: opt('string', 'quantize(): write the GGUF file here (Node)'),
+
+  // embeddings
+  pooling: opt('enum', "embed(): one vector from a text's token states: 'model' (the file's pooling_type; else 'mean' for encoders, 'last' for decoders), 'mean', 'cls' (the first token's) or 'last'",
+    { values: ['model', 'mean', 'cls', 'last'], default: 'model' }),
+  normalize: opt('boolean', 'embed(): scale each vector to length 1 (cosine similarity is then a dot product)', { default: true }),
 });
 
-const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed'];
-const GENERATE = [...SAMPLING, 'grammar', 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
+/** Constrained output: a GBNF grammar, or JSON (any value / an object) or JSON Schema, converted to GBNF on the caller's thread. */
+const STRUCTURED = ['grammar', 'json', 'jsonSchema'];
+const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed',
+  'presencePenalty', 'frequencyPenalty', 'typicalP', 'logitBias'];
+const GENERATE = [...SAMPLING, 'logprobs', ...STRUCTURED, 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
 const CHAT_TEMPLATE = ['template', 'addGenerationPrompt', 'variables', 'templateLimits'];
-const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].includes(k)), 'n', 'scorer', 'onCandidate'];
+const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].includes(k)), 'n', 'scorer', 'onCandidate', 'adaptive'];
+const TREE = [...SAMPLING, ...STRUCTURED, 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'signal',
+  'step', 'expand', 'keep', 'maxSteps', 'maxTokensPerStep', 'strategy', 'score', 'isFinal', 'onNode', 'maxExpansions', 'exploration'];
 
 /** The options each public method accepts. */
 export const METHODS = Object.freeze({
-  loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'memoryLimit',
-    'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'wasm', 'timeout', 'signal'],
+  loadModel: ['threads', 'simd', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'windowCache', 'memoryLimit',
+    'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'hubToken', 'wasm', 'timeout', 'signal'],
   generate: GENERATE,
   complete: [...GENERATE, 'onToken'],
   applyChatTemplate: CHAT_TEMPLATE,
@@ -152,18 +259,63 @@ export const METHODS = Object.freeze({
   bestOfN: BATCH,
   selfConsistency: [...BATCH.filter((k) => k !== 'scorer'), 'extract'],
   generateUntil: [...GENERATE, 'verify', 'maxAttempts', 'feedback'],
-  beamSearch: ['beams', 'maxTokens', 'lengthPenalty', 'grammar', 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
+  beamSearch: ['beams', 'maxTokens', 'lengthPenalty', ...STRUCTURED, 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
+  treeSearch: TREE,
+  deliberate: [...SAMPLING, ...STRUCTURED, 'ignoreEos', 'addBos', 'parseSpecial', 'signal', 'budget', 'escalate', 'uncertainty', 'threshold', 'verify',
+    'step', 'expand', 'keep', 'maxTokensPerStep'],
   nextTokenDistribution: [...SAMPLING.filter((k) => k !== 'maxTokens' && k !== 'seed'), 'topN', 'addBos', 'parseSpecial'],
   tokenize: ['addBos', 'parseSpecial'],
   logits: ['all'],
   quantize: ['outPath'],
+  embed: ['pooling', 'normalize', 'signal'],
 });
 
-/** Per-method overrides of an option's range (beam search needs a token to rank). */
-const OVERRIDES = { beamSearch: { maxTokens: { min: 1 } } };
+/** Per-method overrides of an option's entry: beam and tree search need a token to rank; `adaptive` of
+ * bestOfN and selfConsistency is the object of web/adaptive.js, not generate's boolean. */
+const ADAPTIVE_DOC = 'sample in batches until the outcome is settled (web/adaptive.js; default minN 4, maxN 32, confidence 0.95, batch minN)';
+const OVERRIDES = {
+  beamSearch: { maxTokens: { min: 1 } },
+  treeSearch: { maxTokens: { min: 1, doc: 'most tokens on a path' } },
+  deliberate: {
+    maxTokens: { min: 1, doc: 'most tokens of an answer' },
+    verify: { required: false, doc: 'deliberate: (answer) => true / false / {ok, message} (or a Promise): accepts an answer' },
+  },
+  bestOfN: { adaptive: { kind: 'adaptiveN', adaptiveKeys: ['minN', 'maxN', 'confidence', 'batch', 'target'], default: undefined,
+    doc: `${ADAPTIVE_DOC}; stops when the best is unlikely to be beaten, or reaches target` } },
+  selfConsistency: { adaptive: { kind: 'adaptiveN', adaptiveKeys: ['minN', 'maxN', 'confidence', 'batch'], default: undefined,
+    doc: `${ADAPTIVE_DOC}; stops when the leading answer is settled` } },
+};
 
-/** The sampling defaults, from the entries above. */
-export const DEFAULT_SAMPLING = Object.freeze(Object.fromEntries(SAMPLING.map((k) => [k, OPTIONS[k].default])));
+/** An option's entry as method `method` takes it (OPTIONS with the method's overrides). */
+export function optionSpec(name, method) {
+  return { ...OPTIONS[name], ...(OVERRIDES[method] && OVERRIDES[method][name]) };
+}
+
+/** The sampling defaults, from the entries above (logitBias has none: no bias). */
+export const DEFAULT_SAMPLING = Object.freeze(Object.fromEntries(SAMPLING.filter((k) => OPTIONS[k].default !== undefined).map((k) => [k, OPTIONS[k].default])));
+
+/** The sampling pipeline, in order (src/sampler.c; docs/options.md shows this list). */
+export const SAMPLING_PIPELINE = Object.freeze([
+  'grammar (or json / jsonSchema, which become one): the tokens that cannot continue the text inside the grammar are removed, so no later stage sees them and logitBias cannot bring them back',
+  'logitBias: added to the logits (-Infinity removes a token)',
+  'penalties over the last repeatLastN tokens (prompt included): a token seen c times has its logit divided by repeatPenalty (multiplied when negative), then reduced by presencePenalty + c x frequencyPenalty',
+  'temperature: probabilities softmax(logits / temperature); temperature 0 takes the argmax here (lowest id on ties) and skips the rest',
+  'topK',
+  'typicalP: tokens ranked by |-log p - entropy|, the shortest prefix reaching typicalP kept',
+  'topP',
+  'minP',
+  'the draw: a PCG32 number u in [0, 1) from the seed; the first token, most likely first, whose cumulative probability exceeds u',
+]);
+
+/** Checks what needs the model: logitBias token ids below nVocab. Throws BAD_OPTION. */
+export function checkForModel(o, nVocab) {
+  const lb = o.logitBias;
+  if (!lb) return o;
+  const ids = Array.isArray(lb) ? lb.map((e) => e[0]).filter((k) => typeof k === 'number') : Object.keys(lb).map(Number);
+  const bad = ids.find((t) => t >= nVocab);
+  if (bad !== undefined) throw badOption('logitBias', lb, `token id ${bad} out of range: ids are integers in [0, ${nVocab})`);
+  return o;
+}
 
 // ---- checking -------------------------------------------------------------------
 
@@ -195,10 +347,14 @@ export function closestKey(key, known) {
 
 /** A reusable check of one value against an option's entry (`label` names it in the error); throws BAD_OPTION. */
 export function checkValue(name, value, method, label = name) {
-  const s = { ...OPTIONS[name], ...(OVERRIDES[method] && OVERRIDES[method][name]) };
+  const s = optionSpec(name, method);
   const ok = KINDS[s.kind](value, s);
-  if (ok !== true) throw badOption(label, value, `must be ${ok}`);
-  return value;
+  if (ok === true) return value;
+  // a secret (hubToken) is never echoed: only its length is told
+  if (s.secret && typeof value === 'string') {
+    throw new WasmlmError('BAD_OPTION', `option ${label}: must be ${ok}, got a string of ${value.length} characters (not shown)`, { option: label });
+  }
+  throw badOption(label, value, `must be ${ok}`);
 }
 
 /**
@@ -230,14 +386,33 @@ export function checkOptions(method, options) {
     out[key] = checkValue(key, v, method);
   }
   for (const key of known) {
-    if (OPTIONS[key].required && out[key] === undefined) {
-      throw new WasmlmError('BAD_OPTION', `${method}: option ${key} is required (${OPTIONS[key].doc})`, { option: key });
+    const spec = optionSpec(key, method);
+    if (spec.required && out[key] === undefined) {
+      throw new WasmlmError('BAD_OPTION', `${method}: option ${key} is required (${spec.doc})`, { option: key });
     }
   }
+  if (known.includes('grammar')) structuredOutput(method, out);
   if (method === 'loadModel' && out.nKeep !== undefined && out.contextLength && out.nKeep >= out.contextLength) {
     throw badOption('nKeep', out.nKeep, `must be below contextLength (${out.contextLength})`);
   }
   return out;
+}
+
+/**
+ * json and jsonSchema become `grammar` (GBNF) here, on the caller's thread,
+ * so that a schema the converter refuses (BAD_SCHEMA) fails the call before
+ * anything is posted and the worker only ever sees grammars. The three
+ * exclude each other. Modifies `out`.
+ */
+function structuredOutput(method, out) {
+  const given = STRUCTURED.filter((k) => out[k] !== undefined && out[k] !== false);
+  if (given.length > 1) {
+    throw new WasmlmError('BAD_OPTION', `${method}: options ${given.join(' and ')} exclude each other (each one constrains the whole output): give one`,
+      { option: given[0] });
+  }
+  if (out.jsonSchema !== undefined) out.grammar = jsonSchemaToGbnf(out.jsonSchema);
+  else if (out.json) out.grammar = jsonGrammar({ object: out.json === 'object' });
+  delete out.json; delete out.jsonSchema;
 }
 
 /** The options of a checked set that travel to the worker (no callbacks, signals or models). */

@@ -33,8 +33,13 @@ const TYPES = {
   bytes: (v) => v instanceof Uint8Array,
   ids: isIds,
   prompt: (v) => typeof v === 'string' || isIds(v),
+  texts: (v) => Array.isArray(v) && v.every((t) => typeof t === 'string' || isIds(t)),
   messages: (v) => Array.isArray(v),
   lookup: (v) => v === 'lookup',
+  // tree search: the nodes one call grows, each {node, n?} (children) or {node, rollout: true} (a rollout's next step)
+  growth: (v) => Array.isArray(v) && v.every((g) => isPlainObject(g) && Number.isSafeInteger(g.node) && g.node >= 0 &&
+    (g.n === undefined || (Number.isSafeInteger(g.n) && g.n >= 1)) && (g.rollout === undefined || typeof g.rollout === 'boolean') &&
+    Object.keys(g).every((k) => k === 'node' || k === 'n' || k === 'rollout')),
   // a draft's distributions: per draft token {ids: Int32Array, probs: Float32Array}, or null (one-hot)
   qs: (v) => v === null || (Array.isArray(v) && v.every((q) => q === null || (isPlainObject(q) && q.ids instanceof Int32Array && q.probs instanceof Float32Array))),
 };
@@ -49,15 +54,18 @@ export const OPS = Object.freeze({
   loadPart: op({ size: 'count?' }, 'null (the next part of a split GGUF starts; size as in loadBegin)'),
   loadEnd: op({ options: 'object?' }, 'model info (parses the bytes, creates the context)'),
   loadCancel: op({}, 'null'),
-  generate: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?', draft: 'lookup?' }, 'CompletionResult', 'chunk {text, token, logprob}'),
-  bestOfN: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?' }, '{candidates, stats}', 'chunk {index, text, token, logprob}'),
+  generate: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?', draft: 'lookup?' }, 'CompletionResult', 'chunk {text, token, logprob[, topLogprobs]}'),
+  bestOfN: op({ prompt: 'prompt', options: 'object?', stream: 'boolean?' }, '{candidates, stats}', 'chunk {index, text, token, logprob[, topLogprobs]}'),
   beamSearch: op({ prompt: 'prompt', options: 'object?' }, '{beams, stats}'),
   specStart: op({ session: 'int', prompt: 'prompt', options: 'object?' }, '{committed: token ids}'),
-  specRound: op({ session: 'int', drafts: 'ids', qs: 'qs?', plain: 'count?' }, 'a round {chunks, accepted, done, ...}', 'chunk {text, token, logprob} (plain rounds)'),
+  specRound: op({ session: 'int', drafts: 'ids', qs: 'qs?', plain: 'count?' }, 'a round {chunks, accepted, done, ...}', 'chunk {text, token, logprob[, topLogprobs]} (plain rounds)'),
   specEnd: op({ session: 'int' }, 'null'),
   draftStart: op({ session: 'int', options: 'object?' }, 'null'),
   draftPropose: op({ session: 'int', ids: 'ids', k: 'count' }, '{tokens, qs, caughtUp, stepMs}'),
   draftEnd: op({ session: 'int' }, 'null'),
+  treeStart: op({ session: 'int', prompt: 'prompt', options: 'object?' }, '{root, plan, contextGrown} (web/worker/tree.js)'),
+  treeGrow: op({ session: 'int', grow: 'growth', free: 'ids?' }, '{nodes, usedSlots, liveSequences, stats}: the grown or stepped nodes'),
+  treeEnd: op({ session: 'int' }, '{stats} or null (the session had ended)'),
   vocab: op({}, '{nVocab, hash}'),
   renderChat: op({ template: 'string', messages: 'messages', options: 'object?' }, '{prompt} or {error}'),
   tokenize: op({ text: 'string', addBos: 'boolean?', parseSpecial: 'boolean?' }, 'token ids'),
@@ -66,6 +74,7 @@ export const OPS = Object.freeze({
   memory: op({}, '{wasmBytes, engineBytes, fileBytes}'),
   distribution: op({ text: 'prompt', options: 'object?' }, '[{token, prob, text}]'),
   logits: op({ ids: 'ids', all: 'boolean?' }, '{rows: Float32Array[]}'),
+  embed: op({ texts: 'texts', options: 'object?' }, '{vectors: Float32Array[] (one per text), tokens: token count per text}'),
   quantize: op({ type: 'string', outPath: 'string?' }, '{report, size, bytes?}'),
   dispose: op({}, 'null'),
 });
@@ -86,4 +95,9 @@ export function checkRequest(m) {
     if (name !== 'id' && name !== 'op' && !Object.hasOwn(fields, name)) return `${m.op}: unknown field ${name}`;
   }
   return null;
+}
+
+/** A generate chunk as the caller sees it (from a 'chunk' event or a round's chunks): {text, token, logprob[, topLogprobs]}. */
+export function chunkOf(c) {
+  return c.topLogprobs ? { text: c.text, token: c.token, logprob: c.logprob, topLogprobs: c.topLogprobs } : { text: c.text, token: c.token, logprob: c.logprob };
 }

@@ -13,7 +13,8 @@
 import { WasmlmError, badOption } from './errors.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { DEFAULT_SAMPLING } from './options.js';
-import { CHANNEL } from './protocol.js';
+import { CHANNEL, chunkOf } from './protocol.js';
+import { adaptiveOptions, bestState, voteState } from './adaptive.js';
 
 function scorerOf(scorer) {
   if (scorer == null || scorer === 'mean-logprob') {
@@ -26,60 +27,166 @@ function scorerOf(scorer) {
 
 
 /**
- * n candidates (seeds seed, seed+1, ...) decoded as one batch, scored, sorted.
- * @returns {Promise<{candidates: object[], best: object, stats: object}>}
+ * One batch of candidates in the worker: `n` of them with global indices
+ * offset, offset + 1, ... (candidate i samples with seed + i, so a batch
+ * taken after `offset` others continues the same candidates).
  */
-export async function bestOfN(model, prompt, opts = {}) {
-  const { signal, scorer, onCandidate, ...rest } = opts;
-  const score = scorerOf(scorer);
+async function sampleBatch(model, prompt, rest, { signal, onCandidate, offset = 0, n }) {
+  let options = rest;
+  if (n !== undefined) {
+    options = { ...rest, n };
+    if (offset) options.seed = BigInt.asUintN(64, BigInt(rest.seed ?? DEFAULT_SAMPLING.seed) + BigInt(offset));
+  }
   const texts = new Map();
   const onEvent = onCandidate ? (ev) => {
-    const text = (texts.get(ev.index) || '') + ev.text;
-    texts.set(ev.index, text);
-    const n = (texts.get('n' + ev.index) || 0) + (ev.token >= 0 ? 1 : 0);
-    texts.set('n' + ev.index, n);
-    return onCandidate({ index: ev.index, text, delta: ev.text, token: ev.token, tokens: n, done: false });
+    const index = ev.index + offset;
+    const t = texts.get(index) || { text: '', n: 0 };
+    t.text += ev.text;
+    if (ev.token >= 0) t.n++;
+    texts.set(index, t);
+    return onCandidate({ index, text: t.text, delta: ev.text, token: ev.token, tokens: t.n, done: false });
   } : undefined;
-  const r = await withSignal(model[CHANNEL], 'bestOfN', { prompt, options: rest, stream: !!onCandidate }, signal, onEvent);
-  const t0 = Date.now();
-  const scores = await Promise.all(r.candidates.map((c) => Promise.resolve().then(() => score(c))));
+  const r = await withSignal(model[CHANNEL], 'bestOfN', { prompt, options, stream: !!onCandidate }, signal, onEvent);
+  if (offset) for (const c of r.candidates) c.index += offset;
+  return r;
+}
+
+/** Scores candidates concurrently; a NaN score counts as -Infinity. */
+async function scoreAll(candidates, score, signal) {
+  const scores = await Promise.all(candidates.map((c) => Promise.resolve().then(() => score(c))));
   if (signal && signal.aborted) throw abortError(signal);
-  const candidates = r.candidates.map((c, i) => {
+  return candidates.map((c, i) => {
     const s = Number(scores[i]);
     return { ...c, score: Number.isNaN(s) ? -Infinity : s };
   });
-  candidates.sort((a, b) => b.score - a.score || a.index - b.index);
-  if (onCandidate) for (const c of candidates) onCandidate({ index: c.index, text: c.text, delta: '', token: -1, tokens: c.tokens.length, done: true, score: c.score, finishReason: c.finishReason });
+}
+
+const sortCandidates = (list) => list.sort((a, b) => b.score - a.score || a.index - b.index);
+function doneEvents(onCandidate, list) {
+  if (onCandidate) for (const c of list) onCandidate({ index: c.index, text: c.text, delta: '', token: -1, tokens: c.tokens.length, done: true, score: c.score, finishReason: c.finishReason });
+}
+
+/** The statistics of several batches as one: times and counts add up. */
+function mergeStats(list, extra) {
+  const sum = (k) => list.reduce((a, s) => a + (s[k] || 0), 0);
+  const first = list[0] || {};
+  const totalTokens = sum('totalTokens'), decodeMs = sum('decodeMs');
+  return {
+    ...first, reusedPromptTokens: first.reusedPromptTokens || 0, prefillMs: sum('prefillMs'), decodeMs, steps: sum('steps'),
+    totalTokens, wallMs: sum('wallMs'), tokensPerSec: decodeMs > 0 ? totalTokens / (decodeMs / 1000) : 0,
+    contextGrown: list.some((s) => s.contextGrown), ...extra,
+  };
+}
+
+/**
+ * Adaptive sampling (web/adaptive.js): batches of candidates (minN, then
+ * `batch` at a time) until `settled(all so far)` reaches the confidence, or
+ * maxN. `round(batch)` scores or votes on each batch as it comes.
+ */
+async function adaptiveRounds(model, prompt, rest, adaptive, { signal, onCandidate, round, settled }) {
+  if (rest.n !== undefined) throw badOption('n', rest.n, 'must not be given with adaptive (adaptive.minN, batch and maxN set the samples)');
+  const a = adaptiveOptions(adaptive);
+  const all = [], stats = [];
+  let state = { confidence: 0 }, stoppedBy = 'maxN';
+  while (all.length < a.maxN) {
+    const n = Math.min(all.length === 0 ? a.minN : a.batch, a.maxN - all.length);
+    const r = await sampleBatch(model, prompt, rest, { signal, onCandidate, offset: all.length, n });
+    stats.push(r.stats);
+    all.push(...await round(r.candidates));
+    state = settled(all, a);
+    if (all.length >= a.minN && (state.reached || state.confidence >= a.confidence)) { stoppedBy = state.reached ? 'target' : 'confidence'; break; }
+  }
+  const adaptiveStats = { samples: all.length, batches: stats.length, stoppedBy, confidence: state.confidence, minN: a.minN, maxN: a.maxN, batch: a.batch, target: a.target };
+  return { all, state, stats: mergeStats(stats, { adaptive: adaptiveStats }) };
+}
+
+/**
+ * n candidates (seeds seed, seed+1, ...) decoded as one batch, scored, sorted.
+ * With `adaptive`, batches until the best is settled (web/adaptive.js).
+ * @returns {Promise<{candidates: object[], best: object, stats: object}>}
+ */
+export async function bestOfN(model, prompt, opts = {}) {
+  const { signal, scorer, onCandidate, adaptive, ...rest } = opts;
+  const score = scorerOf(scorer);
+  if (adaptive) {
+    let scoringMs = 0;
+    const r = await adaptiveRounds(model, prompt, rest, adaptive, {
+      signal, onCandidate,
+      async round(batch) {
+        const t0 = Date.now();
+        const scored = await scoreAll(batch, score, signal);
+        scoringMs += Date.now() - t0;
+        doneEvents(onCandidate, scored);
+        return scored;
+      },
+      settled: (all, a) => bestState(all.map((c) => c.score), a.batch, a.target),
+    });
+    const candidates = sortCandidates(r.all);
+    return { candidates, best: candidates[0], stats: { ...r.stats, scoringMs } };
+  }
+  const r = await sampleBatch(model, prompt, rest, { signal, onCandidate });
+  const t0 = Date.now();
+  const candidates = sortCandidates(await scoreAll(r.candidates, score, signal));
+  doneEvents(onCandidate, candidates);
   return { candidates, best: candidates[0], stats: { ...r.stats, scoringMs: Date.now() - t0 } };
+}
+
+/** The vote key of an answer (strings by value, others by their JSON). */
+const voteKey = (a) => (typeof a === 'string' ? 's:' + a : 'j:' + JSON.stringify(a));
+
+/** The votes of candidates (answers set), most first; ties go to the answer seen first. */
+function tally(byIndex) {
+  const votes = new Map();
+  for (const c of byIndex) {
+    const a = c.answer;
+    if (a === null || a === undefined) continue;
+    const key = voteKey(a);
+    const v = votes.get(key);
+    if (v) v.count++;
+    else votes.set(key, { answer: a, count: 1, first: c.index });
+  }
+  return [...votes.values()].sort((a, b) => b.count - a.count || a.first - b.first).map(({ answer, count }) => ({ answer, count }));
 }
 
 /**
  * Majority vote over answers that `extract(text, candidate)` pulls out of n
  * samples (null/undefined = no answer). Ties go to the answer seen first.
+ * With `adaptive`, batches until the leader is settled (web/adaptive.js).
  */
 export async function selfConsistency(model, prompt, opts = {}) {
-  const { extract, ...rest } = opts;
+  const { extract, adaptive, ...rest } = opts;
   if (typeof extract !== 'function') throw badOption('extract', extract, 'must be a function (text, candidate) => answer');
-  const r = await bestOfN(model, prompt, { ...rest, scorer: 'mean-logprob' });
-  const byIndex = r.candidates.slice().sort((a, b) => a.index - b.index);
-  const answers = await Promise.all(byIndex.map((c) => Promise.resolve().then(() => extract(c.text, c))));
-  const votes = new Map();
-  byIndex.forEach((c, i) => {
-    const a = answers[i];
-    c.answer = a;
-    if (a === null || a === undefined) return;
-    const key = typeof a === 'string' ? 's:' + a : 'j:' + JSON.stringify(a);
-    const v = votes.get(key);
-    if (v) v.count++;
-    else votes.set(key, { answer: a, count: 1, first: c.index });
-  });
-  const list = [...votes.values()].sort((a, b) => b.count - a.count || a.first - b.first).map(({ answer, count }) => ({ answer, count }));
+  const answer = async (list) => {
+    const answers = await Promise.all(list.map((c) => Promise.resolve().then(() => extract(c.text, c))));
+    list.forEach((c, i) => { c.answer = answers[i]; });
+    return list;
+  };
+  let byIndex, stats;
+  if (adaptive) {
+    const { signal, onCandidate, ...sampling } = rest;
+    const score = scorerOf('mean-logprob');
+    const r = await adaptiveRounds(model, prompt, sampling, adaptive, {
+      signal, onCandidate,
+      async round(batch) {
+        const scored = await scoreAll(batch, score, signal);
+        doneEvents(onCandidate, scored);
+        return answer(scored);
+      },
+      settled: (all) => voteState(tally(all).map((v) => v.count)),
+    });
+    byIndex = r.all; stats = r.stats;
+  } else {
+    const r = await bestOfN(model, prompt, { ...rest, scorer: 'mean-logprob' });
+    byIndex = await answer(r.candidates.slice().sort((a, b) => a.index - b.index));
+    stats = r.stats;
+  }
+  const list = tally(byIndex);
   return {
     answer: list.length ? list[0].answer : null,
     votes: list,
     answered: list.reduce((a, v) => a + v.count, 0),
     candidates: byIndex,
-    stats: r.stats,
+    stats,
   };
 }
 
@@ -346,7 +453,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
             if (x.done) { r = x.value; break; }
             const c = x.value;
             if (c.token >= 0) { committed.push(c.token); rounds++; plainRounds++; }
-            yield { text: c.text, token: c.token, logprob: c.logprob };
+            yield chunkOf(c);
           }
         } finally {
           await it.return();
@@ -363,7 +470,7 @@ export async function* speculative(target, draft, prompt, opts = {}) {
       for (const c of r.chunks || []) {
         if (signal && signal.aborted) throw abortError(signal);
         if (c.token >= 0) committed.push(c.token);
-        yield { text: c.text, token: c.token, logprob: c.logprob };
+        yield chunkOf(c);
       }
       if (r.done) {
         ended = true;

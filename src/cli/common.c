@@ -24,7 +24,8 @@ void cli_usage_generate(FILE *o, const char *prog, unsigned accept) {
     int indent = fprintf(o, "usage: %s ", prog);
     fprintf(o, "generate -m MODEL %s [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]\n",
             accept & CLI_PROMPTS ? "(-p PROMPT | --prompts FILE)" : "-p PROMPT");
-    fprintf(o, "%*s[--repeat-penalty R] [--repeat-last-n N] [--seed S] [--ctx N] [--kv f16|f32]%s [--ignore-eos]%s%s\n", indent, "",
+    fprintf(o, "%*s[--typical P] [--repeat-penalty R] [--presence-penalty P] [--frequency-penalty F] [--repeat-last-n N]\n", indent, "");
+    fprintf(o, "%*s[--seed S] [--ctx N] [--kv f16|f32]%s [--ignore-eos]%s%s\n", indent, "",
             accept & CLI_THREADS ? " [--threads N]" : "", accept & CLI_PARSE_SPECIAL ? " [--parse-special]" : "",
             accept & CLI_JSONL ? " [--jsonl]" : "");
 }
@@ -52,7 +53,10 @@ static int take_flag(int argc, char **argv, int *i, unsigned accept, cli_gen_opt
     else if (ARG("--top-k")) o->sp.top_k = (uint32_t)atoi(v);
     else if (ARG("--top-p")) o->sp.top_p = (float)atof(v);
     else if (ARG("--min-p")) o->sp.min_p = (float)atof(v);
+    else if (ARG("--typical") || ARG("--typical-p")) o->sp.typical_p = (float)atof(v);
     else if (ARG("--repeat-penalty")) o->sp.repeat_penalty = (float)atof(v);
+    else if (ARG("--presence-penalty")) o->sp.presence_penalty = (float)atof(v);
+    else if (ARG("--frequency-penalty")) o->sp.frequency_penalty = (float)atof(v);
     else if (ARG("--repeat-last-n")) o->sp.repeat_last_n = (uint32_t)atoi(v);
     else if (ARG("--seed")) o->seed = strtoull(v, NULL, 0);
     else if (ARG("--ctx")) o->cp.n_ctx = (uint32_t)atoi(v);

@@ -1,6 +1,7 @@
 // The demo page (web/demo/) in headless Chromium, used the way a person
 // would: it loads stories260K from the demo server's local model folder,
 // generates (greedy = llama.cpp's reference text), streams with tokens/s,
+// samples with the controls of issue #29 exactly as Node does,
 // stops mid-stream, redraws the next-token chart when the temperature
 // slider moves (by keyboard), loads a file from the file picker (and keeps
 // the working model when a bad file or a 404 URL fails to load), lists and
@@ -14,6 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { startDemoServer } from '../../web/demo/server.mjs';
 import { launch, watchPage, reference, traceMainThread, MODELS, MODEL_PATH, ARTIFACTS } from './browser.mjs';
+import { loadModel } from '../../web/index.js';
 
 let server, browser, page;
 const errors = [];
@@ -377,6 +379,26 @@ for (const mode of ['lookup', 'q8_0']) test(`speculative decoding (draft: ${mode
   } finally {
     await page.selectOption('#spec', 'off');
   }
+});
+
+test('the sampling controls in Chromium: logitBias, penalties, typicalP and logprobs give the tokens and top logprobs Node gives', async () => {
+  const opts = { temperature: 1.1, topK: 0, typicalP: 0.8, presencePenalty: 0.3, frequencyPenalty: 0.1, repeatLastN: 32,
+    logitBias: [[' the', -Infinity], [5, 2]], maxTokens: 40, ignoreEos: true, logprobs: 3, seed: 9 };
+  const inPage = await page.evaluate(async (o) => {
+    const m = window.wasmlmDemo.state.model;
+    const r = await m.complete('Once upon a time', o);
+    const greedy = await m.complete('Once upon a time', { temperature: 0, maxTokens: 60, ignoreEos: true });
+    return { tokens: r.tokens, top: r.topLogprobs, greedy: greedy.tokens };
+  }, opts);
+  const node = await loadModel(MODEL_PATH, { threads: 1 });
+  try {
+    const r = await node.complete('Once upon a time', opts);
+    assert.deepEqual(inPage.tokens, r.tokens);
+    assert.deepEqual(inPage.top, r.topLogprobs);
+    const [the] = await node.tokenize('the', { addBos: false });
+    assert.ok(!inPage.tokens.includes(the));
+  } finally { await node.dispose(); }
+  assert.deepEqual(inPage.greedy, ref.generated_token_ids.slice(0, 60), 'temperature 0 alone is llama.cpp\'s greedy output');
 });
 
 test('no page errors', () => {

@@ -384,7 +384,7 @@ TEST(arch_refusals_name_the_problem) {
     /* an unknown architecture whose tensors all look familiar */
     gb_tiny_llama(f, &p);
     rename_arch_keys(f, "mystery");
-    expect_refusal(f, WLM_ERR_UNSUPPORTED, "unsupported architecture 'mystery' (supported: llama, qwen2, qwen3, smollm3, granite, gemma2, gemma3, phi3)", "mystery");
+    expect_refusal(f, WLM_ERR_UNSUPPORTED, "unsupported architecture 'mystery' (supported: llama, qwen2, qwen3, smollm3, granite, gemma2, gemma3, phi3, bert, nomic-bert)", "mystery");
     gb_free(f);
     /* a llama file with mixture-of-experts tensors */
     gb_tiny_llama(f, &p);
@@ -447,7 +447,7 @@ TEST(arch_memory_plan_uses_head_sizes) {
     CHECK(need >= (uint64_t)NL * NKV * 64 * (8 + 16) * 4);
     wlm_ctx *c = NULL;
     REQUIRE(wlm_ctx_new(&c, m, &p, &err) == WLM_OK);
-    CHECK(c->kv_head_stride == 64 * 8 && c->kv_head_stride_v == 64 * 16);
+    CHECK(c->kv[0].head_stride == 64 * 8 && c->kv[0].head_stride_v == 64 * 16);
     wlm_ctx_free(c);
     wlm_model_free(m);
     wlm_sys_free(keep);

@@ -252,7 +252,7 @@ TEST(forward_attention_block_equals_single_queries) {
             if (qpos[i] > qmax) qmax = qpos[i];
             qp[i] = Q + i * hdk; op[i] = outb + i * hdv;
         }
-        wlm_att_mask mk = { pos, seq, 1, n, qmax, 0, 0 };
+        wlm_att_mask mk = { pos, seq, 1, n, qmax, 0, 0, 0, 0 };
         CHECK(wlm_att_ascending(&mk));
         for (int f16 = 0; f16 < 2; f16++)
             for (int k = 0; k < N_SETS; k++) {
@@ -271,7 +271,7 @@ TEST(forward_attention_block_equals_single_queries) {
     }
     /* slots out of position order are not a prefix for every query: reported */
     int32_t p2[3] = { 2, 0, 1 };
-    wlm_att_mask mk2 = { p2, 0, 0, 3, 2, 0, 0 };
+    wlm_att_mask mk2 = { p2, 0, 0, 3, 2, 0, 0, 0, 0 };
     CHECK(!wlm_att_ascending(&mk2));
     printf("  %d cases\n", cases);
     free(K); free(V); free(Q); free(Kh); free(Vh); free(outb); free(outs); free(kvt);

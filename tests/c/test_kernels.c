@@ -1863,3 +1863,51 @@ TEST(kernels_quantize_q8_0_equals_reference) {
     }
     printf("  %d rows checked\n", checked);
 }
+
+/* layer_norm (bert's LayerNorm with bias): every set writes the scalar
+ * reference's bits, for whole rows and for the ranges threads write (any
+ * [lo, hi), w and b given or not), and the values are within float rounding
+ * of LayerNorm computed in double */
+TEST(kernels_layer_norm_bit_identical) {
+    enum { MAXN = 400 };
+    static float x[MAXN + 1], w[MAXN + 1], b[MAXN + 1], want[MAXN], got[MAXN];
+    int checked = 0;
+    double worst = 0;
+    for (uint32_t n = 1; n <= MAXN; n += (n < 70 ? 1 : 29)) {
+        for (int rep = 0; rep < 4; rep++) {
+            int off = rep & 1;
+            float shift = rep == 3 ? 100.0f : 0.0f;   /* a large mean: the two-pass variance */
+            for (uint32_t i = 0; i < n + 1; i++) { x[i] = tst_randf() * 3.0f + shift; w[i] = 1.0f + tst_randf() * 0.5f; b[i] = tst_randf(); }
+            const float *wp = rep == 2 ? NULL : w + off, *bp = rep == 2 ? NULL : b + off;
+            float eps = rep == 1 ? 1e-5f : 1e-12f;
+            wlm_kernels_scalar.layer_norm(n, x + off, wp, bp, eps, want, 0, n);
+            /* double reference */
+            double mean = 0, var = 0;
+            for (uint32_t i = 0; i < n; i++) mean += x[off + i];
+            mean /= n;
+            for (uint32_t i = 0; i < n; i++) var += (x[off + i] - mean) * (x[off + i] - mean);
+            var /= n;
+            for (uint32_t i = 0; i < n; i++) {
+                double r = (x[off + i] - mean) / sqrt(var + eps) * (wp ? wp[i] : 1) + (bp ? bp[i] : 0);
+                double e = fabs(want[i] - r);
+                if (e > worst) worst = e;
+            }
+            for (int k = 0; k < N_SETS; k++) {
+                /* the whole row, then in three ranges as threads write it */
+                uint32_t cut[4] = { 0, n / 3, n / 3 + (n - n / 3) / 2 + 1, n };
+                if (cut[2] > n) cut[2] = n;
+                for (int whole = 0; whole < 2; whole++) {
+                    memset(got, 0xff, sizeof got);
+                    if (whole) SETS[k]->layer_norm(n, x + off, wp, bp, eps, got, 0, n);
+                    else for (int r = 0; r < 3; r++) SETS[k]->layer_norm(n, x + off, wp, bp, eps, got, cut[r], cut[r + 1]);
+                    int bad = 0;
+                    for (uint32_t i = 0; i < n; i++) bad += !same_float(got[i], want[i]);
+                    CHECKF(bad == 0, "%s n=%u rep %d whole %d: %d values differ", SETS[k]->name, n, rep, whole, bad);
+                    checked++;
+                }
+            }
+        }
+    }
+    printf("  layer_norm: %d rows over %d kernel sets; max |error| vs double %.3g\n", checked, N_SETS, worst);
+    CHECKF(worst < 2e-5, "layer_norm differs from the double reference by %.3g", worst);
+}

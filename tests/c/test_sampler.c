@@ -2,10 +2,15 @@
  * wasm), greedy and low temperature, top-k / top-p / min-p against sets
  * computed here independently in double precision, chi-square tests of the
  * drawn distribution, the repetition penalty, logprobs, non-finite logits and
- * bad parameters, and wlm_sample_dist. Uses a stories260K context
- * (n_vocab = 512) with synthetic logit vectors. */
+ * bad parameters, and wlm_sample_dist; the logit bias, the presence and
+ * frequency penalties, locally typical sampling and the top-N logprobs
+ * against plain reference computations here (to the bit where the
+ * arithmetic is the sampler's own, in double otherwise), and the one
+ * pipeline shared by wlm_sample, wlm_sample_dist and wlm_spec_accept. Uses a
+ * stories260K context (n_vocab = 512) with synthetic logit vectors. */
 #include "tst.h"
 #include "../../src/internal.h"
+#include "../../src/wmath.h"
 
 #define NV 512
 
@@ -38,7 +43,7 @@ static void sctx_close(sctx *s) {
 
 /* plain sampling: temperature t, every filter off */
 static wlm_sampler_params plain(float t) {
-    wlm_sampler_params p = { t, 0, 1.0f, 0.0f, 1.0f, 64 };
+    wlm_sampler_params p = { .temperature = t, .top_p = 1.0f, .repeat_penalty = 1.0f, .repeat_last_n = 64 };
     return p;
 }
 
@@ -585,19 +590,19 @@ TEST(sampler_nonfinite_and_bad_params) {
     /* bad parameters */
     random_logits(l, 1.0f);
     struct { wlm_sampler_params p; const char *msg; } bad[] = {
-        { { -0.5f, 0, 1.0f, 0.0f, 1.0f, 64 }, "temperature" },
-        { { NAN, 0, 1.0f, 0.0f, 1.0f, 64 }, "temperature" },
-        { { INFINITY, 0, 1.0f, 0.0f, 1.0f, 64 }, "temperature" },
-        { { 1.0f, 0, 1.5f, 0.0f, 1.0f, 64 }, "top_p" },
-        { { 1.0f, 0, -0.1f, 0.0f, 1.0f, 64 }, "top_p" },
-        { { 1.0f, 0, NAN, 0.0f, 1.0f, 64 }, "top_p" },
-        { { 1.0f, 0, 1.0f, 1.5f, 1.0f, 64 }, "min_p" },
-        { { 1.0f, 0, 1.0f, -0.1f, 1.0f, 64 }, "min_p" },
-        { { 1.0f, 0, 1.0f, NAN, 1.0f, 64 }, "min_p" },
-        { { 1.0f, 0, 1.0f, 0.0f, 0.0f, 64 }, "repeat_penalty" },
-        { { 1.0f, 0, 1.0f, 0.0f, -1.0f, 64 }, "repeat_penalty" },
-        { { 1.0f, 0, 1.0f, 0.0f, NAN, 64 }, "repeat_penalty" },
-        { { 1.0f, 0, 1.0f, 0.0f, INFINITY, 64 }, "repeat_penalty" },
+        { { .temperature = -0.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "temperature" },
+        { { .temperature = NAN, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "temperature" },
+        { { .temperature = INFINITY, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "temperature" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = 1.5f, .min_p = 0.0f, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "top_p" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = -0.1f, .min_p = 0.0f, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "top_p" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = NAN, .min_p = 0.0f, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "top_p" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 1.5f, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "min_p" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = -0.1f, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "min_p" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = NAN, .repeat_penalty = 1.0f, .repeat_last_n = 64 }, "min_p" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = 0.0f, .repeat_last_n = 64 }, "repeat_penalty" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = -1.0f, .repeat_last_n = 64 }, "repeat_penalty" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = NAN, .repeat_last_n = 64 }, "repeat_penalty" },
+        { { .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .repeat_penalty = INFINITY, .repeat_last_n = 64 }, "repeat_penalty" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&err, 0, sizeof err); t = -7;
@@ -771,4 +776,558 @@ TEST(sampler_radix_sort_equals_heap) {
         }
     }
     free(v1); free(v2); free(i1); free(i2); free(tmp);
+}
+
+/* ---- 10. logit bias ------------------------------------------------------------------------------- */
+
+/* The candidates the first stages leave (wlm_sample_logits) equal `want`
+ * (NaN / -inf entries are not candidates), to the bit. */
+static int stages_equal(sctx *s, const float *l, const wlm_sampler_params *p, const int32_t *hist, uint32_t nh,
+                        const float *want, const unsigned char *kept, const char *what) {
+    uint32_t m = wlm_sample_logits(s->c, l, p, hist, nh);
+    uint32_t k = 0;
+    int ok = 1;
+    for (int i = 0; i < NV; i++) {
+        if (!kept[i]) continue;
+        if (k >= m || s->c->cand_id[k] != i || memcmp(&s->c->cand_val[k], &want[i], 4) != 0) {
+            if (ok) fprintf(stderr, "  %s: candidate %u: id %d value %.9g, want id %d value %.9g\n", what, k,
+                            k < m ? s->c->cand_id[k] : -1, k < m ? s->c->cand_val[k] : 0.0f, i, want[i]);
+            ok = 0;
+        }
+        k++;
+    }
+    CHECKF(ok && m == k, "%s: %u candidates, want %u", what, m, k);
+    return ok && m == k;
+}
+
+TEST(sampler_logit_bias) {
+    sctx s; REQUIRE(sctx_open(&s));
+    float l[NV], want[NV];
+    unsigned char kept[NV];
+    wlm_rng r; wlm_rng_seed(&r, 91);
+    /* the biased logits, to the bit: logit + bias in float, -inf bans, a
+     * token given twice gets both, NaN and -inf logits stay excluded */
+    for (int trial = 0; trial < 20; trial++) {
+        random_logits(l, 4.0f);
+        l[7] = NAN; l[8] = -INFINITY; l[9] = INFINITY;
+        wlm_logit_bias b[8] = {
+            { (int32_t)(tst_rand() % NV), tst_randf() * 10.0f }, { 3, -INFINITY }, { 100, 2.5f }, { 100, -0.75f },
+            { 7, 5.0f }, { 8, 5.0f }, { 9, -1e30f }, { 511, 1e-3f },
+        };
+        wlm_sampler_params p = plain(1.0f); p.biases = b; p.n_biases = 8;
+        for (int i = 0; i < NV; i++) want[i] = l[i];
+        for (int j = 0; j < 8; j++) want[b[j].token] = b[j].bias == -INFINITY ? -INFINITY : want[b[j].token] + b[j].bias;
+        for (int i = 0; i < NV; i++) kept[i] = !isnan(want[i]) && want[i] != -INFINITY;
+        CHECK(!kept[3] && !kept[7] && !kept[8] && kept[9]);
+        stages_equal(&s, l, &p, NULL, 0, want, kept, "bias");
+    }
+    /* banning the argmax: greedy takes the next, and no temperature, seed or
+     * filter ever draws the banned token */
+    random_logits(l, 3.0f);
+    int best = 0, second = -1;
+    for (int i = 1; i < NV; i++) if (l[i] > l[best]) best = i;
+    for (int i = 0; i < NV; i++) if (i != best && (second < 0 || l[i] > l[second])) second = i;
+    l[best] += 20.0f;   /* p(best) ~ 1 without the ban */
+    wlm_logit_bias ban = { best, -INFINITY };
+    wlm_sampler_params g = plain(0.0f); g.biases = &ban; g.n_biases = 1;
+    CHECK(draw(&s, l, &g, &r) == second);
+    static const float temps[4] = { 0.3f, 1.0f, 2.0f, 1e-4f };
+    for (int ti = 0; ti < 4; ti++) {
+        wlm_sampler_params p = plain(temps[ti]); p.biases = &ban; p.n_biases = 1;
+        int hit = 0;
+        for (uint64_t seed = 0; seed < 50; seed++) {
+            wlm_rng rs; wlm_rng_seed(&rs, seed);
+            for (int d = 0; d < 40; d++) hit += draw(&s, l, &p, &rs) == best;
+        }
+        CHECKF(hit == 0, "T %g: banned token drawn %d times", temps[ti], hit);
+        static int32_t ids[NV]; static float probs[NV];
+        uint32_t n = wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, NV);
+        int in = 0;
+        for (uint32_t i = 0; i < n; i++) in |= ids[i] == best;
+        CHECK(n > 0 && !in);
+        /* without the ban it is nearly always drawn */
+        p.n_biases = 0;
+        wlm_rng rs; wlm_rng_seed(&rs, 1);
+        int hits = 0;
+        for (int d = 0; d < 100; d++) hits += draw(&s, l, &p, &rs) == best;
+        CHECKF(ti == 2 || hits > 90, "T %g: unbanned argmax drawn %d of 100", temps[ti], hits);
+    }
+    /* a positive bias raises a token: the distribution is softmax(l + b) */
+    random_logits(l, 1.0f);
+    wlm_logit_bias up = { 42, 3.0f };
+    wlm_sampler_params p = plain(1.0f); p.biases = &up; p.n_biases = 1;
+    float lb[NV]; memcpy(lb, l, sizeof lb); lb[42] += 3.0f;
+    double pb[NV]; softmax_d(lb, 1.0, pb);
+    static int32_t ids[NV]; static float probs[NV];
+    uint32_t n = wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, NV);
+    CHECK(n == NV && ids[0] == 42);
+    for (uint32_t i = 0; i < n; i++) CHECKF(fabs(probs[i] - pb[ids[i]]) < 1e-6, "token %d: %g vs %g", ids[i], probs[i], pb[ids[i]]);
+    /* banning every usable token leaves nothing to sample */
+    for (int i = 0; i < NV; i++) l[i] = i < 2 ? 1.0f : NAN;
+    wlm_logit_bias both[2] = { { 0, -INFINITY }, { 1, -INFINITY } };
+    p = plain(1.0f); p.biases = both; p.n_biases = 2;
+    int32_t t; wlm_err err = { 0 };
+    CHECK(wlm_sample(s.c, l, &p, NULL, 0, &r, &t, NULL, &err) == WLM_ERR_ARG && strstr(err.msg, "no finite logits"));
+    /* bad biases */
+    random_logits(l, 1.0f);
+    struct { wlm_logit_bias b; const char *msg; } bad[] = {
+        { { -1, 1.0f }, "out of range" }, { { NV, 1.0f }, "out of range" },
+        { { 5, NAN }, "finite or -inf" }, { { 5, INFINITY }, "finite or -inf" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = plain(1.0f); p.biases = &bad[i].b; p.n_biases = 1;
+        memset(&err, 0, sizeof err);
+        CHECKF(wlm_sample(s.c, l, &p, NULL, 0, &r, &t, NULL, &err) == WLM_ERR_ARG && strstr(err.msg, bad[i].msg), "bad bias %zu: '%s'", i, err.msg);
+        CHECK(wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, 4) == 0);
+    }
+    p = plain(1.0f); p.n_biases = 3; p.biases = NULL;
+    CHECK(wlm_sample(s.c, l, &p, NULL, 0, &r, &t, NULL, &err) == WLM_ERR_ARG && strstr(err.msg, "no array"));
+    sctx_close(&s);
+}
+
+/* ---- 11. presence and frequency penalties --------------------------------------------------------- */
+
+/* The penalties written from their definition: each token of the window
+ * counted; a counted token's logit divided by the repeat penalty (multiplied
+ * when negative), then reduced by presence + count * frequency; float
+ * arithmetic in that order. */
+static void penalties_ref(const float *l, const wlm_sampler_params *p, const int32_t *hist, uint32_t nh, float *out, unsigned char *kept) {
+    uint32_t cnt[NV] = { 0 };
+    uint32_t from = nh > p->repeat_last_n ? nh - p->repeat_last_n : 0;
+    for (uint32_t i = from; i < nh; i++) if (hist[i] >= 0 && hist[i] < NV) cnt[hist[i]]++;
+    for (int i = 0; i < NV; i++) {
+        float x = l[i];
+        kept[i] = !isnan(x) && x != -INFINITY;
+        if (kept[i] && cnt[i]) {
+            if (p->repeat_penalty != 1.0f) x = x > 0 ? x / p->repeat_penalty : x * p->repeat_penalty;
+            x -= (float)cnt[i] * p->frequency_penalty + p->presence_penalty;
+        }
+        out[i] = x;
+    }
+}
+
+TEST(sampler_presence_frequency) {
+    sctx s; REQUIRE(sctx_open(&s));
+    float l[NV], want[NV];
+    unsigned char kept[NV];
+    wlm_rng r; wlm_rng_seed(&r, 17);
+    int32_t hist[300];
+    for (int trial = 0; trial < 40; trial++) {
+        random_logits(l, 5.0f);
+        if (trial % 5 == 1) for (int i = 0; i < NV; i += 9) l[i] = -INFINITY;
+        if (trial % 5 == 2) for (int i = 0; i < NV; i += 11) l[i] = NAN;
+        uint32_t nh = 1 + tst_rand() % 300;
+        for (uint32_t i = 0; i < nh; i++) {
+            /* a few tokens, many repeats; some ids out of range (they take a place in the window) */
+            uint32_t x = tst_rand() % 40;
+            hist[i] = x < 2 ? (x ? -3 : NV + 5) : (int32_t)(x * 13 % NV);
+        }
+        wlm_sampler_params p = plain(1.0f);
+        p.repeat_last_n = (uint32_t)(tst_rand() % 320);
+        p.presence_penalty = tst_randf() * 2.0f;
+        p.frequency_penalty = tst_randf() * 2.0f;
+        if (trial % 3 == 0) p.repeat_penalty = 1.0f + (tst_randf() + 1.0f) * 0.5f;
+        if (trial % 7 == 3) p.presence_penalty = 0.0f;
+        if (trial % 7 == 4) p.frequency_penalty = 0.0f;
+        penalties_ref(l, &p, hist, nh, want, kept);
+        char what[64]; snprintf(what, sizeof what, "penalties trial %d", trial);
+        stages_equal(&s, l, &p, hist, nh, want, kept, what);
+        /* the bias comes first: the penalties see the biased logit */
+        wlm_logit_bias b = { hist[nh - 1] >= 0 && hist[nh - 1] < NV ? hist[nh - 1] : 12, 1.5f };
+        if (!isnan(l[b.token]) && l[b.token] != -INFINITY) {
+            float lb[NV]; memcpy(lb, l, sizeof lb); lb[b.token] += 1.5f;
+            penalties_ref(lb, &p, hist, nh, want, kept);
+            p.biases = &b; p.n_biases = 1;
+            stages_equal(&s, l, &p, hist, nh, want, kept, "bias then penalties");
+        }
+    }
+    /* OpenAI's meaning: presence once, frequency per occurrence (greedy) */
+    for (int i = 0; i < NV; i++) l[i] = -5.0f;
+    l[10] = 3.0f; l[20] = 2.0f; l[30] = 1.6f;
+    int32_t h[6] = { 10, 10, 10, 20, 4, 4 };
+    wlm_sampler_params g = plain(0.0f); g.repeat_last_n = 6;
+    int32_t t; wlm_err err = { 0 };
+    g.presence_penalty = 0.9f;                                                      /* 10: 2.1, 20: 1.1 */
+    CHECK(wlm_sample(s.c, l, &g, h, 6, NULL, &t, NULL, &err) == WLM_OK && t == 10);
+    g.presence_penalty = 1.1f;                                                      /* 10: 1.9, 20: 0.9, 30: 1.6 */
+    CHECK(wlm_sample(s.c, l, &g, h, 6, NULL, &t, NULL, &err) == WLM_OK && t == 10);
+    g.presence_penalty = 0.0f; g.frequency_penalty = 0.5f;                          /* 10: 1.5 < 30: 1.6 */
+    CHECK(wlm_sample(s.c, l, &g, h, 6, NULL, &t, NULL, &err) == WLM_OK && t == 30);
+    g.frequency_penalty = 0.4f;                                                     /* 10: 1.8 > 1.6 */
+    CHECK(wlm_sample(s.c, l, &g, h, 6, NULL, &t, NULL, &err) == WLM_OK && t == 10);
+    g.repeat_last_n = 2;                                                            /* 10 left the window */
+    g.frequency_penalty = 100.0f;
+    CHECK(wlm_sample(s.c, l, &g, h, 6, NULL, &t, NULL, &err) == WLM_OK && t == 10);
+    g.repeat_last_n = 0;                                                            /* window 0: no penalty */
+    CHECK(wlm_sample(s.c, l, &g, h, 6, NULL, &t, NULL, &err) == WLM_OK && t == 10);
+    g.repeat_last_n = 6; g.frequency_penalty = -1.0f;                               /* negative: favoured */
+    l[30] = 6.0f;
+    CHECK(wlm_sample(s.c, l, &g, h, 6, NULL, &t, NULL, &err) == WLM_OK && t == 10); /* 3 + 3 = 6, id 10 < 30 */
+    /* the sampled distribution is softmax of the penalized logits */
+    random_logits(l, 2.0f);
+    wlm_sampler_params p = plain(0.7f); p.presence_penalty = 0.6f; p.frequency_penalty = 0.3f; p.repeat_last_n = 6;
+    penalties_ref(l, &p, h, 6, want, kept);
+    double pw[NV]; softmax_d(want, 0.7, pw);
+    static int32_t ids[NV]; static float probs[NV];
+    uint32_t n = wlm_sample_dist(s.c, l, &p, h, 6, ids, probs, NV);
+    CHECK(n == NV);
+    for (uint32_t i = 0; i < n; i++) CHECKF(fabs(probs[i] - pw[ids[i]]) < 1e-6, "token %d: %g vs %g", ids[i], probs[i], pw[ids[i]]);
+    /* nothing leaks into the next call */
+    n = wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, NV);
+    softmax_d(l, 0.7, pw);
+    for (uint32_t i = 0; i < n; i++) CHECKF(fabs(probs[i] - pw[ids[i]]) < 1e-6, "unpenalized token %d", ids[i]);
+    /* a penalty that takes a usable logit to -inf keeps it a candidate */
+    for (int i = 0; i < NV; i++) l[i] = NAN;
+    l[50] = -3.0e38f;
+    int32_t h50 = 50;
+    g = plain(0.0f); g.repeat_penalty = 4.0f;
+    CHECK(wlm_sample(s.c, l, &g, &h50, 1, NULL, &t, NULL, &err) == WLM_OK && t == 50);
+    g = plain(1.0f); g.presence_penalty = 1e6f; g.frequency_penalty = 1e6f;
+    l[50] = INFINITY;   /* +inf minus a finite penalty stays +inf, never NaN */
+    CHECK(wlm_sample(s.c, l, &g, &h50, 1, &r, &t, NULL, &err) == WLM_OK && t == 50);
+    /* bad values */
+    random_logits(l, 1.0f);
+    float badv[4] = { NAN, INFINITY, 1.5e6f, -2e6f };
+    for (int i = 0; i < 4; i++) {
+        p = plain(1.0f); p.presence_penalty = badv[i];
+        memset(&err, 0, sizeof err);
+        CHECK(wlm_sample(s.c, l, &p, NULL, 0, &r, &t, NULL, &err) == WLM_ERR_ARG && strstr(err.msg, "presence_penalty"));
+        p = plain(1.0f); p.frequency_penalty = badv[i];
+        CHECK(wlm_sample(s.c, l, &p, NULL, 0, &r, &t, NULL, &err) == WLM_ERR_ARG && strstr(err.msg, "frequency_penalty"));
+        CHECK(wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, 4) == 0);
+    }
+    sctx_close(&s);
+}
+
+/* ---- 12. locally typical sampling ------------------------------------------------------------------ */
+
+/* The filtered distribution with typical_p, written plainly: sort by logit
+ * (qsort), top-k, the sampler's float arithmetic for the probabilities, the
+ * entropy and each |-log p - H| in double, a stable sort by that distance
+ * (index as tie-break), the shortest prefix reaching the mass, renormalized;
+ * then top-p, min-p, renormalized. Returns the count; ids/probs best first. */
+static const float *g_sort_v;
+static int by_v_desc(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (g_sort_v[x] != g_sort_v[y]) return g_sort_v[x] > g_sort_v[y] ? -1 : 1;
+    return x - y;
+}
+static const float *g_sort_d;
+static int by_d_asc(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (g_sort_d[x] != g_sort_d[y]) return g_sort_d[x] < g_sort_d[y] ? -1 : 1;
+    return x - y;
+}
+static uint32_t typical_ref(const float *l, const wlm_sampler_params *p, int32_t *ids, float *probs) {
+    static int order[NV], rank[NV]; static float v[NV], sd[NV], d[NV]; static int32_t id2[NV];
+    int n = 0;
+    for (int i = 0; i < NV; i++) if (!isnan(l[i]) && l[i] != -INFINITY) order[n++] = i;
+    g_sort_v = l; qsort(order, n, sizeof(int), by_v_desc);
+    int k = p->top_k && (int)p->top_k < n ? (int)p->top_k : n;
+    float inv_t = 1.0f / p->temperature, top = l[order[0]];
+    double sum = 0;
+    for (int i = 0; i < k; i++) {
+        float x = l[order[i]];
+        sd[i] = x == top ? 0.0f : (x - top) * inv_t;
+        v[i] = x == top ? 1.0f : wlm_expf(sd[i]);
+        sum += v[i];
+    }
+    for (int i = 0; i < k; i++) v[i] = (float)(v[i] / sum);
+    double log_z = wlm_log(sum), h = 0;
+    for (int i = 0; i < k; i++) if (v[i] > 0) h += (double)v[i] * (log_z - (double)sd[i]);
+    for (int i = 0; i < k; i++) { d[i] = v[i] > 0 ? (float)fabs((log_z - (double)sd[i]) - h) : INFINITY; rank[i] = i; }
+    g_sort_d = d; qsort(rank, k, sizeof(int), by_d_asc);
+    unsigned char in[NV] = { 0 };
+    double cum = 0; int keep = k;
+    for (int j = 0; j < k; j++) { cum += v[rank[j]]; if (cum >= p->typical_p) { keep = j + 1; break; } }
+    for (int j = 0; j < keep; j++) in[rank[j]] = 1;
+    int m = 0; double s2 = 0;
+    for (int i = 0; i < k; i++) if (in[i]) { v[m] = v[i]; id2[m] = order[i]; s2 += v[m]; m++; }
+    for (int i = 0; i < m; i++) v[i] = (float)(v[i] / s2);
+    if (p->top_p < 1.0f) { double c = 0; for (int i = 0; i < m; i++) { c += v[i]; if (c >= p->top_p) { m = i + 1; break; } } }
+    if (p->min_p > 0.0f) { float lim = v[0] * p->min_p; int kk = 1; while (kk < m && v[kk] >= lim) kk++; m = kk; }
+    double s3 = 0;
+    for (int i = 0; i < m; i++) s3 += v[i];
+    for (int i = 0; i < m; i++) { ids[i] = id2[i]; probs[i] = (float)(v[i] / s3); }
+    return (uint32_t)m;
+}
+
+/* The typical set in double from the softmax itself; returns 0 when a
+ * distance tie or the mass boundary is too close to call. */
+static int typical_set_d(const float *l, double t, double mass, unsigned char *in) {
+    static double p[NV]; static int ids[NV];
+    softmax_d(l, t, p);
+    double h = 0;
+    for (int i = 0; i < NV; i++) if (p[i] > 0) h -= p[i] * log(p[i]);
+    static float dist[NV];
+    int n = 0;
+    for (int i = 0; i < NV; i++) if (p[i] > 0) { ids[n++] = i; dist[i] = (float)fabs(-log(p[i]) - h); }
+    g_sort_d = dist; qsort(ids, n, sizeof(int), by_d_asc);
+    memset(in, 0, NV);
+    double cum = 0;
+    for (int j = 0; j < n; j++) {
+        cum += p[ids[j]];
+        in[ids[j]] = 1;
+        if (j + 1 < n && fabs(fabs(-log(p[ids[j]]) - h) - fabs(-log(p[ids[j + 1]]) - h)) < 1e-5) return 0;
+        if (fabs(cum - mass) < 1e-5) return 0;
+        if (cum >= mass) return 1;
+    }
+    return 1;
+}
+
+TEST(sampler_typical) {
+    sctx s; REQUIRE(sctx_open(&s));
+    float l[NV];
+    static int32_t ids[NV], rid[NV]; static float probs[NV], rp[NV];
+    int called = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        random_logits(l, 1.0f + (float)(trial % 6));
+        if (trial % 4 == 1) for (int i = 0; i < NV; i += 5) l[i] = -INFINITY;
+        if (trial % 4 == 2) for (int i = 0; i < NV; i++) l[i] = (float)(int)(l[i] * 2.0f);   /* many ties */
+        wlm_sampler_params p = plain(trial % 3 == 0 ? 1.0f : trial % 3 == 1 ? 0.6f : 1.7f);
+        static const float masses[5] = { 0.2f, 0.5f, 0.9f, 0.95f, 0.999f };
+        p.typical_p = masses[trial % 5];
+        if (trial % 6 == 5) { p.top_k = 40; p.top_p = 0.9f; p.min_p = 0.02f; }
+        uint32_t n = wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, NV);
+        uint32_t rn = typical_ref(l, &p, rid, rp);
+        int same = n == rn;
+        for (uint32_t i = 0; same && i < n; i++) same = ids[i] == rid[i] && memcmp(&probs[i], &rp[i], 4) == 0;
+        CHECKF(same, "trial %d (T %g, typical %g): %u entries, reference %u", trial, p.temperature, p.typical_p, n, rn);
+        CHECK(n >= 1 && n < NV);
+        /* the definition, in double */
+        if (p.top_k == 0) {
+            unsigned char in[NV];
+            if (typical_set_d(l, p.temperature, p.typical_p, in)) {
+                called++;
+                int agree = 1, cnt = 0;
+                for (int i = 0; i < NV; i++) cnt += in[i];
+                for (uint32_t i = 0; i < n; i++) agree &= in[ids[i]];
+                CHECKF(agree && cnt == (int)n, "trial %d: typical set of %d in double, %u here", trial, cnt, n);
+            }
+        }
+    }
+    CHECKF(called > 20, "only %d trials could be held to the double-precision set", called);
+    /* typical_p 0 and 1 are off */
+    random_logits(l, 3.0f);
+    for (int k = 0; k < 2; k++) {
+        wlm_sampler_params p = plain(1.0f), q = plain(1.0f); q.typical_p = (float)k;
+        uint32_t a = wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, NV);
+        uint32_t b = wlm_sample_dist(s.c, l, &q, NULL, 0, rid, rp, NV);
+        CHECK(a == NV && b == NV && memcmp(ids, rid, NV * 4) == 0 && memcmp(probs, rp, NV * 4) == 0);
+    }
+    /* it drops the most likely token when that one is atypically likely: one
+     * token at 0.3 (-log p = 1.2) and 256 sharing the rest (-log p = 5.9),
+     * H = 4.49: the 147 most typical tail tokens make 0.4 */
+    for (int i = 0; i < NV; i++) l[i] = i < 256 ? 0.0f : -INFINITY;
+    l[300] = logf(256.0f * 0.3f / 0.7f);
+    wlm_sampler_params p = plain(1.0f); p.typical_p = 0.4f;
+    uint32_t n = wlm_sample_dist(s.c, l, &p, NULL, 0, ids, probs, NV);
+    int has300 = 0;
+    for (uint32_t i = 0; i < n; i++) has300 |= ids[i] == 300;
+    CHECKF(!has300 && n == 147, "%u kept, peak kept %d", n, has300);
+    /* bad values */
+    p = plain(1.0f);
+    float badv[3] = { -0.1f, 1.5f, NAN };
+    wlm_rng r; wlm_rng_seed(&r, 1); int32_t t; wlm_err err;
+    for (int i = 0; i < 3; i++) {
+        p.typical_p = badv[i]; memset(&err, 0, sizeof err);
+        CHECK(wlm_sample(s.c, l, &p, NULL, 0, &r, &t, NULL, &err) == WLM_ERR_ARG && strstr(err.msg, "typical_p"));
+    }
+    sctx_close(&s);
+}
+
+/* ---- 13. one pipeline: wlm_sample, wlm_sample_dist, wlm_spec_accept ------------------------------ */
+
+TEST(sampler_one_pipeline) {
+    sctx s; REQUIRE(sctx_open(&s));
+    float l[NV];
+    random_logits(l, 3.0f);
+    int32_t hist[12] = { 5, 9, 9, 200, 17, 9, 5, 301, 44, 44, 44, 2 };
+    wlm_logit_bias b[3] = { { 0, -INFINITY }, { 17, 1.25f }, { 400, -2.0f } };
+    int best = 0;
+    for (int i = 1; i < NV; i++) if (l[i] > l[best]) best = i;
+    b[0].token = best;
+    wlm_sampler_params p = plain(0.9f);
+    p.top_k = 80; p.top_p = 0.97f; p.min_p = 0.01f; p.typical_p = 0.9f;
+    p.repeat_penalty = 1.2f; p.repeat_last_n = 10; p.presence_penalty = 0.4f; p.frequency_penalty = 0.2f;
+    p.biases = b; p.n_biases = 3;
+    static int32_t ids[NV]; static float probs[NV];
+    uint32_t n = wlm_sample_dist(s.c, l, &p, hist, 12, ids, probs, NV);
+    REQUIRE(n > 5);
+    /* wlm_sample draws from exactly that distribution: the same u, the same token */
+    wlm_rng r, ref; wlm_rng_seed(&r, 606); wlm_rng_seed(&ref, 606);
+    for (int d = 0; d < 500; d++) {
+        int32_t t = -1; wlm_err err = { 0 };
+        REQUIRE(wlm_sample(s.c, l, &p, hist, 12, &r, &t, NULL, &err) == WLM_OK);
+        float u = wlm_rng_float(&ref), cum = 0;
+        int32_t want = ids[n - 1];
+        for (uint32_t j = 0; j < n; j++) { cum += probs[j]; if (u < cum) { want = ids[j]; break; } }
+        CHECKF(t == want, "draw %d: %d, the distribution gives %d", d, t, want);
+        if (t != want) break;
+    }
+    /* speculative acceptance keeps to it: chi-square of the emitted tokens
+     * against p, for drafts drawn from a different q; the banned token never */
+    float lq[NV]; random_logits(lq, 3.0f);
+    wlm_sampler_params qp = plain(1.0f); qp.top_k = 60;
+    static int32_t qid[NV]; static float qpr[NV];
+    uint32_t kq = wlm_sample_dist(s.c, lq, &qp, NULL, 0, qid, qpr, NV);
+    REQUIRE(kq == 60);
+    const int N = 60000;
+    static long cnt[NV];
+    memset(cnt, 0, sizeof cnt);
+    long outside = 0, acc = 0;
+    wlm_rng rs; wlm_rng_seed(&rs, 4321);
+    for (int it = 0; it < N; it++) {
+        float u = wlm_rng_float(&rs), cum = 0; int32_t x = qid[kq - 1];
+        for (uint32_t i = 0; i < kq; i++) { cum += qpr[i]; if (u < cum) { x = qid[i]; break; } }
+        int32_t tok = -1, a = 0; wlm_err err = { 0 };
+        REQUIRE(wlm_spec_accept(s.c, l, &p, hist, 12, x, qid, qpr, kq, &rs, &tok, &a, NULL, &err) == WLM_OK);
+        acc += a;
+        if (tok < 0 || tok >= NV) { outside++; continue; }
+        cnt[tok]++;
+    }
+    double chi2 = 0; long in_p = 0;
+    for (uint32_t i = 0; i < n; i++) { double e = probs[i] * (double)N; chi2 += (cnt[ids[i]] - e) * (cnt[ids[i]] - e) / e; in_p += cnt[ids[i]]; }
+    /* 0.1 % critical value of chi-square with n - 1 degrees of freedom (Wilson-Hilferty) */
+    double df = n - 1, z = 3.09, crit = df * pow(1 - 2 / (9 * df) + z * sqrt(2 / (9 * df)), 3);
+    CHECKF(outside == 0 && in_p == N, "%ld emitted tokens outside p", N - in_p);
+    CHECKF(chi2 < crit, "chi-square %.1f >= %.1f (df %.0f)", chi2, crit, df);
+    CHECK(cnt[best] == 0 && acc > 0 && acc < N);
+    /* greedy: the argmax after bias and penalties, for all three */
+    wlm_sampler_params g = p; g.temperature = 0.0f;
+    int32_t tg = -1, ts = -1, a = 0; wlm_err err = { 0 };
+    REQUIRE(wlm_sample(s.c, l, &g, hist, 12, NULL, &tg, NULL, &err) == WLM_OK);
+    CHECK(wlm_sample_dist(s.c, l, &g, hist, 12, ids, probs, NV) == 1 && ids[0] == tg);
+    float one = 1.0f;
+    REQUIRE(wlm_spec_accept(s.c, l, &g, hist, 12, best, &best, &one, 1, NULL, &ts, &a, NULL, &err) == WLM_OK);
+    CHECK(tg != best && ts == tg && a == 0);
+    uint32_t m = wlm_sample_logits(s.c, l, &g, hist, 12);
+    int32_t am = s.c->cand_id[0]; float av = s.c->cand_val[0];
+    for (uint32_t i = 1; i < m; i++) if (s.c->cand_val[i] > av) { av = s.c->cand_val[i]; am = s.c->cand_id[i]; }
+    CHECK(tg == am);
+    sctx_close(&s);
+}
+
+/* ---- 14. top-N logprobs ------------------------------------------------------------------------------ */
+
+TEST(sampler_top_logprobs) {
+    sctx s; REQUIRE(sctx_open(&s));
+    float l[NV];
+    wlm_rng r; wlm_rng_seed(&r, 8);
+    int32_t ids[NV]; float lps[NV];
+    for (int trial = 0; trial < 30; trial++) {
+        random_logits(l, 1.0f + (float)trial / 3.0f);
+        if (trial % 3 == 1) for (int i = 0; i < NV; i += 6) l[i] = (i / 6) % 2 ? NAN : -INFINITY;
+        if (trial % 3 == 2) for (int i = 0; i < NV; i++) l[i] = (float)(int)(l[i]);   /* ties */
+        uint32_t nn = 1 + tst_rand() % 20;
+        uint32_t k = wlm_top_logprobs(s.c, l, nn, ids, lps);
+        CHECK(k == nn);
+        /* best first by logit, lowest id on ties; the values are log-softmax */
+        double mx = -INFINITY, z = 0;
+        for (int i = 0; i < NV; i++) if (isfinite(l[i]) && l[i] > mx) mx = l[i];
+        for (int i = 0; i < NV; i++) if (isfinite(l[i])) z += exp((double)l[i] - mx);
+        double psum = 0;
+        for (uint32_t i = 0; i < k; i++) {
+            int32_t t = ids[i];
+            REQUIRE(t >= 0 && t < NV && isfinite(l[t]));
+            int rank = 0;
+            for (int j = 0; j < NV; j++) if (isfinite(l[j]) && (l[j] > l[t] || (l[j] == l[t] && j < t))) rank++;
+            CHECKF(rank == (int)i, "trial %d: entry %u is token %d of rank %d", trial, i, t, rank);
+            double want = ((double)l[t] - mx) - log(z);
+            CHECKF(fabs(lps[i] - want) < 1e-4, "token %d: %g vs %g", t, lps[i], want);
+            psum += exp(lps[i]);
+        }
+        CHECKF(psum <= 1.0 + 1e-6, "trial %d: probabilities add to %g", trial, psum);
+        /* each equals, to the bit, the logprob wlm_sample reports for that token */
+        wlm_sampler_params g = plain(0.0f);
+        int32_t t = -1; float lp = 1; wlm_err err = { 0 };
+        REQUIRE(wlm_sample(s.c, l, &g, NULL, 0, NULL, &t, &lp, &err) == WLM_OK);
+        CHECK(t == ids[0] && memcmp(&lp, &lps[0], 4) == 0);
+        wlm_sampler_params p = plain(1.0f); p.top_k = nn;
+        for (int d = 0; d < 10; d++) {
+            REQUIRE(wlm_sample(s.c, l, &p, NULL, 0, &r, &t, &lp, &err) == WLM_OK);
+            int found = 0;
+            for (uint32_t i = 0; i < k; i++) if (ids[i] == t) { found = 1; CHECK(memcmp(&lp, &lps[i], 4) == 0); }
+            CHECK(found);
+        }
+    }
+    /* fewer usable tokens than asked; +inf first; none */
+    for (int i = 0; i < NV; i++) l[i] = NAN;
+    l[3] = 1.0f; l[70] = INFINITY; l[9] = -2.0f;
+    CHECK(wlm_top_logprobs(s.c, l, 20, ids, lps) == 3 && ids[0] == 70 && ids[1] == 3 && ids[2] == 9);
+    CHECK(lps[0] <= 0.0f && lps[1] <= lps[0] && lps[2] <= lps[1]);
+    CHECK(wlm_top_logprobs(s.c, l, 0, ids, lps) == 0);
+    for (int i = 0; i < NV; i++) l[i] = -INFINITY;
+    CHECK(wlm_top_logprobs(s.c, l, 5, ids, lps) == 0);
+    /* the whole vocabulary (the radix path) */
+    random_logits(l, 2.0f);
+    CHECK(wlm_top_logprobs(s.c, l, NV, ids, lps) == NV);
+    double all = 0;
+    for (int i = 0; i < NV; i++) { all += exp(lps[i]); if (i) CHECK(lps[i] <= lps[i - 1]); }
+    CHECKF(fabs(all - 1.0) < 1e-4, "the whole distribution adds to %g", all);
+    sctx_close(&s);
+}
+
+/* ---- 13. a grammar's mask comes first ------------------------------------------------------------ */
+
+/* With wlm_sampler_params.allow the candidates are exactly those without it
+ * restricted to the allowed tokens, to the bit: the mask only removes
+ * tokens, before the bias (a large bias on a forbidden token does not bring
+ * it back) and the penalties (which change a token's own logit only). No
+ * draw, greedy or sampled, speculative or not, leaves the set; the logprob
+ * stays the model's own. */
+TEST(sampler_mask_before_bias) {
+    sctx s; REQUIRE(sctx_open(&s));
+    float l[NV], full[NV], want[NV];
+    unsigned char kept[NV];
+    wlm_rng r; wlm_rng_seed(&r, 1301);
+    int32_t hist[10] = { 4, 4, 9, 30, 31, 31, 31, 200, 201, 9 };
+    for (int trial = 0; trial < 12; trial++) {
+        random_logits(l, 3.0f);
+        l[11] = NAN; l[12] = -INFINITY;
+        uint32_t allow[NV / 32 + 1] = { 0 };
+        for (int i = 0; i < NV; i++) if (tst_rand() % 3 == 0 || i == 9 || i == 11 || i == 31) allow[i >> 5] |= 1u << (i & 31);
+        allow[4 >> 5] &= ~(1u << 4); allow[30 >> 5] &= ~(1u << 30);   /* forbidden tokens of the history */
+        int fb = -1;   /* a forbidden token, made the best by far with its bias */
+        for (int i = 0; i < NV && fb < 0; i++) if (!((allow[i >> 5] >> (i & 31)) & 1) && isfinite(l[i])) fb = i;
+        REQUIRE(fb >= 0);
+        int ab = 9;    /* an allowed token banned by its bias */
+        wlm_logit_bias b[4] = { { fb, 100.0f }, { ab, -INFINITY }, { 31, 2.0f }, { 30, 50.0f } };
+        wlm_sampler_params p = plain(1.0f);
+        p.biases = b; p.n_biases = 4;
+        p.repeat_penalty = 1.3f; p.presence_penalty = 0.5f; p.frequency_penalty = 0.25f; p.repeat_last_n = 8;
+        /* the candidates without the mask, by id */
+        uint32_t m = wlm_sample_logits(s.c, l, &p, hist, 10);
+        for (int i = 0; i < NV; i++) { full[i] = -INFINITY; kept[i] = 0; }
+        for (uint32_t k = 0; k < m; k++) { full[s.c->cand_id[k]] = s.c->cand_val[k]; kept[s.c->cand_id[k]] = 1; }
+        CHECK(kept[fb] && full[fb] > 90.0f && !kept[ab]);
+        for (int i = 0; i < NV; i++) { want[i] = full[i]; kept[i] = kept[i] && ((allow[i >> 5] >> (i & 31)) & 1); }
+        p.allow = allow;
+        stages_equal(&s, l, &p, hist, 10, want, kept, "mask");
+        CHECK(!kept[fb] && !kept[4] && !kept[30] && !kept[11] && !kept[12]);
+        /* draws: greedy takes the best allowed candidate, sampling never leaves the set */
+        int best = -1;
+        for (int i = 0; i < NV; i++) if (kept[i] && (best < 0 || want[i] > want[best])) best = i;
+        wlm_sampler_params g = p; g.temperature = 0.0f;
+        int32_t t = -1; float lp = 1; wlm_err err = { 0 };
+        REQUIRE(wlm_sample(s.c, l, &g, hist, 10, NULL, &t, &lp, &err) == WLM_OK);
+        CHECKF(t == best, "greedy %d, want %d", t, best);
+        float ref = wlm_ctx_token_logprob(s.c, l, NV, t);
+        CHECK(memcmp(&lp, &ref, 4) == 0);
+        wlm_sampler_params hot = p; hot.temperature = 2.0f; hot.top_k = 50; hot.typical_p = 0.95f; hot.top_p = 0.99f;
+        for (int d = 0; d < 200; d++) {
+            REQUIRE(wlm_sample(s.c, l, &hot, hist, 10, &r, &t, NULL, &err) == WLM_OK);
+            CHECKF(kept[t], "drew %d, outside the mask", t);
+            if (!kept[t]) break;
+        }
+        static int32_t ids[NV]; static float probs[NV];
+        uint32_t n = wlm_sample_dist(s.c, l, &hot, hist, 10, ids, probs, NV);
+        REQUIRE(n > 0);
+        for (uint32_t i = 0; i < n; i++) CHECK(kept[ids[i]]);
+        /* a draft of the forbidden favourite is never accepted */
+        int32_t q_id = fb; float q_p = 1; int32_t acc = -1;
+        REQUIRE(wlm_spec_accept(s.c, l, &hot, hist, 10, fb, &q_id, &q_p, 1, &r, &t, &acc, NULL, &err) == WLM_OK);
+        CHECK(!acc && kept[t]);
+    }
+    sctx_close(&s);
 }

@@ -208,6 +208,15 @@ TEST(tokenizer_stories260k) {
     CHECK(wlm_vocab_tokenize(&t.v, "", 0, 0, out, 16, &n, &err) == WLM_OK);
     CHECK(n == 0);
     CHECK(wlm_vocab_tokenize(&t.v, NULL, 0, 1, out, 16, &n, &err) == WLM_OK && n == 1);
+    /* WLM_TOK_NO_SPACE_PREFIX: text that continues other text gets no "▁"
+     * in front, so " Once upon" gives what "Once upon" gives with the
+     * prefix, and "Once" alone another piece than "▁Once" */
+    int32_t a[16], b2[16]; uint32_t na = 0, nb = 0;
+    CHECK(wlm_vocab_tokenize(&t.v, " Once upon", 10, WLM_TOK_NO_SPACE_PREFIX, a, 16, &na, &err) == WLM_OK);
+    CHECK(wlm_vocab_tokenize(&t.v, "Once upon", 9, 0, b2, 16, &nb, &err) == WLM_OK);
+    CHECK(na == 2 && nb == 2 && memcmp(a, b2, 8) == 0 && a[0] == 403 && a[1] == 407);
+    CHECK(wlm_vocab_tokenize(&t.v, "Once", 4, WLM_TOK_NO_SPACE_PREFIX, a, 16, &na, &err) == WLM_OK);
+    CHECK(na >= 1 && a[0] != 403);
 
     /* too small a buffer: the count needed, nothing written past cap */
     int32_t small[3] = { -7, -7, -7 };
@@ -420,7 +429,7 @@ static const int32_t k_small_type[] = { 2, 3, 3, 1, 1, 1, 1, 1, 6, 6 };
 static wlm_status small_vocab(tvocab *t, int variant, wlm_err *err) {
     gbuf b; gb_begin(&b);
     uint32_t n = 10;
-    gb_kv_str(&b, "tokenizer.ggml.model", variant == 3 ? "bert" : variant == 7 ? "gpt2" : "llama");
+    gb_kv_str(&b, "tokenizer.ggml.model", variant == 3 ? "t5" : variant == 7 ? "gpt2" : "llama");
     gb_tokens(&b, k_small_tok, n);
     gb_scores(&b, k_small_score, variant == 1 ? n - 1 : n);
     gb_types(&b, k_small_type, variant == 4 ? n + 1 - 1 - 2 : n);
@@ -471,7 +480,7 @@ TEST(tokenizer_bad_vocab) {
     CHECKF(strstr(err.msg, "tokenizer.ggml.bos_token_id") && strstr(err.msg, "10") && strstr(err.msg, "out of range"), "%s", err.msg);
     tv_free(&t);
     CHECK(small_vocab(&t, 3, &err) == WLM_ERR_UNSUPPORTED);
-    CHECKF(strstr(err.msg, "unsupported tokenizer model 'bert'") != NULL, "%s", err.msg);
+    CHECKF(strstr(err.msg, "unsupported tokenizer model 't5'") && strstr(err.msg, "'bert' WordPiece") != NULL, "%s", err.msg);
     tv_free(&t);
     CHECK(small_vocab(&t, 7, &err) == WLM_ERR_FORMAT);
     CHECKF(strstr(err.msg, "tokenizer.ggml.merges") != NULL, "%s", err.msg);

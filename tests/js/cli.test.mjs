@@ -135,7 +135,7 @@ test('CLI flags name options of the schema; the help lists their docs and defaul
   const help = usage({ native: false });
   for (const [name, flags] of OPTION_FLAGS) {
     assert.ok(OPTIONS[name], `${flags[0]} maps to ${name}, an option of web/options.js`);
-    assert.ok(METHODS.generate.includes(name) || METHODS.loadModel.includes(name), `${name} is a sampling or load option`);
+    assert.ok(METHODS.generate.includes(name) || METHODS.loadModel.includes(name) || METHODS.embed.includes(name), `${name} is a sampling, load or embed option`);
     assert.ok(help.includes(flags.join(', ')), `help lists ${flags.join(', ')}`);
     assert.ok(help.includes(OPTIONS[name].doc), `help gives the doc of ${name}`);
     const d = OPTIONS[name].default;

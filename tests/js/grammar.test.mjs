@@ -31,7 +31,7 @@ const arithOk = (t) => new RegExp(`^${TERM}(?:${OP}${TERM}){0,3}=$`).test(t);
 
 const LIST = `# a JSON array of one to five small items
 root ::= "[" item ("," " "? item){0,4} "]"
-item ::= "\\"" [a-z]{1,6} "\\"" | [0-9]{1,3} | "true" | "false"
+item ::= "\\"" [a-z]{1,6} "\\"" | "0" | [1-9] [0-9]{0,2} | "true" | "false"
 `;
 function listOk(t) {
   let v;

@@ -1,9 +1,14 @@
 // A local imitation of the model hub's public endpoints for the tests (not
 // a test file itself): the tree listing in pages of two entries (Link:
 // rel="next"), resolve URLs that redirect (302) to a "CDN" path, ETags,
-// Range / If-Range / If-None-Match, connections cut mid-body. Optionally it
-// serves the package's own files too (the browser tests load web/index.js
-// from it).
+// Range / If-Range / If-None-Match, connections cut mid-body, CORS
+// preflights. A gated repository (state.token) demands
+// `Authorization: Bearer TOKEN` on the listing and the resolve endpoint, as
+// the real hub does (401 without it or with another token, 403 while the
+// licence is not accepted); the CDN may run on another origin (state.cdn)
+// and every request's Authorization header is logged, so the tests check
+// that the CDN never saw one. Optionally it serves the package's own files
+// too (the browser tests load web/index.js from it).
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,18 +25,48 @@ const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'ap
  * `state.cutAt` bytes; `state.ignoreRange` answers 200 to a Range request;
  * `state.rangeEtag` sends that ETag on a 206; `state.root` serves
  * /web, /wasm and /models from that directory and a blank page at /.
+ * Gated repository: `state.token` is the one token the listing and resolve
+ * endpoints accept (`state.licence === false`: 403 even with it).
+ * `state.cdnUrl` (set by withHub for `state.cdn`) is the CDN's origin the
+ * resolve URLs redirect to (else a path on this server); `state.hop` makes
+ * a resolve URL redirect first to another path of the hub (gated too), then
+ * to the CDN; `state.linkBase` is the origin the listing's next-page links
+ * point to. `role` 'cdn' serves the same paths, never gated.
  * Every response allows any origin (the browser tests load from another
  * port), as the real hub does.
- * `log` records every request.
+ * `log` records every request: method, path, role, the Range / If-Range /
+ * If-None-Match headers, and `authorization` (the header as received).
  */
-export function hubServer(state) {
-  const log = [];
+export function hubServer(state, { role = 'hub', log = [] } = {}) {
   const server = http.createServer((req, res) => {
     const u = new URL(req.url, 'http://x');
     // like the real hub: readable from any origin, ETag and Link exposed
     res.setHeader('access-control-allow-origin', '*');
     res.setHeader('access-control-expose-headers', 'etag, link, content-range, accept-ranges, content-length');
-    log.push({ method: req.method, path: u.pathname + u.search, range: req.headers.range, ifRange: req.headers['if-range'], ifNoneMatch: req.headers['if-none-match'] });
+    log.push({ method: req.method, path: u.pathname + u.search, role, range: req.headers.range, ifRange: req.headers['if-range'],
+      ifNoneMatch: req.headers['if-none-match'], authorization: req.headers.authorization });
+    if (req.method === 'OPTIONS') { // a CORS preflight (a browser sending Authorization or Range)
+      res.writeHead(204, { 'access-control-allow-headers': 'authorization, range, if-range, if-none-match', 'access-control-allow-methods': 'GET, HEAD', 'access-control-max-age': '0' });
+      res.end();
+      return;
+    }
+    // a gated repository: false when the request was refused (401 / 403 sent)
+    const gate = () => {
+      if (!state.token || role !== 'hub') return true;
+      const json = { 'content-type': 'application/json' };
+      if (req.headers.authorization !== `Bearer ${state.token}`) {
+        res.writeHead(401, json);
+        res.end(JSON.stringify({ error: req.headers.authorization ? 'Invalid credentials in Authorization header' : `Access to model ${state.repo} is restricted. You must be authenticated to access it.` }));
+        return false;
+      }
+      if (state.licence === false) {
+        res.writeHead(403, json);
+        res.end(JSON.stringify({ error: `Access to model ${state.repo} is restricted and you are not in the authorized list.` }));
+        return false;
+      }
+      return true;
+    };
+    const cdn = state.cdnUrl || '';
     if (state.root && (u.pathname === '/' || /^\/(web|wasm|models)\/[\w./-]+$/.test(u.pathname)) && !u.pathname.includes('..')) {
       if (u.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end('<!doctype html><title>hub test</title>'); return; }
       const file = path.join(state.root, u.pathname);
@@ -43,27 +78,32 @@ export function hubServer(state) {
     let m = /^\/api\/models\/([^/]+)\/([^/]+)\/tree\/([^/]+)$/.exec(u.pathname);
     if (m) {
       if (`${m[1]}/${m[2]}` !== state.repo || decodeURIComponent(m[3]) !== 'main') { res.writeHead(404, { 'content-type': 'application/json' }); res.end('{"error":"Repository not found"}'); return; }
+      if (!gate()) return;
       const all = Object.entries(state.files).map(([p, b]) => ({ type: 'file', path: p, size: b.length, oid: 'x', lfs: { oid: sha(b), size: b.length, pointerSize: 130 } }));
       all.push({ type: 'directory', path: 'sub', oid: 'y', size: 0 }, { type: 'file', path: 'README.md', size: 5, oid: 'z' });
       const cursor = Number(u.searchParams.get('cursor') || 0);
       const page = all.slice(cursor, cursor + 2);
       const headers = { 'content-type': 'application/json' };
-      if (cursor + 2 < all.length) headers.link = `<${u.pathname}?recursive=true&cursor=${cursor + 2}>; rel="next"`;
+      if (cursor + 2 < all.length) headers.link = `<${state.linkBase || ''}${u.pathname}?recursive=true&cursor=${cursor + 2}>; rel="next"`;
       res.writeHead(200, headers);
       res.end(JSON.stringify(page));
       return;
     }
-    m = /^\/([^/]+)\/([^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(u.pathname);
+    m = /^\/([^/]+)\/([^/]+)\/(resolve|hop)\/([^/]+)\/(.+)$/.exec(u.pathname);
     if (m) {
-      const p = decodeURIComponent(m[4]);
+      const p = decodeURIComponent(m[5]);
       if (`${m[1]}/${m[2]}` !== state.repo || !state.files[p]) { res.writeHead(404); res.end('Entry not found'); return; }
-      res.writeHead(302, { location: `/cdn/${encodeURIComponent(p)}?v=${state.version}` });
+      if (!gate()) return;
+      const to = state.hop && m[3] === 'resolve' ? `/${m[1]}/${m[2]}/hop/${m[4]}/${m[5]}` : `${cdn}/cdn/${encodeURIComponent(p)}?v=${state.version}`;
+      res.writeHead(302, { location: to });
       res.end();
       return;
     }
     m = /^\/cdn\/(.+)$/.exec(u.pathname);
     if (m) {
       const body = state.files[decodeURIComponent(m[1])];
+      // with a CDN of its own, the hub serves no file bytes; unknown files are 404
+      if (!body || (state.cdnUrl && role === 'hub')) { res.writeHead(404); res.end(); return; }
       const etag = `"${sha(body).slice(0, 16)}-${state.version}"`;
       if (req.headers['if-none-match'] === etag) { res.writeHead(304, { etag }); res.end(); return; }
       let start = 0;
@@ -93,11 +133,25 @@ export function hubServer(state) {
   return { server, log };
 }
 
-/** Runs fn(hubUrl, log) with a hub imitation on 127.0.0.1 over `state` (which the test may change as it goes). */
+/**
+ * Runs fn(hubUrl, log, cdnUrl) with a hub imitation on 127.0.0.1 over `state` (which the test may
+ * change as it goes). With `state.cdn` the CDN is a second server (another origin: another port)
+ * sharing the log; cdnUrl is its origin (else null).
+ */
 export async function withHub(state, fn) {
   for (const [k, v] of Object.entries({ repo: 'owner/repo', version: 1, cuts: 0, cutAt: 100000 })) if (!(k in state)) state[k] = v;
-  const { server, log } = hubServer(state);
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const hubUrl = `http://127.0.0.1:${server.address().port}`;
-  try { return await fn(hubUrl, log); } finally { server.closeAllConnections?.(); await new Promise((r) => server.close(r)); }
+  const log = [];
+  const servers = [hubServer(state, { log }).server];
+  if (state.cdn) servers.push(hubServer(state, { role: 'cdn', log }).server);
+  const urls = [];
+  for (const s of servers) {
+    await new Promise((r) => s.listen(0, '127.0.0.1', r));
+    urls.push(`http://127.0.0.1:${s.address().port}`);
+  }
+  if (state.cdn) state.cdnUrl = urls[1];
+  try {
+    return await fn(urls[0], log, urls[1] || null);
+  } finally {
+    for (const s of servers) { s.closeAllConnections?.(); await new Promise((r) => s.close(r)); }
+  }
 }

@@ -15,7 +15,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
 import { MODEL_PATH, ROOT } from './helpers.mjs';
 import { loadModel, WasmlmError, DEFAULT_SAMPLING } from '../../web/index.js';
-import { OPTIONS, METHODS, checkOptions, closestKey } from '../../web/options.js';
+import { OPTIONS, METHODS, checkOptions, closestKey, optionSpec } from '../../web/options.js';
 
 // Every message posted to any worker of this process is counted: a rejected
 // call must not have posted one.
@@ -41,9 +41,9 @@ const isBad = (option) => (e) => {
 
 // ---- the schema itself -------------------------------------------------------
 
-/** Values of the wrong type and out of range for one option. */
-function badValuesOf(name) {
-  const s = OPTIONS[name];
+/** Values of the wrong type and out of range for one option of a method. */
+function badValuesOf(name, method) {
+  const s = optionSpec(name, method);
   const wrongType = {
     int: ['', '5', true, 1.5, NaN, Infinity, 5n, {}, () => 1],
     number: ['', '0.5', true, NaN, Infinity, -Infinity, 1n, [], () => 1],
@@ -56,11 +56,20 @@ function badValuesOf(name) {
     seed: [-1, 1.5, NaN, '5', -1n, 2n ** 64n, {}, () => 1],
     stop: [1, '', [1], [''], {}, () => 1],
     grammar: [1, '', {}, [], () => 1],
+    json: [1, 'array', 'true', {}, () => 1],
+    jsonSchema: [1, 'x', [], () => 1, new Date(0)],
     sha256: ['abc', 'g'.repeat(64), 'a'.repeat(63), 1, {}],
+    hubToken: [1, '', ' ', 'hf_a b', 'hf_x\n', 'hf_\u00e9', 'x'.repeat(4097), {}, () => 1],
     scorer: ['best', 1, {}],
     draft: ['model', 1, {}, () => 1],
     feedback: ['yes', 1, {}],
     wasm: [1, true, {}, ''],
+    escalate: ['tree', ['best-of-n', 'best-of-n'], ['beam'], [1], {}],
+    adaptiveN: [true, 1, 'x', [], { minN: 0 }, { minN: 1.5 }, { maxN: 4097 }, { confidence: 1 }, { confidence: 0.5 }, { confidence: '0.9' },
+      { minN: 8, maxN: 4 }, { batch: 65 }, { maxn: 8 }, ...(s.adaptiveKeys && !s.adaptiveKeys.includes('target') ? [{ target: 1 }] : [{ target: Infinity }])],
+    logitBias: [1, 'x', true, () => 1, new Map([[1, 1]]), { dragon: 1 }, { '-1': 1 }, { '01': 1 }, { 1.5: 1 }, { 1: NaN }, { 1: Infinity },
+      { 1: '2' }, { 4294967296: 1 }, [[1]], [1, 2], [['', 1]], [[-1, 1]], [[1.5, 1]], [[1, 'x']], [[1, Infinity]], [['x'.repeat(1025), 1]],
+      [[{}, 1]]],
   }[s.kind];
   const range = [];
   if (s.kind === 'int') {
@@ -78,7 +87,7 @@ test('every option of every method: wrong types and out-of-range values are BAD_
   let checked = 0;
   for (const [method, keys] of Object.entries(METHODS)) {
     for (const key of keys) {
-      for (const v of badValuesOf(key)) {
+      for (const v of badValuesOf(key, method)) {
         assert.throws(() => checkOptions(method, { [key]: v }), isBad(key), `${method}({${key}: ${String(v)}})`);
         checked++;
       }
@@ -147,8 +156,8 @@ test('the TypeScript option types of every method declare exactly the schema\'s 
   const IFACE = {
     loadModel: 'LoadOptions', generate: 'GenerateOptions', complete: 'CompleteOptions', applyChatTemplate: 'ChatTemplateOptions',
     chat: 'ChatOptions', chatComplete: 'ChatCompleteOptions', bestOfN: 'BestOfNOptions', selfConsistency: 'SelfConsistencyOptions',
-    generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', nextTokenDistribution: 'DistributionOptions',
-    tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions',
+    generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', treeSearch: 'TreeSearchOptions', deliberate: 'DeliberateOptions', nextTokenDistribution: 'DistributionOptions',
+    tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions', embed: 'EmbedOptions',
   };
   assert.deepEqual(Object.keys(IFACE).sort(), Object.keys(METHODS).sort());
   for (const [method, iface] of Object.entries(IFACE)) {
@@ -350,6 +359,36 @@ test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_p
   assert.deepEqual(c, {
     temperature: f32(DEFAULT_SAMPLING.temperature), topK: DEFAULT_SAMPLING.topK, topP: f32(DEFAULT_SAMPLING.topP),
     minP: f32(DEFAULT_SAMPLING.minP), repeatPenalty: f32(DEFAULT_SAMPLING.repeatPenalty), repeatLastN: DEFAULT_SAMPLING.repeatLastN,
+    presencePenalty: f32(DEFAULT_SAMPLING.presencePenalty), frequencyPenalty: f32(DEFAULT_SAMPLING.frequencyPenalty),
+    typicalP: f32(DEFAULT_SAMPLING.typicalP), nBiases: 0, biases: 0,
     allow: 0,   // every token (no grammar)
   });
+  // and they are llama.cpp's (common_params_sampling): penalties off, so temperature 0 alone is plain greedy
+  assert.deepEqual({ ...DEFAULT_SAMPLING, maxTokens: undefined, seed: undefined }, {
+    maxTokens: undefined, seed: undefined, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, typicalP: 1,
+    repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, repeatLastN: 64,
+  });
+});
+
+test('logitBias: the shapes it takes, token ids checked against the vocabulary before anything is posted', async () => {
+  assert.deepEqual(checkOptions('generate', { logitBias: { 5: -Infinity, 10: 2.5 } }), { logitBias: { 5: -Infinity, 10: 2.5 } });
+  assert.deepEqual(checkOptions('bestOfN', { logitBias: [[5, -1], [' dragon', -Infinity]] }).logitBias, [[5, -1], [' dragon', -Infinity]]);
+  assert.throws(() => checkOptions('generate', { logitBias: { dragon: 1 } }), (e) => isBad('logitBias')(e) && /\[\["dragon", bias\]\]/.test(e.message));
+  assert.throws(() => checkOptions('generate', { logitBias: [[1, 2], [3]] }), (e) => isBad('logitBias')(e) && /entry 1/.test(e.message));
+  assert.throws(() => checkOptions('generate', { logprobs: 21 }), isBad('logprobs'));
+  assert.throws(() => checkOptions('nextTokenDistribution', { logprobs: 2 }), isBad('logprobs'));
+  assert.throws(() => checkOptions('generate', { typicalP: 0 }), isBad('typicalP'));
+  assert.throws(() => checkOptions('generate', { presencePenalty: 2.5 }), isBad('presencePenalty'));
+  const before = posted;
+  const nv = model.info.hparams.nVocab;
+  for (const call of [
+    () => model.complete('x', { logitBias: { [nv]: 1 } }),
+    () => model.complete('x', { logitBias: [[nv + 7, -Infinity]] }),
+    () => model.bestOfN('x', { logitBias: { [nv]: 1 } }),
+    () => model.chatComplete([{ role: 'user', content: 'x' }], { logitBias: { [nv]: 1 } }),
+    () => model.nextTokenDistribution('x', { logitBias: { [nv]: 1 } }),
+  ]) await assert.rejects(call, (e) => isBad('logitBias')(e) && new RegExp(`token id (${nv}|${nv + 7}) out of range`).test(e.message));
+  assert.equal(posted, before, 'nothing posted');
+  const r = await model.complete('Once upon a time', { ...GREEDY, maxTokens: 4, logitBias: { [nv - 1]: -Infinity } });
+  assert.equal(r.tokens.length, 4);
 });

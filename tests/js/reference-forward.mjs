@@ -1,7 +1,8 @@
 // An independent, deliberately plain forward pass (not a test file itself):
 // reads a GGUF with its own small reader (F32 / F16 tensors only) and runs
 // the llama / qwen2 / qwen3 / smollm3 / granite / gemma2 / gemma3 / phi3 decoder in double precision,
-// written from the math:
+// written from the math (the bert / nomic-bert encoders and embedding
+// pooling: referenceEncoder and pool, below):
 //
 //   x = E[token] * s_emb                                        (granite: embedding_scale, else 1)
 //   per layer:  h = rmsnorm(x) * g_attn
@@ -191,8 +192,10 @@ function rope(v, off, c, pos, theta = c.theta) {
 }
 
 /** Logits (Float64Array per position) of `tokens` under the model in `g`
- * (readGGUF), run in a context of nCtx positions (phi3's LongRoPE). */
-export function referenceLogits(g, tokens, { nCtx = 0 } = {}) {
+ * (readGGUF), run in a context of nCtx positions (phi3's LongRoPE); with
+ * `hidden`, each position's final hidden state instead (rmsnorm(x) * g_out:
+ * what decoder embeddings pool). */
+export function referenceLogits(g, tokens, { nCtx = 0, hidden = false } = {}) {
   const c = configOf(g, { nCtx }), T = g.tensors;
   const W = (name) => (T[name] ? T[name].data : null);
   // fused matrices (phi3): rows [r0, r0 + n) of a matrix with rows of `cols` values
@@ -254,7 +257,114 @@ export function referenceLogits(g, tokens, { nCtx = 0 } = {}) {
       if (b('post_ffw_norm.weight')) dn = rmsnorm(dn, b('post_ffw_norm.weight'), c.eps);
       x = x.map((z, i) => z + c.resScale * dn[i]);
     }
+    if (hidden) { out.push(rmsnorm(x, W('output_norm.weight'), c.eps)); return; }
     out.push(matvec(Wout, rmsnorm(x, W('output_norm.weight'), c.eps), c.nVocab).map((z) => cap(z / c.logitScale, c.finalCap)));
   });
   return out;
+}
+
+// ---- encoders (bert, nomic-bert) and pooling --------------------------------------
+//
+//   x_t = E[tok_t] + T[0] + P[t]                       (P: position_embd, bert only;
+//                                                       T: token_types row 0, when present)
+//   x_t = LN(x_t) * g_tok + b_tok                      (LN: (x - mean) / sqrt(var + eps))
+//   per layer:  q, k, v = Wq x + bq, ...               (nomic-bert: the rows of attn_qkv; RoPE
+//                                                       on q, k: pairs (i, i + n_rot/2), base rope.freq_base)
+//               a_h = softmax(q_h . K_h / sqrt(head)) V_h   over every position (not causal)
+//               x = LN(x + Wo a + bo) * g + b                (attn_output_norm)
+//               bert: f = Wdown gelu(Wup x + bup) + bdown    (gelu in its tanh form, as llama.cpp)
+//               nomic-bert: f = Wdown (silu(Wgate x) * (Wup x))
+//               x = LN(x + f) * g + b                         (layer_output_norm)
+//   the last x of every position is its hidden state
+
+function layerNorm(x, g, b, eps) {
+  let mean = 0;
+  for (const v of x) mean += v;
+  mean /= x.length;
+  let vr = 0;
+  for (const v of x) vr += (v - mean) * (v - mean);
+  vr /= x.length;
+  const k = 1 / Math.sqrt(vr + eps);
+  return x.map((v, i) => (v - mean) * k * g[i] + b[i]);
+}
+
+/** The hidden state (Float64Array) of every position of `tokens` under the bert / nomic-bert model in `g`. */
+export function referenceEncoder(g, tokens) {
+  const { meta, tensors: T } = g;
+  const arch = meta['general.architecture'];
+  if (arch !== 'bert' && arch !== 'nomic-bert') throw new Error(`referenceEncoder: architecture ${arch}`);
+  const k = (s) => meta[`${arch}.${s}`];
+  const d = k('embedding_length'), nHead = k('attention.head_count'), hd = d / nHead, nFf = k('feed_forward_length');
+  const eps = k('attention.layer_norm_epsilon') ?? 1e-12, nRot = k('rope.dimension_count') ?? hd, base = k('rope.freq_base') ?? 10000;
+  const W = (name) => (T[name] ? T[name].data : null);
+  const row = (m, r) => m.subarray(r * d, (r + 1) * d);
+  const gelu = (z) => 0.5 * z * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (z + 0.044715 * z * z * z)));
+  let xs = tokens.map((tok, pos) => {
+    const x = Float64Array.from(row(W('token_embd.weight'), tok));
+    if (W('token_types.weight')) x.forEach((v, i) => { x[i] = v + W('token_types.weight')[i]; });
+    if (W('position_embd.weight')) { const p = row(W('position_embd.weight'), pos); x.forEach((v, i) => { x[i] = v + p[i]; }); }
+    return layerNorm(x, W('token_embd_norm.weight'), W('token_embd_norm.bias'), eps);
+  });
+  const rope = (v, pos) => {
+    const half = nRot / 2;
+    for (let h = 0; h < nHead; h++)
+      for (let i = 0; i < half; i++) {
+        const a = pos * Math.pow(base, -2 * i / nRot), co = Math.cos(a), si = Math.sin(a);
+        const i0 = h * hd + i, i1 = i0 + half, x0 = v[i0], x1 = v[i1];
+        v[i0] = x0 * co - x1 * si;
+        v[i1] = x0 * si + x1 * co;
+      }
+  };
+  for (let l = 0; l < k('block_count'); l++) {
+    const b = (s) => W(`blk.${l}.${s}`);
+    const qkv = b('attn_qkv.weight'), bqkv = b('attn_qkv.bias');
+    const part = (i) => (qkv ? qkv.subarray(i * d * d, (i + 1) * d * d) : null);
+    const bpart = (i) => (bqkv ? bqkv.subarray(i * d, (i + 1) * d) : null);
+    const Q = [], K = [], V = [];
+    xs.forEach((x, pos) => {
+      const q = matvec(part(0) || b('attn_q.weight'), x, d, bpart(0) || b('attn_q.bias'));
+      const kk = matvec(part(1) || b('attn_k.weight'), x, d, bpart(1) || b('attn_k.bias'));
+      const v = matvec(part(2) || b('attn_v.weight'), x, d, bpart(2) || b('attn_v.bias'));
+      if (arch === 'nomic-bert') { rope(q, pos); rope(kk, pos); }
+      Q.push(q); K.push(kk); V.push(v);
+    });
+    xs = xs.map((x, t) => {
+      const a = new Float64Array(d);
+      for (let h = 0; h < nHead; h++) {
+        const s = K.map((kj) => { let dot = 0; for (let i = 0; i < hd; i++) dot += Q[t][h * hd + i] * kj[h * hd + i]; return dot / Math.sqrt(hd); });
+        const mx = Math.max(...s), e = s.map((z) => Math.exp(z - mx)), sum = e.reduce((p, z) => p + z, 0);
+        for (let j = 0; j < e.length; j++) for (let i = 0; i < hd; i++) a[h * hd + i] += (e[j] / sum) * V[j][h * hd + i];
+      }
+      const o = matvec(b('attn_output.weight'), a, d, b('attn_output.bias'));
+      const y = layerNorm(x.map((z, i) => z + o[i]), b('attn_output_norm.weight'), b('attn_output_norm.bias'), eps);
+      let hmid;
+      if (b('ffn_gate.weight')) {
+        const gt = matvec(b('ffn_gate.weight'), y, nFf), up = matvec(b('ffn_up.weight'), y, nFf);
+        hmid = gt.map((z, i) => (z / (1 + Math.exp(-z))) * up[i]);
+      } else {
+        hmid = matvec(b('ffn_up.weight'), y, nFf, b('ffn_up.bias')).map(gelu);
+      }
+      const f = matvec(b('ffn_down.weight'), hmid, d, b('ffn_down.bias'));
+      return layerNorm(y.map((z, i) => z + f[i]), b('layer_output_norm.weight'), b('layer_output_norm.bias'), eps);
+    });
+  }
+  return xs;
+}
+
+/** One vector from per-position states: 'mean', 'cls' (the first) or 'last'; L2-normalized unless normalize is false. */
+export function pool(states, pooling, normalize = true) {
+  const d = states[0].length;
+  let v;
+  if (pooling === 'cls') v = Float64Array.from(states[0]);
+  else if (pooling === 'last') v = Float64Array.from(states.at(-1));
+  else { v = new Float64Array(d); for (const s of states) for (let i = 0; i < d; i++) v[i] += s[i] / states.length; }
+  if (normalize) { const n = Math.hypot(...v); if (n > 0) for (let i = 0; i < d; i++) v[i] /= n; }
+  return v;
+}
+
+/** The embedding of `tokens` under the model in `g`: encoders pool referenceEncoder, decoders their final-norm states. */
+export function referenceEmbedding(g, tokens, pooling, normalize = true) {
+  const arch = g.meta['general.architecture'];
+  const states = arch === 'bert' || arch === 'nomic-bert' ? referenceEncoder(g, tokens) : referenceLogits(g, tokens, { hidden: true });
+  return pool(states, pooling, normalize);
 }

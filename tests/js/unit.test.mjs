@@ -162,7 +162,10 @@ test('CLI --native argument list spells out every sampling default', () => {
   assert.equal(get('--temp'), '0.5');
   assert.equal(get('-n'), String(DEFAULT_SAMPLING.maxTokens));
   assert.equal(get('--top-k'), '40');
-  assert.equal(get('--repeat-penalty'), '1.1');
+  assert.equal(get('--repeat-penalty'), '1');
+  assert.equal(get('--presence-penalty'), '0');
+  assert.equal(get('--frequency-penalty'), '0');
+  assert.equal(get('--typical'), '1');
   assert.equal(get('--seed'), String(0xC0FFEE));
   assert.deepEqual(nativeArgs('quantize', {}, ['in', 'out', 'q4_0'], '/in.gguf'), ['quantize', '/in.gguf', 'out', 'q4_0']);
 });

@@ -9,6 +9,7 @@ export const CASES = [
   { name: 'gemma2-f32-window8', shape: SHAPE, type: 'f32', seed: 11, opts: { embdStd: 0.5, qkStd: 0.2, slidingWindow: 8 } },
   // caps small enough to bend scores and logits, window 3
   { name: 'gemma2-f32-caps-window3', shape: SHAPE, type: 'f32', seed: 12, opts: { embdStd: 0.5, qkStd: 0.2, attnSoftcap: 2, finalSoftcap: 3, slidingWindow: 3 } },
+  { name: 'gemma2-q4_0-window8', shape: SHAPE, type: 'f32', quant: 'q4_0', seed: 11, opts: { embdStd: 0.5, qkStd: 0.2, slidingWindow: 8 } },
   { name: 'gemma2-f16-k24', shape: SHAPE, type: 'f16', seed: 13, opts: { embdStd: 0.5, qkStd: 0.2, keyLength: 24, valueLength: 24, slidingWindow: 5 } },
 ];
 

@@ -7,6 +7,7 @@ const SHAPE = { dim: 64, layers: 7, heads: 4, kvHeads: 2, ffn: 128, ctx: 128, vo
 export const CASES = [
   // 7 layers: sliding layers 0-4 and 6 (base 10000), global layer 5 (base 1e6)
   { name: 'gemma3-f32-window4', shape: SHAPE, type: 'f32', seed: 21, opts: { embdStd: 0.5, qkStd: 0.2, slidingWindow: 4 } },
+  { name: 'gemma3-q4_0-window4', shape: SHAPE, type: 'f32', quant: 'q4_0', seed: 21, opts: { embdStd: 0.5, qkStd: 0.2, slidingWindow: 4 } },
   { name: 'gemma3-f16-k8-window6', shape: SHAPE, type: 'f16', seed: 22, opts: { embdStd: 0.5, qkStd: 0.2, keyLength: 8, valueLength: 8, slidingWindow: 6 } },
 ];
 

@@ -11,6 +11,7 @@ export async function xcheck({ llama, tmpDir } = {}) {
     llama, tmpDir, arch: 'granite',
     cases: [
       { name: 'f32-default-scales', shape: SHAPE, type: 'f32', seed: 31, opts: { qkStd: 0.2, outStd: 0.4 }, prompts: PROMPTS, steps: 16 },
+      { name: 'q4_k_m-default-scales', shape: SHAPE, type: 'f32', quant: 'q4_k_m', seed: 31, opts: { qkStd: 0.2, outStd: 0.4 }, prompts: PROMPTS, steps: 16 },
       { name: 'f16-granite3-like', shape: SHAPE, type: 'f16', seed: 32,
         opts: { qkStd: 0.2, outStd: 0.4, graniteScales: { embedding: 12, residual: 0.22, attention: 0.0625, logit: 0.5 } }, prompts: PROMPTS, steps: 16 },
     ],

@@ -10,6 +10,7 @@ export async function xcheck({ llama, tmpDir } = {}) {
     llama, tmpDir, arch: 'qwen3',
     cases: [
       { name: 'f32-k32', shape: SHAPE, type: 'f32', seed: 11, opts: { qkStd: 0.2, outStd: 0.2 }, prompts: PROMPTS, steps: 16 },
+      { name: 'q4_k_m', shape: SHAPE, type: 'f32', quant: 'q4_k_m', seed: 11, opts: { qkStd: 0.2, outStd: 0.2 }, prompts: PROMPTS, steps: 16 },
       { name: 'f16-k48', shape: SHAPE, type: 'f16', seed: 12, opts: { qkStd: 0.2, outStd: 0.2, keyLength: 48, valueLength: 48 }, prompts: PROMPTS, steps: 16 },
     ],
   });

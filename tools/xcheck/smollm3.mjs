@@ -12,6 +12,7 @@ export async function xcheck({ llama, tmpDir } = {}) {
     llama, tmpDir, arch: 'smollm3',
     cases: [
       { name: 'f32-base10000', shape: SHAPE, type: 'f32', seed: 21, opts: { qkStd: 0.2, outStd: 0.2, ropeBase: 10000 }, prompts: PROMPTS, steps: 16 },
+      { name: 'q4_k_m-base10000', shape: SHAPE, type: 'f32', quant: 'q4_k_m', seed: 21, opts: { qkStd: 0.2, outStd: 0.2, ropeBase: 10000 }, prompts: PROMPTS, steps: 16 },
       { name: 'f16-base5e6', shape: SHAPE, type: 'f16', seed: 22, opts: { qkStd: 0.2, outStd: 0.2 }, prompts: PROMPTS, steps: 16 },
     ],
   });

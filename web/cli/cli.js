@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The `wasmlm` command line (generate, chat, info, quantize, tokenize, split, merge) over the JS API.
+// The `wasmlm` command line (generate, chat, embed, info, quantize, tokenize, split, merge) over the JS API.
 //
 // Every flag that sets an API option is listed once in OPTION_FLAGS; its
 // parsing, range check, default and help line come from web/options.js, so
@@ -33,7 +33,10 @@ export const OPTION_FLAGS = [
   ['topK', ['--top-k'], 'K'],
   ['topP', ['--top-p'], 'P'],
   ['minP', ['--min-p'], 'P'],
+  ['typicalP', ['--typical', '--typical-p'], 'P'],
   ['repeatPenalty', ['--repeat-penalty'], 'R'],
+  ['presencePenalty', ['--presence-penalty'], 'P'],
+  ['frequencyPenalty', ['--frequency-penalty'], 'F'],
   ['repeatLastN', ['--repeat-last-n'], 'N'],
   ['seed', ['--seed'], 'S'],
   ['stop', ['--stop'], 'STR'],
@@ -43,11 +46,13 @@ export const OPTION_FLAGS = [
   ['batchSize', ['--batch'], 'N'],
   ['kvType', ['--kv'], OPTIONS.kvType.values.join('|')],
   ['threads', ['-t', '--threads'], 'N'],
+  ['hubToken', ['--hub-token'], 'TOKEN'],
+  ['pooling', ['--pooling'], OPTIONS.pooling.values.join('|')],
 ];
 
 // flags of the CLI itself (no API option behind them)
 const CLI_VALUE_FLAGS = { '-m': 'model', '--model': 'model', '-p': 'prompt', '--prompt': 'prompt', '--system': 'system', '--template': 'template', '--max-size': 'maxSize' };
-const CLI_BOOL_FLAGS = { '--native': 'native', '--json': 'json', '--no-bos': 'noBos', '-h': 'help', '--help': 'help' };
+const CLI_BOOL_FLAGS = { '--native': 'native', '--json': 'json', '--no-bos': 'noBos', '--no-normalize': 'noNormalize', '-h': 'help', '--help': 'help' };
 
 const VALUE_FLAGS = { ...CLI_VALUE_FLAGS };
 const BOOL_FLAGS = { ...CLI_BOOL_FLAGS };
@@ -69,8 +74,9 @@ function optionLines(names) {
 /** The help text; `--native` appears only where this checkout has the native build (the npm package has none). */
 export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
   const nat = native ? ' [--native]' : '';
-  const sampling = OPTION_FLAGS.map(([n]) => n).filter((n) => !METHODS.loadModel.includes(n));
+  const sampling = OPTION_FLAGS.map(([n]) => n).filter((n) => !METHODS.loadModel.includes(n) && !METHODS.embed.includes(n));
   const loading = OPTION_FLAGS.map(([n]) => n).filter((n) => METHODS.loadModel.includes(n));
+  const embedding = OPTION_FLAGS.map(([n]) => n).filter((n) => METHODS.embed.includes(n));
   return [
     'usage:',
     `  wasmlm generate -m MODEL -p PROMPT [sampling and loading options]${nat}`,
@@ -80,6 +86,8 @@ export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
     `  wasmlm info MODEL [--json]${nat}`,
     `  wasmlm quantize IN OUT TYPE${nat}   (TYPE: ${Object.keys(QUANT_TYPES).join(' | ')})`,
     '  wasmlm tokenize -m MODEL -p TEXT [--no-bos] [--parse-special]',
+    '  wasmlm embed -m MODEL [-p TEXT ...] [--pooling P] [--no-normalize]   one JSON line per text',
+    '                  ({index, text, embedding}); texts: each -p, else every non-empty line of stdin',
     '  wasmlm split IN --max-size SIZE   writes IN-00001-of-0000N.gguf ... beside IN (IN without .gguf),',
     '                  each at most SIZE (2G, 500M, 64K or bytes) unless one tensor is bigger; tensors stay whole',
     '  wasmlm merge FIRST OUT   joins the parts of a split GGUF, given its first part, into OUT',
@@ -89,10 +97,15 @@ export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
     '',
     'sampling (generate, chat):',
     ...optionLines(sampling),
+    'embed:',
+    ...optionLines(embedding),
+    `  ${'--no-normalize'.padEnd(28)} the pooled vectors as they are (the API's normalize: false; default: length 1)`,
     'loading:',
     ...optionLines(loading),
     ...(native ? ['', '--native (or WASMLM_NATIVE=1) runs this checkout\'s build/wasmlm-native with the same arguments.'] : []),
-    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache), WASMLM_HUB_URL (hub for hf: ids).',
+    'Env: WASMLM_MODELS (directory of NAME.gguf), WASMLM_CACHE (download cache), WASMLM_HUB_URL (hub for hf: ids),',
+    '     HF_TOKEN (access token for gated / private repositories on huggingface.co), WASMLM_HUB_TOKEN (the same, any hub);',
+    '     prefer these to --hub-token, which other users of the machine can see in the process list.',
   ].join('\n');
 }
 
@@ -131,6 +144,7 @@ export function parseArgs(argv) {
         val = rest[++i];
       }
       if (name === 'stop') opts.stop.push(val);
+      else if (name === 'prompt') { opts.prompt = val; (opts.prompts ||= []).push(val); }
       else opts[name] = OPTIONS[name] && !CLI_VALUE_FLAGS[key] ? optionValue(name, key, val) : val;
     } else if (BOOL_FLAGS[key]) {
       opts[BOOL_FLAGS[key]] = true;
@@ -153,7 +167,8 @@ export function nativeArgs(cmd, opts, positional, modelPath) {
     const s = { ...DEFAULT_SAMPLING, ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)) };
     const args = ['generate', '-m', modelPath, '-p', opts.prompt ?? '',
       '-n', String(s.maxTokens), '--temp', String(s.temperature), '--top-k', String(s.topK),
-      '--top-p', String(s.topP), '--min-p', String(s.minP), '--repeat-penalty', String(s.repeatPenalty),
+      '--top-p', String(s.topP), '--min-p', String(s.minP), '--typical', String(s.typicalP), '--repeat-penalty', String(s.repeatPenalty),
+      '--presence-penalty', String(s.presencePenalty), '--frequency-penalty', String(s.frequencyPenalty),
       '--repeat-last-n', String(s.repeatLastN), '--seed', String(s.seed)];
     if (opts.contextLength != null) args.push('--ctx', String(opts.contextLength));
     if (opts.kvType) args.push('--kv', opts.kvType);
@@ -166,12 +181,12 @@ export function nativeArgs(cmd, opts, positional, modelPath) {
   throw new UsageError(`--native does not support '${cmd}'`);
 }
 
-async function modelToPath(spec) {
+async function modelToPath(spec, opts) {
   if (await isRegistryName(spec)) {
     const r = await resolveModel(spec, { onProgress: progressPrinter('download') });
     return r.path;
   }
-  if (isHubId(spec)) return (await resolveHubModel(spec, { onProgress: progressPrinter('download') })).path;
+  if (isHubId(spec)) return (await resolveHubModel(spec, { onProgress: progressPrinter('download'), hubToken: opts.hubToken })).path;
   if (/^file:/i.test(spec)) return fileURLToPath(spec);
   if (/^https?:/i.test(spec)) throw new UsageError('--native needs a local file or a registry name, not a URL');
   return spec;
@@ -237,13 +252,14 @@ export function formatInfo(info) {
 async function cmdGenerate(opts) {
   if (!opts.model) throw new UsageError('generate needs -m MODEL');
   const model = await loadModel(opts.model, {
-    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads,
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads, hubToken: opts.hubToken,
     onProgress: progressPrinter('loading'),
   });
   try {
     const gen = model.generate(opts.prompt ?? '', {
       maxTokens: opts.maxTokens, temperature: opts.temperature, topK: opts.topK, topP: opts.topP,
-      minP: opts.minP, repeatPenalty: opts.repeatPenalty, repeatLastN: opts.repeatLastN,
+      minP: opts.minP, typicalP: opts.typicalP, repeatPenalty: opts.repeatPenalty, presencePenalty: opts.presencePenalty,
+      frequencyPenalty: opts.frequencyPenalty, repeatLastN: opts.repeatLastN,
       seed: opts.seed, stop: opts.stop, ignoreEos: opts.ignoreEos, parseSpecial: opts.parseSpecial,
     });
     let r;
@@ -260,7 +276,7 @@ async function cmdGenerate(opts) {
 async function cmdInfo(opts, positional) {
   const spec = positional[0] || opts.model;
   if (!spec) throw new UsageError('info needs MODEL');
-  const model = await loadModel(spec, { contextLength: 16 });
+  const model = await loadModel(spec, { contextLength: 16, hubToken: opts.hubToken });
   try {
     if (opts.json) {
       process.stdout.write(JSON.stringify(model.info, (k, v) => (typeof v === 'bigint' ? v.toString() : v), 2) + '\n');
@@ -277,7 +293,7 @@ async function cmdQuantize(opts, positional) {
   const [inp, out, type] = positional;
   if (!inp || !out || !type) throw new UsageError('quantize needs IN OUT TYPE');
   if (!Object.hasOwn(QUANT_TYPES, type)) throw new UsageError(`unknown type '${type}' (${Object.keys(QUANT_TYPES).join(', ')})`);
-  const model = await loadModel(inp, { contextLength: 16 });
+  const model = await loadModel(inp, { contextLength: 16, hubToken: opts.hubToken });
   try {
     const r = await model.quantize(type, { outPath: path.resolve(out) });
     await writeOut(r.report + (r.report.endsWith('\n') || !r.report ? '' : '\n'));
@@ -291,10 +307,41 @@ async function cmdQuantize(opts, positional) {
 async function cmdTokenize(opts, positional) {
   const spec = opts.model || positional[0];
   if (!spec) throw new UsageError('tokenize needs -m MODEL');
-  const model = await loadModel(spec, { contextLength: 16 });
+  const model = await loadModel(spec, { contextLength: 16, hubToken: opts.hubToken });
   try {
     const ids = await model.tokenize(opts.prompt ?? positional[1] ?? '', { addBos: opts.noBos ? false : undefined, parseSpecial: opts.parseSpecial });
     await writeOut(JSON.stringify(ids) + '\n');
+  } finally {
+    await model.dispose();
+  }
+  return 0;
+}
+
+async function readStdin() {
+  const parts = [];
+  for await (const chunk of process.stdin) parts.push(chunk);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+/** Embeddings: one JSON line {index, text, embedding} per text (each -p, else each non-empty stdin line). */
+async function cmdEmbed(opts, positional) {
+  const spec = opts.model || positional[0];
+  if (!spec) throw new UsageError('embed needs -m MODEL');
+  let texts = opts.prompts || [];
+  if (!texts.length && !process.stdin.isTTY) texts = (await readStdin()).split(/\r?\n/).filter((l) => l.trim() !== '');
+  if (!texts.length) throw new UsageError('embed needs texts: -p TEXT (repeatable) or lines on stdin');
+  const model = await loadModel(spec, {
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads,
+    onProgress: progressPrinter('loading'),
+  });
+  try {
+    const t0 = performance.now();
+    const vectors = await model.embed(texts, { pooling: opts.pooling, normalize: !opts.noNormalize });
+    const ms = performance.now() - t0;
+    for (let i = 0; i < texts.length; i++) await writeOut(JSON.stringify({ index: i, text: texts[i], embedding: Array.from(vectors[i]) }) + '\n');
+    const e = model.info.embedding;
+    process.stderr.write(`[wasmlm] ${texts.length} text${texts.length === 1 ? '' : 's'}, ${e.length} dims, pooling ${opts.pooling && opts.pooling !== 'model' ? opts.pooling : e.pooling}` +
+      `${opts.noNormalize ? '' : ', normalized'} | ${(texts.length / (ms / 1000)).toFixed(1)} texts/s\n`);
   } finally {
     await model.dispose();
   }
@@ -322,7 +369,7 @@ async function cmdChat(opts) {
   if (!opts.model) throw new UsageError('chat needs -m MODEL');
   const template = opts.template ? fs.readFileSync(opts.template, 'utf8') : undefined;
   const model = await loadModel(opts.model, {
-    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads,
+    contextLength: opts.contextLength, batchSize: opts.batchSize, kvType: opts.kvType, threads: opts.threads, hubToken: opts.hubToken,
     onProgress: progressPrinter('loading'),
   });
   const tty = !!(process.stdin.isTTY && process.stdout.isTTY);
@@ -351,7 +398,8 @@ async function cmdChat(opts) {
     const history = opts.system ? [{ role: 'system', content: opts.system }] : [];
     const sampling = {
       maxTokens: opts.maxTokens, temperature: opts.temperature, topK: opts.topK, topP: opts.topP,
-      minP: opts.minP, repeatPenalty: opts.repeatPenalty, repeatLastN: opts.repeatLastN,
+      minP: opts.minP, typicalP: opts.typicalP, repeatPenalty: opts.repeatPenalty, presencePenalty: opts.presencePenalty,
+      frequencyPenalty: opts.frequencyPenalty, repeatLastN: opts.repeatLastN,
       seed: opts.seed, stop: opts.stop, ignoreEos: opts.ignoreEos,
     };
     if (tty) process.stderr.write(`[wasmlm] chatting with ${model.info.name || opts.model}: Ctrl-C stops an answer; at the prompt Ctrl-C twice (or Ctrl-D) exits\n`);
@@ -440,13 +488,14 @@ export async function main(argv) {
     if (native) {
       const spec = cmd === 'generate' ? opts.model : positional[0];
       if (!spec) throw new UsageError(`${cmd} needs a model`);
-      return await runNative(nativeArgs(cmd, opts, positional, await modelToPath(spec)));
+      return await runNative(nativeArgs(cmd, opts, positional, await modelToPath(spec, opts)));
     }
     switch (cmd) {
       case 'generate': return await cmdGenerate(opts);
       case 'info': return await cmdInfo(opts, positional);
       case 'quantize': return await cmdQuantize(opts, positional);
       case 'tokenize': return await cmdTokenize(opts, positional);
+      case 'embed': return await cmdEmbed(opts, positional);
       case 'chat': return await cmdChat(opts);
       case 'split': return cmdSplit(opts, positional);
       case 'merge': return cmdMerge(positional);

@@ -4,6 +4,7 @@
 // model goes through the public API, so it doubles as a usage example.
 import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING, isHubId, parseHubId } from '../index.js';
 import { parseSplitName, sortSplitFiles } from '../split.js';
+import { setupTreePanel } from './tree-panel.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -16,6 +17,8 @@ const el = {
   output: $('output'), stats: $('stats'), chart: $('chart'), chartDesc: $('chart-desc'),
   bonN: $('bon-n'), bonScorer: $('bon-scorer'), bonRun: $('bon-run'), bonStop: $('bon-stop'),
   bonStatus: $('bon-status'), bonGrid: $('bon-grid'), drop: $('drop-overlay'),
+  embedTexts: $('embed-texts'), embedPooling: $('embed-pooling'), embedRun: $('embed-run'),
+  embedStatus: $('embed-status'), embedMatrix: $('embed-matrix'),
 };
 // [control id, digits shown, option]: the controls start at the API's defaults (web/options.js)
 const SLIDERS = [
@@ -28,7 +31,7 @@ const state = {
   model: null,          // the loaded Model
   modelLabel: '',
   draft: null,          // {model, of} quantized draft copy for speculative decoding
-  busy: null,           // 'load' | 'generate' | 'bestofn' | null
+  busy: null,           // 'load' | 'generate' | 'bestofn' | 'tree' | 'spend' | null
   abort: null,          // AbortController of the running job
   promptText: '',       // text of the last generation: prompt + output
   outputText: '',
@@ -37,6 +40,7 @@ const state = {
   lastDistribution: null,
   lastResult: null,
   bestOfN: null,
+  embedding: null,      // the last comparison: {texts, matrix}
 };
 window.wasmlmDemo = { state };   // for the browser tests and the curious
 
@@ -56,15 +60,22 @@ function settings() {
   };
 }
 
+/** An embedding-only model (bert, nomic-bert: non-causal, no output layer) has no next token. */
+const embeddingOnly = () => !!state.model && state.model.info.embedding?.causal === false;
+
 function updateButtons() {
   const ready = !!state.model && !state.busy;
-  el.generate.disabled = !ready;
+  el.embedRun.disabled = !ready;
+  el.generate.disabled = !ready || embeddingOnly();
   el.stop.disabled = state.busy !== 'generate';
   el.bonStop.disabled = state.busy !== 'bestofn';
-  el.bonRun.disabled = !ready;
-  el.loadBtn.disabled = el.urlBtn.disabled = state.busy === 'generate' || state.busy === 'bestofn';
+  el.bonRun.disabled = !ready || embeddingOnly();
+  el.loadBtn.disabled = el.urlBtn.disabled = !!state.busy && state.busy !== 'load';
   el.loadCancel.hidden = state.busy !== 'load';
+  treePanelUpdate();
 }
+// the tree-search panel (./tree-panel.js) sets its own buttons from the same state
+let treePanelUpdate = () => {};
 
 function showError(where, e) {
   const msg = e && e.message ? e.message : String(e);
@@ -145,7 +156,8 @@ async function load(source, label) {
     const name = model.info.name && model.info.name !== model.info.architecture ? model.info.name : label;
     el.modelInfo.textContent = `${name} · ${model.info.architecture} · ${fmtBytes(model.info.fileSize)}` +
       (model.info.paramCount ? ` · ${(model.info.paramCount / 1e6).toFixed(2)}M params` : '') +
-      (hp.nLayer ? ` · ${hp.nLayer} layers` : '') + ` · context ${model.info.context?.nCtx ?? model.info.context?.contextLength ?? '?'}`;
+      (hp.nLayer ? ` · ${hp.nLayer} layers` : '') + ` · context ${model.info.context?.nCtx ?? model.info.context?.contextLength ?? '?'}` +
+      (embeddingOnly() ? ' · an embedding model: see Embeddings below' : '');
     el.modelInfo.classList.remove('err');
     setBodyState('ready');
     showEnv();
@@ -341,7 +353,7 @@ el.prompt.addEventListener('keydown', (e) => {
   if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); generate(); }
 });
 el.stop.addEventListener('click', () => { if (state.busy === 'generate') state.abort?.abort(); });
-addEventListener('keydown', (e) => { if (e.key === 'Escape' && (state.busy === 'generate' || state.busy === 'bestofn')) state.abort?.abort(); });
+addEventListener('keydown', (e) => { if (e.key === 'Escape' && state.busy && state.busy !== 'load') state.abort?.abort(); });
 el.prompt.addEventListener('input', () => { state.promptText = ''; scheduleChart(); });
 
 // ---- next-token distribution chart ----------------------------------------------
@@ -384,6 +396,12 @@ function scheduleChart() {
 }
 async function updateChart() {
   if (!state.model || state.busy === 'load') return;
+  if (embeddingOnly()) {   // no next token to chart
+    el.chart.textContent = '';
+    state.lastDistribution = null;
+    el.chartDesc.textContent = 'An embedding model has no next-token distribution.';
+    return;
+  }
   if (chartRunning) { chartAgain = true; return; }   // one request in flight; the latest settings win
   chartRunning = true;
   try {
@@ -480,6 +498,70 @@ async function runBestOfN() {
 }
 el.bonRun.addEventListener('click', runBestOfN);
 el.bonStop.addEventListener('click', () => { if (state.busy === 'bestofn') state.abort?.abort(); });
+
+treePanelUpdate = setupTreePanel({ state, settings, updateButtons, setBodyState, showError, promptText: () => el.prompt.value });
+
+// ---- embeddings ---------------------------------------------------------------------
+
+/** The cosine similarity matrix of `texts` as a table: a row and a column
+ * per sentence; a cell's shade goes from the matrix's lowest value to 1. */
+function drawMatrix(texts, matrix) {
+  const t = el.embedMatrix;
+  const lo = Math.min(...matrix.flat()), span = Math.max(1e-6, 1 - lo);
+  t.textContent = '';
+  const head = t.createTHead().insertRow();
+  head.append(Object.assign(document.createElement('th'), { scope: 'col', textContent: 'sentence' }));
+  texts.forEach((_, j) => head.append(Object.assign(document.createElement('th'), { scope: 'col', textContent: `#${j + 1}` })));
+  const body = t.createTBody();
+  texts.forEach((text, i) => {
+    const row = body.insertRow();
+    const th = Object.assign(document.createElement('th'), { scope: 'row', className: 'sentence', title: text, textContent: `#${i + 1} ${text}` });
+    row.append(th);
+    matrix[i].forEach((sim, j) => {
+      const td = row.insertCell();
+      td.textContent = sim.toFixed(3);
+      td.dataset.sim = String(sim);
+      td.style.setProperty('--sim', String(Math.max(0, Math.min(1, (sim - lo) / span))));
+      td.setAttribute('aria-label', `#${i + 1} and #${j + 1}: ${sim.toFixed(3)}`);
+    });
+  });
+}
+
+async function runEmbeddings() {
+  if (!state.model || state.busy) return;
+  const texts = el.embedTexts.value.split('\n').map((l) => l.trim()).filter(Boolean);
+  if (!texts.length) { el.embedTexts.focus(); return; }
+  state.busy = 'embed';
+  setBodyState('embedding');
+  updateButtons();
+  el.embedStatus.classList.remove('err');
+  el.embedStatus.textContent = `Embedding ${texts.length} sentences…`;
+  const t0 = performance.now();
+  try {
+    // normalized vectors: the cosine of two is their dot product
+    const vectors = await state.model.embed(texts, { pooling: el.embedPooling.value });
+    const ms = performance.now() - t0;
+    const matrix = vectors.map((a) => vectors.map((b) => { let s = 0; for (let k = 0; k < a.length; k++) s += a[k] * b[k]; return s; }));
+    state.embedding = { texts, matrix };
+    drawMatrix(texts, matrix);
+    const e = state.model.info.embedding;
+    let best = null;
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) if (!best || matrix[i][j] > best.sim) best = { i, j, sim: matrix[i][j] };
+    el.embedStatus.textContent = `${texts.length} vectors of ${e.length} numbers (pooling ${el.embedPooling.value === 'model' ? e.pooling : el.embedPooling.value}) in ${ms.toFixed(0)} ms` +
+      (best ? `; most similar: #${best.i + 1} and #${best.j + 1} (${best.sim.toFixed(3)})` : '');
+    setBodyState('done');
+  } catch (e) {
+    showError(el.embedStatus, e);
+    setBodyState('error');
+  } finally {
+    state.busy = null;
+    updateButtons();
+  }
+}
+el.embedRun.addEventListener('click', runEmbeddings);
+el.embedTexts.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); runEmbeddings(); }
+});
 
 // ---- start-up --------------------------------------------------------------------
 

@@ -6,8 +6,8 @@
 // own cache (wasmlm-models-v1), managed from the page.
 const CACHE = 'wasmlm-demo-v1';
 const PRECACHE = [
-  '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css',
-  '/web/index.js', '/web/cache.js', '/web/simd-probe.js', '/web/sha256.js', '/web/chat.js', '/web/scaling.js', '/web/abort.js',
+  '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css', '/web/demo/tree-panel.js', '/web/demo/mentions-task.js',
+  '/web/index.js', '/web/tree.js', '/web/adaptive.js', '/web/deliberate.js', '/web/worker/tree.js', '/web/cache.js', '/web/simd-probe.js', '/web/sha256.js', '/web/chat.js', '/web/scaling.js', '/web/abort.js',
   '/web/options.js', '/web/errors.js', '/web/net.js', '/web/env.js', '/web/protocol.js', '/web/hub.js', '/web/split.js',
   '/web/worker/worker.js', '/web/worker/thread-worker.js', '/web/worker/engine.js', '/web/worker/multi.js',
   '/web/worker/model-file.js', '/web/worker/template.js', '/web/worker/template-worker.js', '/web/worker/abi.js',

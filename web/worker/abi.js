@@ -71,7 +71,7 @@ export function writeHparams(dv, p, v) {
 }
 
 /** wlm_ctx_params: context options (wlm_ctx_new). Byte offsets of its fields and its size. */
-export const CTX_PARAMS = Object.freeze({ size: 36, nCtx: 0, nBatch: 4, kvType: 8, fullPolicy: 12, nKeep: 16, logitsAll: 20, nThreads: 24, nSeqMax: 28, nOutputs: 32 });
+export const CTX_PARAMS = Object.freeze({ size: 40, nCtx: 0, nBatch: 4, kvType: 8, fullPolicy: 12, nKeep: 16, logitsAll: 20, nThreads: 24, nSeqMax: 28, nOutputs: 32, swaFull: 36 });
 
 /** Reads the scalar fields of a wlm_ctx_params at byte `p`. */
 export function readCtxParams(dv, p) {
@@ -85,6 +85,7 @@ export function readCtxParams(dv, p) {
     nThreads: dv.getUint32(p + 24, true),
     nSeqMax: dv.getUint32(p + 28, true),
     nOutputs: dv.getUint32(p + 32, true),
+    swaFull: dv.getUint32(p + 36, true),
   };
 }
 
@@ -99,10 +100,11 @@ export function writeCtxParams(dv, p, v) {
   if (v.nThreads !== undefined) dv.setUint32(p + 24, v.nThreads >>> 0, true);
   if (v.nSeqMax !== undefined) dv.setUint32(p + 28, v.nSeqMax >>> 0, true);
   if (v.nOutputs !== undefined) dv.setUint32(p + 32, v.nOutputs >>> 0, true);
+  if (v.swaFull !== undefined) dv.setUint32(p + 36, v.swaFull >>> 0, true);
 }
 
 /** wlm_sampler_params: sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept). Byte offsets of its fields and its size. */
-export const SAMPLER_PARAMS = Object.freeze({ size: 28, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, allow: 24 });
+export const SAMPLER_PARAMS = Object.freeze({ size: 48, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, presencePenalty: 24, frequencyPenalty: 28, typicalP: 32, nBiases: 36, biases: 40, allow: 44 });
 
 /** Reads the scalar fields of a wlm_sampler_params at byte `p`. */
 export function readSamplerParams(dv, p) {
@@ -113,7 +115,12 @@ export function readSamplerParams(dv, p) {
     minP: dv.getFloat32(p + 12, true),
     repeatPenalty: dv.getFloat32(p + 16, true),
     repeatLastN: dv.getUint32(p + 20, true),
-    allow: dv.getUint32(p + 24, true),
+    presencePenalty: dv.getFloat32(p + 24, true),
+    frequencyPenalty: dv.getFloat32(p + 28, true),
+    typicalP: dv.getFloat32(p + 32, true),
+    nBiases: dv.getUint32(p + 36, true),
+    biases: dv.getUint32(p + 40, true),
+    allow: dv.getUint32(p + 44, true),
   };
 }
 
@@ -125,8 +132,16 @@ export function writeSamplerParams(dv, p, v) {
   if (v.minP !== undefined) dv.setFloat32(p + 12, v.minP, true);
   if (v.repeatPenalty !== undefined) dv.setFloat32(p + 16, v.repeatPenalty, true);
   if (v.repeatLastN !== undefined) dv.setUint32(p + 20, v.repeatLastN >>> 0, true);
-  if (v.allow !== undefined) dv.setUint32(p + 24, v.allow >>> 0, true);
+  if (v.presencePenalty !== undefined) dv.setFloat32(p + 24, v.presencePenalty, true);
+  if (v.frequencyPenalty !== undefined) dv.setFloat32(p + 28, v.frequencyPenalty, true);
+  if (v.typicalP !== undefined) dv.setFloat32(p + 32, v.typicalP, true);
+  if (v.nBiases !== undefined) dv.setUint32(p + 36, v.nBiases >>> 0, true);
+  if (v.biases !== undefined) dv.setUint32(p + 40, v.biases >>> 0, true);
+  if (v.allow !== undefined) dv.setUint32(p + 44, v.allow >>> 0, true);
 }
+
+/** wlm_logit_bias: one (token, bias) pair of wlm_sampler_params.biases. Byte offsets of its fields and its size. */
+export const LOGIT_BIAS = Object.freeze({ size: 8, token: 0, bias: 4 });
 
 /** wlm_rng: PCG32 state (wlm_rng_seed). Byte offsets of its fields and its size. */
 export const RNG = Object.freeze({ size: 16, state: 0, inc: 8 });
@@ -135,7 +150,7 @@ export const RNG = Object.freeze({ size: 16, state: 0, inc: 8 });
 export const DETOK = Object.freeze({ size: 12, pending: 0, pendingBytes: 8, nPending: 8 });
 
 /** wlm_js_scratch: the engine's scratch block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
-export const SCRATCH = Object.freeze({ size: 400, err: 0, ptr: 260, len: 264, nOut: 268, token: 272, logprob: 276, accepted: 280, u64: 288, ctxParams: 296, sampler: 332, rng: 360, detok: 376, detok2: 388 });
+export const SCRATCH = Object.freeze({ size: 424, err: 0, ptr: 260, len: 264, nOut: 268, token: 272, logprob: 276, accepted: 280, u64: 288, ctxParams: 296, sampler: 336, rng: 384, detok: 400, detok2: 412 });
 
 /** wlm_js_stream: one generation stream's block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
 export const STREAM = Object.freeze({ size: 32, rng: 0, detok: 16 });

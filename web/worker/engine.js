@@ -12,7 +12,7 @@
 // (quantize.js); struct layouts come from abi.js, generated from src/wlm.h.
 import { DEFAULT_SAMPLING } from '../options.js';
 import { WasmlmError, EngineError } from '../errors.js';
-import { STREAM, readHparams, writeCtxParams, writeSamplerParams } from './abi.js';
+import { STREAM, LOGIT_BIAS, readHparams, writeCtxParams, writeSamplerParams } from './abi.js';
 import { WasmHeap, STATUS_CONTEXT_FULL } from './heap.js';
 import { FileStaging } from './staging.js';
 import { decodeGgufValue, shortF32 } from './gguf.js';
@@ -21,6 +21,7 @@ import { samplingOptions } from './stream.js';
 import { startGeneration } from './generation.js';
 import { quantizeModel } from './quantize.js';
 import { Grammars } from './grammar.js';
+import { embedTexts, POOLING_NAMES } from './embed.js';
 
 // the engine's package entry (wasmlm/engine) keeps exporting what it did
 export { STATUS_NAMES, STATUS_CONTEXT_FULL, nomemMessage } from './heap.js';
@@ -31,9 +32,10 @@ export { DEFAULT_SAMPLING };
 
 /** nextTokenDistribution's sampler when no filter is asked for: the model's
  * own distribution (temperature 1, no top-k/top-p/min-p, no penalty). */
-export const RAW_DISTRIBUTION = Object.freeze({ temperature: 1, topK: 0, topP: 1, minP: 0, repeatPenalty: 1 });
+export const RAW_DISTRIBUTION = Object.freeze({ temperature: 1, topK: 0, topP: 1, minP: 0, repeatPenalty: 1, presencePenalty: 0, frequencyPenalty: 0, typicalP: 1 });
 
 const MAX_SEQ = 64;      // WLM_MAX_SEQ
+const ENCODER_BATCH = 512; // default batch of a non-causal model: it sees a whole text in one pass
 const DETOK_CAP = 4096;
 
 export class Engine extends WasmHeap {
@@ -96,6 +98,7 @@ export class Engine extends WasmHeap {
       b.p = 0; b.cap = 0;
       b.p = this.alloc(cap);
       b.cap = cap;
+      b.holds = null;   // what biasOf wrote there is gone
     }
     return b.p;
   }
@@ -122,7 +125,7 @@ export class Engine extends WasmHeap {
 
   /**
    * Parses the written bytes and creates the context.
-   * @param {{contextLength?:number,batchSize?:number,kvType?:'f32'|'f16',onFull?:'error'|'slide',nKeep?:number,maxSequences?:number}} opts
+   * @param {{contextLength?:number,batchSize?:number,kvType?:'f32'|'f16',onFull?:'error'|'slide',nKeep?:number,maxSequences?:number,windowCache?:'window'|'full'}} opts
    */
   finishLoad(opts = {}) {
     try {
@@ -149,7 +152,10 @@ export class Engine extends WasmHeap {
       this.nParts = parts.length;
       this.model = this.dv.getUint32(pp, true);
       this.hparams = this.readHparams();
+      /** attention is causal (decoders), or a token sees its whole text (bert, nomic-bert) */
+      this.causal = this.x.wlm_model_causal(this.model) !== 0;
       this.ctxOpts = contextOptions(opts);
+      if (!this.causal && opts.batchSize == null) this.ctxOpts.nBatch = ENCODER_BATCH;
       this.createContext(this.ctxOpts);
       /** the per-sequence position limit the user asked for (a grown cache keeps it) */
       this.ctxLimit = this.nCtx;
@@ -194,7 +200,7 @@ export class Engine extends WasmHeap {
 
   // ---- the context plan ----------------------------------------------------------
 
-  /** Creates (or re-creates) the context from resolved options {nCtx, nBatch, kv, slide, nKeep, nSeq, nOut}. */
+  /** Creates (or re-creates) the context from resolved options {nCtx, nBatch, kv, slide, nKeep, nSeq, nOut, swaFull}. */
   createContext(o) {
     if (this.ctx) { this.x.wlm_ctx_free(this.ctx); this.ctx = 0; }
     this.seqs.clear();
@@ -202,7 +208,7 @@ export class Engine extends WasmHeap {
     this.x.wlm_ctx_default_params(cp);
     writeCtxParams(this.dv, cp, {
       nCtx: o.nCtx, nBatch: o.nBatch, kvType: o.kv, fullPolicy: o.slide, nKeep: o.nKeep,
-      nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut,
+      nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut, swaFull: o.swaFull,
     });
     this.clearError();
     this.dv.setUint32(pp, 0, true);
@@ -216,6 +222,9 @@ export class Engine extends WasmHeap {
     this.onFull = o.slide ? 'slide' : 'error';
     this.nSeqMax = o.nSeq;
     this.nOutputs = o.nOut;
+    this.windowCache = o.swaFull ? 'full' : 'window';
+    /** rows the sliding-window layers keep (0: one per position, as every other layer) */
+    this.windowRows = this.x.wlm_ctx_window_rows(this.ctx) >>> 0;
   }
 
   /**
@@ -223,11 +232,13 @@ export class Engine extends WasmHeap {
    * `outputs` rows of logits per call; re-plans it (one allocation, the
    * cache starts empty) when it does not. Returns true when it grew.
    */
-  ensureContext({ nSeq = 1, slots = 0, outputs = 1 }) {
+  ensureContext({ nSeq = 1, slots = 0, outputs = 1, batch = 0 }) {
     if (nSeq > MAX_SEQ) throw new EngineError(`${nSeq} sequences asked for, at most ${MAX_SEQ} fit in one context`, 1);
-    if (nSeq <= this.nSeqMax && slots <= this.nCtx && outputs <= this.nOutputs) return false;
-    if (this.onFull === 'slide') throw new EngineError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
-    const o = { ...this.ctxOpts, nCtx: Math.max(this.nCtx, slots), nSeq: Math.max(this.nSeqMax, nSeq), nOut: Math.max(this.nOutputs, outputs, nSeq) };
+    if (nSeq <= this.nSeqMax && slots <= this.nCtx && outputs <= this.nOutputs && batch <= this.nBatch) return false;
+    if (this.onFull === 'slide' && nSeq > 1) throw new EngineError("several sequences need onFull 'error' (the sliding window is a one-sequence policy)", 1);
+    const nCtx = Math.max(this.nCtx, slots);
+    const o = { ...this.ctxOpts, nCtx, nSeq: Math.max(this.nSeqMax, nSeq), nOut: Math.max(this.nOutputs, outputs, nSeq) };
+    if (batch > this.nBatch) o.nBatch = Math.min(batch, nCtx);
     const old = this.ctxOpts;
     try {
       this.createContext(o);
@@ -244,8 +255,8 @@ export class Engine extends WasmHeap {
 
   tokenBlock(n) { return this.block('tok', n * 4, (cap) => Math.max(n * 4, cap * 2)); }
 
-  /** @returns {number[]} token ids */
-  tokenize(text, addBos, parseSpecial = false) {
+  /** @returns {number[]} token ids; `continuation`: the text continues other text (no SentencePiece space prefix) */
+  tokenize(text, addBos, parseSpecial = false, continuation = false) {
     this.requireModel();
     text = String(text ?? '');
     if (addBos == null) addBos = this.hparams.addBos;
@@ -256,7 +267,7 @@ export class Engine extends WasmHeap {
     for (let attempt = 0; attempt < 2; attempt++) {
       this.clearError();
       this.dv.setUint32(nOut, 0, true);
-      const flags = (addBos ? 1 : 0) | (parseSpecial ? 2 : 0); // WLM_TOK_ADD_BOS | WLM_TOK_PARSE_SPECIAL
+      const flags = (addBos ? 1 : 0) | (parseSpecial ? 2 : 0) | (continuation ? 4 : 0); // WLM_TOK_ADD_BOS | _PARSE_SPECIAL | _NO_SPACE_PREFIX
       const tok = this.blocks.tok, cap = tok.cap >>> 2;
       const st = this.x.wlm_tokenize(this.model, textP, written, flags, tok.p, cap, nOut, this.at('err'));
       const n = this.dv.getUint32(nOut, true);
@@ -423,11 +434,53 @@ export class Engine extends WasmHeap {
     return this.f32.subarray(p, p + this.hparams.nVocab);
   }
 
-  /** The sampler parameters of options `o` with allowed-token bitset `allow` (0: every token). */
+  /** Writes the sampling options `o` (from samplingOptions) as the scratch's
+   * wlm_sampler_params, with allowed-token bitset `allow` (0: every token). */
   writeSampler(o, allow = 0) {
     const p = this.at('sampler');
-    writeSamplerParams(this.dv, p, { ...o, allow });
+    const b = this.biasOf(o);
+    writeSamplerParams(this.dv, p, {
+      temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repeatPenalty: o.repeatPenalty,
+      repeatLastN: o.repeatLastN, presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty,
+      typicalP: o.typicalP, nBiases: b.n, biases: b.p, allow,
+    });
     return p;
+  }
+
+  /**
+   * The logit bias of `o` as wlm_logit_bias pairs in wasm memory: {p, n}. A
+   * token id is itself; a text stands for each distinct token of it,
+   * tokenized as written (no BOS, special-token text kept plain, no
+   * SentencePiece space prefix: " word" gives the word after a space). The
+   * pairs are made once per options object and written again only when
+   * another object's took the block.
+   */
+  biasOf(o) {
+    if (!o.logitBias) return { p: 0, n: 0 };
+    if (!o.biasPairs) {
+      const nv = this.hparams.nVocab;
+      const entries = Array.isArray(o.logitBias) ? o.logitBias : Object.entries(o.logitBias).map(([k, b]) => [Number(k), b]);
+      const pairs = [];
+      for (const [key, bias] of entries) {
+        const ids = typeof key === 'string' ? [...new Set(this.tokenize(key, false, false, true))] : [key];
+        for (const t of ids) {
+          if (!Number.isInteger(t) || t < 0 || t >= nv) throw new EngineError(`logitBias: token id ${t} out of range [0, ${nv})`, 1);
+          pairs.push(t, bias);
+        }
+      }
+      o.biasPairs = pairs;
+    }
+    const n = o.biasPairs.length / 2;
+    if (n === 0) return { p: 0, n: 0 };
+    const p = this.block('bias', n * LOGIT_BIAS.size, (cap) => Math.max(n * LOGIT_BIAS.size, cap * 2));
+    if (this.blocks.bias.holds !== o.biasPairs) {
+      for (let i = 0; i < n; i++) {
+        this.dv.setInt32(p + i * LOGIT_BIAS.size + LOGIT_BIAS.token, o.biasPairs[2 * i], true);
+        this.dv.setFloat32(p + i * LOGIT_BIAS.size + LOGIT_BIAS.bias, o.biasPairs[2 * i + 1], true);
+      }
+      this.blocks.bias.holds = o.biasPairs;
+    }
+    return { p, n };
   }
   /** Writes the last `n` tokens of `tokens` as the penalty history; returns how many. */
   writeHistory(tokens, n) {
@@ -469,6 +522,24 @@ export class Engine extends WasmHeap {
     this.check(st, 'accept');
     const dv = this.dv;
     return { token: dv.getInt32(this.at('token'), true), accepted: dv.getInt32(this.at('accepted'), true), logprob: dv.getFloat32(this.at('logprob'), true) };
+  }
+
+  /**
+   * The `n` most likely tokens of logits row `row` under the model's own
+   * distribution (before a grammar's mask, bias, penalties and filters, so a
+   * token the grammar forbids can be among them; wlm_top_logprobs):
+   * [{token, text, logprob}], best first. A token's logprob is the very
+   * value sample() reports when it picks that token.
+   */
+  topLogprobs(row, n) {
+    const ids = this.block('topIds', n * 4), lps = this.block('topLps', n * 4);
+    const k = this.x.wlm_top_logprobs(this.ctx, this.logitsAddress(row), n, ids, lps) >>> 0;
+    const out = [];
+    for (let i = 0; i < k; i++) {
+      const token = this.i32[(ids >>> 2) + i];
+      out.push({ token, text: decodeUtf8(this.tokenBytes(token)), logprob: this.f32[(lps >>> 2) + i] });
+    }
+    return out;
   }
 
   /** The sampling distribution of row `row` after the filters: {ids: Int32Array, probs: Float32Array}, most likely first, at most `cap`. */
@@ -582,7 +653,8 @@ export class Engine extends WasmHeap {
       parts: this.nParts,
       paramCount: table.paramCount,
       hparams: { ...this.hparams },
-      context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull },
+      context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull, windowCache: this.windowCache, windowRows: this.windowRows },
+      embedding: { length: hp.nEmbd, pooling: POOLING_NAMES[this.x.wlm_model_pooling(this.model)], causal: this.causal },
       metadata,
       tensors: table.tensors,
     };
@@ -647,6 +719,19 @@ export class Engine extends WasmHeap {
     return this.vocabFp;
   }
 
+  // ---- embeddings (./embed.js) -------------------------------------------------------
+
+  /** Whether the file asks for EOS after a text (tokenizer.ggml.add_eos_token). */
+  get addEos() { return this.info().metadata['tokenizer.ggml.add_eos_token'] === true; }
+
+  /** Embeds texts in groups (a generator yielding between groups; see ./embed.js). */
+  embedSteps(texts, opts = {}) { return embedTexts(this, texts, opts); }
+  /** Synchronous embed of every text: {vectors, tokens}. */
+  embed(texts, opts = {}) {
+    const it = this.embedSteps(texts, opts);
+    for (;;) { const r = it.next(); if (r.done) return r.value; }
+  }
+
   /** Re-quantizes the loaded model (see ./quantize.js). */
   quantize(type, sink) { return quantizeModel(this, type, sink); }
 
@@ -670,6 +755,7 @@ function contextOptions(opts) {
   const maxSeq = opts.maxSequences == null ? 1 : Number(opts.maxSequences);
   if (!Number.isInteger(maxSeq) || maxSeq < 1 || maxSeq > MAX_SEQ) throw new EngineError(`maxSequences must be an integer in 1..${MAX_SEQ}, got ${opts.maxSequences}`, 1);
   if (maxSeq > 1 && opts.onFull === 'slide') throw new EngineError("maxSequences > 1 needs onFull 'error' (the sliding window is a one-sequence policy)", 1);
+  if (opts.windowCache != null && opts.windowCache !== 'window' && opts.windowCache !== 'full') throw new EngineError(`windowCache must be 'window' or 'full', got ${opts.windowCache}`, 1);
   return {
     nCtx: opts.contextLength == null ? 0 : opts.contextLength >>> 0,
     nBatch: opts.batchSize == null ? 0 : opts.batchSize >>> 0,
@@ -678,5 +764,6 @@ function contextOptions(opts) {
     nKeep: opts.nKeep == null ? 0 : opts.nKeep >>> 0,
     nSeq: maxSeq,
     nOut: maxSeq,
+    swaFull: opts.windowCache === 'full' ? 1 : 0,
   };
 }

@@ -74,8 +74,7 @@ export function streamResult(s, stats) {
   const grammar = s.grammarStats ? { grammar: s.grammarStats } : {};
   return {
     text: s.text,
-    tokens: s.tokens.slice(),
-    logprobs: s.logprobs.slice(),
+    ...s.tokenFields(),
     finishReason: s.finishReason,
     stats: {
       promptTokens: stats.promptTokens,
@@ -92,7 +91,7 @@ export function streamResult(s, stats) {
 
 /**
  * Plain generation: a stepper whose next(shouldStop) returns a chunk
- * {text, token, logprob} per token and finally {done: true, tail, ...result}.
+ * {text, token, logprob[, topLogprobs]} per token and finally {done: true, tail, ...result}.
  * `shouldStop()` is polled between prefill chunks and tokens (abort).
  */
 export function startGeneration(eng, prompt, opts = {}) {
@@ -115,7 +114,7 @@ export function startGeneration(eng, prompt, opts = {}) {
       const allow = s.nextAllow();
       if (allow === null) return end(s.finishReason);   // the grammar ends it
       const { token, logprob } = eng.sample(0, o, s.history, s.st.rng, allow);
-      const chunk = s.push(token, logprob, false);
+      const chunk = s.push(token, logprob, false, s.top(0));
       if (!chunk) return end(s.finishReason);   // end of generation
       if (s.finishReason) { pendingEnd = s.finishReason; return chunk; }
       const st = eng.append([token]);

@@ -60,7 +60,7 @@ export function startBatch(eng, prompt, opts = {}) {
     eng.removeOtherSequences();
     const list = cands.map((c) => ({
       index: c.index, seed: String(seedOf(c.index)),
-      text: c.text, tokens: c.tokens.slice(), logprobs: c.logprobs.slice(), finishReason: c.finishReason,
+      text: c.text, ...c.tokenFields(), finishReason: c.finishReason,
     }));
     for (const c of cands) c.free();
     const total = list.reduce((a, c) => a + c.tokens.length, 0);
@@ -78,7 +78,7 @@ export function startBatch(eng, prompt, opts = {}) {
       const allow = c.nextAllow();
       if (allow === null) { if (c.seq !== 0) eng.removeSequence(c.seq); continue; }   // the grammar ends it
       const { token, logprob } = eng.sample(c.row, o, c.history, c.st.rng, allow);
-      const ev = c.push(token, logprob, c.pos >= limit);
+      const ev = c.push(token, logprob, c.pos >= limit, c.top(c.row));
       if (ev) events.push({ index: c.index, ...ev });
       if (c.finishReason) { if (c.seq !== 0) eng.removeSequence(c.seq); continue; }
       toks.push(token); seqs.push(c.seq); who.push(c);
@@ -313,7 +313,9 @@ export function startSpeculative(eng, prompt, opts = {}, { lookup = false } = {}
     let L = 0;
     const max = Math.min(have.length, committed.length - 1);
     while (L < max && have[L] === committed[L]) L++;
-    if (L < have.length) eng.rewindSequence(0, L, 'rewind');
+    // a rewind the window ring cannot serve (a verification pass longer than
+    // batchSize, whose first chunk's rows the later chunks dropped): evaluate again
+    if (L < have.length && !eng.rewindSequence(0, L)) { eng.clearCache(); L = 0; }
     const batch = committed.slice(L).concat(drafts);
     const want = batch.map((_, i) => i >= batch.length - drafts.length - 1);
     if (!eng.evalBatch(batch, batch.map(() => 0), want, 'verify')) return end('context');
@@ -328,7 +330,7 @@ export function startSpeculative(eng, prompt, opts = {}, { lookup = false } = {}
       if (i < drafts.length) ({ token, accepted, logprob } = eng.specAccept(i, o, s.history, drafts[i], qs && qs[i], s.st.rng, allow));
       else ({ token, logprob } = eng.sample(i, o, s.history, s.st.rng, allow));
       if (accepted) { stats.accepted++; acc++; }
-      const ev = s.push(token, logprob, committed.length >= limit);
+      const ev = s.push(token, logprob, committed.length >= limit, s.top(i));
       if (ev) chunks.push(ev);
       if (s.finishReason) return end(null, chunks);
       committed.push(token);

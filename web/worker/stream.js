@@ -70,8 +70,11 @@ export function samplingOptions(opts = {}) {
     o[k] = v;
   };
   num('temperature', 0); num('topK', 0); num('topP', 0); num('minP', 0); num('repeatPenalty', 0);
-  num('repeatLastN', 0); num('maxTokens', 0);
+  num('repeatLastN', 0); num('maxTokens', 0); num('typicalP', 0);
+  num('presencePenalty', -Infinity); num('frequencyPenalty', -Infinity);
   o.topK = Math.floor(o.topK); o.repeatLastN = Math.floor(o.repeatLastN); o.maxTokens = Math.floor(o.maxTokens);
+  o.logitBias = opts.logitBias || null;   // token ids and texts: the engine turns it into pairs (Engine.biasOf)
+  o.logprobs = Math.max(0, Math.min(20, Math.floor(Number(opts.logprobs) || 0)));
   if (typeof o.seed !== 'bigint') {
     const s = Number(o.seed);
     if (!Number.isInteger(s) || s < 0) throw new EngineError(`option seed must be a non-negative integer, got ${o.seed}`, 1);
@@ -128,6 +131,7 @@ export class Stream {
     this.stops = new StopMatcher(o.stop);
     this.history = promptIds.slice(-Math.max(o.repeatLastN, 1));
     this.tokens = []; this.logprobs = [];
+    this.topLogprobs = o.logprobs > 0 ? [] : null;
     this.finishReason = null;
   }
   /** The allowed-token bitset of the next sample (0: every token), or null
@@ -139,21 +143,32 @@ export class Stream {
     if (this.gs.end) { this.finishReason = this.gs.end; return null; }
     return allow;
   }
-  /** Appends a sampled token. Returns its chunk {text, token, logprob}, or
-   * null for an end-of-generation token (not appended); sets finishReason
-   * when the stream ends (stop string, maxTokens, or posLimitReached). */
-  push(token, logprob, posLimitReached) {
+  /** With options.logprobs, the top alternatives of logits row `row` (call
+   * before that row is overwritten), else null. */
+  top(row) { return this.topLogprobs ? this.eng.topLogprobs(row, this.o.logprobs) : null; }
+  /** Appends a sampled token (with its top alternatives from top()). Returns
+   * its chunk {text, token, logprob[, topLogprobs]}, or null for an
+   * end-of-generation token (not appended); sets finishReason when the
+   * stream ends (stop string, maxTokens, or posLimitReached). */
+  push(token, logprob, posLimitReached, top = null) {
     const { eng, o } = this;
     if (!o.ignoreEos && eng.isEog(token)) { this.finishReason = 'stop'; return null; }
     if (this.gs) this.gs.after(token);
     this.history.push(token);
     if (this.history.length > 4 * Math.max(o.repeatLastN, 16)) this.history.splice(0, this.history.length - Math.max(o.repeatLastN, 1));
     this.tokens.push(token); this.logprobs.push(logprob);
+    if (this.topLogprobs) this.topLogprobs.push(top || []);
     const r = this.stops.push(eng.detokPush(this.st.detok, token));
     if (r.stopped) this.finishReason = 'stop';
     else if (this.tokens.length >= o.maxTokens) this.finishReason = 'length';
     else if (posLimitReached) this.finishReason = 'context';
-    return { text: r.emit, token, logprob };
+    return this.topLogprobs ? { text: r.emit, token, logprob, topLogprobs: top || [] } : { text: r.emit, token, logprob };
+  }
+  /** The result fields of the tokens: tokens, logprobs[, topLogprobs]. */
+  tokenFields() {
+    const f = { tokens: this.tokens.slice(), logprobs: this.logprobs.slice() };
+    if (this.topLogprobs) f.topLogprobs = this.topLogprobs.slice();
+    return f;
   }
   /** Ends the stream (reason unless one is set): flushes held text and returns it. */
   finish(reason) {

@@ -11,6 +11,7 @@
 // even without yielding.
 import { Engine } from './engine.js';
 import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint } from './multi.js';
+import { startTree } from './tree.js';
 import { readModelFile } from './model-file.js';
 import { WasmlmError } from '../errors.js';
 import { templateErrorReply } from '../chat.js';
@@ -127,7 +128,7 @@ const ops = {
     for (;;) {
       const r = g.next(stop);
       if (r.done) return finishGeneration(m, r);
-      if (m.stream) post({ id: m.id, event: 'chunk', text: r.text, token: r.token, logprob: r.logprob });
+      if (m.stream) post({ id: m.id, event: 'chunk', ...r });
       // Yield every token when only messages can deliver an abort; with the
       // shared flag, yield every ~20 ms so other traffic still flows.
       if (abortFlag === null || m.stream || Date.now() - lastYield > 20) {
@@ -199,6 +200,38 @@ const ops = {
     return { ...r, __transfer: r.qs.flatMap((q) => [q.ids.buffer, q.probs.buffer]) };
   },
   draftEnd(m) { const d = drafts.get(m.session); drafts.delete(m.session); if (d) d.close(); return null; },
+  treeStart(m) {
+    const t = startTree(engine, m.prompt, m.options || {});
+    trees.set(m.session, t);
+    return { root: t.root, plan: t.plan, contextGrown: t.stats.contextGrown };
+  },
+  // one call of a tree search: its nodes decode as one batch, a token a
+  // step; a failure or an abort ends the session (its sequences freed)
+  async treeGrow(m) {
+    const t = trees.get(m.session);
+    if (!t) throw new WasmlmError('BAD_STATE', `no tree search session ${m.session} (it ended)`);
+    try {
+      const g = t.grow(m.grow, m.free || [], () => isAborted(m.id));
+      for (;;) {
+        const r = g.step();
+        if (r.aborted) throw Object.assign(new Error('tree search aborted'), { name: 'AbortError' });
+        if (r.done) { const { done, ...rest } = r; return rest; }
+        await yieldNow();
+      }
+    } catch (e) {
+      trees.delete(m.session);
+      t.close();
+      throw e;
+    }
+  },
+  treeEnd(m) {
+    const t = trees.get(m.session);
+    trees.delete(m.session);
+    if (!t) return null;
+    const stats = t.stats;
+    t.close();
+    return { stats };
+  },
   vocab() { return vocabFingerprint(engine); },
   renderChat(m) { return renderChatTemplate(m); },
   tokenize(m) { return engine.tokenize(m.text, m.addBos, m.parseSpecial); },
@@ -209,6 +242,15 @@ const ops = {
   logits(m) {
     const rows = engine.logits(m.ids, { all: !!m.all });
     return { rows, __transfer: rows.map((r) => r.buffer) };
+  },
+  async embed(m) {
+    const it = engine.embedSteps(m.texts, m.options || {});
+    for (;;) {
+      const r = it.next();
+      if (r.done) return { ...r.value, __transfer: r.value.vectors.map((v) => v.buffer) };
+      await yieldNow();
+      if (isAborted(m.id)) throw Object.assign(new Error('embed aborted'), { name: 'AbortError' });
+    }
   },
   async quantize(m) {
     if (m.outPath) {
@@ -242,6 +284,7 @@ for (const name of new Set([...Object.keys(OPS), ...Object.keys(ops)])) {
 
 const sessions = new Map();   // speculative generations (target side) by session id
 const drafts = new Map();     // draft sides
+const trees = new Map();      // tree searches (web/worker/tree.js) by session id
 
 // The final record of a generation: its held-back text as a last chunk, an
 // AbortError (with the partial result) when it was stopped, else the result.
