@@ -629,6 +629,8 @@ export interface TreeSearchResult {
     rebuiltTokens: number;
     peakUsedSlots: number;
     peakSequences: number;
+    /** with a grammar: nodes whose recognizer state was given up (a search keeps at most 160) and rebuilt from their path's tokens */
+    grammarReplays: number;
     plan: TreePlan;
     contextGrown: boolean;
     /** each worker call: nodes grown or stepped, forward passes, decode time, and the cache after it */
