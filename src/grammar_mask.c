@@ -260,7 +260,7 @@ static uint32_t intern(wlm_grammar *g, const uint32_t *s, uint32_t n, const uint
     wlm_memset(C, 0, sizeof *C);
     C->hash = h; C->off = g->n_stk; C->n = n; C->next = g->cfg_head[k];
     C->n_pend = (uint8_t)np; C->ended = (uint8_t)ended;
-    for (uint32_t j = 0; j < np; j++) C->pend[j] = pend[j];
+    for (uint32_t j = 0; j < np && j < sizeof C->pend; j++) C->pend[j] = pend[j];   /* np <= 3: a code point's first bytes */
     for (uint32_t j = 0; j < n; j++) g->stk[g->n_stk++] = s[j];
     g->cfg_head[k] = id;
     g->cfg_dense[id] = 0;
