@@ -341,6 +341,8 @@ function gemmaVocabulary(n) {
  *   Qwen3 chat template); 'smollm3' (llama-like, RoPE base 5000000, Llama 3 BPE vocab; llama.cpp
  *   leaves layers 3, 7, 11, ... unrotated); 'granite' (llama-like with granite.embedding_scale,
  *   residual_scale, attention.scale, logit_scale from opts.graniteScales or GRANITE_SCALES)
+ * @param {string[]} [opts.addedTokens] byte-level BPE archs: user-defined tokens appended to the
+ *   vocabulary (as Qwen2.5's <tool_call> and </tool_call>: matched in text, printed)
  * @param {number} [opts.ropeBase] RoPE base (default by arch)
  * @param {number} [opts.outStd] std of output.weight (default 0.02; larger values spread the logits)
  * @param {number} [opts.qkStd] std of the Q and K weights (default 0.02; larger values make attention
@@ -435,6 +437,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     const v = bpeVocabulary(Math.max(s.vocab, 300), specials);
     // Qwen3's think markers are user-defined tokens (matched in text, printed)
     if (arch === 'qwen3') for (const t of ['<think>', '</think>']) v.types[v.tokens.indexOf(t)] = 4;
+    for (const t of opts.addedTokens || []) { v.tokens.push(t); v.types.push(4); }
     vocabSize = v.tokens.length;
     const id = (t) => v.tokens.indexOf(t);
     kv.push(
