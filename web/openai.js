@@ -89,7 +89,7 @@ function randomSeed() {
  * OpenAI's defaults (temperature 1, top_p 1, no other filter), the penalty
  * window of max_tokens tokens, a random seed when none is given.
  */
-function samplingOf(b, method, nCtx) {
+export function samplingOf(b, method, nCtx, nVocab = Infinity) {
   const o = { topK: 0, minP: 0, typicalP: 1, repeatPenalty: 1, temperature: 1, topP: 1 };
   const set = (name, field) => { if (given(b[field])) o[name] = checkValue(name, b[field], method, field); };
   if (given(b.max_tokens) && given(b.max_completion_tokens) && b.max_tokens !== b.max_completion_tokens) {
@@ -113,7 +113,10 @@ function samplingOf(b, method, nCtx) {
   if (given(b.logit_bias)) {
     const lb = checkValue('logitBias', b.logit_bias, method, 'logit_bias');
     if (!isObj(lb)) throw badOption('logit_bias', lb, 'must be an object {tokenId: bias}');
-    for (const [k, v] of Object.entries(lb)) if (!(v >= -100 && v <= 100)) throw badOption(`logit_bias.${k}`, v, 'must be a number in [-100, 100]');
+    for (const [k, v] of Object.entries(lb)) {
+      if (!(v >= -100 && v <= 100)) throw badOption(`logit_bias.${k}`, v, 'must be a number in [-100, 100]');
+      if (Number(k) >= nVocab) throw badOption('logit_bias', lb, `token id ${k} out of range: ids are integers in [0, ${nVocab})`);
+    }
     o.logitBias = lb;
   }
   return o;
@@ -430,7 +433,7 @@ async function prepareChat(model, body) {
   const { stream, includeUsage } = checkStream(body);
   if (given(body.signal) && body.signal.aborted) throw abortError(body.signal);
   const info = model.info;
-  const o = samplingOf(body, 'chat', info.context.nCtx);
+  const o = samplingOf(body, 'chat', info.context.nCtx, info.hparams.nVocab);
   const n = given(body.n) ? checkValue('n', body.n, 'bestOfN', 'n') : 1;
   if (given(body.logprobs) && typeof body.logprobs !== 'boolean') throw badOption('logprobs', body.logprobs, 'must be true or false');
   const top = given(body.top_logprobs) ? intIn('top_logprobs', body.top_logprobs, 0, 20) : 0;
@@ -535,7 +538,7 @@ async function prepareCompletion(model, body) {
   const info = model.info;
   if (!given(body.prompt)) throw badOption('prompt', body.prompt, 'is required');
   const prompts = promptsOf(body.prompt, info.hparams.nVocab);
-  const o = samplingOf(body, 'complete', info.context.nCtx);
+  const o = samplingOf(body, 'complete', info.context.nCtx, info.hparams.nVocab);
   const n = given(body.n) ? checkValue('n', body.n, 'bestOfN', 'n') : 1;
   let bestOf = n;
   if (given(body.best_of)) {
