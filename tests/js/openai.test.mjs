@@ -244,6 +244,20 @@ test('sampling: OpenAI defaults, max_tokens to the context, the penalty window, 
   assert.ok(COMPLETION_FIELDS.includes('best_of'));
 });
 
+/** The keys an interface of index.d.ts declares at its top level, with those of the interfaces it extends. */
+function dtsKeys(dts, name) {
+  const m = new RegExp(`export interface ${name}(?: extends (\\w+))? \\{\\n([\\s\\S]*?)\\n\\}`).exec(dts);
+  assert.ok(m, `interface ${name} in index.d.ts`);
+  const keys = [...m[2].matchAll(/^ {2}(\w+)\??:/gm)].map((x) => x[1]);
+  return m[1] ? [...dtsKeys(dts, m[1]), ...keys] : keys;
+}
+
+test('index.d.ts declares exactly the fields each create() takes', () => {
+  const dts = fs.readFileSync(new URL('../../index.d.ts', import.meta.url), 'utf8');
+  assert.deepEqual(dtsKeys(dts, 'ChatCompletionCreateParams').sort(), [...CHAT_FIELDS].sort());
+  assert.deepEqual(dtsKeys(dts, 'CompletionCreateParams').sort(), [...COMPLETION_FIELDS].sort());
+});
+
 // ---- chat.completions.create --------------------------------------------------------
 
 test('a ChatCompletion: id, object, created, model, choices, usage', async () => {
