@@ -351,10 +351,11 @@ class Job {
       let o = this.o;
       if (forced) o = { ...o, grammar: toolCallGrammar(t.format, t.forced, { parallel: t.parallel }), stop: undefined };
       else if (auto && t.format.marker.length === 1 && t.format.name === 'llama3') o = { ...o, grammar: leadingMarkerGrammar(t.format) };
-      else if (auto) o = { ...o, stop: [...stopList(o.stop), t.format.marker] };
-      else if (this.grammar) o = { ...o, grammar: this.grammar };
+      else if (auto) {
+        o = { ...o, stop: [...stopList(o.stop), t.format.marker] };
+        if (o.stop.length > 64) throw badOption('stop', this.o.stop, 'at most 63 stop strings with tools (the tool-call marker takes one)');
+      } else if (this.grammar) o = { ...o, grammar: this.grammar };
       if (o.stop === undefined) delete o.stop;
-      if (o.stop && o.stop.length > 64) throw badOption('stop', this.o.stop, 'at most 63 stop strings with tools (the tool-call marker takes one)');
       for (const c of who) yield { index: c.index, delta: forced ? { role: 'assistant', content: null } : { role: 'assistant', content: '' }, logprobs: null };
       const first = yield* this.pass(prompt, o, who, forced ? 'calls' : 'content');
       this.promptTokens += first.promptTokens;

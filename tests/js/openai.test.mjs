@@ -279,6 +279,9 @@ test('a ChatCompletion: id, object, created, model, choices, usage', async () =>
   const stopped = await M.qwen.chat.completions.create({ messages: USER, ...GREEDY, stop: ['!'] });
   assert.equal(stopped.choices[0].message.content, 'Hi');
   assert.equal(stopped.choices[0].finish_reason, 'stop');
+  // a stop string longer than 64 characters is one string (not 64 stop strings)
+  const long = await M.qwen.chat.completions.create({ messages: USER, ...GREEDY, stop: 'x'.repeat(70) });
+  assert.equal(long.choices[0].message.content, 'Hi!');
 });
 
 test('stream: true gives chunks whose deltas reassemble to the whole response; include_usage adds the usage last', async () => {
@@ -357,6 +360,7 @@ test('unknown and unsupported fields, bad values: BAD_OPTION naming the field', 
   await bad({ messages: USER, tools: TOOLS, response_format: { type: 'json_object' } }, 'response_format', /tool_choice 'auto'/);
   await bad({ messages: USER, logit_bias: { 99999: 1 } }, 'logit_bias', /out of range/);
   await bad({ messages: [] }, 'messages');
+  await bad({ messages: USER, tools: TOOLS, stop: Array.from({ length: 64 }, (_, i) => `s${i}`) }, 'stop', /marker takes one/);
   const gone = await loadModel(path.join(DIR, 'qwen.gguf'));
   await gone.dispose();
   await assert.rejects(gone.chat.completions.create({ messages: USER }), { code: 'DISPOSED' });
