@@ -14,7 +14,7 @@ const KIND_TEXT = {
   int: 'integer', number: 'number', boolean: 'boolean', string: 'string', function: 'function', signal: 'AbortSignal',
   object: 'plain object', logitBias: '{tokenId: bias} \\| [id or text, bias][]', seed: 'integer or bigint', stop: 'string or string[]', sha256: '64 hex digits',
   scorer: "'mean-logprob' \\| 'total-logprob' \\| function", draft: "Model \\| 'lookup'", feedback: 'boolean \\| function',
-  wasm: 'Module \\| bytes \\| path \\| URL', hubToken: 'string (a secret)', escalate: "('best-of-n' \\| 'tree')[]",
+  wasm: 'Module \\| bytes \\| path \\| URL', hubToken: 'string (a secret)', grammar: 'string (GBNF)', escalate: "('best-of-n' \\| 'tree')[]",
 };
 
 function kindOf(s) {

@@ -18,7 +18,6 @@ import { checkOptions, checkValue, checkForModel, workerOptions, closestKey, che
 import { CHANNEL } from './protocol.js';
 import { abortError, streamRequest } from './abort.js';
 import { chatGenerateOptions } from './chat.js';
-import { jsonSchemaToGbnf, jsonGrammar } from './grammar/json-schema.js';
 import {
   normalizeTools, templateTools, templateMessages, toolFormatOf, toolCallGrammar, leadingMarkerGrammar,
   ToolCallParser, toolCallsOf, onlyKeys,
@@ -139,12 +138,17 @@ function checkStream(b) {
   return { stream, includeUsage };
 }
 
-/** response_format as a grammar (null for text). */
+/**
+ * response_format as the package's structured-output options, turned into
+ * their grammar here (so that a schema the converter refuses fails the
+ * request at once, naming the field): json_object is `json: 'object'`,
+ * json_schema is `jsonSchema` (docs/json-schema.md). null for text.
+ */
 function formatGrammar(rf) {
   if (!given(rf)) return null;
   if (!isObj(rf)) throw badOption('response_format', rf, "must be an object {type: 'text' | 'json_object' | 'json_schema'}");
   if (rf.type === 'text') { onlyKeys(rf, ['type'], 'response_format'); return null; }
-  if (rf.type === 'json_object') { onlyKeys(rf, ['type'], 'response_format'); return jsonGrammar({ object: true }); }
+  if (rf.type === 'json_object') { onlyKeys(rf, ['type'], 'response_format'); return checkOptions('generate', { json: 'object' }).grammar; }
   if (rf.type !== 'json_schema') throw badOption('response_format.type', rf.type, "must be 'text', 'json_object' or 'json_schema'");
   onlyKeys(rf, ['type', 'json_schema'], 'response_format');
   const js = rf.json_schema;
@@ -153,13 +157,11 @@ function formatGrammar(rf) {
   if (typeof js.name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(js.name)) throw badOption('response_format.json_schema.name', js.name, 'letters, digits, _ and -, 1 to 64 of them');
   if (given(js.strict) && typeof js.strict !== 'boolean') throw badOption('response_format.json_schema.strict', js.strict, 'must be true or false');
   if (given(js.description) && typeof js.description !== 'string') throw badOption('response_format.json_schema.description', js.description, 'must be a string');
-  const schema = given(js.schema) ? js.schema : true;
+  const field = 'response_format.json_schema.schema';
   try {
-    return jsonSchemaToGbnf(schema);
+    return checkOptions('generate', { jsonSchema: given(js.schema) ? checkValue('jsonSchema', js.schema, 'generate', field) : true }).grammar;
   } catch (e) {
-    if (e instanceof WasmlmError && e.code === 'BAD_SCHEMA') {
-      throw new WasmlmError('BAD_OPTION', `response_format.json_schema.schema: ${e.message}`, { option: 'response_format.json_schema.schema', cause: e });
-    }
+    if (e instanceof WasmlmError && e.code === 'BAD_SCHEMA') throw new WasmlmError('BAD_OPTION', `${field}: ${e.message}`, { option: field, cause: e });
     throw e;
   }
 }

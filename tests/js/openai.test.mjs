@@ -28,7 +28,7 @@ const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const AJV = new Ajv2020({ strict: false });
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-openai-'));
-const SHAPE = { dim: 64, layers: 2, heads: 4, kvHeads: 2, ffn: 96, ctx: 512, vocab: 320 };
+const SHAPE = { dim: 64, layers: 2, heads: 4, kvHeads: 2, ffn: 96, ctx: 2048, vocab: 320 };
 const TOOL_TOKENS = ['<tool_call>', '</tool_call>'];
 const FILES = {
   qwen: [11, { arch: 'qwen2', chatTemplate: QWEN2_5, addedTokens: TOOL_TOKENS, script: [['Ċ', 'Hi'], ['Hi', '!'], ['!', '<|im_end|>']] }],

@@ -17,7 +17,9 @@ test('npm pack: wasm, glue, types and registry ship; no models, tests or demo', 
     assert.ok(p.files.includes(f), `${f} is in the tarball`);
   }
   assert.deepEqual(p.files.filter((f) => /\.gguf$|^tests\/|^src\/|^web\/demo\//.test(f)), []);
-  assert.ok(p.size < 1_000_000, `tarball is ${p.size} bytes`);
+  // a budget, not a measurement: 1 MB until the grammar engine (in each of the four
+  // engine builds) and the JSON Schema converter joined embeddings and the sampling controls
+  assert.ok(p.size < 1_150_000, `tarball is ${p.size} bytes`);
   console.log(`tarball ${path.basename(p.tarball)}: ${p.size} bytes packed, ${p.unpackedSize} unpacked, ${p.files.length} files`);
 });
 
