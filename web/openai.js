@@ -191,7 +191,7 @@ function toolPlan(b, template) {
   const format = toolFormatOf(template);
   if (!format) {
     throw new WasmlmError('BAD_OPTION', "option tools: this model's chat template shows no tool-call format wasmlm knows (Hermes/Qwen <tool_call> or " +
-      "Llama 3.1 JSON with \"parameters\"); give options.template... or tool_choice 'none'", { option: 'tools' });
+      "Llama 3.1 JSON with \"parameters\"), so its calls could be neither constrained nor parsed; with tool_choice 'none' the model answers in text", { option: 'tools' });
   }
   return { list, mode, forced, format, parallel: b.parallel_tool_calls !== false };
 }
@@ -270,7 +270,7 @@ class Choice {
     this.tokens = 0;
     this.lp = [];     // the log-probability of each generated token (best_of ranks by their mean)
     this.finish = null;
-    this.held = '';   // llama3 'auto': a reply that begins with the marker is held back
+    this.held = '';   // 'auto' with a leading marker (llama3): a reply that begins with the marker is held back
   }
 }
 
@@ -314,7 +314,7 @@ class Job {
       if (parts.size) delta.tool_calls = [...parts.values()];
       return delta;
     }
-    if (this.tools && this.tools.mode === 'auto' && this.tools.format.name === 'llama3' && c.content === '' && c.held === '' && text.startsWith(this.tools.format.marker)) {
+    if (this.tools && this.tools.mode === 'auto' && this.tools.format.leading && c.content === '' && c.held === '' && text.startsWith(this.tools.format.marker)) {
       c.held = text;   // the grammar lets a reply that starts with the marker be the marker alone
       return delta;
     }
@@ -352,7 +352,7 @@ class Job {
       this.choices.push(...who);
       let o = this.o;
       if (forced) o = { ...o, grammar: toolCallGrammar(t.format, t.forced, { parallel: t.parallel }), stop: undefined };
-      else if (auto && t.format.marker.length === 1 && t.format.name === 'llama3') o = { ...o, grammar: leadingMarkerGrammar(t.format) };
+      else if (auto && t.format.leading) o = { ...o, grammar: leadingMarkerGrammar(t.format) };
       else if (auto) {
         o = { ...o, stop: [...stopList(o.stop), t.format.marker] };
         if (o.stop.length > 64) throw badOption('stop', this.o.stop, 'at most 63 stop strings with tools (the tool-call marker takes one)');
@@ -380,7 +380,7 @@ class Job {
   async opened(c, r) {
     const f = this.tools.format;
     if (r.finishReason !== 'stop' || r.tokens.length === 0) return false;
-    if (f.name === 'llama3') return c.held === f.marker;
+    if (f.leading) return c.held === f.marker;
     // the marker was a stop string: the generated tokens hold it (the reply's text cannot: the stop
     // would have ended it there), and no other stop string comes first
     const full = await this.model.detokenize(r.tokens);

@@ -16,14 +16,18 @@ import { WasmlmError, badOption, describe } from './errors.js';
 import { jsonSchemaToGbnf } from './grammar/json-schema.js';
 import { lit, print } from './grammar/gbnf.js';
 
-/** The tool-call formats wasmlm knows. `marker`: the text that opens a call in free output. */
+/**
+ * The tool-call formats wasmlm knows. A call is open + name + mid + arguments
+ * + close (several joined by sep when parallel); `marker` opens a call in
+ * free output, anywhere, or with `leading` only as the reply's first text.
+ */
 export const TOOL_FORMATS = Object.freeze({
   hermes: Object.freeze({
-    name: 'hermes', marker: '<tool_call>', open: '<tool_call>\n{"name": "', mid: '", "arguments": ', close: '}\n</tool_call>',
+    name: 'hermes', marker: '<tool_call>', leading: false, open: '<tool_call>\n{"name": "', mid: '", "arguments": ', close: '}\n</tool_call>',
     sep: '\n', parallel: true,
   }),
   llama3: Object.freeze({
-    name: 'llama3', marker: '{', open: '{"name": "', mid: '", "parameters": ', close: '}', sep: null, parallel: false,
+    name: 'llama3', marker: '{', leading: true, open: '{"name": "', mid: '", "parameters": ', close: '}', sep: null, parallel: false,
   }),
 });
 
