@@ -315,6 +315,17 @@ test('n > 1: one batch; choice i is what n = 1 gives with seed + i; streamed cho
   assertSame(r, await reassembleChat(await M.qwenRandom.chat.completions.create({ ...req, n: 3, stream: true })));
 });
 
+test('logit_bias and the penalties reach the sampler', async () => {
+  const [hi] = await M.qwen.tokenize('Hi');
+  const banned = await M.qwen.chat.completions.create({ messages: USER, ...GREEDY, max_tokens: 3, logit_bias: { [hi]: -100 } });
+  assert.ok(!banned.choices[0].message.content.startsWith('Hi'), banned.choices[0].message.content);
+  const req = { messages: USER, ...GREEDY, max_tokens: 20 };
+  const base = (await M.qwenRandom.chat.completions.create(req)).choices[0].message.content;
+  for (const pen of [{ presence_penalty: 2 }, { frequency_penalty: 2 }]) {
+    assert.notEqual((await M.qwenRandom.chat.completions.create({ ...req, ...pen })).choices[0].message.content, base, JSON.stringify(pen));
+  }
+});
+
 test('logprobs: per token {token, logprob, bytes, top_logprobs}; the sampled token among the top at greedy', async () => {
   const r = await M.qwenRandom.chat.completions.create({ messages: USER, ...GREEDY, max_tokens: 6, logprobs: true, top_logprobs: 4 });
   const content = r.choices[0].logprobs.content;
@@ -454,6 +465,16 @@ test('hermes, tool_choice auto: the model opens <tool_call> itself and the call 
   assert.equal(c.message.content, null);
   assertValidCalls(c.message, 'hermes');
   assertSame(r, await reassembleChat(await M.qwenAuto.chat.completions.create({ ...req, stream: true })));
+  // n > 1: the free replies decode as one batch, each opened call is finished on its own (at temperature 1
+  // this seed's first choice does not open one); every token has its logprob
+  const many = { messages: USER, tools: TOOLS, parallel_tool_calls: false, temperature: 1, seed: 21, n: 3, max_tokens: 200, logprobs: true };
+  const rn = await M.qwenAuto.chat.completions.create(many);
+  assert.deepEqual(rn.choices.map((ch) => ch.finish_reason), ['length', 'tool_calls', 'tool_calls']);
+  assert.equal(rn.choices[0].message.tool_calls, undefined);
+  assert.equal(typeof rn.choices[0].message.content, 'string');
+  for (const ch of rn.choices.slice(1)) { assertValidCalls(ch.message, 'hermes'); assert.equal(ch.message.tool_calls.length, 1); }
+  assert.equal(rn.choices.reduce((a, ch) => a + ch.logprobs.content.length, 0), rn.usage.completion_tokens);
+  assertSame(rn, await reassembleChat(await M.qwenAuto.chat.completions.create({ ...many, stream: true })));
   const plain = await M.qwen.chat.completions.create(req);
   assert.deepEqual(plain.choices[0].message, { role: 'assistant', content: 'Hi!', refusal: null });
   assert.equal(plain.choices[0].finish_reason, 'stop');
