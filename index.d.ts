@@ -414,6 +414,160 @@ export interface ChatMessage {
   [key: string]: unknown;
 }
 
+// ---- the OpenAI-style API (web/openai.js, docs/openai.md) ---------------------------------
+
+/** A JSON Schema object (JSON Schema 2020-12; the subset of docs/json-schema.md becomes a grammar). */
+export type JsonSchema = Record<string, unknown>;
+
+export interface OpenAIContentPart { type: 'text'; text: string }
+export interface ChatCompletionMessageToolCall {
+  id: string;
+  type: 'function';
+  /** arguments: a JSON text (as returned; an object is taken too) */
+  function: { name: string; arguments: string };
+}
+export type ChatCompletionMessageParam =
+  | { role: 'system' | 'developer' | 'user'; content: string | OpenAIContentPart[]; name?: string }
+  | { role: 'assistant'; content?: string | OpenAIContentPart[] | null; name?: string; refusal?: string | null;
+    tool_calls?: Array<ChatCompletionMessageToolCall | { id?: string; type: 'function'; function: { name: string; arguments: string | Record<string, unknown> } }> }
+  | { role: 'tool'; content: string | OpenAIContentPart[]; tool_call_id: string };
+
+export interface ChatCompletionTool {
+  type: 'function';
+  /** parameters: a JSON Schema with type 'object' (default: no parameters); strict is accepted (the schema is always enforced) */
+  function: { name: string; description?: string; parameters?: JsonSchema; strict?: boolean | null };
+}
+export type ChatCompletionToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; schema?: JsonSchema; description?: string; strict?: boolean | null } };
+
+/** Fields both create() methods take; null counts as absent. See docs/openai.md for the mapping to wasmlm's options. */
+export interface OpenAICommonParams {
+  /** echoed in the response's `model` (default: the file's general.name) */
+  model?: string;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null } | null;
+  /** choices, decoded as one batch (best-of-N's path); 1..64 */
+  n?: number | null;
+  /** default: up to the context */
+  max_tokens?: number | null;
+  /** 0..2, default 1 */
+  temperature?: number | null;
+  /** default 1 */
+  top_p?: number | null;
+  stop?: string | string[] | null;
+  /** default: a random seed per request */
+  seed?: number | null;
+  /** {tokenId: bias in [-100, 100]} */
+  logit_bias?: Record<string, number> | null;
+  /** -2..2, over every generated token (the window is max_tokens tokens: docs/openai.md) */
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  /** wasmlm's: aborts the request (a stream's iteration rejects with an AbortError) */
+  signal?: AbortSignal | null;
+}
+
+export interface ChatCompletionCreateParams extends OpenAICommonParams {
+  messages: ChatCompletionMessageParam[];
+  max_completion_tokens?: number | null;
+  logprobs?: boolean | null;
+  /** 0..20, with logprobs: true */
+  top_logprobs?: number | null;
+  response_format?: ResponseFormat | null;
+  tools?: ChatCompletionTool[] | null;
+  tool_choice?: ChatCompletionToolChoice | null;
+  /** default true (Hermes/Qwen format); Llama 3.1's format has one call */
+  parallel_tool_calls?: boolean | null;
+}
+
+export interface CompletionCreateParams extends OpenAICommonParams {
+  /** a string, token ids, or several of either (their choices follow one another) */
+  prompt: string | number[] | string[] | number[][];
+  /** decode best_of, return the n with the highest mean log-probability per token (not with stream) */
+  best_of?: number | null;
+  /** 0..20: the most likely alternatives per token, in the legacy shape */
+  logprobs?: number | null;
+  /** the prompt's text before each choice's text (not with logprobs) */
+  echo?: boolean | null;
+}
+
+export interface TopLogprob { token: string; logprob: number; bytes: number[] }
+export interface ChatCompletionTokenLogprob extends TopLogprob { top_logprobs: TopLogprob[] }
+export interface CompletionUsage { prompt_tokens: number; completion_tokens: number; total_tokens: number }
+/** 'length' also covers a full context and a grammar's dead end (docs/openai.md) */
+export type OpenAIFinishReason = 'stop' | 'length' | 'tool_calls';
+
+export interface ChatCompletionMessage {
+  role: 'assistant';
+  /** null when the reply is tool calls only */
+  content: string | null;
+  refusal: null;
+  /** present when the model called tools */
+  tool_calls?: ChatCompletionMessageToolCall[];
+}
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    message: ChatCompletionMessage;
+    logprobs: { content: ChatCompletionTokenLogprob[]; refusal: null } | null;
+    finish_reason: OpenAIFinishReason;
+  }>;
+  usage: CompletionUsage;
+}
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: Array<{
+    index: number;
+    delta: {
+      role?: 'assistant';
+      content?: string | null;
+      tool_calls?: Array<{ index: number; id?: string; type?: 'function'; function?: { name?: string; arguments?: string } }>;
+    };
+    logprobs: { content: ChatCompletionTokenLogprob[]; refusal: null } | null;
+    finish_reason: OpenAIFinishReason | null;
+  }>;
+  /** with stream_options.include_usage: null, and on the last chunk (choices []) the usage */
+  usage?: CompletionUsage | null;
+}
+export interface CompletionLogprobs { tokens: string[]; token_logprobs: number[]; top_logprobs: Array<Record<string, number>>; text_offset: number[] }
+export interface Completion {
+  id: string;
+  object: 'text_completion';
+  created: number;
+  model: string;
+  choices: Array<{ index: number; text: string; logprobs: CompletionLogprobs | null; finish_reason: OpenAIFinishReason }>;
+  /** absent on stream chunks unless stream_options.include_usage (then null, and set on the last chunk) */
+  usage?: CompletionUsage | null;
+}
+
+export interface ChatCompletions {
+  /** Unknown fields, and OpenAI fields wasmlm does not support, reject with BAD_OPTION naming the field (and why). */
+  create(request: ChatCompletionCreateParams & { stream: true }): Promise<AsyncIterable<ChatCompletionChunk>>;
+  create(request: ChatCompletionCreateParams & { stream?: false | null }): Promise<ChatCompletion>;
+  create(request: ChatCompletionCreateParams): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+}
+export interface Completions {
+  create(request: CompletionCreateParams & { stream: true }): Promise<AsyncIterable<Completion>>;
+  create(request: CompletionCreateParams & { stream?: false | null }): Promise<Completion>;
+  create(request: CompletionCreateParams): Promise<Completion | AsyncIterable<Completion>>;
+}
+/** model.chat: the chat method, with the OpenAI-style chat.completions on it. */
+export interface ChatMethod {
+  /** Streams the assistant's reply: the rendered prompt's special tokens are parsed to ids,
+   * BOS is not doubled, and generation stops on the model's end-of-generation tokens. */
+  (messages: ChatMessage[], options?: ChatOptions): Generation;
+  readonly completions: ChatCompletions;
+}
+
 export interface ChatTemplateOptions {
   /** A Jinja chat template used instead of the model's tokenizer.chat_template. */
   template?: string;
@@ -819,9 +973,12 @@ export declare class Model extends Tokenizer {
   /** Streams a completion of `prompt` (a string, or token ids). */
   generate(prompt: string | number[], options?: PlainGenerateOptions): Generation;
   complete(prompt: string | number[], options?: CompleteOptions): Promise<CompletionResult>;
-  /** Streams the assistant's reply: the rendered prompt's special tokens are parsed to ids,
-   * BOS is not doubled, and generation stops on the model's end-of-generation tokens. */
-  chat(messages: ChatMessage[], options?: ChatOptions): Generation;
+  /** Streams the assistant's reply: the rendered prompt's special tokens are parsed to ids, BOS is not doubled,
+   * and generation stops on the model's end-of-generation tokens (a method); `chat.completions.create` is the
+   * OpenAI-style API (docs/openai.md). */
+  readonly chat: ChatMethod;
+  /** The OpenAI-style completions of raw prompts (docs/openai.md). */
+  readonly completions: Completions;
   /** The whole assistant reply (onToken streams). */
   chatComplete(messages: ChatMessage[], options?: ChatCompleteOptions): Promise<CompletionResult>;
   /** Raw logits from an empty context: the last token's, or with {all: true} one row per token. */

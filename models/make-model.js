@@ -361,6 +361,8 @@ function gemmaVocabulary(n) {
  *   residual_scale, attention.scale, logit_scale from opts.graniteScales or GRANITE_SCALES)
  * @param {boolean} [opts.bpeFill] byte-level BPE archs: fill the vocabulary to the shape's size
  *   (bpeVocabulary's fill; without it the synthetic BPE vocabulary stays near 1000 tokens)
+ * @param {string[]} [opts.addedTokens] byte-level BPE archs: user-defined tokens appended to the
+ *   vocabulary (as Qwen2.5's <tool_call> and </tool_call>: matched in text, printed)
  * @param {number} [opts.ropeBase] RoPE base (default by arch)
  * @param {number} [opts.outStd] std of output.weight (default 0.02; larger values spread the logits)
  * @param {number} [opts.qkStd] std of the Q and K weights (default 0.02; larger values make attention
@@ -455,6 +457,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     const v = bpeVocabulary(Math.max(s.vocab, 300), specials, !!opts.bpeFill);
     // Qwen3's think markers are user-defined tokens (matched in text, printed)
     if (arch === 'qwen3') for (const t of ['<think>', '</think>']) v.types[v.tokens.indexOf(t)] = 4;
+    for (const t of opts.addedTokens || []) { v.tokens.push(t); v.types.push(4); }
     vocabSize = v.tokens.length;
     const id = (t) => v.tokens.indexOf(t);
     kv.push(

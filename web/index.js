@@ -12,6 +12,7 @@ import { renderRequest, renderResult, chatGenerateOptions, chatTemplateFor } fro
 import * as scaling from './scaling.js';
 import { treeSearch } from './tree.js';
 import { deliberate } from './deliberate.js';
+import { openaiApi } from './openai.js';
 import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
 import { isHubId, resolveHubId, hubFileError, parseHubId, hubAuth } from './hub.js';
@@ -999,6 +1000,12 @@ export class Model extends Tokenizer {
     /** Whether the model runs in a memory64 (wasm64) build (files over the 4 GiB of wasm32). */
     this.memory64 = client.memory64;
     this[MODEL_BRAND] = true;
+    // the OpenAI-style API (web/openai.js): model.chat.completions.create, model.completions.create;
+    // `chat` stays the method below, called through the prototype, with `completions` on it
+    const api = openaiApi(this);
+    const chat = (messages, opts) => Model.prototype.chat.call(this, messages, opts);
+    this.chat = Object.assign(chat, api.chat);
+    this.completions = api.completions;
   }
 
   /** The worker channel of this model, for the strategies of web/scaling.js (web/protocol.js). */

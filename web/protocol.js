@@ -69,6 +69,7 @@ export const OPS = Object.freeze({
   treeGrow: op({ session: 'int', grow: 'growth', free: 'ids?' }, '{nodes, usedSlots, liveSequences, stats}: the grown or stepped nodes'),
   treeEnd: op({ session: 'int' }, '{stats} or null (the session had ended)'),
   vocab: op({}, '{nVocab, hash}'),
+  vocabBytes: op({}, '{bytes: Uint8Array, offsets: Uint32Array}: token i is bytes[offsets[i] .. offsets[i + 1]) (logprobs of web/openai.js)'),
   renderChat: op({ template: 'string', messages: 'messages', options: 'object?' }, '{prompt} or {error}'),
   tokenize: op({ text: 'string', addBos: 'boolean?', parseSpecial: 'boolean?' }, 'token ids'),
   detokenize: op({ ids: 'ids' }, 'string'),

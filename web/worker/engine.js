@@ -396,6 +396,22 @@ export class Engine extends WasmHeap {
     return this.u8.slice(this.detokOut, this.detokOut + Math.min(n, DETOK_CAP));
   }
 
+  /** The bytes of every token, packed: token i is bytes[offsets[i] .. offsets[i + 1]). */
+  vocabBytes() {
+    this.requireModel();
+    const nv = this.hparams.nVocab;
+    const offsets = new Uint32Array(nv + 1);
+    let bytes = new Uint8Array(Math.max(1024, nv * 8)), len = 0;
+    for (let i = 0; i < nv; i++) {
+      const n = Math.min(this.x.wlm_token_bytes(this.model, i, this.detokOut, DETOK_CAP) >>> 0, DETOK_CAP);
+      if (len + n > bytes.length) { const b = new Uint8Array(Math.max(bytes.length * 2, len + n)); b.set(bytes.subarray(0, len)); bytes = b; }
+      bytes.set(this.u8.subarray(this.detokOut, this.detokOut + n), len);
+      len += n;
+      offsets[i + 1] = len;
+    }
+    return { bytes: bytes.slice(0, len), offsets };
+  }
+
   // ---- sequences in the cache ------------------------------------------------------
 
   /** The tokens whose keys/values sequence `seq` holds (the engine keeps this list). */

@@ -235,6 +235,10 @@ const ops = {
     return { stats };
   },
   vocab() { return vocabFingerprint(engine); },
+  vocabBytes() {
+    const r = engine.vocabBytes();
+    return { ...r, __transfer: [r.bytes.buffer, r.offsets.buffer] };
+  },
   renderChat(m) { return renderChatTemplate(m); },
   tokenize(m) { return engine.tokenize(m.text, m.addBos, m.parseSpecial); },
   detokenize(m) { return engine.detokenize(m.ids); },
