@@ -5,6 +5,7 @@
 import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING, isHubId, parseHubId } from '../index.js';
 import { parseSplitName, sortSplitFiles } from '../split.js';
 import { setupTreePanel } from './tree-panel.js';
+import { setupChatPanel } from './chat-panel.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -31,7 +32,7 @@ const state = {
   model: null,          // the loaded Model
   modelLabel: '',
   draft: null,          // {model, of} quantized draft copy for speculative decoding
-  busy: null,           // 'load' | 'generate' | 'bestofn' | 'tree' | 'spend' | null
+  busy: null,           // 'load' | 'generate' | 'chat' | 'bestofn' | 'tree' | 'spend' | 'embed' | null
   abort: null,          // AbortController of the running job
   promptText: '',       // text of the last generation: prompt + output
   outputText: '',
@@ -73,9 +74,11 @@ function updateButtons() {
   el.loadBtn.disabled = el.urlBtn.disabled = !!state.busy && state.busy !== 'load';
   el.loadCancel.hidden = state.busy !== 'load';
   treePanelUpdate();
+  chatPanel?.update();
 }
-// the tree-search panel (./tree-panel.js) sets its own buttons from the same state
+// the tree-search panel (./tree-panel.js) and the chat panel (./chat-panel.js) set their own buttons from the same state
 let treePanelUpdate = () => {};
+let chatPanel = null;
 
 function showError(where, e) {
   const msg = e && e.message ? e.message : String(e);
@@ -159,6 +162,7 @@ async function load(source, label) {
       (hp.nLayer ? ` · ${hp.nLayer} layers` : '') + ` · context ${model.info.context?.nCtx ?? model.info.context?.contextLength ?? '?'}` +
       (embeddingOnly() ? ' · an embedding model: see Embeddings below' : '');
     el.modelInfo.classList.remove('err');
+    await chatPanel.modelLoaded();   // the model's saved conversation, before anything else uses its context
     setBodyState('ready');
     showEnv();
     refreshCache();
@@ -500,6 +504,7 @@ el.bonRun.addEventListener('click', runBestOfN);
 el.bonStop.addEventListener('click', () => { if (state.busy === 'bestofn') state.abort?.abort(); });
 
 treePanelUpdate = setupTreePanel({ state, settings, updateButtons, setBodyState, showError, promptText: () => el.prompt.value });
+chatPanel = setupChatPanel({ state, settings, updateButtons, setBodyState, showError });
 
 // ---- embeddings ---------------------------------------------------------------------
 

@@ -6,13 +6,14 @@
 // own cache (wasmlm-models-v1), managed from the page.
 const CACHE = 'wasmlm-demo-v1';
 const PRECACHE = [
-  '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css', '/web/demo/tree-panel.js', '/web/demo/mentions-task.js',
+  '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css', '/web/demo/tree-panel.js', '/web/demo/chat-panel.js', '/web/demo/mentions-task.js',
   '/web/index.js', '/web/tree.js', '/web/adaptive.js', '/web/deliberate.js', '/web/worker/tree.js', '/web/cache.js', '/web/simd-probe.js', '/web/memory64.js', '/web/sha256.js', '/web/chat.js', '/web/scaling.js', '/web/abort.js',
   '/web/options.js', '/web/errors.js', '/web/net.js', '/web/env.js', '/web/protocol.js', '/web/hub.js', '/web/split.js',
   '/web/worker/worker.js', '/web/worker/thread-worker.js', '/web/worker/engine.js', '/web/worker/multi.js', '/web/worker/embed.js',
   '/web/worker/model-file.js', '/web/worker/template.js', '/web/worker/template-worker.js', '/web/worker/abi.js',
   '/web/worker/heap.js', '/web/worker/staging.js', '/web/worker/gguf.js', '/web/worker/text.js', '/web/worker/stream.js',
   '/web/worker/generation.js', '/web/worker/quantize.js',
+  '/vendor/jinja.js',   // @huggingface/jinja, served by web/demo/server.mjs (chat templates)
   '/models/registry.js', '/models/registry.json', '/local-models/index.json',
   '/wasm/wasmlm.wasm', '/wasm/wasmlm-mt.wasm', '/wasm/wasmlm-relaxed.wasm', '/wasm/wasmlm-mt-relaxed.wasm',
   '/wasm/probe-relaxed.wasm',
