@@ -14,7 +14,7 @@ const el = {
   urlInput: $('url-input'), urlBtn: $('url-btn'), progress: $('progress'), progressText: $('progress-text'),
   loadCancel: $('load-cancel'), modelInfo: $('model-info'),
   cacheList: $('cache-list'), cacheTotal: $('cache-total'), cacheClear: $('cache-clear'),
-  form: $('gen-form'), prompt: $('prompt'), generate: $('generate'), stop: $('stop'), spec: $('spec'),
+  form: $('gen-form'), prompt: $('prompt'), structured: $('structured'), schema: $('schema'), schemaWrap: $('schema-wrap'), generate: $('generate'), stop: $('stop'), spec: $('spec'),
   output: $('output'), stats: $('stats'), chart: $('chart'), chartDesc: $('chart-desc'),
   bonN: $('bon-n'), bonScorer: $('bon-scorer'), bonRun: $('bon-run'), bonStop: $('bon-stop'),
   bonStatus: $('bon-status'), bonGrid: $('bon-grid'), drop: $('drop-overlay'),
@@ -42,6 +42,7 @@ const state = {
   lastResult: null,
   bestOfN: null,
   embedding: null,      // the last comparison: {texts, matrix}
+  structured: null,     // the last structured output: {value} (parsed JSON)
 };
 window.wasmlmDemo = { state };   // for the browser tests and the curious
 
@@ -274,6 +275,29 @@ async function draftOption() {
   return { draft: state.draft.model, draftTokens: 4 };
 }
 
+/**
+ * The structured-output options when the mode is on: {jsonSchema} from the
+ * editor ({json: true}, any JSON value, when it is empty), else {}. Text
+ * that is not JSON is an error here; a schema keyword the converter does
+ * not support is a BAD_SCHEMA from generate(), naming the keyword and where.
+ */
+function structuredOption() {
+  if (!el.structured.checked) return {};
+  const text = el.schema.value.trim();
+  if (!text) return { json: true };
+  try {
+    return { jsonSchema: JSON.parse(text) };
+  } catch (e) {
+    throw new Error(`the JSON Schema is not JSON: ${e.message}`);
+  }
+}
+const showSchema = () => {
+  el.schemaWrap.hidden = !el.structured.checked;
+  el.schemaWrap.parentElement.classList.toggle('with-schema', el.structured.checked);
+};
+el.structured.addEventListener('change', showSchema);
+showSchema();
+
 async function generate() {
   if (!state.model || state.busy) return;
   const ac = new AbortController();
@@ -283,6 +307,8 @@ async function generate() {
   const prompt = el.prompt.value;
   const opts = settings();
   const genSpan = setOutput(prompt, '');
+  delete el.output.dataset.json;
+  state.structured = null;
   el.stats.setAttribute('aria-live', 'off');   // no announcement per token; the final line is announced
   el.stats.classList.remove('err');
   el.stats.textContent = 'Prefilling…';
@@ -304,8 +330,9 @@ async function generate() {
   const t0 = performance.now();
   let extra = {};
   try {
+    const structured = structuredOption();
     extra = await draftOption();
-    const it = state.model.generate(prompt, { ...opts, ...extra, signal: ac.signal });
+    const it = state.model.generate(prompt, { ...opts, ...structured, ...extra, signal: ac.signal });
     let result;
     for (;;) {
       const r = await it.next();
@@ -319,6 +346,19 @@ async function generate() {
     if (frame) { cancelAnimationFrame(frame); frame = 0; }
     genSpan.textContent = text;
     state.lastResult = result;
+    let cut = '';
+    if (structured.json || structured.jsonSchema) {
+      // the grammar lets only JSON through: once it is complete it parses; cut short by Max tokens, it cannot
+      try {
+        const value = JSON.parse(text);
+        state.structured = { value };
+        genSpan.textContent = JSON.stringify(value, null, 2);
+        el.output.dataset.json = 'valid';
+      } catch {
+        el.output.dataset.json = 'cut';
+        cut = ' · <strong>the JSON was cut short by Max tokens: raise it</strong>';
+      }
+    }
     const st = result.stats;
     let line = `<strong>${st.generatedTokens}</strong> tokens · <strong data-rate>${st.decodeTokensPerSec.toFixed(1)}</strong> tokens/s decode · ` +
       `prompt ${st.promptTokens} tokens at ${st.prefillTokensPerSec.toFixed(0)} tokens/s · ${result.finishReason}`;
@@ -329,7 +369,7 @@ async function generate() {
     } else {
       state.plainRate = st.decodeTokensPerSec;
     }
-    el.stats.innerHTML = line;
+    el.stats.innerHTML = line + cut;
     setBodyState('done');
   } catch (e) {
     if (frame) { cancelAnimationFrame(frame); frame = 0; }
@@ -353,9 +393,11 @@ async function generate() {
 }
 
 el.form.addEventListener('submit', (e) => { e.preventDefault(); generate(); });
-el.prompt.addEventListener('keydown', (e) => {
-  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); generate(); }
-});
+for (const t of [el.prompt, el.schema]) {
+  t.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); generate(); }
+  });
+}
 el.stop.addEventListener('click', () => { if (state.busy === 'generate') state.abort?.abort(); });
 addEventListener('keydown', (e) => { if (e.key === 'Escape' && state.busy && state.busy !== 'load') state.abort?.abort(); });
 el.prompt.addEventListener('input', () => { state.promptText = ''; scheduleChart(); });
