@@ -203,11 +203,14 @@ test-js: wasm $(BUILD)/wasmlm-native
 # relaxed SIMD only behind a V8 flag, passed when this node accepts it (Node
 # >= 22 runs it by default; where the flag is refused it is left out).
 # Expanded only here.
+# bench/grammar.mjs: grammar-constrained against unconstrained decoding per
+# token (s110m and a 150k-vocabulary qwen2 shape), and grammar compile time.
 BENCH_NODE_FLAGS = $(shell node --experimental-wasm-relaxed-simd -e 0 >/dev/null 2>&1 && echo --experimental-wasm-relaxed-simd)
 bench: wasm native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node $(BENCH_NODE_FLAGS) bench/bench.mjs $(BENCH_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/scaling.mjs $(SCALING_ARGS)
+	node $(BENCH_NODE_FLAGS) bench/grammar.mjs $(GRAMMAR_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/embed.mjs $(EMBED_ARGS)
 
 # Every architecture cross-checked against llama.cpp (node-llama-cpp's
@@ -328,7 +331,7 @@ test-c test-wasm test-san test-js: $(HOSTILE)
 # executions and findings; `make test` only replays the seeds and the saved
 # regression inputs once (fuzz-replay, a few seconds).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := gguf tokenize sampler state
+FUZZ_TARGETS := gguf tokenize sampler state grammar
 comma := ,
 FUZZ_CFLAGS = $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer $(SIMDE) $(NATIVE_ARCH)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)

@@ -123,8 +123,10 @@ export type LogitBias = Record<string, number> | Array<[number | string, number]
  * Sampling options. Defaults (DEFAULT_SAMPLING, llama.cpp's): maxTokens 256,
  * temperature 0.8, topK 40, topP 0.95, minP 0.05, typicalP 1, repeatPenalty 1,
  * presencePenalty 0, frequencyPenalty 0, repeatLastN 64, seed 0xC0FFEE
- * (12648430). The pipeline, in order: docs/options.md. temperature 0 alone
- * is plain greedy decoding (the argmax, lowest id on ties).
+ * (12648430). The pipeline, in order (docs/options.md): a grammar's mask
+ * (StructuredOutputOptions), logit bias, penalties, temperature, top-k,
+ * typical, top-p, min-p, draw. temperature 0 alone is plain greedy decoding
+ * (the argmax, lowest id on ties).
  */
 export interface SamplingOptions {
   maxTokens?: number;
@@ -156,13 +158,35 @@ export interface TopLogprob {
   token: number;
   /** the token's text (its bytes as UTF-8; a partial character gives U+FFFD) */
   text: string;
-  /** log P(token) under the model's own distribution (T = 1, before bias, penalties and filters) */
+  /** log P(token) under the model's own distribution (T = 1, before a grammar's mask, bias, penalties and filters) */
   logprob: number;
 }
 
-export interface GenerateOptions extends SamplingOptions {
+/**
+ * Structured output: at most one of the three (BAD_OPTION naming both
+ * otherwise). Its mask is the first stage of sampling, before the bias,
+ * penalties, temperature and filters, so the distribution is renormalised
+ * over the tokens it allows; an end-of-generation token is allowed only where
+ * it may end. The text ends with finishReason 'stop' once it is complete and
+ * nothing else may follow; 'grammar' at a dead end (no token continues it).
+ */
+export interface StructuredOutputOptions {
+  /** A GBNF grammar (rules `name ::= ...`, start rule `root`): only text it allows is generated.
+   * Compiled once per text and model (cached). A grammar that does not parse or check is
+   * BAD_OPTION naming line:column. See docs/grammar.md. */
+  grammar?: string;
+  /** JSON output: true, any JSON value; 'object', a JSON object; false, off (jsonGrammar). */
+  json?: boolean | 'object';
+  /** JSON output that validates against this JSON Schema (the subset of docs/json-schema.md),
+   * turned into a grammar on the caller's thread by jsonSchemaToGbnf: an unsupported keyword
+   * rejects the call with BAD_SCHEMA (naming it and its JSON Pointer) before anything runs. */
+  jsonSchema?: object | boolean;
+}
+
+export interface GenerateOptions extends SamplingOptions, StructuredOutputOptions {
   /** 0..20 (default 0): per generated token, this many most likely tokens of the model's own
-   * distribution (as `logprob`: before bias, penalties and filters), as `topLogprobs` of chunks and results. */
+   * distribution (as `logprob`: before a grammar's mask, bias, penalties and filters, so a token the
+   * grammar forbids may be among them), as `topLogprobs` of chunks and results. */
   logprobs?: number;
   /** Speculative decoding: a draft Model with the same vocabulary proposes tokens that this
    * model checks in one batched pass (the output follows this model's distribution; greedy
@@ -226,7 +250,15 @@ export interface GenerateChunk {
   topLogprobs?: TopLogprob[];
 }
 
-export type FinishReason = 'stop' | 'length' | 'context';
+/** 'stop': EOS, a stop string, or a grammar's text complete with nothing allowed after it;
+ * 'length': maxTokens; 'context': the context is full; 'grammar': a grammar's dead end
+ * (no token of the vocabulary continues the text: it is incomplete). */
+export type FinishReason = 'stop' | 'length' | 'context' | 'grammar';
+
+/** Present when options.grammar was given: the time its compilation took (0 when the
+ * compiled grammar was cached from an earlier call with the same text), and the time the
+ * model's vocabulary trie took (built by the model's first grammar, else 0). */
+export interface GrammarStats { compileMs: number; cached: boolean; trieMs: number }
 
 export interface SpeculativeStats {
   /** forward passes of the target model */
@@ -269,6 +301,7 @@ export interface GenerationStats {
   decodeMs: number;
   prefillTokensPerSec: number;
   decodeTokensPerSec: number;
+  grammar?: GrammarStats;
 }
 
 export interface CompletionResult {
@@ -277,7 +310,7 @@ export interface CompletionResult {
   logprobs: number[];
   /** with options.logprobs: per token, the most likely tokens at its position */
   topLogprobs?: TopLogprob[][];
-  /** 'stop': EOS or a stop string; 'length': maxTokens; 'context': the context is full. */
+  /** see FinishReason */
   finishReason: FinishReason;
   stats: GenerationStats;
 }
@@ -497,6 +530,7 @@ export interface BatchStats {
   scoringMs?: number;
   /** the context was re-planned for more sequences / slots */
   contextGrown: boolean;
+  grammar?: GrammarStats;
   /** with options.adaptive (the times and counts are the sums over its batches) */
   adaptive?: AdaptiveStats;
 }
@@ -527,7 +561,8 @@ export interface Attempt {
   finishReason: FinishReason; ok: boolean; message: string | null; stats: GenerationStats;
 }
 
-export interface BeamSearchOptions {
+/** With a grammar (or json / jsonSchema) beams rank only the tokens it allows (log-probabilities renormalised over them). */
+export interface BeamSearchOptions extends StructuredOutputOptions {
   /** 1..32, default 4 */
   beams?: number;
   maxTokens?: number;
@@ -564,7 +599,7 @@ export interface TreeNode {
   pathTokens: number;
   /** the scorer's rating (null: the root, a rollout that did not end) */
   score: number | null;
-  /** an end: end of generation ('stop'), maxTokens ('length'), the context ('context'), maxSteps ('steps') or isFinal ('final') */
+  /** an end: end of generation or a complete grammar ('stop'), maxTokens ('length'), the context ('context'), a grammar's dead end ('grammar'), maxSteps ('steps') or isFinal ('final') */
   final: boolean;
   finishReason: FinishReason | 'steps' | 'final' | null;
   /** mcts: a rollout (one node for all its steps; `steps` of them), not part of the searched tree */
@@ -580,7 +615,7 @@ export interface TreeNode {
   value?: number | null;
 }
 
-export interface TreeSearchOptions extends SamplingOptions {
+export interface TreeSearchOptions extends SamplingOptions, StructuredOutputOptions {
   /** a step ends with the token completing one of these (default '\n'), or after maxTokensPerStep tokens */
   step?: string | string[];
   /** children sampled from a node that grows (1..64, default 4); a call's children decode as one batch */
@@ -640,6 +675,8 @@ export interface TreeSearchResult {
     rebuiltTokens: number;
     peakUsedSlots: number;
     peakSequences: number;
+    /** with a grammar: nodes whose recognizer state was given up (a search keeps at most 160) and rebuilt from their path's tokens */
+    grammarReplays: number;
     plan: TreePlan;
     contextGrown: boolean;
     /** each worker call: nodes grown or stepped, forward passes, decode time, and the cache after it */
@@ -652,7 +689,7 @@ export interface TreeSearchResult {
 /** An answer as deliberate's verifier sees it. */
 export interface DeliberateAnswer { text: string; tokens: number[]; logprobs: number[] }
 
-export interface DeliberateOptions extends SamplingOptions {
+export interface DeliberateOptions extends SamplingOptions, StructuredOutputOptions {
   /** most tokens generated in all: the greedy answer, then each stage (default 2048) */
   budget?: number;
   /** the stages after the greedy answer, in order (default ['best-of-n', 'tree']); best-of-N takes at most half of

@@ -60,6 +60,8 @@ function plausible(name) {
     case 'enum': return chance(0.9) ? pick(s.values) : hostile();
     case 'seed': return chance(0.8) ? (chance(0.5) ? Math.floor(rnd() * 1e6) : BigInt(Math.floor(rnd() * 1e6))) : hostile();
     case 'stop': return chance(0.7) ? pick(['.', '\n', ['the', 'a'], 'Once']) : hostile();
+    case 'grammar': return chance(0.7) ? pick(['root ::= [a-z .]+', 'root ::= "Once" | "The"', 'root ::= (', 'root ::= x', 'root ::= "(" root ")" root | ""',
+      'root ::= root "a" | "b"', 'root ::= [^\\x00-\\U0010FFFF]', 'root ::= .{1,3}']) : hostile();
     case 'function': return chance(0.7) ? pick([() => 1, () => { throw marker(); }, async () => 0.5, (x) => x && x.text && x.text.length]) : hostile();
     case 'scorer': return chance(0.7) ? pick(['mean-logprob', 'total-logprob', () => rnd(), () => { throw marker(); }]) : hostile();
     case 'signal': {

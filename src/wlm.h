@@ -286,7 +286,7 @@ WLM_API void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n);
 
 /* ---- sampling ----------------------------------------------------------- */
 
-/* One logit bias: added to the token's logit first of all (-inf bans it). */
+/* One logit bias: added to the token's logit first of all, after a grammar's mask (-inf bans it). */
 typedef struct wlm_logit_bias { int32_t token; float bias; } wlm_logit_bias;
 
 typedef struct wlm_sampler_params {
@@ -304,6 +304,8 @@ typedef struct wlm_sampler_params {
     uint32_t n_biases;
     const wlm_logit_bias *biases; /* n_biases entries (ids in range; a bias is finite or -inf;
                                    * a token given twice gets the sum) */
+    const uint32_t *allow;   /* NULL = every token; else a bitset (bit t of word t / 32): only those
+                              * tokens can be drawn, applied before every other stage (a grammar's mask) */
 } wlm_sampler_params;
 WLM_API void wlm_sampler_default_params(wlm_sampler_params *p);
 
@@ -315,8 +317,9 @@ WLM_API float wlm_rng_float(wlm_rng *r); /* [0,1), 24 bits */
 
 /* Samples the next token from `logits` (n_vocab floats, not modified).
  * `history`/`n_history` are the recent tokens for the penalties (the last
- * repeat_last_n of them count). The pipeline (src/sampler.c): logit bias ->
- * penalties -> temperature -> top-k -> typical -> top-p -> min-p -> draw.
+ * repeat_last_n of them count). The pipeline (src/sampler.c): grammar mask
+ * (sp->allow) -> logit bias -> penalties -> temperature -> top-k -> typical
+ * -> top-p -> min-p -> draw.
  * `logprob` receives log P(token) under the model's own distribution
  * (softmax of the raw logits, T = 1, no filters). */
 WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
@@ -324,13 +327,14 @@ WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler
                       int32_t *token, float *logprob, wlm_err *err);
 
 /* The n most likely tokens of the model's own distribution (softmax of
- * the raw logits, T = 1: before bias, penalties and filters), best first,
+ * the raw logits, T = 1: before a grammar's mask, bias, penalties and
+ * filters, so a token the mask forbids may be among them), best first,
  * lowest id on ties, with their log-probabilities: each is exactly the
  * *logprob wlm_sample reports when it picks that token. Returns the count
  * written (n, or fewer when fewer logits are usable: not NaN or -inf). */
 WLM_API uint32_t wlm_top_logprobs(wlm_ctx *c, const float *logits, uint32_t n, int32_t *ids, float *logprobs);
 
-/* Sampling distribution after bias, penalties, temperature and filters: writes up to
+/* Sampling distribution after mask, bias, penalties, temperature and filters: writes up to
  * `cap` (token, probability) pairs sorted by probability, returns the count.
  * (For UIs that show the next-token distribution.) */
 WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
@@ -400,6 +404,49 @@ WLM_API wlm_status wlm_ctx_state_save(const wlm_ctx *c, uint32_t seq, const int3
                                       const wlm_rng *rng, uint8_t *out, uint64_t cap, uint64_t *written, wlm_err *err);
 WLM_API wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *data, uint64_t size,
                                       wlm_state_info *info, wlm_err *err);
+
+/* ---- grammars (GBNF) ----------------------------------------------------------
+ *
+ * Constrained decoding (docs/grammar.md): a grammar in GBNF text is compiled
+ * against a model's vocabulary; a recognizer state per sequence follows the
+ * generated tokens, and for each state the set of tokens that keep the text
+ * inside the grammar is a bitset over the vocabulary (bit t of word t / 32),
+ * which wlm_sampler_params.allow applies before every other filter. Tokens
+ * are matched by their bytes (wlm_token_bytes): byte-fallback tokens, SPM's
+ * space mark and byte-level BPE pieces as they decode, a UTF-8 character may
+ * be split across tokens. Control tokens are never allowed; the model's
+ * end-of-generation tokens only where the grammar may end. */
+typedef struct wlm_gvocab wlm_gvocab;
+typedef struct wlm_grammar wlm_grammar;
+/* The vocabulary as a byte trie, built once per model (the model must
+ * outlive it, and it every grammar compiled against it). */
+WLM_API wlm_status wlm_gvocab_new(wlm_gvocab **out, const wlm_model *m, wlm_err *err);
+WLM_API void wlm_gvocab_free(wlm_gvocab *v);
+/* Parses and checks `len` bytes of GBNF (start rule `root`); a syntax error
+ * names line:column, what was expected and what was found. Precomputes
+ * per terminal the tokens it accepts on its own (docs/grammar.md). */
+WLM_API wlm_status wlm_grammar_compile(wlm_grammar **out, const wlm_gvocab *v, const char *text, uint32_t len, wlm_err *err);
+WLM_API void wlm_grammar_free(wlm_grammar *g);
+/* Recognizer states (one per sequence, up to 256 per grammar): a new one is
+ * at the start of the grammar; copy makes dst the same as src (forks). */
+WLM_API wlm_status wlm_grammar_state_new(wlm_grammar *g, uint32_t *state, wlm_err *err);
+WLM_API wlm_status wlm_grammar_state_copy(wlm_grammar *g, uint32_t dst, uint32_t src, wlm_err *err);
+WLM_API void wlm_grammar_state_free(wlm_grammar *g, uint32_t state);
+/* Advances a state by a token (an end-of-generation token where the grammar
+ * may end; then only end-of-generation follows) or by raw bytes. A token or
+ * byte the grammar does not allow is refused and the state is unchanged. */
+WLM_API wlm_status wlm_grammar_accept(wlm_grammar *g, uint32_t state, int32_t token, wlm_err *err);
+WLM_API wlm_status wlm_grammar_accept_bytes(wlm_grammar *g, uint32_t state, const char *bytes, uint32_t n, wlm_err *err);
+/* 1 when the text so far is a complete sentence of the grammar */
+WLM_API int wlm_grammar_can_end(const wlm_grammar *g, uint32_t state);
+/* The allowed tokens of a state (*mask: n_vocab bits, valid until the next
+ * call on this grammar) and how many of them are not end-of-generation
+ * tokens (0 and can_end: the grammar is complete; 0 otherwise: a dead end).
+ * Flag WLM_GRAMMAR_NO_EOG leaves the end-of-generation tokens out. */
+#define WLM_GRAMMAR_NO_EOG 1
+WLM_API wlm_status wlm_grammar_mask(wlm_grammar *g, uint32_t state, uint32_t flags, const uint32_t **mask, uint32_t *n_allowed, wlm_err *err);
+/* Counters for benchmarks and tests (src/grammar.h, WLM_GS_*). */
+WLM_API uint64_t wlm_grammar_stat(const wlm_grammar *g, uint32_t what);
 
 /* ---- embeddings ------------------------------------------------------------
  *

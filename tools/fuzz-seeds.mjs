@@ -13,7 +13,9 @@
 //   control-token text, whitespace runs) or selector + int32 ids to decode;
 // OUTDIR/seed/sampler: sampler parameters + history + logits, with NaN, Inf,
 //   huge, tiny and tied values; some with the presence / frequency
-//   penalties, typical_p and logit biases (byte 33, fuzz/fuzz_sampler.c).
+//   penalties, typical_p and logit biases (byte 33, fuzz/fuzz_sampler.c);
+// OUTDIR/seed/grammar: selector byte + GBNF + NUL + text to read (JSON,
+//   arithmetic, Unicode, nesting, nullable loops).
 import fs from 'node:fs';
 import path from 'node:path';
 import { makeModel } from '../models/make-model.js';
@@ -133,5 +135,17 @@ const stateSeeds = {
 };
 for (const [name, b] of Object.entries(stateSeeds)) fs.writeFileSync(path.join(st, name), b);
 
+const gram = dir('seed/grammar');
+const grammars = [
+  'root ::= object\nvalue ::= object | array | string | number | ("true" | "false" | "null") ws\n' +
+    'object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws\narray ::= "[" ws ( value ("," ws value)* )? "]" ws\n' +
+    'string ::= "\\"" ( [^"\\\\\\x7F\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) )* "\\"" ws\n' +
+    'number ::= "-"? ([0-9] | [1-9] [0-9]{0,15}) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws\nws ::= | " " | "\\n" [ \\t]{0,20}',
+  'root ::= (expr "=" ws term "\\n")+\nexpr ::= term ([-+*/] term)*\nterm ::= ident | num | "(" ws expr ")" ws\nident ::= [a-z] [a-z0-9_]* ws\nnum ::= [0-9]+ ws\nws ::= [ \\t\\n]*',
+  'root ::= ("\u00e9t\u00e9" | [\\u00e0-\\u00ff]+ | "\\U0001F600" | "<" . ">")* "!"',
+  'root ::= "(" root ")" root | ""', 'root ::= ("a"?)* "b"{2,5} [^x-z]{0,3}', 'root ::= a | b\na ::= "x" a | "y"\nb ::= [a-c]+ ("," b)?',
+];
+const gtexts = ['{"a": [1, 2.5e3, "x\\u00e9"], "b": {"c": null}}', '1+2*(x3-4)=y\n', '\u00e9t\u00e9\u00e0<\u{1F600}>!', '(()())', 'aabbb', 'xyyyx,abc'];
+grammars.forEach((g, i) => gtexts.forEach((t, j) => { for (let sel = 0; sel < 4; sel += 1 + (i % 2)) fs.writeFileSync(path.join(gram, `g${i}-t${j}-${sel}`), Buffer.concat([Buffer.from([sel * 5 + j]), Buffer.from(g, 'utf8'), Buffer.from([0]), Buffer.from(t, 'utf8')])); }));
 console.log(`fuzz-seeds: models in ${models}; ${fs.readdirSync(gguf).length} gguf, ${fs.readdirSync(tok).length} tokenize, ${fs.readdirSync(smp).length} sampler, ` +
-  `${fs.readdirSync(st).length} state seeds (${n} hostile)`);
+  `${fs.readdirSync(st).length} state, ${fs.readdirSync(gram).length} grammar seeds (${n} hostile)`);

@@ -56,7 +56,8 @@ typedef struct field {
 
 /* The JS accessor kind of a field, from its C type (a pointer is a u32 in wasm32). */
 #define KIND(x) _Generic((x), uint32_t: "u32", int32_t: "i32", float: "f32", uint64_t: "u64", \
-                         char *: "bytes", uint8_t *: "bytes", const wlm_logit_bias *: "u32", default: "struct")
+                         char *: "bytes", uint8_t *: "bytes", const uint32_t *: "u32", \
+                         const wlm_logit_bias *: "u32", default: "struct")
 #define F(S, f) { #f, offsetof(S, f), sizeof(((S *)0)->f), KIND(((S *)0)->f) }
 
 typedef struct layout {
@@ -92,7 +93,8 @@ static const layout LAYOUTS[] = {
            F(wlm_sampler_params, min_p), F(wlm_sampler_params, repeat_penalty),
            F(wlm_sampler_params, repeat_last_n), F(wlm_sampler_params, presence_penalty),
            F(wlm_sampler_params, frequency_penalty), F(wlm_sampler_params, typical_p),
-           F(wlm_sampler_params, n_biases), F(wlm_sampler_params, biases)),
+           F(wlm_sampler_params, n_biases), F(wlm_sampler_params, biases),
+           F(wlm_sampler_params, allow)),
     LAYOUT(wlm_logit_bias, "LogitBias", "one (token, bias) pair of wlm_sampler_params.biases", 0,
            F(wlm_logit_bias, token), F(wlm_logit_bias, bias)),
     LAYOUT(wlm_rng, "Rng", "PCG32 state (wlm_rng_seed)", 0, F(wlm_rng, state), F(wlm_rng, inc)),

@@ -52,10 +52,10 @@ test('the generated readers and writers round-trip', async () => {
   const dv = new DataView(new ArrayBuffer(abi.SCRATCH.size));
   const p = abi.SCRATCH.sampler;
   const v = { temperature: 0.5, topK: 40, topP: 0.75, minP: 0.125, repeatPenalty: 1.5, repeatLastN: 64,
-    presencePenalty: 0.25, frequencyPenalty: -0.5, typicalP: 0.875, nBiases: 3, biases: 4096 };
+    presencePenalty: 0.25, frequencyPenalty: -0.5, typicalP: 0.875, nBiases: 3, biases: 4096, allow: 8192 };
   abi.writeSamplerParams(dv, p, v);
   assert.deepEqual(abi.readSamplerParams(dv, p), v);
-  assert.equal(abi.SAMPLER_PARAMS.size, 44);
+  assert.equal(abi.SAMPLER_PARAMS.size, 48);
   assert.deepEqual({ ...abi.LOGIT_BIAS }, { size: 8, token: 0, bias: 4 });
   assert.ok(abi.SCRATCH.rng % 8 === 0 && abi.SCRATCH.u64 % 8 === 0, 'u64 fields are 8-aligned');
 });

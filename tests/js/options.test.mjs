@@ -55,6 +55,9 @@ function badValuesOf(name, method) {
     object: [1, 'x', [], () => 1, { f: () => 1 }, { s: Symbol('s') }, new Date(0)],
     seed: [-1, 1.5, NaN, '5', -1n, 2n ** 64n, {}, () => 1],
     stop: [1, '', [1], [''], {}, () => 1],
+    grammar: [1, '', {}, [], () => 1],
+    json: [1, 'array', 'true', {}, () => 1],
+    jsonSchema: [1, 'x', [], () => 1, new Date(0)],
     sha256: ['abc', 'g'.repeat(64), 'a'.repeat(63), 1, {}],
     hubToken: [1, '', ' ', 'hf_a b', 'hf_x\n', 'hf_\u00e9', 'x'.repeat(4097), {}, () => 1],
     scorer: ['best', 1, {}],
@@ -359,6 +362,7 @@ test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_p
     minP: f32(DEFAULT_SAMPLING.minP), repeatPenalty: f32(DEFAULT_SAMPLING.repeatPenalty), repeatLastN: DEFAULT_SAMPLING.repeatLastN,
     presencePenalty: f32(DEFAULT_SAMPLING.presencePenalty), frequencyPenalty: f32(DEFAULT_SAMPLING.frequencyPenalty),
     typicalP: f32(DEFAULT_SAMPLING.typicalP), nBiases: 0, biases: 0,
+    allow: 0,   // every token (no grammar)
   });
   // and they are llama.cpp's (common_params_sampling): penalties off, so temperature 0 alone is plain greedy
   assert.deepEqual({ ...DEFAULT_SAMPLING, maxTokens: undefined, seed: undefined }, {

@@ -105,7 +105,7 @@ export function writeCtxParams(dv, p, v) {
 }
 
 /** wlm_sampler_params: sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept). Byte offsets of its fields and its size. */
-export const SAMPLER_PARAMS = Object.freeze({ size: 44, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, presencePenalty: 24, frequencyPenalty: 28, typicalP: 32, nBiases: 36, biases: 40 });
+export const SAMPLER_PARAMS = Object.freeze({ size: 48, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, presencePenalty: 24, frequencyPenalty: 28, typicalP: 32, nBiases: 36, biases: 40, allow: 44 });
 
 /** Reads the scalar fields of a wlm_sampler_params at byte `p`. */
 export function readSamplerParams(dv, p) {
@@ -121,6 +121,7 @@ export function readSamplerParams(dv, p) {
     typicalP: dv.getFloat32(p + 32, true),
     nBiases: dv.getUint32(p + 36, true),
     biases: dv.getUint32(p + 40, true),
+    allow: dv.getUint32(p + 44, true),
   };
 }
 
@@ -137,6 +138,7 @@ export function writeSamplerParams(dv, p, v) {
   if (v.typicalP !== undefined) dv.setFloat32(p + 32, v.typicalP, true);
   if (v.nBiases !== undefined) dv.setUint32(p + 36, v.nBiases >>> 0, true);
   if (v.biases !== undefined) dv.setUint32(p + 40, v.biases >>> 0, true);
+  if (v.allow !== undefined) dv.setUint32(p + 44, v.allow >>> 0, true);
 }
 
 /** wlm_logit_bias: one (token, bias) pair of wlm_sampler_params.biases. Byte offsets of its fields and its size. */

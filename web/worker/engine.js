@@ -21,6 +21,7 @@ import { decodeUtf8, encodeUtf8Into } from './text.js';
 import { samplingOptions } from './stream.js';
 import { startGeneration } from './generation.js';
 import { quantizeModel } from './quantize.js';
+import { Grammars } from './grammar.js';
 import { embedTexts, POOLING_NAMES } from './embed.js';
 
 // the engine's package entry (wasmlm/engine) keeps exporting what it did
@@ -86,6 +87,7 @@ export class Engine extends WasmHeap {
     this.loadingVocab = false;
     this.nSeqMax = 1; this.nOutputs = 1;
     this.detokOut = this.alloc(DETOK_CAP);
+    this.grammars = new Grammars(this);   // compiled grammars, by text (./grammar.js)
   }
 
   /**
@@ -241,6 +243,7 @@ export class Engine extends WasmHeap {
   }
 
   unload() {
+    this.grammars.free();
     if (this.ctx) this.x.wlm_ctx_free(this.ctx);
     if (this.model) this.x.wlm_model_free(this.model);
     this.ctx = 0; this.model = 0; this.hparams = null; this.infoCache = null; this.vocabFp = null;
@@ -567,14 +570,15 @@ export class Engine extends WasmHeap {
     return this.f32.subarray(p, p + this.hparams.nVocab);
   }
 
-  /** Writes the sampling options `o` (from samplingOptions) as the scratch's wlm_sampler_params. */
-  writeSampler(o) {
+  /** Writes the sampling options `o` (from samplingOptions) as the scratch's
+   * wlm_sampler_params, with allowed-token bitset `allow` (0: every token). */
+  writeSampler(o, allow = 0) {
     const p = this.at('sampler');
     const b = this.biasOf(o);
     writeSamplerParams(this.dv, p, {
       temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repeatPenalty: o.repeatPenalty,
       repeatLastN: o.repeatLastN, presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty,
-      typicalP: o.typicalP, nBiases: b.n, biases: b.p,
+      typicalP: o.typicalP, nBiases: b.n, biases: b.p, allow,
     });
     return p;
   }
@@ -625,9 +629,9 @@ export class Engine extends WasmHeap {
   }
   get historyAddress() { return this.blocks.hist ? this.blocks.hist.p : 0; }
 
-  /** Samples from logits row `row` with the stream's rng; returns {token, logprob}. */
-  sample(row, o, history, rng) {
-    const sp = this.writeSampler(o);
+  /** Samples from logits row `row` with the stream's rng, among the tokens of bitset `allow` (0: all); returns {token, logprob}. */
+  sample(row, o, history, rng, allow = 0) {
+    const sp = this.writeSampler(o, allow);
     const nh = this.writeHistory(history, o.repeatLastN);
     this.clearError();
     const st = this.x.wlm_sample(this.ctx, this.logitsAddress(row), sp, this.historyAddress, nh, rng, this.at('token'), this.at('logprob'), this.at('err'));
@@ -640,13 +644,13 @@ export class Engine extends WasmHeap {
    * keeps `draft` (drawn from q = {ids, probs}, null: one-hot) or draws a
    * replacement. Returns {token, accepted, logprob}.
    */
-  specAccept(row, o, history, draft, q, rng) {
+  specAccept(row, o, history, draft, q, rng, allow = 0) {
     const nv = this.hparams.nVocab;
     const qIds = this.block('qIds', nv * 4, () => nv * 4), qProbs = this.block('qProbs', nv * 4, () => nv * 4);
     const n = q ? q.ids.length : 1;
     if (q) { this.i32.set(q.ids, word(qIds)); this.f32.set(q.probs, word(qProbs)); }
     else { this.i32[word(qIds)] = draft; this.f32[word(qProbs)] = 1; }
-    const sp = this.writeSampler(o);
+    const sp = this.writeSampler(o, allow);
     const nh = this.writeHistory(history, o.repeatLastN);
     this.clearError();
     const st = this.x.wlm_spec_accept(this.ctx, this.logitsAddress(row), sp, this.historyAddress, nh, draft, qIds, qProbs, n,
@@ -658,7 +662,8 @@ export class Engine extends WasmHeap {
 
   /**
    * The `n` most likely tokens of logits row `row` under the model's own
-   * distribution (before bias, penalties and filters; wlm_top_logprobs):
+   * distribution (before a grammar's mask, bias, penalties and filters, so a
+   * token the grammar forbids can be among them; wlm_top_logprobs):
    * [{token, text, logprob}], best first. A token's logprob is the very
    * value sample() reports when it picks that token.
    */

@@ -72,6 +72,7 @@ export function checkPromptFits(eng, promptIds) {
 export function streamResult(s, stats) {
   const gen = s.tokens.length;
   const fresh = stats.promptTokens - (stats.reusedPromptTokens || 0);
+  const grammar = s.grammarStats ? { grammar: s.grammarStats } : {};
   return {
     text: s.text,
     ...s.tokenFields(),
@@ -84,6 +85,7 @@ export function streamResult(s, stats) {
       decodeMs: stats.decodeMs,
       prefillTokensPerSec: stats.prefillMs > 0 ? fresh / (stats.prefillMs / 1000) : 0,
       decodeTokensPerSec: stats.decodeMs > 0 ? gen / (stats.decodeMs / 1000) : 0,
+      ...grammar,
     },
   };
 }
@@ -127,12 +129,15 @@ export function startGeneration(eng, prompt, opts = {}) {
     s.finishReason = null;
     const tail = s.finish(reason);
     eng.resumePoint = { ids: promptIds.concat(s.tokens), rng: eng.u8.slice(rngP, rngP + RNG.size) };
+    s.free();   // its grammar state (the rng and detokenizer are the scratch block's)
     return { done: true, tail, ...streamResult(s, stats) };
   };
   const loop = generationLoop({
-    eng, promptIds, o, stats, end,
+    eng, promptIds, o, stats, end, cleanup: () => s.free(),
     decode() {
-      const { token, logprob } = eng.sample(0, o, s.history, s.st.rng);
+      const allow = s.nextAllow();
+      if (allow === null) return end(s.finishReason);   // the grammar ends it
+      const { token, logprob } = eng.sample(0, o, s.history, s.st.rng, allow);
       const chunk = s.push(token, logprob, false, s.top(0));
       if (!chunk) return end(s.finishReason);   // end of generation
       if (s.finishReason) { pendingEnd = s.finishReason; return chunk; }
