@@ -2,6 +2,7 @@
 // (web/index.js -> web/worker/worker.js, plus compute workers when threads > 1):
 // this file only reads controls and draws. Everything the page does with the
 // model goes through the public API, so it doubles as a usage example.
+import { OPTIONS } from '../options.js';
 import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING, isHubId, parseHubId } from '../index.js';
 import { parseSplitName, sortSplitFiles } from '../split.js';
 import { setupTreePanel } from './tree-panel.js';
@@ -21,11 +22,20 @@ const el = {
   embedTexts: $('embed-texts'), embedPooling: $('embed-pooling'), embedRun: $('embed-run'),
   embedStatus: $('embed-status'), embedMatrix: $('embed-matrix'),
 };
-// [control id, digits shown, option]: the controls start at the API's defaults (web/options.js)
+// [control id, digits shown, option]: the controls start at the API's defaults (web/options.js);
+// a control without min/max in the page takes the option's range from there
 const SLIDERS = [
   ['temperature', 2, 'temperature'], ['top-k', 0, 'topK'], ['top-p', 2, 'topP'], ['min-p', 2, 'minP'], ['repeat-penalty', 2, 'repeatPenalty'],
+  ['presence-penalty', 2, 'presencePenalty'], ['frequency-penalty', 2, 'frequencyPenalty'], ['typical-p', 2, 'typicalP'],
 ];
-for (const [id, , option] of SLIDERS) $(id).value = String(DEFAULT_SAMPLING[option]);
+for (const [id, , option] of SLIDERS) {
+  const input = $(id), o = OPTIONS[option];
+  if (!input.hasAttribute('min')) input.min = String(o.minExclusive ? o.min + +input.step : o.min);
+  if (!input.hasAttribute('max')) input.max = String(o.max);
+  input.value = String(DEFAULT_SAMPLING[option]);
+}
+/** The sliders' values by option name. */
+const sliderValues = () => Object.fromEntries(SLIDERS.map(([id, , option]) => [option, +$(id).value]));
 $('seed').value = String(DEFAULT_SAMPLING.seed);
 
 const state = {
@@ -51,11 +61,7 @@ const fmtBytes = (n) => n >= 1e9 ? `${(n / 1e9).toFixed(2)} GB` : n >= 1e6 ? `${
 
 function settings() {
   return {
-    temperature: +$('temperature').value,
-    topK: +$('top-k').value,
-    topP: +$('top-p').value,
-    minP: +$('min-p').value,
-    repeatPenalty: +$('repeat-penalty').value,
+    ...sliderValues(),
     seed: Math.max(0, Math.floor(+$('seed').value || 0)) >>> 0,
     maxTokens: Math.max(1, Math.floor(+$('max-tokens').value || 1)),
     ignoreEos: $('ignore-eos').checked,
@@ -455,9 +461,7 @@ async function updateChart() {
       chartAgain = false;
       const o = settings();
       const text = state.promptText || el.prompt.value;
-      const dist = await state.model.nextTokenDistribution(text, {
-        topN: 10, temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repeatPenalty: o.repeatPenalty,
-      });
+      const dist = await state.model.nextTokenDistribution(text, { topN: 10, ...sliderValues() });
       state.lastDistribution = dist;
       state.chartSeq++;
       drawChart(dist, o.temperature);
