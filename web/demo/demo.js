@@ -359,6 +359,7 @@ async function generate() {
         const value = JSON.parse(text);
         state.structured = { value };
         genSpan.textContent = JSON.stringify(value, null, 2);
+        genSpan.classList.add('json');
         el.output.dataset.json = 'valid';
       } catch {
         el.output.dataset.json = 'cut';
