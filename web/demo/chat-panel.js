@@ -125,7 +125,8 @@ export function setupChatPanel(page) {
       chat.lastStats = st;
       chat.messages.push(reply);
       status(`${st.generatedTokens} tokens · ${st.decodeTokensPerSec.toFixed(1)} tokens/s · prompt ${st.promptTokens} tokens, ` +
-        `${st.reusedPromptTokens} of them from the cache · ${result.finishReason}`);
+        `${st.reusedPromptTokens} of them from the cache · ${result.finishReason}` +
+        (result.finishReason === 'context' ? ': the conversation fills the context, New chat starts over' : ''));
       page.setBodyState('done');
     } catch (e) {
       if (e.name === 'AbortError') {
