@@ -401,6 +401,31 @@ test('the sampling controls in Chromium: logitBias, penalties, typicalP and logp
   assert.deepEqual(inPage.greedy, ref.generated_token_ids.slice(0, 60), 'temperature 0 alone is llama.cpp\'s greedy output');
 });
 
+test('the penalty and typical-p sliders start at the API defaults with its ranges, and a generation with them moved gives Node\'s tokens', async () => {
+  const { OPTIONS, DEFAULT_SAMPLING } = await import('../../web/options.js');
+  const sliders = await page.evaluate(() => Object.fromEntries(['presence-penalty', 'frequency-penalty', 'typical-p']
+    .map((id) => { const i = document.getElementById(id); return [id, { min: +i.min, max: +i.max, value: +i.value, label: i.labels[0].textContent }]; })));
+  assert.deepEqual(sliders['presence-penalty'], { min: OPTIONS.presencePenalty.min, max: OPTIONS.presencePenalty.max, value: DEFAULT_SAMPLING.presencePenalty, label: 'Presence penalty 0.00' });
+  assert.deepEqual(sliders['frequency-penalty'], { min: OPTIONS.frequencyPenalty.min, max: OPTIONS.frequencyPenalty.max, value: DEFAULT_SAMPLING.frequencyPenalty, label: 'Frequency penalty 0.00' });
+  assert.deepEqual(sliders['typical-p'], { min: 0.01, max: 1, value: DEFAULT_SAMPLING.typicalP, label: 'Typical-p 1.00' });
+
+  const opts = { temperature: 1.1, topK: 0, topP: 1, minP: 0, repeatPenalty: 1, presencePenalty: 0.5, frequencyPenalty: 0.25, typicalP: 0.8, maxTokens: 40, seed: 13, ignoreEos: true };
+  await setSampling({ temperature: opts.temperature, repeatPenalty: 1, maxTokens: opts.maxTokens, seed: opts.seed, ignoreEos: true, prompt: 'Once upon a time' });
+  for (const [id, v] of [['top-k', opts.topK], ['top-p', opts.topP], ['min-p', opts.minP], ['presence-penalty', 0.5], ['frequency-penalty', 0.25], ['typical-p', 0.8]]) await page.fill(`#${id}`, String(v));
+  assert.equal(await page.textContent('#typical-p-out'), '0.80');
+  await page.click('#generate');
+  await waitState(['done']);
+  const tokens = await page.evaluate(() => window.wasmlmDemo.state.lastResult.tokens);
+  const node = await loadModel(MODEL_PATH, { threads: 1 });
+  try {
+    assert.deepEqual(tokens, (await node.complete('Once upon a time', opts)).tokens);
+    assert.notDeepEqual(tokens, (await node.complete('Once upon a time', { ...opts, presencePenalty: 0, frequencyPenalty: 0, typicalP: 1 })).tokens,
+      'the three controls change the tokens');
+  } finally { await node.dispose(); }
+  for (const id of ['presence-penalty', 'frequency-penalty']) await page.fill(`#${id}`, '0');
+  await page.fill('#typical-p', '1');
+});
+
 test('no page errors', () => {
   assert.deepEqual(errors, []);
 });

@@ -35,6 +35,20 @@ test('demo server: COOP/COEP, MIME types, public paths only, ranges, model list'
     assert.equal(part.status, 206);
     assert.equal(Buffer.from(await part.arrayBuffer()).toString('latin1'), 'GGUF');
     assert.equal((await get('/local-models/nothing.gguf')).status, 404);
+    // chat templates in an unbundled page: @huggingface/jinja at /vendor/jinja.js, template.js importing it from there
+    const jinja = await get('/vendor/jinja.js');
+    assert.equal(jinja.status, 200);
+    assert.match(jinja.headers.get('content-type'), /^text\/javascript/);
+    assert.equal(jinja.headers.get('cross-origin-embedder-policy'), 'require-corp');
+    assert.match(await jinja.text(), /export\s*\{[^}]*\bTemplate\b/);
+    const tpl = await get('/web/worker/template.js');
+    assert.equal(tpl.status, 200);
+    assert.match(tpl.headers.get('content-type'), /^text\/javascript/);
+    assert.equal(tpl.headers.get('cross-origin-opener-policy'), 'same-origin');
+    const src = await tpl.text();
+    assert.match(src, /from '\/vendor\/jinja\.js'/);
+    assert.doesNotMatch(src, /'@huggingface\/jinja'/);
+    for (const p of ['/vendor/', '/vendor/other.js', '/node_modules/@huggingface/jinja/dist/index.js']) assert.equal((await get(p)).status, 404, p);
   } finally {
     await s.close();
   }

@@ -2,9 +2,11 @@
 // (web/index.js -> web/worker/worker.js, plus compute workers when threads > 1):
 // this file only reads controls and draws. Everything the page does with the
 // model goes through the public API, so it doubles as a usage example.
+import { OPTIONS } from '../options.js';
 import { loadModel, registryEntries, listCachedModels, deleteCachedModel, DEFAULT_SAMPLING, isHubId, parseHubId } from '../index.js';
 import { parseSplitName, sortSplitFiles } from '../split.js';
 import { setupTreePanel } from './tree-panel.js';
+import { setupChatPanel } from './chat-panel.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -13,25 +15,34 @@ const el = {
   urlInput: $('url-input'), urlBtn: $('url-btn'), progress: $('progress'), progressText: $('progress-text'),
   loadCancel: $('load-cancel'), modelInfo: $('model-info'),
   cacheList: $('cache-list'), cacheTotal: $('cache-total'), cacheClear: $('cache-clear'),
-  form: $('gen-form'), prompt: $('prompt'), generate: $('generate'), stop: $('stop'), spec: $('spec'),
+  form: $('gen-form'), prompt: $('prompt'), structured: $('structured'), schema: $('schema'), schemaWrap: $('schema-wrap'), generate: $('generate'), stop: $('stop'), spec: $('spec'),
   output: $('output'), stats: $('stats'), chart: $('chart'), chartDesc: $('chart-desc'),
   bonN: $('bon-n'), bonScorer: $('bon-scorer'), bonRun: $('bon-run'), bonStop: $('bon-stop'),
   bonStatus: $('bon-status'), bonGrid: $('bon-grid'), drop: $('drop-overlay'),
   embedTexts: $('embed-texts'), embedPooling: $('embed-pooling'), embedRun: $('embed-run'),
   embedStatus: $('embed-status'), embedMatrix: $('embed-matrix'),
 };
-// [control id, digits shown, option]: the controls start at the API's defaults (web/options.js)
+// [control id, digits shown, option]: the controls start at the API's defaults (web/options.js);
+// a control without min/max in the page takes the option's range from there
 const SLIDERS = [
   ['temperature', 2, 'temperature'], ['top-k', 0, 'topK'], ['top-p', 2, 'topP'], ['min-p', 2, 'minP'], ['repeat-penalty', 2, 'repeatPenalty'],
+  ['presence-penalty', 2, 'presencePenalty'], ['frequency-penalty', 2, 'frequencyPenalty'], ['typical-p', 2, 'typicalP'],
 ];
-for (const [id, , option] of SLIDERS) $(id).value = String(DEFAULT_SAMPLING[option]);
+for (const [id, , option] of SLIDERS) {
+  const input = $(id), o = OPTIONS[option];
+  if (!input.hasAttribute('min')) input.min = String(o.minExclusive ? o.min + +input.step : o.min);
+  if (!input.hasAttribute('max')) input.max = String(o.max);
+  input.value = String(DEFAULT_SAMPLING[option]);
+}
+/** The sliders' values by option name. */
+const sliderValues = () => Object.fromEntries(SLIDERS.map(([id, , option]) => [option, +$(id).value]));
 $('seed').value = String(DEFAULT_SAMPLING.seed);
 
 const state = {
   model: null,          // the loaded Model
   modelLabel: '',
   draft: null,          // {model, of} quantized draft copy for speculative decoding
-  busy: null,           // 'load' | 'generate' | 'bestofn' | 'tree' | 'spend' | null
+  busy: null,           // 'load' | 'generate' | 'chat' | 'bestofn' | 'tree' | 'spend' | 'embed' | null
   abort: null,          // AbortController of the running job
   promptText: '',       // text of the last generation: prompt + output
   outputText: '',
@@ -41,6 +52,7 @@ const state = {
   lastResult: null,
   bestOfN: null,
   embedding: null,      // the last comparison: {texts, matrix}
+  structured: null,     // the last structured output: {value} (parsed JSON)
 };
 window.wasmlmDemo = { state };   // for the browser tests and the curious
 
@@ -49,11 +61,7 @@ const fmtBytes = (n) => n >= 1e9 ? `${(n / 1e9).toFixed(2)} GB` : n >= 1e6 ? `${
 
 function settings() {
   return {
-    temperature: +$('temperature').value,
-    topK: +$('top-k').value,
-    topP: +$('top-p').value,
-    minP: +$('min-p').value,
-    repeatPenalty: +$('repeat-penalty').value,
+    ...sliderValues(),
     seed: Math.max(0, Math.floor(+$('seed').value || 0)) >>> 0,
     maxTokens: Math.max(1, Math.floor(+$('max-tokens').value || 1)),
     ignoreEos: $('ignore-eos').checked,
@@ -73,9 +81,11 @@ function updateButtons() {
   el.loadBtn.disabled = el.urlBtn.disabled = !!state.busy && state.busy !== 'load';
   el.loadCancel.hidden = state.busy !== 'load';
   treePanelUpdate();
+  chatPanel?.update();
 }
-// the tree-search panel (./tree-panel.js) sets its own buttons from the same state
+// the tree-search panel (./tree-panel.js) and the chat panel (./chat-panel.js) set their own buttons from the same state
 let treePanelUpdate = () => {};
+let chatPanel = null;
 
 function showError(where, e) {
   const msg = e && e.message ? e.message : String(e);
@@ -159,6 +169,7 @@ async function load(source, label) {
       (hp.nLayer ? ` · ${hp.nLayer} layers` : '') + ` · context ${model.info.context?.nCtx ?? model.info.context?.contextLength ?? '?'}` +
       (embeddingOnly() ? ' · an embedding model: see Embeddings below' : '');
     el.modelInfo.classList.remove('err');
+    await chatPanel.modelLoaded();   // the model's saved conversation, before anything else uses its context
     setBodyState('ready');
     showEnv();
     refreshCache();
@@ -270,6 +281,29 @@ async function draftOption() {
   return { draft: state.draft.model, draftTokens: 4 };
 }
 
+/**
+ * The structured-output options when the mode is on: {jsonSchema} from the
+ * editor ({json: true}, any JSON value, when it is empty), else {}. Text
+ * that is not JSON is an error here; a schema keyword the converter does
+ * not support is a BAD_SCHEMA from generate(), naming the keyword and where.
+ */
+function structuredOption() {
+  if (!el.structured.checked) return {};
+  const text = el.schema.value.trim();
+  if (!text) return { json: true };
+  try {
+    return { jsonSchema: JSON.parse(text) };
+  } catch (e) {
+    throw new Error(`the JSON Schema is not JSON: ${e.message}`);
+  }
+}
+const showSchema = () => {
+  el.schemaWrap.hidden = !el.structured.checked;
+  el.schemaWrap.parentElement.classList.toggle('with-schema', el.structured.checked);
+};
+el.structured.addEventListener('change', showSchema);
+showSchema();
+
 async function generate() {
   if (!state.model || state.busy) return;
   const ac = new AbortController();
@@ -279,6 +313,8 @@ async function generate() {
   const prompt = el.prompt.value;
   const opts = settings();
   const genSpan = setOutput(prompt, '');
+  delete el.output.dataset.json;
+  state.structured = null;
   el.stats.setAttribute('aria-live', 'off');   // no announcement per token; the final line is announced
   el.stats.classList.remove('err');
   el.stats.textContent = 'Prefilling…';
@@ -300,8 +336,9 @@ async function generate() {
   const t0 = performance.now();
   let extra = {};
   try {
+    const structured = structuredOption();
     extra = await draftOption();
-    const it = state.model.generate(prompt, { ...opts, ...extra, signal: ac.signal });
+    const it = state.model.generate(prompt, { ...opts, ...structured, ...extra, signal: ac.signal });
     let result;
     for (;;) {
       const r = await it.next();
@@ -315,6 +352,20 @@ async function generate() {
     if (frame) { cancelAnimationFrame(frame); frame = 0; }
     genSpan.textContent = text;
     state.lastResult = result;
+    let cut = '';
+    if (structured.json || structured.jsonSchema) {
+      // the grammar lets only JSON through: once it is complete it parses; cut short by Max tokens, it cannot
+      try {
+        const value = JSON.parse(text);
+        state.structured = { value };
+        genSpan.textContent = JSON.stringify(value, null, 2);
+        genSpan.classList.add('json');
+        el.output.dataset.json = 'valid';
+      } catch {
+        el.output.dataset.json = 'cut';
+        cut = ' · <strong>the JSON was cut short by Max tokens: raise it</strong>';
+      }
+    }
     const st = result.stats;
     let line = `<strong>${st.generatedTokens}</strong> tokens · <strong data-rate>${st.decodeTokensPerSec.toFixed(1)}</strong> tokens/s decode · ` +
       `prompt ${st.promptTokens} tokens at ${st.prefillTokensPerSec.toFixed(0)} tokens/s · ${result.finishReason}`;
@@ -325,7 +376,7 @@ async function generate() {
     } else {
       state.plainRate = st.decodeTokensPerSec;
     }
-    el.stats.innerHTML = line;
+    el.stats.innerHTML = line + cut;
     setBodyState('done');
   } catch (e) {
     if (frame) { cancelAnimationFrame(frame); frame = 0; }
@@ -349,9 +400,11 @@ async function generate() {
 }
 
 el.form.addEventListener('submit', (e) => { e.preventDefault(); generate(); });
-el.prompt.addEventListener('keydown', (e) => {
-  if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); generate(); }
-});
+for (const t of [el.prompt, el.schema]) {
+  t.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) { e.preventDefault(); generate(); }
+  });
+}
 el.stop.addEventListener('click', () => { if (state.busy === 'generate') state.abort?.abort(); });
 addEventListener('keydown', (e) => { if (e.key === 'Escape' && state.busy && state.busy !== 'load') state.abort?.abort(); });
 el.prompt.addEventListener('input', () => { state.promptText = ''; scheduleChart(); });
@@ -409,9 +462,7 @@ async function updateChart() {
       chartAgain = false;
       const o = settings();
       const text = state.promptText || el.prompt.value;
-      const dist = await state.model.nextTokenDistribution(text, {
-        topN: 10, temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repeatPenalty: o.repeatPenalty,
-      });
+      const dist = await state.model.nextTokenDistribution(text, { topN: 10, ...sliderValues() });
       state.lastDistribution = dist;
       state.chartSeq++;
       drawChart(dist, o.temperature);
@@ -500,6 +551,7 @@ el.bonRun.addEventListener('click', runBestOfN);
 el.bonStop.addEventListener('click', () => { if (state.busy === 'bestofn') state.abort?.abort(); });
 
 treePanelUpdate = setupTreePanel({ state, settings, updateButtons, setBodyState, showError, promptText: () => el.prompt.value });
+chatPanel = setupChatPanel({ state, settings, updateButtons, setBodyState, showError });
 
 // ---- embeddings ---------------------------------------------------------------------
 

@@ -10,6 +10,11 @@
 // Requests must name the server by 127.0.0.1, localhost or [::1] (or the
 // --host given) and its port, so a DNS-rebinding page cannot read them.
 // The request handling is web/demo/static.mjs, shared with the browser bench.
+// Chat templates: the package's one dependency, @huggingface/jinja, is
+// imported by a bare name (web/worker/template.js), which a page without a
+// bundler cannot resolve (and import maps do not reach workers); like a
+// bundler's dev server, this one serves that module at /vendor/jinja.js and
+// template.js with its import pointing there.
 //
 //   node web/demo/server.mjs [--port 8080] [--host 127.0.0.1] [--models DIR]
 import fs from 'node:fs';
@@ -27,6 +32,19 @@ const HEADERS = { ...ISOLATION, 'Cache-Control': 'no-cache' };
 // The URL paths served from the repository (prefixes end in '/')
 const PUBLIC = ['/web/', '/wasm/', '/models/registry.json', '/models/registry.js'];
 
+// @huggingface/jinja's ES module as Node resolves it from the package (null when it is not installed)
+const JINJA_URL = '/vendor/jinja.js', JINJA_NAME = '@huggingface/jinja';
+function jinjaFile() {
+  try { return fileURLToPath(import.meta.resolve(JINJA_NAME)); } catch { return null; }
+}
+/** web/worker/template.js with its bare import of Jinja pointing at JINJA_URL. */
+function templateModule(root, send) {
+  const src = fs.readFileSync(path.join(root, 'web/worker/template.js'), 'utf8');
+  const out = src.replace(/(\bfrom\s*)(['"])@huggingface\/jinja\2/, `$1$2${JINJA_URL}$2`);
+  if (out === src) return send(500, `web/worker/template.js: no import of ${JINJA_NAME} to point at ${JINJA_URL}`);
+  return send(200, out, { 'Content-Type': MIME['.js'] });
+}
+
 /** The demo's routes: `/` to the page, the model list and models of the
  * local folder, the public package files. */
 function demoRoute(root, models) {
@@ -42,6 +60,11 @@ function demoRoute(root, models) {
       if (!models) return send(404, 'no local model directory (set WASMLM_MODELS or pass --models DIR)');
       return modelFile(models, rel.slice('/local-models/'.length));
     }
+    if (rel === JINJA_URL) {
+      const file = jinjaFile();
+      return file ? { file } : { status: 404, why: `${JINJA_NAME} is not installed (npm install): chat templates cannot be rendered` };
+    }
+    if (rel === '/web/worker/template.js') return templateModule(root, send);
     if (rel.endsWith('/')) rel += 'index.html';
     const r = allowedFile(root, PUBLIC, rel);
     // the service worker must control the whole demo directory

@@ -6,7 +6,7 @@
 // own cache (wasmlm-models-v1), managed from the page.
 const CACHE = 'wasmlm-demo-v1';
 const PRECACHE = [
-  '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css', '/web/demo/tree-panel.js', '/web/demo/mentions-task.js',
+  '/web/demo/', '/web/demo/index.html', '/web/demo/demo.js', '/web/demo/demo.css', '/web/demo/tree-panel.js', '/web/demo/chat-panel.js', '/web/demo/mentions-task.js',
   '/web/index.js', '/web/tree.js', '/web/adaptive.js', '/web/deliberate.js', '/web/worker/tree.js', '/web/cache.js', '/web/simd-probe.js', '/web/memory64.js', '/web/sha256.js', '/web/chat.js', '/web/scaling.js', '/web/abort.js',
   '/web/options.js', '/web/errors.js', '/web/net.js', '/web/env.js', '/web/protocol.js', '/web/hub.js', '/web/split.js',
   '/web/worker/worker.js', '/web/worker/thread-worker.js', '/web/worker/engine.js', '/web/worker/multi.js', '/web/worker/embed.js',
@@ -15,6 +15,7 @@ const PRECACHE = [
   '/web/worker/generation.js', '/web/worker/quantize.js',
   '/web/worker/grammar.js', '/web/grammar/json-schema.js', '/web/grammar/gbnf.js', '/web/grammar/regex.js',
   '/web/openai.js', '/web/tools.js',   // the OpenAI-style API
+  '/vendor/jinja.js',   // @huggingface/jinja, served by web/demo/server.mjs (chat templates)
   '/models/registry.js', '/models/registry.json', '/local-models/index.json',
   '/wasm/wasmlm.wasm', '/wasm/wasmlm-mt.wasm', '/wasm/wasmlm-relaxed.wasm', '/wasm/wasmlm-mt-relaxed.wasm',
   '/wasm/probe-relaxed.wasm',
