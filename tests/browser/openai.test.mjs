@@ -2,9 +2,9 @@
 // model's completions.create, whole and streamed, with n > 1 and logprobs
 // (the vocabulary's bytes cross from the worker), equals what Node gives for
 // the same request and seed. Chat completions need the chat-template worker,
-// whose @huggingface/jinja import a page resolves only through a bundler; the
-// tool-call and response_format paths are the same code after the template
-// (tests/js/openai.test.mjs runs them in Node).
+// whose bare @huggingface/jinja import this page (no bundler) cannot resolve:
+// tests/browser/openai-chat.test.mjs runs them through the demo server, which
+// serves that module.
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
