@@ -1,9 +1,10 @@
 // The memory64 (wasm64) builds in Chromium (issue #28): the probe passes, and
 // the wasm64 builds, single-threaded and threaded, compute the same bits as
-// the wasm32 builds (greedy and seeded tokens, every logit, best-of-N) on the
+// the wasm32 builds (greedy and seeded tokens, a logit bias, every logit, best-of-N) on the
 // trained stories260K and on a synthetic Llama 3 model in F32 and Q4_K_M;
 // with one allocation of 4 GiB first, every buffer of the model lies above
-// 2^32 and still gives the same bits. A model file larger than the build in
+// 2^32 and still gives the same bits, a logit bias's pairs too (a pointer in
+// wlm_sampler_params: 8 bytes in wasm64, web/worker/abi.js's ABI64). A model file larger than the build in
 // use can hold is refused with TOO_LARGE before its bytes are read: a Blob
 // whose size is faked (the only place a size is faked), and a URL whose
 // server declares 5 GB (its download is stopped, nothing is cached).
@@ -67,7 +68,7 @@ after(async () => {
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 
-/** Runs every configuration on one model in the page: tokens, seeded tokens, logits (as hex), best-of-N. */
+/** Runs every configuration on one model in the page: tokens, seeded tokens, tokens with a logit bias, logits (as hex), best-of-N. */
 const runConfigs = (url, prompt, ids) => page.evaluate(async ([url, prompt, ids]) => {
   const { loadModel } = await import('/web/index.js');
   const hex = (rows) => rows.map((r) => Array.from(new Uint8Array(r.buffer, r.byteOffset, r.byteLength), (b) => b.toString(16).padStart(2, '0')).join('')).join('|');
@@ -75,11 +76,12 @@ const runConfigs = (url, prompt, ids) => page.evaluate(async ([url, prompt, ids]
   for (const [memory64, threads] of [['off', 1], ['on', 1], ['on', 2], ['off', 2]]) {
     const m = await loadModel(url, { memory64, threads, contextLength: 128, cache: false });
     const greedy = await m.complete(prompt, { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: 24 });
+    const biased = await m.complete(prompt, { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: 12, logitBias: { [greedy.tokens[0]]: -Infinity } });
     const seeded = await m.complete(prompt, { temperature: 0.9, seed: 7, ignoreEos: true, maxTokens: 24 });
     const best = await m.bestOfN(prompt, { n: 3, maxTokens: 12, temperature: 1, seed: 3, ignoreEos: true });
     out[`${memory64}/${threads}`] = {
       memory64: m.memory64, threads: m.threads,
-      greedy: greedy.tokens, seeded: seeded.tokens,
+      greedy: greedy.tokens, seeded: seeded.tokens, biased: biased.tokens,
       logits: hex(await m.logits(ids, { all: true })),
       best: best.candidates.map((c) => c.tokens.join(',')).join('|'),
     };
@@ -95,8 +97,9 @@ function assertSameBits(out, what) {
   assert.equal(out['on/2'].memory64, true);
   assert.equal(out['on/2'].threads, 2, `${what}: the threaded wasm64 build runs (shared memory64)`);
   assert.ok(out[first].logits.length > 1000);
+  assert.notEqual(out[first].biased[0], out[first].greedy[0], `${what}: the logit bias bans the greedy token`);
   for (const k of rest) {
-    for (const field of ['greedy', 'seeded', 'logits', 'best']) assert.equal(JSON.stringify(out[k][field]), JSON.stringify(out[first][field]), `${what}: ${field} of ${k} differs from ${first}`);
+    for (const field of ['greedy', 'seeded', 'biased', 'logits', 'best']) assert.equal(JSON.stringify(out[k][field]), JSON.stringify(out[first][field]), `${what}: ${field} of ${k} differs from ${first}`);
   }
 }
 
@@ -143,6 +146,32 @@ test('wasm64 with every buffer above 4 GiB: model, context and logits at address
   assert.deepEqual(r.w64.tokens, r.w32.tokens);
   assert.equal(r.w64.logits, r.w32.logits);
   assert.deepEqual(r.w64.dist, r.w32.dist);
+});
+
+test('wasm64 above 4 GiB: a logit bias (a pointer in wlm_sampler_params, 8 bytes in wasm64) bans the greedy token as in wasm32', async () => {
+  const r = await page.evaluate(async () => {
+    const { Engine } = await import('/web/worker/engine.js');
+    const model = new Uint8Array(await (await fetch('/t/syn-q4km.gguf')).arrayBuffer());
+    const run = async (file, pad) => {
+      const eng = await Engine.create(new Uint8Array(await (await fetch(file)).arrayBuffer()));
+      if (pad) eng.alloc(pad);
+      eng.loadBytes(model, { contextLength: 128 });
+      const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: 12 };
+      const plain = eng.complete('hello world', greedy).tokens;
+      // two pairs: the first greedy token banned, a mild push for another
+      const biased = eng.complete('hello world', { ...greedy, logitBias: { [plain[0]]: -Infinity, 7: 1 } }).tokens;
+      const out = { plain, biased, biasAt: eng.blocks.bias.p, memory64: eng.memory64 };
+      eng.dispose();
+      return out;
+    };
+    return { w32: await run('/wasm/wasmlm.wasm', 0), w64: await run('/wasm/wasmlm64-relaxed.wasm', 2 ** 32 + (16 << 20)) };
+  });
+  assert.equal(r.w64.memory64, true);
+  assert.ok(r.w64.biasAt > 2 ** 32, `the bias pairs at ${r.w64.biasAt}: not above 4 GiB`);
+  assert.deepEqual(r.w64.plain, r.w32.plain);
+  assert.notEqual(r.w32.biased[0], r.w32.plain[0], 'the bias bans the greedy token in wasm32');
+  assert.ok(!r.w32.biased.includes(r.w32.plain[0]));
+  assert.deepEqual(r.w64.biased, r.w32.biased, 'wasm64 samples with the same bias');
 });
 
 test('a file over what the build can hold is TOO_LARGE before a byte is read: a Blob (its size faked) and a URL declaring 5 GB', async () => {

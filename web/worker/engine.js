@@ -9,10 +9,10 @@
 // Concerns live in their own modules: memory and the C error (heap.js),
 // file staging (staging.js), GGUF values (gguf.js), text streams and stop
 // strings (stream.js), the generation loop (generation.js), quantization
-// (quantize.js); struct layouts come from abi.js, generated from src/wlm.h.
+// (quantize.js); struct layouts come from abi.js, generated from src/wlm.h,
+// the running build's table (this.abi: wasm32 or wasm64 pointers, heap.js).
 import { DEFAULT_SAMPLING } from '../options.js';
 import { WasmlmError, EngineError } from '../errors.js';
-import { STREAM, LOGIT_BIAS, readHparams, writeCtxParams, writeSamplerParams } from './abi.js';
 import { WasmHeap, STATUS_CONTEXT_FULL, addr, word } from './heap.js';
 import { createMemory, describeModule, wrapExports, WASM32_MAX_BYTES, WASM64_MAX_BYTES } from '../memory64.js';
 import { FileStaging } from './staging.js';
@@ -191,7 +191,7 @@ export class Engine extends WasmHeap {
   }
 
   readHparams() {
-    const h = readHparams(this.dv, addr(this.x.wlm_model_hparams(this.model)));
+    const h = this.abi.readHparams(this.dv, addr(this.x.wlm_model_hparams(this.model)));
     return {
       nVocab: h.nVocab, nCtxTrain: h.nCtxTrain, nEmbd: h.nEmbd, nLayer: h.nLayer, nHead: h.nHead, nHeadKv: h.nHeadKv,
       headDim: h.headDim, nFf: h.nFf, nRot: h.nRot,
@@ -210,7 +210,7 @@ export class Engine extends WasmHeap {
     this.seqs.clear();
     const cp = this.at('ctxParams'), pp = this.at('ptr');
     this.x.wlm_ctx_default_params(cp);
-    writeCtxParams(this.dv, cp, {
+    this.abi.writeCtxParams(this.dv, cp, {
       nCtx: o.nCtx, nBatch: o.nBatch, kvType: o.kv, fullPolicy: o.slide, nKeep: o.nKeep,
       nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut, swaFull: o.swaFull,
     });
@@ -284,7 +284,7 @@ export class Engine extends WasmHeap {
 
   /** A block for one stream: its rng and detokenizer ({rng, detok, block}). */
   allocStream() {
-    const p = this.alloc(STREAM.size);
+    const { STREAM } = this.abi, p = this.alloc(STREAM.size);
     return { rng: p + STREAM.rng, detok: p + STREAM.detok, block: p };
   }
   seedRng(rngP, seed) { this.x.wlm_rng_seed(rngP, seed); }
@@ -442,7 +442,7 @@ export class Engine extends WasmHeap {
   writeSampler(o) {
     const p = this.at('sampler');
     const b = this.biasOf(o);
-    writeSamplerParams(this.dv, p, {
+    this.abi.writeSamplerParams(this.dv, p, {
       temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repeatPenalty: o.repeatPenalty,
       repeatLastN: o.repeatLastN, presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty,
       typicalP: o.typicalP, nBiases: b.n, biases: b.p,
@@ -475,6 +475,7 @@ export class Engine extends WasmHeap {
     }
     const n = o.biasPairs.length / 2;
     if (n === 0) return { p: 0, n: 0 };
+    const { LOGIT_BIAS } = this.abi;
     const p = this.block('bias', n * LOGIT_BIAS.size, (cap) => Math.max(n * LOGIT_BIAS.size, cap * 2));
     if (this.blocks.bias.holds !== o.biasPairs) {
       for (let i = 0; i < n; i++) {
