@@ -3,8 +3,9 @@
 // the wasm32 builds (greedy and seeded tokens, a logit bias, every logit, best-of-N) on the
 // trained stories260K and on a synthetic Llama 3 model in F32 and Q4_K_M;
 // with one allocation of 4 GiB first, every buffer of the model lies above
-// 2^32 and still gives the same bits, a logit bias's pairs too (a pointer in
-// wlm_sampler_params: 8 bytes in wasm64, web/worker/abi.js's ABI64). A model file larger than the build in
+// 2^32 and still gives the same bits (top log-probabilities and embeddings
+// too), a logit bias's pairs as well (a pointer in wlm_sampler_params: 8
+// bytes in wasm64, web/worker/abi.js's ABI64). A model file larger than the build in
 // use can hold is refused with TOO_LARGE before its bytes are read: a Blob
 // whose size is faked (the only place a size is faked), and a URL whose
 // server declares 5 GB (its download is stopped, nothing is cached).
@@ -134,9 +135,13 @@ test('wasm64 with every buffer above 4 GiB: model, context and logits at address
       const tokens = eng.complete('hello world', { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: 16 }).tokens;
       const logits = Array.from(new Uint32Array(eng.logits([0, 17, 300], { all: true }).flatMap((row) => Array.from(new Uint32Array(row.buffer)))));
       const dist = eng.nextTokenDistribution('hello', { topK: 5 }).map((d) => d.token);
+      // blocks of ids / log-probabilities and of embedding tokens and vectors (read by JS at their addresses)
+      const top = JSON.stringify(eng.topLogprobs(0, 5));
+      const emb = eng.embed(['hello world', 'the quick brown fox'], { pooling: 'mean' }).vectors.map((v) => Array.from(new Uint32Array(v.buffer, v.byteOffset, v.length)).join(',')).join('|');
       const wasmBytes = eng.memoryStats().wasmBytes;
+      Object.assign(at, { topIds: eng.blocks.topIds.p, embedOut: eng.blocks.embedOut.p });
       eng.dispose();
-      return { at, tokens, logits: logits.join(','), dist, wasmBytes, memory64: eng.memory64 };
+      return { at, tokens, logits: logits.join(','), dist, top, emb, wasmBytes, memory64: eng.memory64 };
     };
     return { w32: await run('/wasm/wasmlm.wasm', 0), w64: await run('/wasm/wasmlm64-relaxed.wasm', 2 ** 32 + (16 << 20)) };
   });
@@ -146,6 +151,10 @@ test('wasm64 with every buffer above 4 GiB: model, context and logits at address
   assert.deepEqual(r.w64.tokens, r.w32.tokens);
   assert.equal(r.w64.logits, r.w32.logits);
   assert.deepEqual(r.w64.dist, r.w32.dist);
+  assert.match(r.w32.top, /"logprob":-?\d/);
+  assert.equal(r.w64.top, r.w32.top, 'the top log-probabilities');
+  assert.ok(r.w32.emb.length > 1000);
+  assert.equal(r.w64.emb, r.w32.emb, 'the embeddings');
 });
 
 test('wasm64 above 4 GiB: a logit bias (a pointer in wlm_sampler_params, 8 bytes in wasm64) bans the greedy token as in wasm32', async () => {

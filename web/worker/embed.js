@@ -10,6 +10,7 @@
 // one pass) a larger batch; every sequence is dropped (the cache is empty
 // afterwards).
 import { EngineError } from '../errors.js';
+import { word } from './heap.js';
 
 const GROUP = 64;           // WLM_MAX_SEQ: one group's texts may share a pass
 const POOLING = { model: 0xFFFFFFFF, mean: 1, cls: 2, last: 3 };
@@ -46,9 +47,9 @@ export function* embedTexts(eng, texts, opts = {}) {
     const lenP = eng.block('embedLen', group.length * 4);
     const outP = eng.block('embedOut', group.length * d * 4);
     const i32 = eng.i32;
-    let at = tokP >>> 2;
+    let at = word(tokP);
     group.forEach((ids, i) => {
-      i32[(lenP >>> 2) + i] = ids.length;
+      i32[word(lenP) + i] = ids.length;
       for (let j = 0; j < ids.length; j++) i32[at + j] = ids[j];
       at += ids.length;
     });
@@ -60,7 +61,7 @@ export function* embedTexts(eng, texts, opts = {}) {
       throw e;
     }
     const f32 = eng.f32;
-    for (let i = 0; i < group.length; i++) vectors.push(f32.slice((outP >>> 2) + i * d, (outP >>> 2) + (i + 1) * d));
+    for (let i = 0; i < group.length; i++) vectors.push(f32.slice(word(outP) + i * d, word(outP) + (i + 1) * d));
     for (const ids of group) counts.push(ids.length);
     if (g0 + GROUP < texts.length) yield vectors.length;
   }

@@ -272,7 +272,7 @@ export class Engine extends WasmHeap {
       this.clearError();
       this.dv.setUint32(nOut, 0, true);
       const flags = (addBos ? 1 : 0) | (parseSpecial ? 2 : 0) | (continuation ? 4 : 0); // WLM_TOK_ADD_BOS | _PARSE_SPECIAL | _NO_SPACE_PREFIX
-      const tok = this.blocks.tok, cap = tok.cap >>> 2;
+      const tok = this.blocks.tok, cap = Math.floor(tok.cap / 4);
       const st = this.x.wlm_tokenize(this.model, textP, written, flags, tok.p, cap, nOut, this.at('err'));
       const n = this.dv.getUint32(nOut, true);
       if (st !== 0 && n > cap && attempt === 0) { this.tokenBlock(n); continue; }
@@ -539,8 +539,8 @@ export class Engine extends WasmHeap {
     const k = this.x.wlm_top_logprobs(this.ctx, this.logitsAddress(row), n, ids, lps) >>> 0;
     const out = [];
     for (let i = 0; i < k; i++) {
-      const token = this.i32[(ids >>> 2) + i];
-      out.push({ token, text: decodeUtf8(this.tokenBytes(token)), logprob: this.f32[(lps >>> 2) + i] });
+      const token = this.i32[word(ids) + i];
+      out.push({ token, text: decodeUtf8(this.tokenBytes(token)), logprob: this.f32[word(lps) + i] });
     }
     return out;
   }
