@@ -24,6 +24,7 @@ CORE_HDR := $(wildcard src/*.h)
 CLI_SRC  := src/cli/common.c
 CLI_HDR  := src/cli/common.h
 TEST_SRC := $(wildcard tests/c/*.c)
+TEST_HDR := $(wildcard tests/c/*.h)
 
 COMMON_CFLAGS := -std=c11 -Wall -Wextra -Wno-unused-parameter -ffp-contract=off
 # Native builds compile the SIMD kernel sets too, through SIMDe's wasm SIMD
@@ -76,7 +77,7 @@ $(BUILD)/wasmlm-native: $(CORE_SRC) src/cli/native.c $(CLI_SRC) $(CORE_HDR) $(CL
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -O3 -o $@ $(CORE_SRC) src/cli/native.c $(CLI_SRC) -lm -lpthread
 
-$(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
@@ -86,14 +87,14 @@ $(BUILD)/tests-native: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
 $(BUILD)/wasmlm-native-relaxed: $(CORE_SRC) src/cli/native.c $(CLI_SRC) $(CORE_HDR) $(CLI_HDR)
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $@ $(CORE_SRC) src/cli/native.c $(CLI_SRC) -lm -lpthread
-$(BUILD)/tests-native-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-native-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
-$(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-san: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(SAN_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
-$(BUILD)/tests-san-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-san-relaxed: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(CLANG) $(SAN_CFLAGS) -DWLM_SIMDE_RELAXED -o $@ $(CORE_SRC) $(TEST_SRC) -lm -lpthread
 
@@ -139,7 +140,7 @@ wasm/probe-memory64.wasm: src/probe/memory64.c
 	@mkdir -p wasm
 	$(WASM_CC) --target=wasm64 -nostdlib -O2 -msimd128 -Wl,--no-entry,--import-memory,--max-memory=$(WASM64_MAX_MEMORY) -o $@ $<
 
-$(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
 
@@ -168,7 +169,7 @@ $(BUILD)/abi-asserts.h: $(BUILD)/gen-abi
 abi-check64: $(BUILD)/abi-asserts.h
 	$(CLANG) --target=wasm64 -ffreestanding -fsyntax-only -Isrc -DWLM_ABI_CHECK='"$(abspath $(BUILD)/abi-asserts.h)"' tools/gen-abi.c
 
-$(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) tests/c/tst.h
+$(BUILD)/tests.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -o $@ $(CORE_SRC) $(TEST_SRC)
 
@@ -197,16 +198,24 @@ test-san: $(BUILD)/tests-san $(BUILD)/tests-san-relaxed
 test-js: wasm $(BUILD)/wasmlm-native
 	WLM_SHARED=$(abspath $(SHARED)) WASMLM_MODELS=$(abspath $(SHARED))/models node --test --test-reporter=spec tests/js/
 
-# Speed, side by side with native llama.cpp (node-llama-cpp's prebuilt CPU
-# binaries, installed here on first use): JSON + table in bench/results/.
-# Both wasm builds (SIMD128 and relaxed SIMD): Node 20 runs relaxed SIMD only
-# behind a V8 flag, passed when this node accepts it (Node >= 22 runs it by
-# default; where the flag is refused it is left out). Expanded only here.
+# Speed, side by side with native llama.cpp: llama-bench built for this
+# machine (CMake Release, GGML_NATIVE=ON) from the source tree at
+# LLAMA_CPP_DIR, or from ~/.cache/wasmlm/llama.cpp (cloned there from
+# node-llama-cpp's git bundle and built on first use, never in CI; LLAMA_BENCH
+# names a binary instead), with node-llama-cpp's prebuilt binaries (installed
+# here on first use) as the fallback: bench/llama-native.mjs. JSON + table
+# in bench/results/. Both wasm builds (SIMD128 and relaxed SIMD): Node 20 runs
+# relaxed SIMD only behind a V8 flag, passed when this node accepts it (Node
+# >= 22 runs it by default; where the flag is refused it is left out).
+# Expanded only here.
+# bench/grammar.mjs: grammar-constrained against unconstrained decoding per
+# token (s110m and a 150k-vocabulary qwen2 shape), and grammar compile time.
 BENCH_NODE_FLAGS = $(shell node --experimental-wasm-relaxed-simd -e 0 >/dev/null 2>&1 && echo --experimental-wasm-relaxed-simd)
 bench: wasm native $(BUILD)/tests.wasm
 	@test -d node_modules/node-llama-cpp || npm install --no-save --no-audit --no-fund -E node-llama-cpp@3.21.1
 	node $(BENCH_NODE_FLAGS) bench/bench.mjs $(BENCH_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/scaling.mjs $(SCALING_ARGS)
+	node $(BENCH_NODE_FLAGS) bench/grammar.mjs $(GRAMMAR_ARGS)
 	node $(BENCH_NODE_FLAGS) bench/embed.mjs $(EMBED_ARGS)
 
 # Every architecture cross-checked against llama.cpp (node-llama-cpp's
@@ -220,7 +229,10 @@ xcheck: wasm
 # Batch kernels side by side in one wasm process per build (bench/kernels.c;
 # KERNELS_REPS interleaved reps): the numbers docs/architecture.md quotes.
 # The relaxed-SIMD build runs where Node's known-answer probe passes.
+# KERNELS_ONLY="Q8_0 decode": only the lines whose name holds that text.
 KERNELS_REPS ?= 15
+KERNELS_ONLY ?=
+KERNELS_ONLY_ARG = $(if $(KERNELS_ONLY),"$(KERNELS_ONLY)")
 $(BUILD)/bench-kernels.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -O3 -o $@ $(CORE_SRC) bench/kernels.c
@@ -228,9 +240,9 @@ $(BUILD)/bench-kernels-relaxed.wasm: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -O3 -mrelaxed-simd -o $@ $(CORE_SRC) bench/kernels.c
 bench-kernels: $(BUILD)/bench-kernels.wasm $(BUILD)/bench-kernels-relaxed.wasm wasm/probe-relaxed.wasm
-	node --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels.wasm $(KERNELS_REPS)
+	node --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels.wasm $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
 	@if node --experimental-wasm-relaxed-simd tools/probe-relaxed.mjs; then \
-	  node --experimental-wasm-relaxed-simd --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels-relaxed.wasm $(KERNELS_REPS); \
+	  node --experimental-wasm-relaxed-simd --no-liftoff tests/c/run_wasi.mjs $(BUILD)/bench-kernels-relaxed.wasm $(KERNELS_REPS) $(KERNELS_ONLY_ARG); \
 	else echo "relaxed SIMD probe failed in this Node: relaxed kernels not measured"; fi
 
 # the same microbenchmark compiled natively (SIMDe; both kernel sets): native
@@ -239,8 +251,19 @@ bench-kernels-native: $(CORE_SRC) $(CORE_HDR) bench/kernels.c
 	@mkdir -p $(BUILD)
 	$(CC) $(NATIVE_CFLAGS) -O3 -o $(BUILD)/bench-kernels-native $(CORE_SRC) bench/kernels.c -lm -lpthread
 	$(CC) $(NATIVE_CFLAGS) -DWLM_SIMDE_RELAXED -O3 -o $(BUILD)/bench-kernels-native-relaxed $(CORE_SRC) bench/kernels.c -lm -lpthread
-	$(BUILD)/bench-kernels-native $(KERNELS_REPS)
-	$(BUILD)/bench-kernels-native-relaxed $(KERNELS_REPS)
+	$(BUILD)/bench-kernels-native $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
+	$(BUILD)/bench-kernels-native-relaxed $(KERNELS_REPS) $(KERNELS_ONLY_ARG)
+
+# The thread pool's synchronisation costs natively (bench/threads.c): an
+# empty job, a barrier, a step's chunks, by thread count up to
+# BENCH_THREADS (default: the cores). The figures of the thread-count
+# projection in docs/architecture.md; meaningful on an idle machine only.
+BENCH_THREADS ?=
+.PHONY: bench-threads
+bench-threads: $(CORE_SRC) $(CORE_HDR) bench/threads.c
+	@mkdir -p $(BUILD)
+	$(CC) $(NATIVE_CFLAGS) -O3 -o $(BUILD)/bench-threads $(CORE_SRC) bench/threads.c -lm -lpthread
+	$(BUILD)/bench-threads $(BENCH_THREADS)
 
 # Per-token logprob over a 32000-entry vocabulary: the former wlm_expf loop
 # against the sum_exp/logit_max kernels, interleaved in one wasm process
@@ -313,7 +336,7 @@ test-c test-wasm test-san test-js: $(HOSTILE)
 # executions and findings; `make test` only replays the seeds and the saved
 # regression inputs once (fuzz-replay, a few seconds).
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := gguf tokenize sampler
+FUZZ_TARGETS := gguf tokenize sampler state grammar
 comma := ,
 FUZZ_CFLAGS = $(COMMON_CFLAGS) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer $(SIMDE) $(NATIVE_ARCH)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/fuzz_%)
@@ -388,7 +411,7 @@ test: soak-quick
 # failing, so untouched and moved code is never reformatted to pass.
 CLANG_FORMAT ?= $(shell command -v clang-format-19 2>/dev/null || command -v clang-format 2>/dev/null)
 FORMAT_BASE ?= $(shell git merge-base HEAD main 2>/dev/null)
-FORMAT_CHECKED := src/matmul.c src/matmul.h src/cli/common.c src/cli/common.h tests/c/test_types.c
+FORMAT_CHECKED := src/matmul.c src/matmul.h src/cli/common.c src/cli/common.h tests/c/test_types.c bench/threads.c
 .PHONY: format-check
 format-check:
 	@test -n "$(CLANG_FORMAT)" || { echo "clang-format not found (apt-get install clang-format)"; exit 1; }

@@ -102,6 +102,15 @@ export interface LoadOptions {
 }
 
 /**
+ * loadTokenizer options: loadModel's loading options without the ones for
+ * weights and a context (threads, contextLength, batchSize, kvType, onFull,
+ * nKeep, maxSequences, windowCache), for a whole file (sha256: only the
+ * file's header and metadata are read, so there is no digest to check) or
+ * for its size (memory64: a tokenizer always runs in the wasm32 build).
+ */
+export interface TokenizerLoadOptions extends Omit<LoadOptions, 'threads' | 'contextLength' | 'batchSize' | 'kvType' | 'onFull' | 'nKeep' | 'maxSequences' | 'windowCache' | 'memory64' | 'sha256'> {}
+
+/**
  * Logit bias: an object {tokenId: bias} (OpenAI's logit_bias shape; keys are
  * token ids) or an array of [tokenId or text, bias] pairs (a Map: pass
  * [...map]). -Infinity bans a token. A text biases each distinct token of
@@ -114,8 +123,10 @@ export type LogitBias = Record<string, number> | Array<[number | string, number]
  * Sampling options. Defaults (DEFAULT_SAMPLING, llama.cpp's): maxTokens 256,
  * temperature 0.8, topK 40, topP 0.95, minP 0.05, typicalP 1, repeatPenalty 1,
  * presencePenalty 0, frequencyPenalty 0, repeatLastN 64, seed 0xC0FFEE
- * (12648430). The pipeline, in order: docs/options.md. temperature 0 alone
- * is plain greedy decoding (the argmax, lowest id on ties).
+ * (12648430). The pipeline, in order (docs/options.md): a grammar's mask
+ * (StructuredOutputOptions), logit bias, penalties, temperature, top-k,
+ * typical, top-p, min-p, draw. temperature 0 alone is plain greedy decoding
+ * (the argmax, lowest id on ties).
  */
 export interface SamplingOptions {
   maxTokens?: number;
@@ -147,13 +158,35 @@ export interface TopLogprob {
   token: number;
   /** the token's text (its bytes as UTF-8; a partial character gives U+FFFD) */
   text: string;
-  /** log P(token) under the model's own distribution (T = 1, before bias, penalties and filters) */
+  /** log P(token) under the model's own distribution (T = 1, before a grammar's mask, bias, penalties and filters) */
   logprob: number;
 }
 
-export interface GenerateOptions extends SamplingOptions {
+/**
+ * Structured output: at most one of the three (BAD_OPTION naming both
+ * otherwise). Its mask is the first stage of sampling, before the bias,
+ * penalties, temperature and filters, so the distribution is renormalised
+ * over the tokens it allows; an end-of-generation token is allowed only where
+ * it may end. The text ends with finishReason 'stop' once it is complete and
+ * nothing else may follow; 'grammar' at a dead end (no token continues it).
+ */
+export interface StructuredOutputOptions {
+  /** A GBNF grammar (rules `name ::= ...`, start rule `root`): only text it allows is generated.
+   * Compiled once per text and model (cached). A grammar that does not parse or check is
+   * BAD_OPTION naming line:column. See docs/grammar.md. */
+  grammar?: string;
+  /** JSON output: true, any JSON value; 'object', a JSON object; false, off (jsonGrammar). */
+  json?: boolean | 'object';
+  /** JSON output that validates against this JSON Schema (the subset of docs/json-schema.md),
+   * turned into a grammar on the caller's thread by jsonSchemaToGbnf: an unsupported keyword
+   * rejects the call with BAD_SCHEMA (naming it and its JSON Pointer) before anything runs. */
+  jsonSchema?: object | boolean;
+}
+
+export interface GenerateOptions extends SamplingOptions, StructuredOutputOptions {
   /** 0..20 (default 0): per generated token, this many most likely tokens of the model's own
-   * distribution (as `logprob`: before bias, penalties and filters), as `topLogprobs` of chunks and results. */
+   * distribution (as `logprob`: before a grammar's mask, bias, penalties and filters, so a token the
+   * grammar forbids may be among them), as `topLogprobs` of chunks and results. */
   logprobs?: number;
   /** Speculative decoding: a draft Model with the same vocabulary proposes tokens that this
    * model checks in one batched pass (the output follows this model's distribution; greedy
@@ -186,7 +219,20 @@ export interface GenerateOptions extends SamplingOptions {
   reusePrefix?: boolean;
 }
 
-export interface CompleteOptions extends GenerateOptions {
+/** Options of generate() and complete(): plain generation can continue where the last one stopped. */
+export interface PlainGenerateOptions extends GenerateOptions {
+  /** Continue where the last plain generation (or a state given to loadState) left the context
+   * (default false): the prompt's tokens (a text prompt without BOS unless addBos; '' for none) follow
+   * its tokens, the token it sampled last included, and sampling continues its random stream: `seed`
+   * is not used. So generating 20 tokens, then 30 with resume, gives the tokens of one 50-token
+   * generation with the same options, even across saveState, dispose, loadModel and loadState.
+   * A generation that ended with an end-of-generation token resumes after the tokens before it.
+   * Rejects with BAD_STATE when nothing can be continued (another kind of call used the context since).
+   * Not with `draft`. */
+  resume?: boolean;
+}
+
+export interface CompleteOptions extends PlainGenerateOptions {
   /** Called with each chunk as it is generated (streams internally). */
   onToken?: (chunk: GenerateChunk) => void;
 }
@@ -204,7 +250,15 @@ export interface GenerateChunk {
   topLogprobs?: TopLogprob[];
 }
 
-export type FinishReason = 'stop' | 'length' | 'context';
+/** 'stop': EOS, a stop string, or a grammar's text complete with nothing allowed after it;
+ * 'length': maxTokens; 'context': the context is full; 'grammar': a grammar's dead end
+ * (no token of the vocabulary continues the text: it is incomplete). */
+export type FinishReason = 'stop' | 'length' | 'context' | 'grammar';
+
+/** Present when options.grammar was given: the time its compilation took (0 when the
+ * compiled grammar was cached from an earlier call with the same text), and the time the
+ * model's vocabulary trie took (built by the model's first grammar, else 0). */
+export interface GrammarStats { compileMs: number; cached: boolean; trieMs: number }
 
 export interface SpeculativeStats {
   /** forward passes of the target model */
@@ -247,6 +301,7 @@ export interface GenerationStats {
   decodeMs: number;
   prefillTokensPerSec: number;
   decodeTokensPerSec: number;
+  grammar?: GrammarStats;
 }
 
 export interface CompletionResult {
@@ -255,7 +310,7 @@ export interface CompletionResult {
   logprobs: number[];
   /** with options.logprobs: per token, the most likely tokens at its position */
   topLogprobs?: TopLogprob[][];
-  /** 'stop': EOS or a stop string; 'length': maxTokens; 'context': the context is full. */
+  /** see FinishReason */
   finishReason: FinishReason;
   stats: GenerationStats;
 }
@@ -294,6 +349,24 @@ export interface TensorInfo {
   part?: number;
 }
 
+/** Tokenizer.info (loadTokenizer): what the file's metadata says; no tensors, no context. */
+export interface TokenizerInfo {
+  architecture: string | null;
+  /** text of the BOS / EOS tokens, null when the vocabulary has none */
+  specialTokens: { bos: string | null; eos: string | null };
+  /** tokenizer.chat_template, null when the file has none */
+  chatTemplate: string | null;
+  name: string | null;
+  vocabOnly: true;
+  /** bytes of the file that were read: its header and metadata (for a whole model, a small part of it) */
+  bytesRead: number;
+  /** nCtxTrain is 0 when the file names no architecture or its context_length */
+  hparams: Pick<HParams, 'nVocab' | 'nCtxTrain' | 'bosId' | 'eosId' | 'unkId' | 'addBos' | 'addSpacePrefix'>;
+  metadata: Record<string, MetadataValue>;
+  /** Browsers, URL sources: true when the bytes came from the model cache. */
+  fromCache?: boolean;
+}
+
 export interface ModelInfo {
   /** general.architecture: 'llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3', 'phi3', 'smollm3', 'granite', 'bert', 'nomic-bert' */
   architecture: string | null;
@@ -314,6 +387,7 @@ export interface ModelInfo {
   embedding: { length: number; pooling: 'mean' | 'cls' | 'last'; causal: boolean };
   metadata: Record<string, MetadataValue>;
   tensors: TensorInfo[];
+  vocabOnly: false;
   /** Browsers, URL sources: true when the bytes came from the model cache (web/cache.js), false when fetched. */
   fromCache?: boolean;
 }
@@ -369,7 +443,7 @@ export interface TemplateLimits {
 }
 
 export interface ChatOptions extends GenerateOptions, ChatTemplateOptions {}
-export interface ChatCompleteOptions extends CompleteOptions, ChatTemplateOptions {}
+export interface ChatCompleteOptions extends Omit<CompleteOptions, 'resume'>, ChatTemplateOptions {}
 
 export interface Candidate {
   /** 0-based; candidate i sampled with seed + i (it equals complete(prompt, {seed: seed + i})) */
@@ -456,6 +530,7 @@ export interface BatchStats {
   scoringMs?: number;
   /** the context was re-planned for more sequences / slots */
   contextGrown: boolean;
+  grammar?: GrammarStats;
   /** with options.adaptive (the times and counts are the sums over its batches) */
   adaptive?: AdaptiveStats;
 }
@@ -486,7 +561,8 @@ export interface Attempt {
   finishReason: FinishReason; ok: boolean; message: string | null; stats: GenerationStats;
 }
 
-export interface BeamSearchOptions {
+/** With a grammar (or json / jsonSchema) beams rank only the tokens it allows (log-probabilities renormalised over them). */
+export interface BeamSearchOptions extends StructuredOutputOptions {
   /** 1..32, default 4 */
   beams?: number;
   maxTokens?: number;
@@ -523,7 +599,7 @@ export interface TreeNode {
   pathTokens: number;
   /** the scorer's rating (null: the root, a rollout that did not end) */
   score: number | null;
-  /** an end: end of generation ('stop'), maxTokens ('length'), the context ('context'), maxSteps ('steps') or isFinal ('final') */
+  /** an end: end of generation or a complete grammar ('stop'), maxTokens ('length'), the context ('context'), a grammar's dead end ('grammar'), maxSteps ('steps') or isFinal ('final') */
   final: boolean;
   finishReason: FinishReason | 'steps' | 'final' | null;
   /** mcts: a rollout (one node for all its steps; `steps` of them), not part of the searched tree */
@@ -539,7 +615,7 @@ export interface TreeNode {
   value?: number | null;
 }
 
-export interface TreeSearchOptions extends SamplingOptions {
+export interface TreeSearchOptions extends SamplingOptions, StructuredOutputOptions {
   /** a step ends with the token completing one of these (default '\n'), or after maxTokensPerStep tokens */
   step?: string | string[];
   /** children sampled from a node that grows (1..64, default 4); a call's children decode as one batch */
@@ -599,6 +675,8 @@ export interface TreeSearchResult {
     rebuiltTokens: number;
     peakUsedSlots: number;
     peakSequences: number;
+    /** with a grammar: nodes whose recognizer state was given up (a search keeps at most 160) and rebuilt from their path's tokens */
+    grammarReplays: number;
     plan: TreePlan;
     contextGrown: boolean;
     /** each worker call: nodes grown or stepped, forward passes, decode time, and the cache after it */
@@ -611,7 +689,7 @@ export interface TreeSearchResult {
 /** An answer as deliberate's verifier sees it. */
 export interface DeliberateAnswer { text: string; tokens: number[]; logprobs: number[] }
 
-export interface DeliberateOptions extends SamplingOptions {
+export interface DeliberateOptions extends SamplingOptions, StructuredOutputOptions {
   /** most tokens generated in all: the greedy answer, then each stage (default 2048) */
   budget?: number;
   /** the stages after the greedy answer, in order (default ['best-of-n', 'tree']); best-of-N takes at most half of
@@ -683,6 +761,8 @@ export interface TokenizeOptions {
   /** control-token text becomes its id (default false) */
   parseSpecial?: boolean;
 }
+/** countTokens(): the same options as tokenize(). */
+export interface CountTokensOptions extends TokenizeOptions {}
 export interface LogitsOptions {
   /** one row per token instead of the last token's */
   all?: boolean;
@@ -702,7 +782,29 @@ export interface EmbedOptions {
 
 export interface Beam { text: string; tokens: number[]; logprob: number; score: number; finishReason: FinishReason }
 
-export declare class Model {
+/**
+ * A vocabulary in a worker of its own (loadTokenizer), or a Model, which is
+ * one too. Calls are async: the worker keeps a large vocabulary off the
+ * page's main thread.
+ */
+export declare class Tokenizer {
+  protected constructor();
+  readonly info: TokenizerInfo | ModelInfo;
+  readonly disposed: boolean;
+  tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
+  /** The number of tokens tokenize(text, options) gives. */
+  countTokens(text: string, options?: CountTokensOptions): Promise<number>;
+  detokenize(ids: Iterable<number>): Promise<string>;
+  /** Renders messages with the chat template, in the worker (which loads @huggingface/jinja on first use).
+   * Rejects with code 'NO_CHAT_TEMPLATE' when the file has none and options.template is not given,
+   * 'TEMPLATE_LIMIT' when the render goes past options.templateLimits, 'TEMPLATE_ERROR' when the
+   * template does not parse or fails to render. */
+  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
+  /** Frees it and ends its worker at once: requests in flight or queued reject with code 'DISPOSED'. */
+  dispose(): Promise<void>;
+}
+
+export declare class Model extends Tokenizer {
   private constructor();
   readonly info: ModelInfo;
   /** Memory of the model's engine: wasm memory size (its peak), bytes in use, file size. */
@@ -715,13 +817,8 @@ export declare class Model {
   readonly memory64: boolean;
   readonly disposed: boolean;
   /** Streams a completion of `prompt` (a string, or token ids). */
-  generate(prompt: string | number[], options?: GenerateOptions): Generation;
+  generate(prompt: string | number[], options?: PlainGenerateOptions): Generation;
   complete(prompt: string | number[], options?: CompleteOptions): Promise<CompletionResult>;
-  /** Renders messages with the chat template, in the model's worker (which loads @huggingface/jinja on first use).
-   * Rejects with code 'NO_CHAT_TEMPLATE' when the model has none and options.template is not given,
-   * 'TEMPLATE_LIMIT' when the render goes past options.templateLimits, 'TEMPLATE_ERROR' when the
-   * template does not parse or fails to render. */
-  applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): Promise<string>;
   /** Streams the assistant's reply: the rendered prompt's special tokens are parsed to ids,
    * BOS is not doubled, and generation stops on the model's end-of-generation tokens. */
   chat(messages: ChatMessage[], options?: ChatOptions): Generation;
@@ -729,8 +826,16 @@ export declare class Model {
   chatComplete(messages: ChatMessage[], options?: ChatCompleteOptions): Promise<CompletionResult>;
   /** Raw logits from an empty context: the last token's, or with {all: true} one row per token. */
   logits(tokens: number[], options?: LogitsOptions): Promise<Float32Array[]>;
-  tokenize(text: string, options?: TokenizeOptions): Promise<number[]>;
-  detokenize(ids: Iterable<number>): Promise<string>;
+  /** The context's sequence as bytes: a versioned header, the model's fingerprint, its tokens (with the
+   * token a plain generation sampled last), the keys and values of the cache rows it uses (its size
+   * grows with the tokens, not with the context length) and the random stream to resume. */
+  saveState(): Promise<Uint8Array>;
+  /** Puts a saveState() back: the same model file (its fingerprint), a context long enough, the same
+   * kvType (and for an onFull 'slide' context that slid, the same contextLength and nKeep). Then
+   * generate(prompt, {resume: true}) continues exactly, and a prompt that starts with the saved tokens
+   * (a chat's next turn) reuses their cache. Anything else (cut short, corrupt, another version,
+   * another model, too long for the context) rejects with BAD_SAVED_STATE, the context unchanged. */
+  loadState(bytes: Uint8Array | ArrayBuffer | ArrayBufferView): Promise<{ tokens: number[]; positions: number; resumable: boolean }>;
   /** Next-token distribution after `text` (top `topN`, default 20): the model's raw distribution
    * (temperature 1, no topK/topP/minP, no repeat penalty) unless sampling options are given, which
    * then apply as in generation (e.g. {temperature: 0.8, topK: 40}). */
@@ -754,8 +859,6 @@ export declare class Model {
   embed(texts: string | Array<string | number[]>, options?: EmbedOptions): Promise<Float32Array[]>;
   /** Re-quantizes the model; with outPath (Node) writes the GGUF file there. */
   quantize(type: QuantType, options?: QuantizeOptions): Promise<QuantizeResult>;
-  /** Frees the model and ends its worker at once: requests in flight or queued reject with code 'DISPOSED'. */
-  dispose(): Promise<void>;
 }
 
 /**
@@ -768,7 +871,7 @@ export declare class Model {
 export type WasmlmErrorCode =
   | 'BAD_OPTION' | 'DISPOSED' | 'ABORTED' | 'TEMPLATE_LIMIT' | 'TEMPLATE_ERROR' | 'NO_CHAT_TEMPLATE'
   | 'NETWORK' | 'NOT_FOUND' | 'UNAUTHORIZED' | 'INTEGRITY' | 'BAD_FILE' | 'WORKER' | 'UNSUPPORTED' | 'TOO_LARGE' | 'VOCAB_MISMATCH' | 'BAD_SCHEMA' | 'INTERNAL'
-  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'ENGINE' | 'CALLBACK'
+  | 'BAD_ARGUMENT' | 'BAD_FORMAT' | 'TRUNCATED' | 'NOMEM' | 'CONTEXT_FULL' | 'BAD_STATE' | 'BAD_SAVED_STATE' | 'ENGINE' | 'CALLBACK'
   | (string & {});
 
 /** Every failure the package reports; `code` is stable, `option` names the option for BAD_OPTION. */
@@ -813,6 +916,10 @@ export declare function jsonSchemaToGbnf(schema: object | boolean, options?: Jso
 export declare function jsonGrammar(options?: JsonGrammarOptions & { object?: boolean }): string;
 
 export declare function loadModel(source: ModelSource, options?: LoadOptions): Promise<Model>;
+/** Loads only a GGUF file's vocabulary (a model, or a vocabulary-only file such as ggml-vocab-*.gguf), from
+ * the sources loadModel takes: only its header and metadata are read (a URL by Range requests when the
+ * server allows them; a split GGUF's first part). */
+export declare function loadTokenizer(source: ModelSource, options?: TokenizerLoadOptions): Promise<Tokenizer>;
 
 /** A cached model: browsers key it by URL (Cache Storage 'wasmlm-models-v1'), Node by file path in the cache directory. */
 export interface CachedModel { key: string; name: string; size: number; cachedAt: string | null }
@@ -889,5 +996,5 @@ export declare function checkSha256(value: unknown, option?: string): string | n
 
 export declare function registryEntries(options?: { registry?: Record<string, RegistryEntry> }): Promise<Record<string, RegistryEntry>>;
 
-declare const _default: { loadModel: typeof loadModel; DEFAULT_SAMPLING: typeof DEFAULT_SAMPLING };
+declare const _default: { loadModel: typeof loadModel; loadTokenizer: typeof loadTokenizer; DEFAULT_SAMPLING: typeof DEFAULT_SAMPLING };
 export default _default;

@@ -1,29 +1,38 @@
 // `npm run bench:browser`: wasmlm beside wllama (@wllama/wllama, llama.cpp
 // compiled by emscripten; CPU only) in one headless Chromium page, on the same
-// synthetic GGUF files, same thread count, same 128-token prompt, greedy.
+// synthetic GGUF files, same thread count, same 128-token prompt, greedy, and
+// beside native llama.cpp (llama-bench built for this machine:
+// bench/llama-native.mjs) run on the same files between the page's runs.
 // Both engines stay loaded for a configuration; timed runs alternate between
-// them (ours first on even reps, wllama first on odd ones) after two warm-up
-// runs each (wasm tier-up). Medians of --reps. A correctness run per
-// configuration compares the greedy tokens (wllama with top-5 logprobs).
-// Writes bench/results/browser-<stamp>.json and bench/results/browser-latest.md.
+// them (ours first on even reps, wllama first on odd ones; llama-bench after
+// both) after two warm-up runs each (wasm tier-up). Medians of --reps. A
+// correctness run per configuration compares the greedy tokens (wllama with
+// top-5 logprobs). Decode is also given as a share of the machine's
+// streaming-read bandwidth (weight bytes a token reads x tok/s).
+// Writes bench/results/browser-<stamp>.json and .md, and bench/results/browser-latest.md.
 //
-//   node bench/browser-bench.mjs [--shapes s15m,s110m] [--types q8_0,q4_0]   (f16 too: --types q8_0,q4_0,f16)
+//   node bench/browser-bench.mjs [--shapes s110m,tl1b] [--types q4_0,q4_k_m,q8_0]   (f16 too: --types q4_0,f16)
 //        [--threads 1,2] [--reps 3] [--max-tokens 64] [--prompt-tokens 128] [--quiet]
+//        [--engines ours,wllama,llama-bench] [--no-build]
 // Needs Debian's chromium and the devDependencies: sh tools/setup-browser.sh.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { model as sharedModel, promptOf, root } from './common.mjs';
+import { spawnSync } from 'node:child_process';
+import { model as sharedModel, promptOf, root, native } from './common.mjs';
 import { launchBench } from './browser/chromium.mjs';
+import { prepareLlamaBench, llamaBench, hostCpu, simdFlags, weightBytesPerToken } from './llama-native.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
-const shapes = String(args.shapes || 's15m,s110m').split(',');
-const types = String(args.types || 'q8_0,q4_0').split(',');
+const shapes = String(args.shapes || 's110m,tl1b').split(',');
+const types = String(args.types || 'q4_0,q4_k_m,q8_0').split(',');
 const threadCounts = String(args.threads || '1,2').split(',').map(Number);
 const reps = +(args.reps || 3);
 const maxTokens = +(args['max-tokens'] || 64);
 const promptTokens = +(args['prompt-tokens'] || 128);
 const WARMUP = 2;
+const engines = new Set(String(args.engines || 'ours,wllama,llama-bench').split(','));
+for (const e of engines) if (!['ours', 'wllama', 'llama-bench'].includes(e)) { console.error(`--engines: unknown ${e} (ours, wllama, llama-bench)`); process.exit(2); }
 const log = (...a) => { if (!args.quiet) console.error(...a); };
 
 
@@ -31,7 +40,7 @@ const model = (shape, type) => sharedModel(shape, type, log);
 
 const median = (xs) => { const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
 
-if (!fs.existsSync(path.join(root, 'node_modules', '@wllama', 'wllama', 'esm', 'index.js'))) {
+if (engines.has('wllama') && !fs.existsSync(path.join(root, 'node_modules', '@wllama', 'wllama', 'esm', 'index.js'))) {
   console.error('@wllama/wllama is not installed: run sh tools/setup-browser.sh'); process.exit(2);
 }
 for (const w of ['wasm/wasmlm.wasm', 'wasm/wasmlm-mt.wasm']) {
@@ -42,8 +51,22 @@ for (const w of ['wasm/wasmlm.wasm', 'wasm/wasmlm-mt.wasm']) {
 const configs = [];
 for (const shape of shapes) for (const type of types) {
   const file = model(shape, type);
-  for (const threads of threadCounts) configs.push({ shape, type, file, threads });
+  const weightBytes = await weightBytesPerToken(file);
+  for (const threads of threadCounts) configs.push({ shape, type, file, threads, weightBytes });
 }
+
+// native llama.cpp (built now if it must be) and the machine's streaming-read
+// bandwidth by thread count, before the browser starts
+let lb = { bin: null, why: 'not asked for (--engines)' };
+if (engines.has('llama-bench')) lb = prepareLlamaBench({ log, build: !args['no-build'] });
+log(lb.bin ? `llama-bench: ${lb.bin}${lb.commit ? ` (llama.cpp ${lb.commit})` : ''}` : `llama-bench not used: ${lb.why}`);
+const bandwidth = {};
+for (const t of threadCounts) {
+  const r = fs.existsSync(native) ? spawnSync(native, ['bandwidth', String(t)], { encoding: 'utf8' }) : null;
+  bandwidth[t] = r && r.status === 0 ? +r.stdout.trim() : null;
+}
+log('bandwidth GB/s', JSON.stringify(bandwidth));
+let lbInfo = null;
 
 // Other work on the machine skews both engines (multi-threaded wllama
 // badly): the busy CPU share (/proc/stat over 1 s, in cores) is measured
@@ -64,7 +87,8 @@ async function busyCores(ms = 1000) {
 const busyStart = await busyCores();
 if (busyStart > 0.3) log(`WARNING: ${busyStart} cores are busy before the run: other work is running, numbers will be noisy`);
 const t0All = performance.now();
-const { server, context, close: closeBrowser } = await launchBench(root, { name: 'browser bench' });
+// a tl1b configuration takes minutes (wllama decodes it at a few tokens a second)
+const { server, context, close: closeBrowser } = await launchBench(root, { name: 'browser bench', watchdogMinutes: 30 + 10 * configs.length });
 
 const pageErrors = [];
 let page;
@@ -91,19 +115,20 @@ try {
   for (const c of configs) {
     const url = '/' + path.relative(root, c.file).split(path.sep).join('/');
     const size = fs.statSync(c.file).size;
-    const row = { shape: c.shape, type: c.type, fileMB: +(size / 1e6).toFixed(1), threads: c.threads, ours: {}, wllama: {}, agreement: null, errors: [], busyCoresBefore: await busyCores() };
+    const row = { shape: c.shape, type: c.type, fileMB: +(size / 1e6).toFixed(1), weightMBPerToken: +(c.weightBytes / 1e6).toFixed(1), threads: c.threads, ours: {}, wllama: {}, llamaBench: null, agreement: null, errors: [], busyCoresBefore: await busyCores() };
     log(`\n== ${c.shape} ${c.type} threads=${c.threads}`);
     const ctxLen = Math.max(512, promptTokens + maxTokens + 16);
     const runOpts = { maxTokens };
     let oursOk = false, wlOk = false;
-    try {
+    if (engines.has('ours')) try {
       const l = await page.evaluate(([u, o]) => window.bench.oursLoad(u, o), [url, { threads: c.threads, contextLength: ctxLen }]);
       row.ours.loadMs = l.loadMs; row.ours.threadsUsed = l.threads; row.ours.simd = l.simd; oursOk = true;
     } catch (e) { row.errors.push('ours load: ' + e.message); log('ours load failed:', e.message); }
-    try {
+    if (engines.has('wllama')) try {
       const l = await page.evaluate(([u, o]) => window.bench.wllamaLoad(u, o), [url, { threads: c.threads, contextLength: ctxLen }]);
       row.wllama.loadMs = l.loadMs; row.wllama.threadsUsed = l.threads; row.wllama.multithread = l.multithread; wlOk = true;
     } catch (e) { row.errors.push('wllama load: ' + e.message); log('wllama load failed:', e.message); }
+    const lbSamples = [];
 
     const runOurs = () => page.evaluate(([p, o]) => window.bench.oursRun(p, o), [prompt, runOpts]);
     const runWl = (extra = {}) => page.evaluate(([p, o]) => window.bench.wllamaRun(p, o), [prompt, { ...runOpts, ...extra }]);
@@ -137,7 +162,17 @@ try {
           }
         }
       }
+      // native llama.cpp on the same file while the page is idle
+      if (lb.bin) {
+        try {
+          const x = llamaBench(lb.bin, c.file, { threads: c.threads, prompt: promptTokens, gen: maxTokens });
+          lbSamples.push(x); lbInfo = x.info;
+        } catch (e) { row.errors.push('llama-bench: ' + e.message.split('\n')[0]); log('llama-bench failed:', e.message); }
+      }
     }
+    if (lbSamples.length) row.llamaBench = { prefill: median(lbSamples.map((x) => x.prefill)), decode: median(lbSamples.map((x) => x.decode)), samples: lbSamples.map((x) => ({ prefill: x.prefill, decode: x.decode })) };
+    // decode reads (about) every weight byte once per token
+    const share = (d) => (d && bandwidth[c.threads] ? +(c.weightBytes / 1e9 * d / bandwidth[c.threads]).toFixed(3) : null);
     for (const who of ['ours', 'wllama']) {
       const ss = samples[who];
       Object.assign(row[who], {
@@ -193,9 +228,10 @@ try {
     if (wlOk || row.wllama.loadMs != null) await page.evaluate(() => window.bench.wllamaExit()).catch(() => {});
     // a crashed wllama leaves its worker in a bad state: start the next configuration on a fresh page
     if (!wlOk || !oursOk) await openPage();
+    row.bandwidthShare = { ours: share(row.ours.decode), wllama: share(row.wllama.decode), llamaBench: share(row.llamaBench?.decode) };
     rows.push(row);
     const { samples: _o, ...oursShort } = row.ours; const { samples: _w, ...wlShort } = row.wllama;
-    log(JSON.stringify({ ...row, ours: oursShort, wllama: wlShort, oursTokens: undefined }));
+    log(JSON.stringify({ ...row, ours: oursShort, wllama: wlShort, llamaBench: row.llamaBench && { prefill: row.llamaBench.prefill, decode: row.llamaBench.decode }, oursTokens: undefined }));
   }
 } finally {
   await closeBrowser();
@@ -210,17 +246,21 @@ for (const r of rows) {
 const totalS = (performance.now() - t0All) / 1000;
 const f = (x) => (x == null ? '—' : x >= 100 ? x.toFixed(0) : x.toFixed(1));
 const ratio = (a, b) => (a && b ? (a / b).toFixed(2) + '×' : '—');
-const cpu = os.cpus()[0]?.model || 'unknown CPU';
+const host = hostCpu();
+const cpu = host.model;
 const machine = {
-  cpu, cores: os.cpus().length, memGB: +(os.totalmem() / 2 ** 30).toFixed(1), os: `${os.type()} ${os.release()}`,
+  cpu, cores: os.cpus().length, cpuFlags: host.flags, memGB: +(os.totalmem() / 2 ** 30).toFixed(1), os: `${os.type()} ${os.release()}`,
   node: process.version, chromium: browserVersion, userAgent: env?.userAgent,
   crossOriginIsolated: env?.crossOriginIsolated, hardwareConcurrency: env?.hardwareConcurrency, jspi: env?.jspi,
   busyCoresBefore: busyStart, busyCoresMax: Math.max(busyStart ?? 0, ...rows.map((r) => r.busyCoresBefore ?? 0)),
-  wllama: JSON.parse(fs.readFileSync(path.join(root, 'node_modules/@wllama/wllama/package.json'), 'utf8')).version,
+  wllama: engines.has('wllama') ? JSON.parse(fs.readFileSync(path.join(root, 'node_modules/@wllama/wllama/package.json'), 'utf8')).version : null,
+  bandwidthGBs: bandwidth,
+  llamaBench: lb.bin ? { commit: lb.commit || lbInfo?.build_commit || null, info: lbInfo } : { why: lb.why },
 };
-let md = `# wasmlm vs wllama in Chromium\n\n${new Date().toISOString()} · ${cpu} × ${machine.cores} · ${machine.memGB} GiB · Chromium ${browserVersion} (headless, Debian) · crossOriginIsolated: ${env?.crossOriginIsolated} · wllama ${machine.wllama} · Node ${process.version} · medians of ${reps} (after ${WARMUP} warm-up runs each) · ${totalS.toFixed(0)} s · other load: ${machine.busyCoresMax} cores at most (sampled before each configuration)\n\n`;
+const pct = (x) => (x == null ? '—' : Math.round(x * 100) + ' %');
+let md = `# wasmlm in Chromium, beside wllama and native llama.cpp\n\n${new Date().toISOString()} · ${cpu} × ${machine.cores} (${simdFlags(host.flags).join(' ') || 'flags unknown'}) · ${machine.memGB} GiB · Chromium ${browserVersion} (headless, Debian) · crossOriginIsolated: ${env?.crossOriginIsolated} · wllama ${machine.wllama ?? '—'} · llama-bench ${lb.bin ? `(llama.cpp ${machine.llamaBench.commit ?? '?'}, Release, GGML_NATIVE=ON)` : `not run (${lb.why})`} · Node ${process.version} · medians of ${reps} (after ${WARMUP} warm-up runs each) · ${totalS.toFixed(0)} s · other load: ${machine.busyCoresMax} cores at most (sampled before each configuration)\n\n`;
 if (machine.busyCoresMax > 0.3) md += `**Warning:** other work was running on the machine (up to ${machine.busyCoresMax} busy cores between configurations): these numbers are noisy. Rows: ${rows.filter((r) => r.busyCoresBefore > 0.3).map((r) => `${r.shape} ${r.type} ${r.threads}t (${r.busyCoresBefore})`).join(', ')}.\n\n`;
-md += '| model | type | MB | threads (ours/wllama) | load ms ours | load ms wllama | prefill tok/s ours | prefill tok/s wllama | prefill ours/wllama | decode tok/s ours | decode tok/s wllama | decode ours/wllama | run ms ours | run ms wllama | run speed ours/wllama | greedy agree |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
+md += '| model | type | MB | threads (ours/wllama) | prefill tok/s ours · wllama · llama-bench | decode tok/s ours · wllama · llama-bench | ours ÷ llama-bench prefill · decode | ours ÷ wllama prefill · decode | weights MB/token | share of bandwidth ours · wllama · llama-bench | load ms ours · wllama | run ms ours · wllama | greedy agree |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
   const a = r.agreement;
   let agree = '—';
@@ -230,12 +270,23 @@ for (const r of rows) {
     if (a.first) agree += `; 1st step top-5 ${a.first.top5Overlap}/5 shared, max \\|Δlogp\\| ${a.first.maxAbsDiff.toFixed(4)}`;
   }
   if (r.errors.length) agree += ` ⚠ ${r.errors.length} error(s)`;
-  md += `| ${r.shape} | ${r.type} | ${r.fileMB} | ${r.threads} (${r.ours.threadsUsed ?? '—'}/${r.wllama.threadsUsed ?? '—'}) | ${f(r.ours.loadMs)} | ${f(r.wllama.loadMs)} | ${f(r.ours.prefill)} | ${f(r.wllama.prefill)} | ${ratio(r.ours.prefill, r.wllama.prefill)} | ${f(r.ours.decode)} | ${f(r.wllama.decode)} | ${ratio(r.ours.decode, r.wllama.decode)} | ${f(r.ours.wallMs)} | ${f(r.wllama.wallMs)} | ${ratio(r.wllama.wallMs, r.ours.wallMs)} | ${agree} |\n`;
+  const L = r.llamaBench || {}, bs = r.bandwidthShare || {};
+  md += `| ${r.shape} | ${r.type} | ${r.fileMB} | ${r.threads} (${r.ours.threadsUsed ?? '—'}/${r.wllama.threadsUsed ?? '—'}) | ${f(r.ours.prefill)} · ${f(r.wllama.prefill)} · ${f(L.prefill)} | ${f(r.ours.decode)} · ${f(r.wllama.decode)} · ${f(L.decode)} | ${ratio(r.ours.prefill, L.prefill)} · ${ratio(r.ours.decode, L.decode)} | ${ratio(r.ours.prefill, r.wllama.prefill)} · ${ratio(r.ours.decode, r.wllama.decode)} | ${r.weightMBPerToken} | ${pct(bs.ours)} · ${pct(bs.wllama)} · ${pct(bs.llamaBench)} | ${f(r.ours.loadMs)} · ${f(r.wllama.loadMs)} | ${f(r.ours.wallMs)} · ${f(r.wllama.wallMs)} | ${agree} |\n`;
 }
+// 2 threads against 1, ours and llama-bench's
+const sp = [];
+for (const r of rows) {
+  const one = rows.find((q) => q.shape === r.shape && q.type === r.type && q.threads === 1);
+  if (!one || r.threads === 1) continue;
+  sp.push(`| ${r.shape} | ${r.type} | ${r.threads} | ${ratio(r.ours.decode, one.ours.decode)} · ${ratio(r.ours.prefill, one.ours.prefill)} | ${ratio(r.llamaBench?.decode, one.llamaBench?.decode)} · ${ratio(r.llamaBench?.prefill, one.llamaBench?.prefill)} | ${ratio(r.wllama.decode, one.wllama.decode)} · ${ratio(r.wllama.prefill, one.wllama.prefill)} |`);
+}
+if (sp.length) md += `\nThreads ÷ 1 thread, decode · prefill:\n\n| model | type | threads | ours | llama-bench | wllama |\n|---|---|---|---|---|---|\n${sp.join('\n')}\n`;
 md += `\nSame page, same GGUF file, same thread count, same ${promptTokens}-token prompt (text; both tokenizers give ${promptTokens} tokens with BOS), greedy, ${maxTokens} generated tokens (EOS ignored). ` +
-  'prefill/decode tok/s: as each engine reports them (wasmlm `stats`, wllama `timings` of llama-server); run ms: the whole completion call as seen by the page (message passing included); ratios > 1 mean wasmlm is faster. ' +
+  'prefill/decode tok/s: as each engine reports them (wasmlm `stats`, wllama `timings` of llama-server, llama-bench its pp/tg); run ms: the whole completion call as seen by the page (message passing included); ratios > 1 mean wasmlm is faster. ' +
   `wasmlm: default batch (64), F32 KV cache, build ${[...new Set(rows.map((r) => r.ours.simd).filter(Boolean))].join('/') || '?'} (\`wasm/wasmlm[-mt][-relaxed].wasm\`, picked by web/index.js). ` +
   'wllama: `createCompletion` (raw), `n_gpu_layers: 0`, `cache_prompt: false`, default batch, F16 KV cache, its memory64 + JSPI build. ' +
+  `llama-bench: native, built for this machine (bench/llama-native.mjs), run once per rep while the page is idle: prefill = pp${promptTokens}, decode = tg${maxTokens} at depth ${promptTokens}, its defaults otherwise (F16 KV cache). ` +
+  `weights MB/token: the bytes of every weight matrix a decode step reads (all tensors but the token embeddings); share of bandwidth = weights MB/token × decode tok/s ÷ the machine's streaming-read bandwidth, ${JSON.stringify(bandwidth)} GB/s by thread count (build/wasmlm-native bandwidth). ` +
   'greedy agree: leading generated tokens that are equal (random-weight models have near-tied logits, so quantized kernels that round differently may part early; the note gives where our token ranks in wllama\'s top-5 at that point and its logprob gap), then, for the first generated position, how many of wllama\'s top-5 next tokens are in ours and the largest logprob difference over wllama\'s top-5.\n';
 const errs = rows.filter((r) => r.errors.length);
 if (errs.length) md += '\n## Errors\n\n' + errs.map((r) => `- ${r.shape} ${r.type} ${r.threads}t: ${r.errors.join('; ')}`).join('\n') + '\n';
@@ -248,6 +299,7 @@ fs.writeFileSync(path.join(root, 'bench', 'results', `browser-${stamp}.json`), J
   machine, settings: { shapes, types, threads: threadCounts, reps, warmup: WARMUP, maxTokens, promptTokens }, seconds: totalS,
   rows: rows.map(({ oursTokens, ...r }) => r), pageErrors,
 }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', `browser-${stamp}.md`), md);
 fs.writeFileSync(path.join(root, 'bench', 'results', 'browser-latest.md'), md);
 console.log(md);
-process.exit(rows.some((r) => r.ours.decode == null) ? 1 : 0);
+process.exit(engines.has('ours') && rows.some((r) => r.ours.decode == null) ? 1 : 0);

@@ -8,9 +8,11 @@
  * line gives the median ns per weight per token.
  * Random Q4_0 / Q4_K / Q6_K rows (scales 1e-5..1e-2), Q8_0 / Q8_K
  * activations from a fixed LCG; every pair of variants is checked to give
- * the same bits.
+ * the same bits. With a second argument only the lines whose name holds it
+ * run (make bench-kernels KERNELS_ONLY="Q8_0 decode").
  *   0. Q4_0 decode, 1-3 tokens: gemv_q4_0 on rows in file order against
- *      gemv_q4g on the same rows repacked at load (the q4g form).
+ *      gemv_q4g on the same rows repacked at load (the q4g form); Q8_0
+ *      decode (gemv_q8_0), 1-3 tokens, for its cost per weight.
  *   1. Q4_0 batches: gemv (blocks widened in registers for every token)
  *      against a panel of 4 rows unpacked to the i16x4 form + gemm_i16x4,
  *      and (relaxed build) to the i8x4 form + gemm_q4_i8x4; 1-8 and 64 tokens.
@@ -60,6 +62,11 @@ static float *Y;
 static void q4_gemv(uint32_t nt) {
     uint64_t rb = N / 32 * sizeof(block_q4_0);
     K->gemv_q4_0(N, W4, rb, rows4, X8, N / 32 * sizeof(block_q8_0), XE, wlm_i16eo_row_bytes(N), nt, Y, rows4);
+}
+static uint8_t *W8;
+static void q8_gemv(uint32_t nt) {
+    uint64_t rb = N / 32 * sizeof(block_q8_0);
+    K->gemv_q8_0(N, W8, rb, rows4, X8, N / 32 * sizeof(block_q8_0), XE, wlm_i16eo_row_bytes(N), nt, Y, rows4);
 }
 static uint8_t *W4G, *XG;
 static void q4g_gemv(uint32_t nt) {
@@ -128,11 +135,16 @@ static void f32_gemm(uint32_t nt) { K->gemm_f32(N, WF, N, rows4, XF, N, nt, Y, r
 
 typedef void (*variant)(uint32_t nt);
 
+/* the lines whose name holds this text (argv[2]; all without it) */
+static const char *only;
+static int want(const char *what) { return !only || strstr(what, only) != NULL; }
+
 /* runs the variants interleaved reps times; prints the medians; checks that
  * all give the bits of the first */
 static void compare(const char *what, const char *const *names, const variant *v, int nv, uint32_t nt, uint32_t rows, int reps) {
     double t[4][64];
     static float ref[N * MAXT];
+    if (!want(what)) return;
     for (int w = 0; w < 3; w++)   /* warm-up: V8 compiles hot functions in the background */
         for (int i = 0; i < nv; i++) v[i](nt);
     for (int r = 0; r < reps; r++)
@@ -150,6 +162,7 @@ static void compare(const char *what, const char *const *names, const variant *v
 
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 15;
+    only = argc > 2 ? argv[2] : NULL;
     if (reps < 1) reps = 1;
     if (reps > 64) reps = 64;
     printf("kernel set %s, n = %d\n", K->name, N);
@@ -161,6 +174,14 @@ int main(int argc, char **argv) {
             block_q4_0 *B = (block_q4_0 *)(W4 + r * rb4) + b;
             B->d = rnd_scale();
             for (int j = 0; j < 16; j++) B->qs[j] = (uint8_t)rnd();
+        }
+    uint64_t rb8 = N / 32 * sizeof(block_q8_0);
+    W8 = malloc(rb8 * rows4);
+    for (uint32_t r = 0; r < rows4; r++)
+        for (uint32_t b = 0; b < N / 32; b++) {
+            block_q8_0 *B = (block_q8_0 *)(W8 + r * rb8) + b;
+            B->d = rnd_scale();
+            for (int j = 0; j < 32; j++) B->qs[j] = (int8_t)(rnd() % 255 - 127);
         }
     W4G = malloc(rb4 * rows4);
     memcpy(W4G, W4, rb4 * rows4);
@@ -194,6 +215,11 @@ int main(int argc, char **argv) {
         const char *names[] = { "gemv Q4_0", "gemv q4g" };
         variant v[] = { q4_gemv, q4g_gemv };
         compare("Q4_0 decode 2048x1024", names, v, 2, nt, rows4, reps);
+    }
+    for (uint32_t nt = 1; nt <= 3; nt++) {
+        const char *names[] = { "gemv Q8_0" };
+        variant v[] = { q8_gemv };
+        compare("Q8_0 decode 2048x1024", names, v, 1, nt, rows4, reps);
     }
     if (K->gemm_q4gb) {
         static const uint32_t BT[] = { 2, 3, 4, 8, 16, 64 };
@@ -245,7 +271,7 @@ int main(int argc, char **argv) {
         variant bv[] = { f16_cvt_gemm, f16_cvt_dot, f16_gemv };
         uint32_t bt[] = { 2, 3, 5, 9, 16, 64 };
         for (int i = 0; i < 6; i++) compare("F16 batch 2048x1024", bn, bv, bt[i] <= 9 ? 3 : 2, bt[i], rows4, reps);
-        {   /* the conversion alone */
+        if (want("cvt_f16 alone")) {   /* the conversion alone */
             double tc[64];
             for (int r = 0; r < reps; r++) {
                 double t0 = now_ms();
@@ -261,7 +287,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < 6; i++) compare("F32 batch 2048x1024", fn, fv, 2, bt[i], rows4, reps);
         free(WF); free(WROW);
     }
-    {   /* 4. attention: 16 heads' caches of 1024 positions, one query each */
+    if (want("attention")) {   /* 4. attention: 16 heads' caches of 1024 positions, one query each */
         enum { S = 1024, HD = 64, HEADS = 16 };
         float *Kf = malloc(sizeof(float) * S * HD * HEADS), *Vf = malloc(sizeof(float) * S * HD * HEADS), q[HD], out[HD], tile[WLM_ATT_TILE];
         uint16_t *Kh = malloc(2 * S * HD * HEADS), *Vh = malloc(2 * S * HD * HEADS);

@@ -4,7 +4,11 @@
  * accessors, tokenize, a context, two evals and a sample, a quantize size.
  * Anything a file can do must end in a status and a message. Bytes that hold
  * the GGUF magic again later are also cut there into the parts of a split
- * GGUF (wlm_model_load_parts, each part an exact-size copy). */
+ * GGUF (wlm_model_load_parts, each part an exact-size copy). The same bytes
+ * go through the vocabulary-only path: wlm_gguf_meta_bytes on every prefix
+ * length it names must agree with itself (a lower bound, then the size), and
+ * wlm_model_load_vocab on the metadata bytes alone must load what the whole
+ * file loads. */
 #include "fuzz_common.h"
 
 #define FZ_MAX_PARTS 8
@@ -37,8 +41,43 @@ static void try_parts(const uint8_t *data, size_t size) {
     for (uint32_t i = 0; i < n; i++) free(parts[i]);
 }
 
+/* wlm_gguf_meta_bytes and wlm_model_load_vocab on exact-size copies */
+static void try_vocab(const uint8_t *data, size_t size) {
+    wlm_err err = { 0 };
+    uint64_t need = 0;
+    wlm_status s = wlm_gguf_meta_bytes(data, size, &need, &err);
+    if (s == WLM_ERR_TRUNCATED) FZ_ASSERT(need > size, "truncated, but %llu bytes asked of %zu", (unsigned long long)need, size);
+    else if (s == WLM_OK) FZ_ASSERT(need >= 24 && need <= size, "metadata of %llu bytes in %zu", (unsigned long long)need, size);
+    else FZ_ASSERT(err.msg[0] != 0, "meta_bytes: status %d without a message", (int)s);
+    /* the vocabulary from the whole file, then from its metadata bytes alone: the same outcome */
+    wlm_model *v = NULL;
+    uint8_t *d = malloc(size ? size : 1);
+    if (size) memcpy(d, data, size);
+    wlm_status sv = wlm_model_load_vocab(&v, size ? d : NULL, size, &err);
+    if (sv != WLM_OK) {
+        FZ_ASSERT(v == NULL && err.msg[0] != 0, "failed vocabulary load: status %d, model %p", (int)sv, (void *)v);
+    } else {
+        FZ_ASSERT(s == WLM_OK, "a vocabulary loaded from bytes whose metadata is not whole (status %d)", (int)s);
+        int32_t ids[32]; uint32_t n = 0;
+        wlm_ctx *c = NULL;
+        FZ_ASSERT(wlm_ctx_new(&c, v, NULL, &err) == WLM_ERR_STATE && !c, "a context on a vocabulary-only model");
+        if (wlm_tokenize(v, "Once upon a <s> time\n", 21, WLM_TOK_ADD_BOS | WLM_TOK_PARSE_SPECIAL, ids, 32, &n, &err) == WLM_OK)
+            for (uint32_t i = 0; i < n; i++) FZ_ASSERT(ids[i] >= 0 && (uint32_t)ids[i] < wlm_model_hparams(v)->n_vocab, "token %d out of range", ids[i]);
+        uint8_t *h = malloc(need);
+        memcpy(h, data, need);
+        wlm_model *v2 = NULL;
+        FZ_ASSERT(wlm_model_load_vocab(&v2, h, need, &err) == WLM_OK, "the metadata bytes alone do not load: %s", err.msg);
+        FZ_ASSERT(wlm_model_hparams(v2)->n_vocab == wlm_model_hparams(v)->n_vocab, "another vocabulary from the metadata bytes alone");
+        wlm_model_free(v2);
+        free(h);
+        wlm_model_free(v);
+    }
+    free(d);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     try_parts(data, size);
+    try_vocab(data, size);
     /* exact-size copy: reads past the end are ASan errors */
     uint8_t *d = malloc(size ? size : 1);
     if (size) memcpy(d, data, size);

@@ -13,7 +13,7 @@
 import path from 'node:path';
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { loadModel, WasmlmError } from '../web/index.js';
+import { loadModel, loadTokenizer, WasmlmError } from '../web/index.js';
 import { OPTIONS, METHODS } from '../web/options.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -60,6 +60,8 @@ function plausible(name) {
     case 'enum': return chance(0.9) ? pick(s.values) : hostile();
     case 'seed': return chance(0.8) ? (chance(0.5) ? Math.floor(rnd() * 1e6) : BigInt(Math.floor(rnd() * 1e6))) : hostile();
     case 'stop': return chance(0.7) ? pick(['.', '\n', ['the', 'a'], 'Once']) : hostile();
+    case 'grammar': return chance(0.7) ? pick(['root ::= [a-z .]+', 'root ::= "Once" | "The"', 'root ::= (', 'root ::= x', 'root ::= "(" root ")" root | ""',
+      'root ::= root "a" | "b"', 'root ::= [^\\x00-\\U0010FFFF]', 'root ::= .{1,3}']) : hostile();
     case 'function': return chance(0.7) ? pick([() => 1, () => { throw marker(); }, async () => 0.5, (x) => x && x.text && x.text.length]) : hostile();
     case 'scorer': return chance(0.7) ? pick(['mean-logprob', 'total-logprob', () => rnd(), () => { throw marker(); }]) : hostile();
     case 'signal': {
@@ -115,6 +117,12 @@ async function callOnce(model, method) {
       await m.dispose();
       return;
     }
+    case 'loadTokenizer': {
+      const t = await loadTokenizer(chance(0.5) ? MODEL : fs.readFileSync(MODEL), opts);
+      await t.countTokens('hello');
+      await t.dispose();
+      return;
+    }
     case 'generate': { let k = 0; for await (const c of model.generate(randomPrompt(), opts)) { void c; if (++k > 30) break; } return; }
     case 'chat': { for await (const c of model.chat(msgs, { template, ...opts })) void c; return; }
     case 'chatComplete': return model.chatComplete(msgs, { template, ...opts });
@@ -137,12 +145,12 @@ function settledWithin(p, ms) {
 const model = await loadModel(MODEL, { threads: 1, contextLength: 256 });
 const greedy = { temperature: 0, repeatPenalty: 1, maxTokens: 12, ignoreEos: true };
 const want = (await model.complete('Once upon a time', greedy)).tokens.join(',');
-const methods = [...Object.keys(METHODS).filter((m) => m !== 'loadModel'), 'loadModel'];
+const methods = [...Object.keys(METHODS).filter((m) => m !== 'loadModel' && m !== 'loadTokenizer'), 'loadModel', 'loadTokenizer'];
 const t0 = Date.now();
 let calls = 0;
 const codes = new Map();
 while ((Date.now() - t0) / 1000 < seconds && findings.length === 0) {
-  const method = chance(0.05) ? 'loadModel' : pick(methods);
+  const method = chance(0.05) ? pick(['loadModel', 'loadTokenizer']) : pick(methods);
   const r = await settledWithin(callOnce(model, method), 60000);
   calls++;
   if (r === 'timeout') findings.push(`${method}: did not settle within 60 s (state ${state})`);

@@ -37,7 +37,7 @@ function junk() {
 }
 function genOptions() {
   const o = {};
-  for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'seed', 'n', 'beams', 'ignoreEos', 'stop', 'onFull', 'contextLength', 'draftTokens']) {
+  for (const k of ['maxTokens', 'temperature', 'topK', 'topP', 'seed', 'n', 'beams', 'ignoreEos', 'stop', 'onFull', 'contextLength', 'draftTokens', 'resume']) {
     if (chance(0.3)) o[k] = chance(0.7) ? pick([0, 1, 2, 4, 8, 0.5, true, 'x', -1, 64, 1e9]) : junk();
   }
   if (chance(0.8)) o.maxTokens = Math.floor(rnd() * 20);
@@ -47,10 +47,17 @@ function randomMessage(id) {
   const op = pick(OPS);
   const m = { op, id };
   switch (op) {
-    case 'loadBegin': m.size = pick([0, MODEL.length, 2 ** 31, -5, 'x', undefined]); break;
+    case 'loadBegin': m.size = pick([0, MODEL.length, 2 ** 31, -5, 'x', undefined]); if (chance(0.3)) m.vocabOnly = pick([true, false, junk()]); break;
     case 'loadChunk': m.bytes = chance(0.5) ? new Uint8Array(MODEL) : junk(); break;
     case 'loadEnd': m.options = chance(0.7) ? { contextLength: pick([0, 16, 64, 256]), onFull: pick(['error', 'slide', 'x']) } : junk(); break;
-    case 'loadFile': m.path = pick([path.join(SHARED, 'models', 'stories260K.gguf'), '/nonexistent', '/dev/null', ROOT, 5]); m.options = {}; break;
+    case 'loadFile': m.path = pick([path.join(SHARED, 'models', 'stories260K.gguf'), '/nonexistent', '/dev/null', ROOT, 5]); m.options = {};
+      if (chance(0.3)) m.vocabOnly = pick([true, junk()]);
+      break;
+    case 'loadState': {
+      const s = savedState;
+      m.bytes = pick([s, s && s.subarray(0, Math.floor(rnd() * s.length)), s && flipped(s), new Uint8Array(Math.floor(rnd() * 200)), junk()]) ?? junk();
+      break;
+    }
     case 'generate': case 'bestOfN': case 'beamSearch': case 'specStart':
       m.prompt = pick(['Once upon a time', '', [1, 2], [1e9], junk()]); m.options = chance(0.9) ? genOptions() : junk(); m.stream = chance(0.5);
       if (op === 'specStart') m.session = pick([1, 2, junk()]);
@@ -70,6 +77,10 @@ function randomMessage(id) {
   return m;
 }
 
+// the last state a saveState reply carried (loadState sends it, cut, or with a byte flipped)
+let savedState = null;
+function flipped(s) { const c = s.slice(); c[Math.floor(rnd() * c.length)] ^= 1 << Math.floor(rnd() * 8); return c; }
+
 class Peer {
   constructor() {
     this.w = new Worker(new URL('../web/worker/worker.js', import.meta.url));
@@ -79,6 +90,8 @@ class Peer {
     this.dead = null; this.disposed = false;
     this.w.on('message', (m) => {
       if (!m || m.event) return;
+      const b = m.ok && m.result && m.result.bytes;
+      if (b instanceof Uint8Array && b.length >= 4 && String.fromCharCode(...b.subarray(0, 4)) === 'WLMS') savedState = b;
       if (m.id === 0 && m.ok === false) { findings.push(`init failed: ${m.error && m.error.message}`); return; }
       const n = (this.replies.get(m.id) || 0) + 1;
       this.replies.set(m.id, n);

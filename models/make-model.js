@@ -19,6 +19,9 @@ export const SHAPES = {
   s15m: { dim: 288, layers: 6, heads: 6, kvHeads: 6, ffn: 768, ctx: 256, vocab: 32000 },
   s110m: { dim: 768, layers: 12, heads: 12, kvHeads: 12, ffn: 2048, ctx: 1024, vocab: 32000 },
   tl1b: { dim: 2048, layers: 22, heads: 32, kvHeads: 4, ffn: 5632, ctx: 2048, vocab: 32000 },
+  // Qwen2.5-0.5B's dimensions and vocabulary size (with arch 'qwen2' and
+  // bpeFill, a byte-level BPE vocabulary of that size)
+  q05b: { dim: 896, layers: 24, heads: 14, kvHeads: 2, ffn: 4864, ctx: 2048, vocab: 151936 },
   // all-MiniLM-L6-v2's shape (arch 'bert'): the embedding benchmark's
   minilm: { dim: 384, layers: 6, heads: 12, kvHeads: 12, ffn: 1536, ctx: 512, vocab: 30522 },
 };
@@ -103,8 +106,13 @@ const BPE_WORDS = [
  * A small byte-level BPE vocabulary: the 256 byte characters, merges that
  * build a few English words (with and without the 'Ġ' space mark) and
  * two-letter pieces up to `n` tokens, then the control tokens `specials`.
+ * With `fill`, merges go on until the vocabulary has `n` tokens: every pair
+ * of characters of FILL_CHARS (letters, digits, JSON punctuation, the space
+ * and line-break marks), then each such pair with one more character, then
+ * each triple with one more: pieces like 'Ġ{"', '":', '12', 'Ġthe' that a
+ * real large vocabulary has, for the grammar benchmark's trie.
  */
-export function bpeVocabulary(n, specials) {
+export function bpeVocabulary(n, specials, fill = false) {
   const b2c = byteToChar();
   const tokens = [...b2c], types = new Array(256).fill(1), merges = [];
   const seen = new Set(tokens), mergeSet = new Set();
@@ -127,9 +135,19 @@ export function bpeVocabulary(n, specials) {
   const letters = 'etaoinshrdlucmfwypvbgkjqxz';
   for (let i = 0; i < letters.length && room(); i++)
     for (let j = 0; j < letters.length && room(); j++) merge(letters[i], letters[j]);
+  if (fill) {
+    const chars = [...FILL_CHARS].map((c) => (c === ' ' ? sp : c === '\n' ? nl : c));
+    let level = [...chars];
+    while (room() && level.length) {
+      const next = [];
+      for (const l of level) for (const c of chars) { if (!room()) break; if (merge(l, c)) next.push(l + c); }
+      level = next;
+    }
+  }
   for (const s of specials) { tokens.push(s); types.push(3); }
   return { tokens, types, merges };
 }
+const FILL_CHARS = 'etaoinshrdlucmfwypvbgkjqxzETAOINS0123456789 "{}[]:,.-_\n';
 
 // ---- chat templates (written for the synthetic models; same formats as the
 // families they imitate) ---------------------------------------------------------
@@ -341,6 +359,8 @@ function gemmaVocabulary(n) {
  *   Qwen3 chat template); 'smollm3' (llama-like, RoPE base 5000000, Llama 3 BPE vocab; llama.cpp
  *   leaves layers 3, 7, 11, ... unrotated); 'granite' (llama-like with granite.embedding_scale,
  *   residual_scale, attention.scale, logit_scale from opts.graniteScales or GRANITE_SCALES)
+ * @param {boolean} [opts.bpeFill] byte-level BPE archs: fill the vocabulary to the shape's size
+ *   (bpeVocabulary's fill; without it the synthetic BPE vocabulary stays near 1000 tokens)
  * @param {number} [opts.ropeBase] RoPE base (default by arch)
  * @param {number} [opts.outStd] std of output.weight (default 0.02; larger values spread the logits)
  * @param {number} [opts.qkStd] std of the Q and K weights (default 0.02; larger values make attention
@@ -432,7 +452,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
       : arch === 'qwen3' ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<think>', '</think>']
         : arch === 'granite' ? ['<|end_of_text|>', '<|start_of_role|>', '<|end_of_role|>']
           : ['<|begin_of_text|>', '<|end_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>'];
-    const v = bpeVocabulary(Math.max(s.vocab, 300), specials);
+    const v = bpeVocabulary(Math.max(s.vocab, 300), specials, !!opts.bpeFill);
     // Qwen3's think markers are user-defined tokens (matched in text, printed)
     if (arch === 'qwen3') for (const t of ['<think>', '</think>']) v.types[v.tokens.indexOf(t)] = 4;
     vocabSize = v.tokens.length;

@@ -12,6 +12,24 @@ int wlm_memeq(const void *a, const void *b, size_t n) {
 }
 size_t wlm_strlen(const char *s) { size_t n = 0; while (s[n]) n++; return n; }
 
+/* Each word is multiplied in, rotated and multiplied again, so every input
+ * bit reaches the high bits; the length and a final avalanche (xor-shift and
+ * multiply, three times) end it. Multipliers: odd 64-bit constants, the
+ * first the golden ratio's fraction. */
+#define H_K1 0x9E3779B97F4A7C15ull
+#define H_K2 0xD6E8FEB86659FD93ull
+static uint64_t rotl64(uint64_t x, unsigned r) { return (x << r) | (x >> (64 - r)); }
+uint64_t wlm_hash64(uint64_t h, const void *data, uint64_t n) {
+    const uint8_t *p = data;
+    uint64_t i = 0;
+    for (; i + 8 <= n; i += 8) h = rotl64(h ^ (wlm_rd64(p + i) * H_K1), 29) * H_K2;
+    uint64_t tail = 0;
+    for (uint64_t k = 0; i + k < n; k++) tail |= (uint64_t)p[i + k] << (8 * k);
+    h = rotl64(h ^ ((tail ^ (n << 3)) * H_K1), 29) * H_K2;
+    h ^= h >> 32; h *= H_K1; h ^= h >> 29; h *= H_K2; h ^= h >> 32;
+    return h;
+}
+
 #if defined(__wasm__) && !defined(__wasi__)
 /* Without libc the compiler still emits calls to these for struct copies and
  * large initializers. Byte loops are enough: hot paths use bulk memory. */

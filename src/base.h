@@ -32,6 +32,14 @@ size_t wlm_strlen(const char *s);
 static inline uint32_t wlm_rd32(const uint8_t *p) { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
 static inline uint64_t wlm_rd64(const uint8_t *p) { uint64_t v; __builtin_memcpy(&v, p, 8); return v; }
 static inline float wlm_rdf32(const uint8_t *p) { float v; __builtin_memcpy(&v, p, 4); return v; }
+static inline void wlm_wr32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
+static inline void wlm_wr64(uint8_t *p, uint64_t v) { __builtin_memcpy(p, &v, 8); }
+
+/* A 64-bit hash of n bytes, chained through `h` (the previous result, or any
+ * seed): model fingerprints and saved-state checksums. Not cryptographic:
+ * it catches corruption and mix-ups, not forgery. The same bits on every
+ * platform (8-byte little-endian words, then the tail). */
+uint64_t wlm_hash64(uint64_t h, const void *data, uint64_t n);
 
 /* Error formatting: a tiny printf subset (%s %.*s %d %u %llu %x %llx %c %%).
  * Returns the status so callers can write `return wlm_fail(err, CODE, ...)`. */

@@ -111,6 +111,7 @@ void wlm_ctx_default_params(wlm_ctx_params *p) {
 }
 
 uint64_t wlm_ctx_bytes_needed(const wlm_model *m, const wlm_ctx_params *in) {
+    if (m->vocab_only) return 0;
     wlm_ctx_params p; resolve_params(m, in, &p);
     return make_plan(m, &p).total;
 }
@@ -119,6 +120,8 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     wlm_err dummy; if (!err) err = &dummy;
     if (!out || !m) return wlm_fail(err, WLM_ERR_ARG, "wlm_ctx_new: NULL argument");
     *out = 0;
+    if (m->vocab_only)
+        return wlm_fail(err, WLM_ERR_STATE, "this model was loaded vocabulary-only (a tokenizer, no weights): it cannot run");
     wlm_ctx_params p; resolve_params(m, in, &p);
     if (p.n_ctx > (1u << 24)) return wlm_fail(err, WLM_ERR_ARG, "context length %u is too large", p.n_ctx);
     if (p.kv_type > WLM_KV_F16) return wlm_fail(err, WLM_ERR_ARG, "unknown KV cache type %u", p.kv_type);

@@ -114,6 +114,10 @@ void wlm_kv_overwrite(wlm_ctx *c, uint32_t j, int32_t pos);
  * a ring row in c->tok_row, dropping rows that no query of the chunk or
  * after it can see (nothing to do without a ring) */
 void wlm_kv_take_rows(wlm_ctx *c, uint32_t n);
+/* the slot of position pos of the one sequence of a context sliding
+ * (WLM_FULL_SLIDE): the first n_keep positions keep theirs, the others
+ * share a ring of n_ctx - n_keep slots (before the first wrap, slot pos) */
+uint32_t wlm_kv_slide_slot(const wlm_ctx *c, uint32_t pos);
 /* gives slot j (which has none) a free ring row: its row, or -1 when none
  * is free or the context has no ring (a state being restored row by row) */
 int32_t wlm_kv_take_row(wlm_ctx *c, uint32_t j);

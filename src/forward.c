@@ -116,13 +116,6 @@ static void head_norm(const wlm_ctx *c, const wlm_tensor *norm, float *v, uint32
     }
 }
 
-/* The ring of the sliding window (one sequence): past n_ctx, position pos
- * overwrites the slot of position pos - (n_ctx - n_keep). */
-static uint32_t slot_for(const wlm_ctx *c, uint32_t pos) {
-    uint32_t keep = c->p.n_keep, ring = c->n_ctx - keep;
-    return keep + (pos - keep) % ring;
-}
-
 /* Stores heads [h0, h1) of chunk token t's keys (heads of head_dim floats)
  * or, with `values`, its values (heads of head_dim_v) in the layer's row
  * for it: its cache slot, or its window-ring row (kvcache.c). */
@@ -149,16 +142,22 @@ static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t t, const f
  * Two counters alternate: while one step takes from one, thread 0 clears the
  * other for the next such step (a barrier always lies between two steps). */
 typedef struct fwd {
-    wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row;
-    volatile int32_t next[2];
+    union {
+        struct { wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row; };
+        char args_line[WLM_SYNC_LINE];
+    };
+    /* each counter on a line of its own, away from the fields above that
+     * every thread reads (a take is an atomic update: sharing their line
+     * would make the next read of f->c or f->n a miss on the other cores) */
+    struct { volatile int32_t v; char pad[WLM_SYNC_LINE - 4]; } next[2];
     uint32_t hidden;   /* 1: leave every token's final hidden state in c->xb, no logits (embeddings) */
 } fwd;
 
 typedef struct step { volatile int32_t *next; uint32_t nth; } step;
 
 static step step_begin(fwd *f, uint32_t *k, uint32_t tid, uint32_t nth) {
-    step s = { &f->next[*k & 1], nth };
-    if (tid == 0) __atomic_store_n(&f->next[(*k & 1) ^ 1], 0, __ATOMIC_RELAXED);
+    step s = { &f->next[*k & 1].v, nth };
+    if (tid == 0) __atomic_store_n(&f->next[(*k & 1) ^ 1].v, 0, __ATOMIC_RELAXED);
     ++*k;
     return s;
 }
@@ -561,12 +560,12 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
  * in c->out_tok into rows out_row.. of c->logits. */
 static void run_job(wlm_ctx *c, fwd *f);
 static void forward_chunk(wlm_ctx *c, const int32_t *tokens, uint32_t n, uint32_t n_out, uint32_t out_row) {
-    fwd f = { c, tokens, n, n_out, out_row, { 0, 0 }, 0 };
+    fwd f = { .c = c, .tokens = tokens, .n = n, .n_out = n_out, .out_row = out_row };
     run_job(c, &f);
 }
 
 void wlm_forward_hidden(wlm_ctx *c, const int32_t *tokens, uint32_t n) {
-    fwd f = { c, tokens, n, 0, 0, { 0, 0 }, 1 };
+    fwd f = { .c = c, .tokens = tokens, .n = n, .hidden = 1 };
     run_job(c, &f);
 }
 
@@ -635,7 +634,7 @@ wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seq
             c->tok_seq[t] = s;
             c->tok_pos[t] = (int32_t)pos;
             if (slide && c->n_free == 0) {           /* the ring overwrites the oldest */
-                uint32_t j = slot_for(c, pos);
+                uint32_t j = wlm_kv_slide_slot(c, pos);
                 wlm_kv_overwrite(c, j, (int32_t)pos);
                 c->tok_slot[t] = j;
             } else {

@@ -20,14 +20,20 @@ typedef struct cur {
     const uint8_t *base;
     uint64_t pos, size;
     wlm_err *err;
+    uint64_t want;   /* after a WLM_ERR_TRUNCATED: a lower bound of the bytes the file needs */
 } cur;
+
+/* records, for a truncation, that the file needs at least pos + n bytes */
+static void wants(cur *c, uint64_t n) { c->want = n > UINT64_MAX - c->pos ? UINT64_MAX : c->pos + n; }
 
 static uint64_t left(const cur *c) { return c->size - c->pos; }
 
 static wlm_status need(cur *c, uint64_t n, const char *what) {
-    if (n > left(c))
+    if (n > left(c)) {
+        wants(c, n);
         return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: %s at byte %llu needs %llu bytes, file has %llu",
                         what, (unsigned long long)c->pos, (unsigned long long)n, (unsigned long long)c->size);
+    }
     return WLM_OK;
 }
 
@@ -41,9 +47,11 @@ static wlm_status get_u64(cur *c, uint64_t *v, const char *what) {
 }
 static wlm_status get_str(cur *c, const char **p, uint64_t *len, const char *what) {
     wlm_status s = get_u64(c, len, what); if (s) return s;
-    if (*len > left(c))
+    if (*len > left(c)) {
+        wants(c, *len);
         return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: %s of length %llu at byte %llu runs past the end of the file (%llu bytes)",
                         what, (unsigned long long)*len, (unsigned long long)c->pos, (unsigned long long)c->size);
+    }
     *p = (const char *)c->base + c->pos; c->pos += *len; return WLM_OK;
 }
 
@@ -57,9 +65,11 @@ static wlm_status skip_value(cur *c, uint32_t type, int depth, const char *key, 
         return wlm_fail(c->err, WLM_ERR_FORMAT, "metadata '%.*s': unknown value type %u", (int)klen, key, type);
     if (type == GGUF_STRING) {
         uint64_t n; wlm_status s = get_u64(c, &n, "metadata string length"); if (s) return s;
-        if (n > left(c))
+        if (n > left(c)) {
+            wants(c, n);
             return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: metadata string of length %llu at byte %llu (in '%.*s') runs past the end of the file (%llu bytes)",
                             (unsigned long long)n, (unsigned long long)c->pos, (int)WLM_MIN(klen, 96u), key, (unsigned long long)c->size);
+        }
         c->pos += n;
         return WLM_OK;
     }
@@ -71,16 +81,20 @@ static wlm_status skip_value(cur *c, uint32_t type, int depth, const char *key, 
     if (et >= GGUF_TYPE_COUNT)
         return wlm_fail(c->err, WLM_ERR_FORMAT, "metadata '%.*s': unknown array element type %u", (int)klen, key, et);
     if (et != GGUF_STRING && et != GGUF_ARRAY) {
-        if (n > left(c) / scalar_size[et])
+        if (n > left(c) / scalar_size[et]) {
+            wants(c, n > UINT64_MAX / 8 ? UINT64_MAX : n * scalar_size[et]);
             return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: metadata '%.*s' array of %llu %s runs past the end of the file (%llu bytes)",
                             (int)klen, key, (unsigned long long)n, gguf_type_names[et], (unsigned long long)c->size);
+        }
         c->pos += n * scalar_size[et];
         return WLM_OK;
     }
     /* every string or nested array takes at least 8 bytes */
-    if (n > left(c) / 8)
+    if (n > left(c) / 8) {
+        wants(c, n > UINT64_MAX / 8 ? UINT64_MAX : n * 8);
         return wlm_fail(c->err, WLM_ERR_TRUNCATED, "truncated: metadata '%.*s' array of %llu items runs past the end of the file (%llu bytes)",
                         (int)klen, key, (unsigned long long)n, (unsigned long long)c->size);
+    }
     for (uint64_t i = 0; i < n; i++)
         if ((s = skip_value(c, et, depth + 1, key, klen))) return s;
     return WLM_OK;
@@ -127,36 +141,75 @@ static wlm_status check_overlap(wlm_gguf *g, wlm_err *err) {
     return WLM_OK;
 }
 
-static wlm_status parse_one(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err) {
-    wlm_memset(g, 0, sizeof *g);
-    g->n_parts = 1;
+/* The fixed header (magic, version, counts), checked: *c is left after it.
+ * The counts are bounded by the bytes there are: a metadata pair takes
+ * >= 13 bytes, a tensor info >= 32. A count that a real file could have
+ * (< 2^24) but these bytes cannot hold means the file was cut short; a
+ * larger one is nonsense. With meta_only the tensor count is not bounded
+ * (the bytes may end after the metadata). */
+static wlm_status parse_header(cur *c, uint32_t *version, uint64_t *n_tensors, uint64_t *n_kv, int meta_only) {
+    const uint8_t *data = c->base; uint64_t size = c->size; wlm_err *err = c->err;
     if (!data || size == 0) return wlm_fail(err, WLM_ERR_FORMAT, "not a GGUF file: empty file");
     if (size < 4) return wlm_fail(err, WLM_ERR_FORMAT, "not a GGUF file: only %llu bytes", (unsigned long long)size);
     uint32_t magic = wlm_rd32(data);
     if (magic != GGUF_MAGIC) return wlm_fail(err, WLM_ERR_FORMAT, "not a GGUF file (magic 0x%x)", magic);
-    if (size < 24) return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: GGUF header needs 24 bytes, file has %llu", (unsigned long long)size);
-    cur c = { data, 4, size, err };
+    if (size < 24) { c->want = 24; return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: GGUF header needs 24 bytes, file has %llu", (unsigned long long)size); }
+    c->pos = 4;
+    get_u32(c, version, "version");
+    if (*version == 1) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "GGUF version 1 is not supported (only 2 and 3)");
+    if (*version == 0x02000000u || *version == 0x03000000u) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "big-endian GGUF files are not supported");
+    if (*version < 2 || *version > 3) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported GGUF version %u (only 2 and 3)", *version);
+    get_u64(c, n_tensors, "tensor count");
+    get_u64(c, n_kv, "metadata count");
+    if (*n_kv > (size - 24) / 13) {
+        if (*n_kv < (1u << 24)) {
+            c->want = 24 + *n_kv * 13;
+            return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: %llu metadata pairs need at least %llu bytes, file has %llu",
+                            (unsigned long long)*n_kv, (unsigned long long)(24 + *n_kv * 13), (unsigned long long)size);
+        }
+        return wlm_fail(err, WLM_ERR_FORMAT, "absurd metadata count %llu for a file of %llu bytes", (unsigned long long)*n_kv, (unsigned long long)size);
+    }
+    if (meta_only) return WLM_OK;
+    if (*n_tensors > (size - 24) / 32) {
+        if (*n_tensors < (1u << 24)) return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: %llu tensor infos need at least %llu bytes, file has %llu",
+                                                     (unsigned long long)*n_tensors, (unsigned long long)(24 + *n_tensors * 32), (unsigned long long)size);
+        return wlm_fail(err, WLM_ERR_FORMAT, "absurd tensor count %llu for a file of %llu bytes", (unsigned long long)*n_tensors, (unsigned long long)size);
+    }
+    return WLM_OK;
+}
+
+wlm_status wlm_gguf_meta_bytes(const uint8_t *data, uint64_t size, uint64_t *need_out, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    cur c = { data, 0, size, err, 0 };
     uint32_t version; uint64_t n_tensors, n_kv;
-    get_u32(&c, &version, "version");
-    if (version == 1) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "GGUF version 1 is not supported (only 2 and 3)");
-    if (version == 0x02000000u || version == 0x03000000u) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "big-endian GGUF files are not supported");
-    if (version < 2 || version > 3) return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported GGUF version %u (only 2 and 3)", version);
-    get_u64(&c, &n_tensors, "tensor count");
-    get_u64(&c, &n_kv, "metadata count");
-    /* a metadata pair takes >= 13 bytes, a tensor info >= 32: bound the counts
-     * by the file size before reserving anything for them. A count that a
-     * real file could have (< 2^24) but these bytes cannot hold means the
-     * file was cut short; a larger one is nonsense. */
-    if (n_kv > (size - 24) / 13) {
-        if (n_kv < (1u << 24)) return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: %llu metadata pairs need at least %llu bytes, file has %llu",
-                                               (unsigned long long)n_kv, (unsigned long long)(24 + n_kv * 13), (unsigned long long)size);
-        return wlm_fail(err, WLM_ERR_FORMAT, "absurd metadata count %llu for a file of %llu bytes", (unsigned long long)n_kv, (unsigned long long)size);
+    wlm_status s;
+    /* a few bytes that may still start a GGUF file: read on */
+    if (data && size < 24 && (size >= 4 || wlm_memeq(data, "GGUF", size))) {
+        if (size < 4 || wlm_rd32(data) == GGUF_MAGIC) {
+            if (need_out) *need_out = 24;
+            return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: GGUF header needs 24 bytes, file has %llu", (unsigned long long)size);
+        }
     }
-    if (n_tensors > (size - 24) / 32) {
-        if (n_tensors < (1u << 24)) return wlm_fail(err, WLM_ERR_TRUNCATED, "truncated: %llu tensor infos need at least %llu bytes, file has %llu",
-                                                    (unsigned long long)n_tensors, (unsigned long long)(24 + n_tensors * 32), (unsigned long long)size);
-        return wlm_fail(err, WLM_ERR_FORMAT, "absurd tensor count %llu for a file of %llu bytes", (unsigned long long)n_tensors, (unsigned long long)size);
+    s = parse_header(&c, &version, &n_tensors, &n_kv, 1);
+    for (uint64_t i = 0; !s && i < n_kv; i++) {
+        const char *key = 0; uint64_t klen = 0; uint32_t type;
+        if ((s = get_str(&c, &key, &klen, "metadata key"))) break;
+        if (klen == 0 || klen > GGUF_MAX_NAME) { s = wlm_fail(err, WLM_ERR_FORMAT, "metadata key %llu has bad length %llu", (unsigned long long)i, (unsigned long long)klen); break; }
+        if ((s = get_u32(&c, &type, "metadata type"))) break;
+        s = skip_value(&c, type, 0, key, (uint32_t)klen);
     }
+    if (need_out) *need_out = s == WLM_ERR_TRUNCATED ? WLM_MAX(c.want, size + 1) : s ? 0 : c.pos;
+    return s;
+}
+
+static wlm_status parse_one(wlm_gguf *g, const uint8_t *data, uint64_t size, int meta_only, wlm_err *err) {
+    wlm_memset(g, 0, sizeof *g);
+    g->n_parts = 1;
+    cur c = { data, 0, size, err, 0 };
+    uint32_t version; uint64_t n_tensors, n_kv;
+    wlm_status s0 = parse_header(&c, &version, &n_tensors, &n_kv, meta_only);
+    if (s0) return s0;
+    if (meta_only) n_tensors = 0;   /* the tensor infos are not read */
 
     g->data = data; g->size = size; g->version = version; g->n_kv = n_kv; g->n_tensors = n_tensors; g->alignment = 32;
     /* index: metadata pairs | tensor infos | tensor order by offset (overlap check) */
@@ -287,6 +340,11 @@ static void free_parts(wlm_gguf *parts, uint32_t n) {
     wlm_sys_free(parts);
 }
 
+wlm_status wlm_gguf_parse_meta(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    return parse_one(g, data, size, 1, err);
+}
+
 wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err) {
     const uint8_t *d[1] = { data };
     uint64_t z[1] = { size };
@@ -301,7 +359,7 @@ wlm_status wlm_gguf_parse_parts(wlm_gguf *g, const uint8_t *const *data, const u
     split_keys k0, k;
     wlm_status s;
     if (n == 1) {
-        if ((s = parse_one(g, data[0], sizes[0], err))) return s;
+        if ((s = parse_one(g, data[0], sizes[0], 0, err))) return s;
         if ((s = read_split_keys(g, &k0, err))) { wlm_gguf_free(g); return s; }
         if (k0.has_count && k0.count > 1) {
             s = wlm_fail(err, WLM_ERR_FORMAT, "this file is part %u of a split GGUF of %u parts: load it with the other parts",
@@ -317,7 +375,7 @@ wlm_status wlm_gguf_parse_parts(wlm_gguf *g, const uint8_t *const *data, const u
     wlm_memset(parts, 0, pbytes);
     uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
-        if ((s = parse_one(&parts[i], data[i], sizes[i], err))) { s = part_fail(err, i, n); goto fail; }
+        if ((s = parse_one(&parts[i], data[i], sizes[i], 0, err))) { s = part_fail(err, i, n); goto fail; }
         if ((s = read_split_keys(&parts[i], &k, err))) { s = part_fail(err, i, n); goto fail; }
         if (i == 0) {
             if (!k.has_count || !k.has_no) {

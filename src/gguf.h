@@ -50,6 +50,10 @@ wlm_status wlm_gguf_parse(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_e
  * equal to n in each, split.no equal to its place, split.tensors.count equal
  * to the tensors found, no tensor name in two parts. */
 wlm_status wlm_gguf_parse_parts(wlm_gguf *g, const uint8_t *const *data, const uint64_t *sizes, uint32_t n, wlm_err *err);
+/* The header and metadata only (a vocabulary-only load, wlm_model_load_vocab):
+ * the tensor infos are not read (n_tensors = 0), so the bytes may end after
+ * the metadata. A part of a split GGUF is accepted as it is. */
+wlm_status wlm_gguf_parse_meta(wlm_gguf *g, const uint8_t *data, uint64_t size, wlm_err *err);
 void wlm_gguf_free(wlm_gguf *g);
 const wlm_kv *wlm_gguf_find(const wlm_gguf *g, const char *key);
 wlm_tensor *wlm_gguf_tensor(const wlm_gguf *g, const char *name);

@@ -1324,9 +1324,11 @@ static void silu_mul(uint32_t n, float *a, const float *b) {
 /* wlm_quantize_row_q8_0, 4 lanes at a time, the same bits: amax of |v|
  * (lane maxima that skip NaN as the scalar compare does), the scale from
  * the scalar formula, then each v * id rounded half away from zero (trunc,
- * +1 where the fraction is >= 0.5, the sign put back) and narrowed */
+ * +1 where the fraction is >= 0.5) of |v * id| at most 127 (an infinite
+ * v * id saturates; pmin keeps a NaN, which truncates to 0), the sign put
+ * back, and narrowed */
 static void quantize_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
-    const v128_t absm = wasm_i32x4_splat(0x7fffffff), half = wasm_f32x4_splat(0.5f);
+    const v128_t absm = wasm_i32x4_splat(0x7fffffff), half = wasm_f32x4_splat(0.5f), top = wasm_f32x4_splat(127.0f);
     for (uint32_t b = 0; b < n / QK8_0; b++) {
         const float *v = x + b * QK8_0;
         v128_t m = wasm_f32x4_splat(0);
@@ -1338,7 +1340,7 @@ static void quantize_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
         y[b].d = wlm_f32_to_f16(d);
         v128_t vid = wasm_f32x4_splat(id), q[8];
         for (int j = 0; j < 8; j++) {
-            v128_t p = wasm_f32x4_mul(wasm_v128_load(v + 4 * j), vid), a = wasm_v128_and(p, absm);
+            v128_t p = wasm_f32x4_mul(wasm_v128_load(v + 4 * j), vid), a = wasm_f32x4_pmin(wasm_v128_and(p, absm), top);
             v128_t i = wasm_i32x4_trunc_sat_f32x4(a);
             i = wasm_i32x4_sub(i, wasm_f32x4_ge(wasm_f32x4_sub(a, wasm_f32x4_convert_i32x4(i)), half));
             q[j] = wasm_v128_bitselect(wasm_i32x4_neg(i), i, wasm_f32x4_lt(p, wasm_f32x4_splat(0)));

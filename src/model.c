@@ -597,6 +597,72 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     return WLM_OK;
 }
 
+/* The fingerprint (wlm.h): metadata keys, types and values (split.* aside),
+ * then per tensor its name, type and shape and three 32-byte samples of its
+ * bytes (all of them when there are fewer than 96), read before any repack. */
+static uint64_t model_fingerprint(const wlm_gguf *g) {
+    uint64_t h = wlm_hash64(0, "wasmlm model fingerprint 1", 26);
+    uint8_t w[8];
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const wlm_kv *kv = &g->kv[i];
+        if (kv->key_len >= 6 && wlm_memeq(kv->key, "split.", 6)) continue;
+        h = wlm_hash64(h, kv->key, kv->key_len);
+        wlm_wr32(w, kv->type);
+        h = wlm_hash64(h, w, 4);
+        h = wlm_hash64(h, kv->val, kv->val_bytes);
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const wlm_tensor *t = &g->tensors[i];
+        h = wlm_hash64(h, t->name, t->name_len);
+        wlm_wr32(w, t->type);
+        wlm_wr32(w + 4, t->n_dims);
+        h = wlm_hash64(h, w, 8);
+        for (uint32_t d = 0; d < 4; d++) { wlm_wr64(w, t->ne[d]); h = wlm_hash64(h, w, 8); }
+        if (t->nbytes <= 96) { h = wlm_hash64(h, t->data, t->nbytes); continue; }
+        h = wlm_hash64(h, t->data, 32);
+        h = wlm_hash64(h, t->data + t->nbytes / 2 - 16, 32);
+        h = wlm_hash64(h, t->data + t->nbytes - 32, 32);
+    }
+    return h;
+}
+
+uint64_t wlm_model_fingerprint(const wlm_model *m) { return m ? m->fingerprint : 0; }
+uint32_t wlm_model_vocab_only(const wlm_model *m) { return m ? m->vocab_only : 0; }
+
+wlm_status wlm_model_load_vocab(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err) {
+    wlm_err dummy; if (!err) err = &dummy;
+    if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_model_load_vocab: out is NULL");
+    *out = 0;
+    wlm_gguf g;
+    wlm_status s = wlm_gguf_parse_meta(&g, data, size, err);
+    if (s) return s;
+    wlm_model *m = wlm_sys_alloc(sizeof(wlm_model));
+    if (!m) { wlm_gguf_free(&g); return wlm_fail_nomem(err, "the model tables", sizeof(wlm_model)); }
+    wlm_memset(m, 0, sizeof *m);
+    m->g = g;
+    m->mem = m;
+    m->vocab_only = 1;
+    const char *s_val; uint32_t s_len;
+    /* as load_hparams: a chat template that is not a string is a broken file */
+    if ((s = wlm_kv_str(&m->g, "tokenizer.chat_template", 0, &s_val, &s_len, err))) goto fail;
+    if ((s = wlm_vocab_load(&m->vocab, &m->g, err))) goto fail;
+    m->hp.n_vocab = m->vocab.n;
+    m->hp.bos_id = m->vocab.bos; m->hp.eos_id = m->vocab.eos; m->hp.unk_id = m->vocab.unk;
+    m->hp.add_bos = m->vocab.add_bos; m->hp.add_space_prefix = m->vocab.add_space_prefix;
+    /* the training context when the file names an architecture and says it (else 0) */
+    const char *arch; uint32_t alen;
+    wlm_err ignored;
+    if (wlm_kv_str(&m->g, "general.architecture", 0, &arch, &alen, &ignored) == WLM_OK && arch && alen <= 64) {
+        char kb[128];
+        (void)wlm_kv_u32(&m->g, key(kb, arch, alen, "context_length"), 0, &m->hp.n_ctx_train, &ignored);
+    }
+    *out = m;
+    return WLM_OK;
+fail:
+    wlm_model_free(m);
+    return s;
+}
+
 wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err) {
     const uint8_t *d[1] = { data };
     uint64_t z[1] = { size };
@@ -627,6 +693,7 @@ wlm_status wlm_model_load_parts(wlm_model **out, const uint8_t *const *data, con
     m->hp.bos_id = m->vocab.bos; m->hp.eos_id = m->vocab.eos; m->hp.unk_id = m->vocab.unk;
     m->hp.add_bos = m->vocab.add_bos; m->hp.add_space_prefix = m->vocab.add_space_prefix;
     if ((s = load_tensors(m, err))) goto fail;
+    m->fingerprint = model_fingerprint(&m->g);
     *out = m;
     return WLM_OK;
 fail:

@@ -72,6 +72,8 @@ struct wlm_model {
     wlm_layer *layers;
     wlm_vocab vocab;
     void *mem;
+    uint32_t vocab_only;                    /* wlm_model_load_vocab: metadata and vocabulary only, no layers */
+    uint64_t fingerprint;                   /* wlm_model_fingerprint, computed at load (0 vocabulary-only) */
 };
 
 /* the GGUF general.architecture name of a WLM_ARCH_* value */

@@ -223,6 +223,7 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
 
 wlm_status wlm_quantize_size(const wlm_model *m, uint32_t type, uint64_t *size, wlm_err *err) {
     wlm_err dummy; if (!err) err = &dummy;
+    if (m && m->vocab_only) return wlm_fail(err, WLM_ERR_STATE, "a vocabulary-only model has no weights to quantize");
     return build(m, type, 0, 0, size, 0, 0, err);
 }
 
@@ -230,6 +231,7 @@ wlm_status wlm_quantize(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
                         char *report, uint32_t report_cap, wlm_err *err) {
     wlm_err dummy; if (!err) err = &dummy;
     if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_quantize: NULL output");
+    if (m && m->vocab_only) return wlm_fail(err, WLM_ERR_STATE, "a vocabulary-only model has no weights to quantize");
     if (report && report_cap) report[0] = 0; else report = 0;
     uint64_t got;
     return build(m, type, out, size, &got, report, report_cap, err);

@@ -3,6 +3,10 @@
  * The pipeline, in this order (wlm_sample, wlm_sample_dist and
  * wlm_spec_accept all run it, so a speculative target follows exactly the
  * distribution plain sampling draws from):
+ *   0. grammar mask: with wlm_sampler_params.allow set (a grammar's mask,
+ *      a bitset over the vocabulary), a token outside it is removed before
+ *      anything else (as a -inf logit), so no later stage sees it, no bias
+ *      brings it back, and the distribution is renormalized over the rest.
  *   1. logit bias: each (token, bias) pair is added to the token's logit;
  *      a bias of -inf removes the token (it is never drawn, even greedily).
  *   2. penalties, over the last repeat_last_n tokens of the history: a
@@ -11,7 +15,7 @@
  *      presence_penalty + c * frequency_penalty (OpenAI's presence and
  *      frequency penalties; both float operations, in this order).
  *   3. temperature: probabilities softmax(l / T) (T = 0: greedy, the argmax
- *      of the logits after 1 and 2, lowest id on ties; 3-7 are skipped).
+ *      of the logits after 0-2, lowest id on ties; 3-7 are skipped).
  *   4. top-k: the k most likely (larger logit, then lower id, first).
  *   5. typical: locally typical sampling (Meister et al. 2022): with H the
  *      entropy of the kept distribution, tokens are ranked by
@@ -25,7 +29,9 @@
  * top-p and min-p do not depend on where T sits; typical does). One seed
  * gives the same tokens on every platform. NaN and -inf logits are
  * excluded; +inf always wins; finite logits keep their values (the argmax
- * is the true argmax). A grammar's mask, when there is one, comes before 1. */
+ * is the true argmax). The logprobs reported beside a token
+ * (wlm_sample's *logprob, wlm_top_logprobs) are the model's own
+ * distribution, before any of these stages. */
 #include "ctx.h"
 #include "wmath.h"
 
@@ -160,21 +166,26 @@ static wlm_status check_params(const wlm_sampler_params *sp, uint32_t n_vocab, w
 
 #define PENALIZED 0xffffffffu  /* pen_count mark: a usable token the penalties changed */
 
-/* Stages 1 and 2: c->cand_val/cand_id get the logits of the usable tokens
- * after the bias and the penalties, in ascending id order; returns their
- * count. A token is usable when its biased logit is neither NaN nor -inf; a
- * penalty may then take a usable logit to -inf (an overflow), and it stays a
- * candidate. pen_count counts each token of the window, then marks the
- * tokens the penalties changed, and is cleared before returning. */
+/* Stages 0-2: c->cand_val/cand_id get the logits of the usable tokens
+ * after the mask, the bias and the penalties, in ascending id order; returns
+ * their count. A token is usable when it is allowed (sp->allow) and its
+ * biased logit is neither NaN nor -inf; a penalty may then take a usable
+ * logit to -inf (an overflow), and it stays a candidate. pen_count counts
+ * each token of the window, then marks the tokens the penalties changed, and
+ * is cleared before returning. */
 uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                            const int32_t *hist, uint32_t n_hist) {
     uint32_t n = c->m->hp.n_vocab, usable = 0;
     float *v = c->cand_val; int32_t *id = c->cand_id;
     uint32_t *cnt = c->pen_count;
-    for (uint32_t i = 0; i < n; i++) { float x = logits[i]; usable += !excluded(x); v[i] = x; id[i] = (int32_t)i; }
+    const uint32_t *allow = sp->allow;
+    for (uint32_t i = 0; i < n; i++) {
+        float x = allow && !((allow[i >> 5] >> (i & 31)) & 1) ? -__builtin_inff() : logits[i];
+        usable += !excluded(x); v[i] = x; id[i] = (int32_t)i;
+    }
     for (uint32_t i = 0; i < sp->n_biases; i++) {
         int32_t t = sp->biases[i].token; float b = sp->biases[i].bias;
-        v[t] = b == -__builtin_inff() ? b : v[t] + b;
+        v[t] = b == -__builtin_inff() ? b : v[t] + b;   /* -inf + b: a masked token stays out */
     }
     int penalize = sp->repeat_penalty != 1.0f || sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f;
     uint32_t from = n_hist > sp->repeat_last_n ? n_hist - sp->repeat_last_n : 0;
@@ -345,7 +356,7 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
     uint32_t n = c->m->hp.n_vocab;
     if ((s = check_params(sp, n, err))) return s;
     uint32_t m = wlm_sample_logits(c, logits, sp, history, n_history);
-    if (m == 0) return wlm_fail(err, WLM_ERR_ARG, "no finite logits to sample from");
+    if (m == 0) return wlm_fail(err, WLM_ERR_ARG, sp->allow ? "no allowed token has a finite logit" : "no finite logits to sample from");
     int32_t tok;
     if (sp->temperature == 0.0f) {
         tok = c->cand_id[argmax(c->cand_val, m)];

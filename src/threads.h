@@ -9,14 +9,31 @@
 /* multiply-adds below which a job runs on the calling thread alone */
 #define WLM_MIN_PARALLEL_WORK (1u << 17)
 typedef void (*wlm_job_fn)(void *arg, uint32_t tid, uint32_t nth);
+/* Bytes apart that counters written by different threads are kept, so that
+ * one thread's atomic update does not take the line another thread polls or
+ * reads (false sharing): 128, the line (or adjacent-line prefetch pair) of
+ * current x86 and Apple cores. By padding, not alignment: the allocator
+ * promises 64 bytes, and two fields 128 apart never share a line of 64 or
+ * of 128 whatever the base. */
+#define WLM_SYNC_LINE 128
 struct wlm_pool {
-    volatile int32_t gen;      /* job generation, -1 = shut down */
-    volatile int32_t done;     /* workers that finished the current job */
+    /* written by the coordinating thread once a job, polled by the workers */
+    union {
+        struct {
+            volatile int32_t gen;      /* job generation, -1 = shut down */
+            uint32_t n_threads;        /* including the coordinating thread */
+            uint32_t n_active;         /* threads taking part in the current job */
+            wlm_job_fn fn; void *arg;
+        };
+        char job_line[WLM_SYNC_LINE];
+    };
+    /* each worker adds 1 when it finishes the job; the coordinator polls it */
+    union { volatile int32_t done; char done_line[WLM_SYNC_LINE]; };
+    /* wlm_pool_barrier: every thread adds 1 to bar_count as it arrives; the
+     * waiters poll bar_gen, which only the last to arrive writes */
+    union { volatile int32_t bar_count; char count_line[WLM_SYNC_LINE]; };
+    union { volatile int32_t bar_gen; char gen_line[WLM_SYNC_LINE]; };
     volatile int32_t exited;   /* workers that left their loop */
-    volatile int32_t bar_count, bar_gen; /* wlm_pool_barrier: arrived threads, generation */
-    uint32_t n_threads;        /* including the coordinating thread */
-    uint32_t n_active;         /* threads taking part in the current job */
-    wlm_job_fn fn; void *arg;
 };
 /* runs fn(arg, tid, nth) on nth threads (the caller is tid 0) and returns
  * when all are done; p == NULL or nth <= 1 runs it inline */

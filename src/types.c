@@ -172,6 +172,18 @@ static inline int round_i(float v) {
     return v < 0 ? -i : i;
 }
 
+/* v rounded half away from zero and kept within [-127, 127]; NaN gives 0.
+ * |v * id| is at most 127 (and a hair) for every block but one whose amax
+ * is so small that 1 / d overflows: there v * id is infinite and the value
+ * saturates (the conversion of an infinity to int is undefined). So a Q8_0
+ * activation never holds -128, and kernels may take |x| as a 7-bit operand. */
+static inline int8_t round_q8(float v) {
+    if (v != v) return 0;
+    float a = v < 0 ? -v : v;
+    int i = a >= 127.0f ? 127 : round_i(a);
+    return (int8_t)(v < 0 ? -i : i);
+}
+
 void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
     for (uint32_t b = 0; b < n / QK8_0; b++) {
         const float *v = x + b * QK8_0;
@@ -179,7 +191,7 @@ void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
         for (int j = 0; j < QK8_0; j++) { float a = v[j] < 0 ? -v[j] : v[j]; if (a > amax) amax = a; }
         float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
         y[b].d = wlm_f32_to_f16(d);
-        for (int j = 0; j < QK8_0; j++) y[b].qs[j] = (int8_t)round_i(v[j] * id);
+        for (int j = 0; j < QK8_0; j++) y[b].qs[j] = round_q8(v[j] * id);
     }
 }
 

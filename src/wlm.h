@@ -71,6 +71,33 @@ WLM_API wlm_status wlm_model_load_parts_inplace(wlm_model **out, uint8_t *const 
 WLM_API uint32_t wlm_model_n_parts(const wlm_model *m);
 WLM_API void wlm_model_free(wlm_model *m);
 
+/* A vocabulary-only load (a tokenizer): the header and metadata of one GGUF
+ * file, the vocabulary built from tokenizer.ggml.*; no architecture, no
+ * tensor infos and no weights are read, so `size` may end anywhere after
+ * the metadata (wlm_gguf_meta_bytes says where that is) and files that hold
+ * only a vocabulary (ggml-vocab-*.gguf) load. The model serves
+ * wlm_tokenize, wlm_token_bytes, wlm_detok_push, wlm_token_is_eog and the
+ * metadata getters (no tensors); hparams has n_vocab, the special ids and
+ * flags, and n_ctx_train when the file says it, the rest 0. wlm_ctx_new and
+ * wlm_quantize refuse it (WLM_ERR_STATE). The first part of a split GGUF
+ * loads this way on its own. The bytes must stay alive, as for
+ * wlm_model_load. */
+WLM_API wlm_status wlm_model_load_vocab(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err);
+WLM_API uint32_t wlm_model_vocab_only(const wlm_model *m);   /* 1 for a wlm_model_load_vocab model */
+/* How many leading bytes of a GGUF file hold its header and metadata, for
+ * reading no more of a file than a vocabulary-only load needs: WLM_OK with
+ * *need = that count when the `size` bytes at data hold them all;
+ * WLM_ERR_TRUNCATED with *need = a lower bound of the count (> size) when
+ * they end before; another status (a message in err) when the bytes cannot
+ * start a valid GGUF file. Reads only what it checks; allocates nothing. */
+WLM_API wlm_status wlm_gguf_meta_bytes(const uint8_t *data, uint64_t size, uint64_t *need, wlm_err *err);
+/* A 64-bit fingerprint of the model, computed once at load: every metadata
+ * key and value (split.* keys aside, so a split model and its merged file
+ * agree), every tensor's name, type and shape, and samples of each tensor's
+ * bytes (its first, middle and last 32 bytes). Saved states carry it. 0 for
+ * a vocabulary-only model. */
+WLM_API uint64_t wlm_model_fingerprint(const wlm_model *m);
+
 typedef struct wlm_hparams {
     uint32_t n_vocab, n_ctx_train, n_embd, n_layer, n_head, n_head_kv;
     uint32_t head_dim, n_ff, n_rot;
@@ -259,7 +286,7 @@ WLM_API void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n);
 
 /* ---- sampling ----------------------------------------------------------- */
 
-/* One logit bias: added to the token's logit first of all (-inf bans it). */
+/* One logit bias: added to the token's logit first of all, after a grammar's mask (-inf bans it). */
 typedef struct wlm_logit_bias { int32_t token; float bias; } wlm_logit_bias;
 
 typedef struct wlm_sampler_params {
@@ -277,6 +304,8 @@ typedef struct wlm_sampler_params {
     uint32_t n_biases;
     const wlm_logit_bias *biases; /* n_biases entries (ids in range; a bias is finite or -inf;
                                    * a token given twice gets the sum) */
+    const uint32_t *allow;   /* NULL = every token; else a bitset (bit t of word t / 32): only those
+                              * tokens can be drawn, applied before every other stage (a grammar's mask) */
 } wlm_sampler_params;
 WLM_API void wlm_sampler_default_params(wlm_sampler_params *p);
 
@@ -288,8 +317,9 @@ WLM_API float wlm_rng_float(wlm_rng *r); /* [0,1), 24 bits */
 
 /* Samples the next token from `logits` (n_vocab floats, not modified).
  * `history`/`n_history` are the recent tokens for the penalties (the last
- * repeat_last_n of them count). The pipeline (src/sampler.c): logit bias ->
- * penalties -> temperature -> top-k -> typical -> top-p -> min-p -> draw.
+ * repeat_last_n of them count). The pipeline (src/sampler.c): grammar mask
+ * (sp->allow) -> logit bias -> penalties -> temperature -> top-k -> typical
+ * -> top-p -> min-p -> draw.
  * `logprob` receives log P(token) under the model's own distribution
  * (softmax of the raw logits, T = 1, no filters). */
 WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
@@ -297,13 +327,14 @@ WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler
                       int32_t *token, float *logprob, wlm_err *err);
 
 /* The n most likely tokens of the model's own distribution (softmax of
- * the raw logits, T = 1: before bias, penalties and filters), best first,
+ * the raw logits, T = 1: before a grammar's mask, bias, penalties and
+ * filters, so a token the mask forbids may be among them), best first,
  * lowest id on ties, with their log-probabilities: each is exactly the
  * *logprob wlm_sample reports when it picks that token. Returns the count
  * written (n, or fewer when fewer logits are usable: not NaN or -inf). */
 WLM_API uint32_t wlm_top_logprobs(wlm_ctx *c, const float *logits, uint32_t n, int32_t *ids, float *logprobs);
 
-/* Sampling distribution after bias, penalties, temperature and filters: writes up to
+/* Sampling distribution after mask, bias, penalties, temperature and filters: writes up to
  * `cap` (token, probability) pairs sorted by probability, returns the count.
  * (For UIs that show the next-token distribution.) */
 WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
@@ -325,6 +356,97 @@ WLM_API wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sa
                                    const int32_t *q_ids, const float *q_probs, uint32_t q_n,
                                    wlm_rng *rng, int32_t *token, int32_t *accepted, float *logprob,
                                    wlm_err *err);
+
+/* ---- saved state: one sequence to bytes and back ---------------------------
+ *
+ * A saved state holds one sequence: its tokens (n_tokens >= its positions:
+ * the last ones may not be evaluated yet, e.g. the token a generation
+ * sampled last), the keys and values of the cache rows it uses (not the
+ * whole context: the size grows with the positions, not with n_ctx), the
+ * rows' positions, a sampler stream (optional) and what the cache must match
+ * to take them: the model's fingerprint, the cache's shape and element type.
+ * Sliding-window layers hold only their rows from the sequence's rewind
+ * floor - (window - 1) on (the window ring may have dropped older ones);
+ * the floor is saved and restored, so a rewind after a load goes as deep as
+ * before the save. A state loads into a context that keeps a window ring
+ * or a row per slot (swa_full) alike, whichever the saver had.
+ * Layout (little-endian; src/kvcache.c): a 96-byte header ("WLMS", version,
+ * total size, checksum of every other byte, fingerprint, counts), the
+ * tokens, the positions, then per layer its row count and its rows' keys and
+ * values as stored. The bytes are untrusted input when loaded: every count
+ * and length is checked before it is used, and nothing changes unless all of
+ * it is valid.
+ *
+ * wlm_ctx_state_size: the bytes wlm_ctx_state_save writes for sequence seq
+ * with n_tokens tokens (0 when seq is out of range or the size would not
+ * fit in 64 bits).
+ * wlm_ctx_state_save: writes them into out (cap bytes, *written = the size).
+ * tokens (n_tokens >= wlm_seq_pos(c, seq)) are the sequence's tokens;
+ * rng (NULL: none) the sampler stream to continue from.
+ * wlm_ctx_state_load: sequence seq of c becomes the saved one (the others
+ * are kept); refused, changing nothing, with WLM_ERR_TRUNCATED (cut short),
+ * WLM_ERR_FORMAT (not a state, corrupt: the checksum or a count does not
+ * match), WLM_ERR_UNSUPPORTED (another state version, another KV element
+ * type), WLM_ERR_ARG (another model: the fingerprint or the cache shape
+ * differs) or WLM_ERR_CONTEXT_FULL (more positions or rows than c holds, or
+ * a slid state (onFull 'slide') whose ring differs). `info` (optional)
+ * receives the counts, where the tokens are and the sampler stream. */
+#define WLM_STATE_VERSION 1
+typedef struct wlm_state_info {
+    uint32_t n_tokens;      /* the sequence's tokens */
+    uint32_t n_pos;         /* positions evaluated (its next position); tokens past it are not */
+    uint32_t tokens_offset; /* byte offset of the tokens (int32, little-endian) in the state */
+    uint32_t has_rng;       /* 1 when rng holds a saved sampler stream */
+    wlm_rng rng;
+} wlm_state_info;
+WLM_API uint64_t wlm_ctx_state_size(const wlm_ctx *c, uint32_t seq, uint32_t n_tokens);
+WLM_API wlm_status wlm_ctx_state_save(const wlm_ctx *c, uint32_t seq, const int32_t *tokens, uint32_t n_tokens,
+                                      const wlm_rng *rng, uint8_t *out, uint64_t cap, uint64_t *written, wlm_err *err);
+WLM_API wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *data, uint64_t size,
+                                      wlm_state_info *info, wlm_err *err);
+
+/* ---- grammars (GBNF) ----------------------------------------------------------
+ *
+ * Constrained decoding (docs/grammar.md): a grammar in GBNF text is compiled
+ * against a model's vocabulary; a recognizer state per sequence follows the
+ * generated tokens, and for each state the set of tokens that keep the text
+ * inside the grammar is a bitset over the vocabulary (bit t of word t / 32),
+ * which wlm_sampler_params.allow applies before every other filter. Tokens
+ * are matched by their bytes (wlm_token_bytes): byte-fallback tokens, SPM's
+ * space mark and byte-level BPE pieces as they decode, a UTF-8 character may
+ * be split across tokens. Control tokens are never allowed; the model's
+ * end-of-generation tokens only where the grammar may end. */
+typedef struct wlm_gvocab wlm_gvocab;
+typedef struct wlm_grammar wlm_grammar;
+/* The vocabulary as a byte trie, built once per model (the model must
+ * outlive it, and it every grammar compiled against it). */
+WLM_API wlm_status wlm_gvocab_new(wlm_gvocab **out, const wlm_model *m, wlm_err *err);
+WLM_API void wlm_gvocab_free(wlm_gvocab *v);
+/* Parses and checks `len` bytes of GBNF (start rule `root`); a syntax error
+ * names line:column, what was expected and what was found. Precomputes
+ * per terminal the tokens it accepts on its own (docs/grammar.md). */
+WLM_API wlm_status wlm_grammar_compile(wlm_grammar **out, const wlm_gvocab *v, const char *text, uint32_t len, wlm_err *err);
+WLM_API void wlm_grammar_free(wlm_grammar *g);
+/* Recognizer states (one per sequence, up to 256 per grammar): a new one is
+ * at the start of the grammar; copy makes dst the same as src (forks). */
+WLM_API wlm_status wlm_grammar_state_new(wlm_grammar *g, uint32_t *state, wlm_err *err);
+WLM_API wlm_status wlm_grammar_state_copy(wlm_grammar *g, uint32_t dst, uint32_t src, wlm_err *err);
+WLM_API void wlm_grammar_state_free(wlm_grammar *g, uint32_t state);
+/* Advances a state by a token (an end-of-generation token where the grammar
+ * may end; then only end-of-generation follows) or by raw bytes. A token or
+ * byte the grammar does not allow is refused and the state is unchanged. */
+WLM_API wlm_status wlm_grammar_accept(wlm_grammar *g, uint32_t state, int32_t token, wlm_err *err);
+WLM_API wlm_status wlm_grammar_accept_bytes(wlm_grammar *g, uint32_t state, const char *bytes, uint32_t n, wlm_err *err);
+/* 1 when the text so far is a complete sentence of the grammar */
+WLM_API int wlm_grammar_can_end(const wlm_grammar *g, uint32_t state);
+/* The allowed tokens of a state (*mask: n_vocab bits, valid until the next
+ * call on this grammar) and how many of them are not end-of-generation
+ * tokens (0 and can_end: the grammar is complete; 0 otherwise: a dead end).
+ * Flag WLM_GRAMMAR_NO_EOG leaves the end-of-generation tokens out. */
+#define WLM_GRAMMAR_NO_EOG 1
+WLM_API wlm_status wlm_grammar_mask(wlm_grammar *g, uint32_t state, uint32_t flags, const uint32_t **mask, uint32_t *n_allowed, wlm_err *err);
+/* Counters for benchmarks and tests (src/grammar.h, WLM_GS_*). */
+WLM_API uint64_t wlm_grammar_stat(const wlm_grammar *g, uint32_t what);
 
 /* ---- embeddings ------------------------------------------------------------
  *

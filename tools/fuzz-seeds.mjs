@@ -13,7 +13,9 @@
 //   control-token text, whitespace runs) or selector + int32 ids to decode;
 // OUTDIR/seed/sampler: sampler parameters + history + logits, with NaN, Inf,
 //   huge, tiny and tied values; some with the presence / frequency
-//   penalties, typical_p and logit biases (byte 33, fuzz/fuzz_sampler.c).
+//   penalties, typical_p and logit biases (byte 33, fuzz/fuzz_sampler.c);
+// OUTDIR/seed/grammar: selector byte + GBNF + NUL + text to read (JSON,
+//   arithmetic, Unicode, nesting, nullable loops).
 import fs from 'node:fs';
 import path from 'node:path';
 import { makeModel } from '../models/make-model.js';
@@ -26,6 +28,7 @@ const models = dir('models');
 makeModel(path.join(models, 'micro-spm.gguf'), MICRO, 'f32', 3, { arch: 'llama' });
 makeModel(path.join(models, 'micro-bpe.gguf'), MICRO, 'f32', 3, { arch: 'llama3' });
 makeModel(path.join(models, 'micro-qwen.gguf'), { ...MICRO, heads: 2, kvHeads: 2 }, 'f16', 3, { arch: 'qwen2' });
+makeModel(path.join(models, 'micro-swa.gguf'), { ...MICRO, layers: 2 }, 'f32', 3, { arch: 'gemma2', slidingWindow: 4 });   // fuzz_state's window ring
 makeModel(path.join(models, 'tiny-bpe.gguf'), 'tiny', 'f32', 3, { arch: 'llama3' });
 makeModel(path.join(models, 'tiny-qwen.gguf'), 'tiny', 'f32', 3, { arch: 'qwen2' });
 makeModel(path.join(models, 'tiny-bert.gguf'), { ...MICRO, heads: 2, kvHeads: 2, vocab: 600 }, 'f32', 3, { arch: 'bert' });
@@ -111,4 +114,38 @@ extra.forEach((e, i) => {
     fs.writeFileSync(path.join(smp, `x${i}-${name}`), Buffer.concat([h, f32([e.pres, e.freq, e.typ]), pairs, i32([0, 1, 2, 3, 3, 3, 5, 5]), f32(l)]));
   });
 });
-console.log(`fuzz-seeds: models in ${models}; ${fs.readdirSync(gguf).length} gguf, ${fs.readdirSync(tok).length} tokenize, ${fs.readdirSync(smp).length} sampler seeds (${n} hostile)`);
+// saved states (fuzz_state.c): a mode byte, then a raw state, edits to a valid one, or a length
+const st = dir('seed/state');
+const u16x = (pairs) => Buffer.from(pairs.flatMap(([at, x]) => [at & 255, at >> 8, x]));
+const stateSeeds = {
+  'raw-garbage': Buffer.concat([Buffer.from([0]), Buffer.from('WLMS\x01\x00\x00\x00', 'latin1'), Buffer.alloc(120, 7)]),
+  'raw-empty': Buffer.from([0]),
+  'valid': Buffer.from([1]), 'valid-seq1': Buffer.from([1 | 4]), 'valid-slid': Buffer.from([2]),
+  'edit-counts': Buffer.concat([Buffer.from([1]), u16x([[56, 1], [60, 1], [64, 2], [68, 16], [72, 1], [32, 2], [88, 1]])]),
+  'edit-tokens': Buffer.concat([Buffer.from([1 | 4]), u16x([[97, 0x80], [99, 0xff], [150, 1], [151, 2]])]),
+  'edit-slid-ring': Buffer.concat([Buffer.from([2]), u16x([[68, 8], [72, 3], [64, 1], [120, 9]])]),
+  'cut-header': Buffer.concat([Buffer.from([3]), Buffer.from([50, 0, 0, 0])]),
+  'cut-body': Buffer.concat([Buffer.from([3]), Buffer.from([0, 2, 0, 0])]),
+  'extended': Buffer.concat([Buffer.from([3]), Buffer.from([0xff, 0xff, 0, 0]), Buffer.from('tail bytes')]),
+  // the window ring's state (bit 3): its rewind floor (offset 76), its window layer's row count, cut
+  'valid-window': Buffer.from([1 | 8]), 'valid-window-seq1': Buffer.from([1 | 4 | 8]),
+  'edit-window-floor': Buffer.concat([Buffer.from([1 | 8]), u16x([[76, 1], [77, 0], [64, 1]])]),
+  'edit-window-rows': Buffer.concat([Buffer.from([1 | 8]), u16x([[76, 3], [60, 1], [56, 1]])]),
+  'cut-window': Buffer.concat([Buffer.from([3 | 8]), Buffer.from([0, 1, 0, 0])]),
+};
+for (const [name, b] of Object.entries(stateSeeds)) fs.writeFileSync(path.join(st, name), b);
+
+const gram = dir('seed/grammar');
+const grammars = [
+  'root ::= object\nvalue ::= object | array | string | number | ("true" | "false" | "null") ws\n' +
+    'object ::= "{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}" ws\narray ::= "[" ws ( value ("," ws value)* )? "]" ws\n' +
+    'string ::= "\\"" ( [^"\\\\\\x7F\\x00-\\x1F] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) )* "\\"" ws\n' +
+    'number ::= "-"? ([0-9] | [1-9] [0-9]{0,15}) ("." [0-9]+)? ([eE] [-+]? [0-9]+)? ws\nws ::= | " " | "\\n" [ \\t]{0,20}',
+  'root ::= (expr "=" ws term "\\n")+\nexpr ::= term ([-+*/] term)*\nterm ::= ident | num | "(" ws expr ")" ws\nident ::= [a-z] [a-z0-9_]* ws\nnum ::= [0-9]+ ws\nws ::= [ \\t\\n]*',
+  'root ::= ("\u00e9t\u00e9" | [\\u00e0-\\u00ff]+ | "\\U0001F600" | "<" . ">")* "!"',
+  'root ::= "(" root ")" root | ""', 'root ::= ("a"?)* "b"{2,5} [^x-z]{0,3}', 'root ::= a | b\na ::= "x" a | "y"\nb ::= [a-c]+ ("," b)?',
+];
+const gtexts = ['{"a": [1, 2.5e3, "x\\u00e9"], "b": {"c": null}}', '1+2*(x3-4)=y\n', '\u00e9t\u00e9\u00e0<\u{1F600}>!', '(()())', 'aabbb', 'xyyyx,abc'];
+grammars.forEach((g, i) => gtexts.forEach((t, j) => { for (let sel = 0; sel < 4; sel += 1 + (i % 2)) fs.writeFileSync(path.join(gram, `g${i}-t${j}-${sel}`), Buffer.concat([Buffer.from([sel * 5 + j]), Buffer.from(g, 'utf8'), Buffer.from([0]), Buffer.from(t, 'utf8')])); }));
+console.log(`fuzz-seeds: models in ${models}; ${fs.readdirSync(gguf).length} gguf, ${fs.readdirSync(tok).length} tokenize, ${fs.readdirSync(smp).length} sampler, ` +
+  `${fs.readdirSync(st).length} state, ${fs.readdirSync(gram).length} grammar seeds (${n} hostile)`);

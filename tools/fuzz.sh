@@ -10,7 +10,7 @@
 #   sh tools/fuzz.sh [SECONDS] [TARGET...]
 set -u
 secs=${1:-60}; shift 2>/dev/null || true
-targets=${*:-"gguf tokenize sampler"}
+targets=${*:-"gguf tokenize sampler state grammar"}
 B=build/fuzz
 status=0
 printf '%-10s %14s %10s %8s %s\n' target executions exec/s findings corpus

@@ -39,6 +39,7 @@ typedef struct wlm_js_scratch {
     wlm_rng rng;       /* the single stream of a plain generation */
     wlm_detok detok;   /* its detokenizer */
     wlm_detok detok2;  /* detokenize()'s own */
+    wlm_state_info state_info; /* what wlm_ctx_state_load read */
 } wlm_js_scratch;
 
 /* One generation stream's block: its rng and detokenizer. */
@@ -65,8 +66,9 @@ typedef struct field {
  * does not compile, so a new pointer is never taken for a nested struct. */
 #define KIND(x)                                                                                                   \
     _Generic((x), uint32_t: "u32", int32_t: "i32", float: "f32", uint64_t: "u64", char *: "bytes",                \
-             uint8_t *: "bytes", const wlm_logit_bias *: "ptr", wlm_err: "struct", wlm_ctx_params: "struct",     \
-             wlm_sampler_params: "struct", wlm_rng: "struct", wlm_detok: "struct")
+             uint8_t *: "bytes", const wlm_logit_bias *: "ptr", const uint32_t *: "ptr", wlm_err: "struct",      \
+             wlm_ctx_params: "struct", wlm_sampler_params: "struct", wlm_rng: "struct", wlm_detok: "struct",     \
+             wlm_state_info: "struct")
 #define F(S, f) { #f, offsetof(S, f), sizeof(((S *)0)->f), KIND(((S *)0)->f) }
 
 typedef struct layout {
@@ -102,10 +104,14 @@ static const layout LAYOUTS[] = {
            F(wlm_sampler_params, min_p), F(wlm_sampler_params, repeat_penalty),
            F(wlm_sampler_params, repeat_last_n), F(wlm_sampler_params, presence_penalty),
            F(wlm_sampler_params, frequency_penalty), F(wlm_sampler_params, typical_p),
-           F(wlm_sampler_params, n_biases), F(wlm_sampler_params, biases)),
+           F(wlm_sampler_params, n_biases), F(wlm_sampler_params, biases),
+           F(wlm_sampler_params, allow)),
     LAYOUT(wlm_logit_bias, "LogitBias", "one (token, bias) pair of wlm_sampler_params.biases", 0,
            F(wlm_logit_bias, token), F(wlm_logit_bias, bias)),
     LAYOUT(wlm_rng, "Rng", "PCG32 state (wlm_rng_seed)", 0, F(wlm_rng, state), F(wlm_rng, inc)),
+    LAYOUT(wlm_state_info, "StateInfo", "what a saved state holds (wlm_ctx_state_load)", 1,
+           F(wlm_state_info, n_tokens), F(wlm_state_info, n_pos), F(wlm_state_info, tokens_offset),
+           F(wlm_state_info, has_rng), F(wlm_state_info, rng)),
     LAYOUT(wlm_detok, "Detok", "streaming detokenizer state", 0,
            F(wlm_detok, pending), F(wlm_detok, n_pending)),
     LAYOUT(wlm_js_scratch, "Scratch", "the engine's scratch block (defined in tools/gen-abi.c)", 0,
@@ -113,7 +119,7 @@ static const layout LAYOUTS[] = {
            F(wlm_js_scratch, n_out), F(wlm_js_scratch, token), F(wlm_js_scratch, logprob),
            F(wlm_js_scratch, accepted), F(wlm_js_scratch, u64), F(wlm_js_scratch, ctx_params),
            F(wlm_js_scratch, sampler), F(wlm_js_scratch, rng), F(wlm_js_scratch, detok),
-           F(wlm_js_scratch, detok2)),
+           F(wlm_js_scratch, detok2), F(wlm_js_scratch, state_info)),
     LAYOUT(wlm_js_stream, "Stream", "one generation stream's block (defined in tools/gen-abi.c)", 0,
            F(wlm_js_stream, rng), F(wlm_js_stream, detok)),
 };

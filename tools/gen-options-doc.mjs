@@ -14,7 +14,7 @@ const KIND_TEXT = {
   int: 'integer', number: 'number', boolean: 'boolean', string: 'string', function: 'function', signal: 'AbortSignal',
   object: 'plain object', logitBias: '{tokenId: bias} \\| [id or text, bias][]', seed: 'integer or bigint', stop: 'string or string[]', sha256: '64 hex digits',
   scorer: "'mean-logprob' \\| 'total-logprob' \\| function", draft: "Model \\| 'lookup'", feedback: 'boolean \\| function',
-  wasm: 'Module \\| bytes \\| path \\| URL', hubToken: 'string (a secret)', escalate: "('best-of-n' \\| 'tree')[]",
+  wasm: 'Module \\| bytes \\| path \\| URL', hubToken: 'string (a secret)', grammar: 'string (GBNF)', json: "true \\| 'object' \\| false", jsonSchema: 'JSON Schema (object or boolean)', escalate: "('best-of-n' \\| 'tree')[]",
 };
 
 function kindOf(s) {
@@ -50,7 +50,7 @@ export function render() {
     '## Sampling',
     '',
     'Each generated token goes through these steps, in this order (`src/sampler.c`); `wlm_sample`,',
-    'the distribution a speculative draft is checked against and `nextTokenDistribution` all use them.',
+    'the distribution a speculative draft is checked against and `nextTokenDistribution` all use them (`nextTokenDistribution` takes no grammar: it starts at step 2).',
     '',
     ...SAMPLING_PIPELINE.map((step, i) => `${i + 1}. ${step}`),
     '',

@@ -63,13 +63,16 @@ async function currentEtag(href, signal, timeout, auth) {
  * goes with the GET and HEAD requests to the hub's origin only (web/net.js);
  * the cache key stays the URL and the ETag. For a hub id, a HEAD the hub
  * refuses (HTTP 401 / 403) fails the load instead of using the cached copy.
+ * With fill === false it only looks: a miss (or no cache) resolves null and
+ * nothing is fetched (a caller that reads part of the file: loadTokenizer).
  * @param {string} url
- * @param {{signal?: AbortSignal, cache?: boolean, timeout?: number, auth?: {origin: string, token: string|null}}} [opts]
+ * @param {{signal?: AbortSignal, cache?: boolean, timeout?: number, fill?: boolean, auth?: {origin: string, token: string|null}}} [opts]
  */
-export async function fetchModelCached(url, { signal, cache = true, timeout = 0, auth } = {}) {
+export async function fetchModelCached(url, { signal, cache = true, timeout = 0, fill = true, auth } = {}) {
   const noop = async () => {};
   const href = absolute(url);
   const cacheable = cache !== false && modelCacheAvailable() && /^https?:/i.test(href);
+  if (!cacheable && fill === false) return null;
   let store = null;
   if (cacheable) {
     try { store = await caches.open(MODEL_CACHE); } catch { store = null; } // e.g. storage disabled
@@ -95,6 +98,7 @@ export async function fetchModelCached(url, { signal, cache = true, timeout = 0,
       return { response: hit, fromCache: true, timer: null, commit: noop, discard: async () => { await store.delete(key).catch(() => {}); } };
     }
   }
+  if (fill === false) return null;
   const { response: res, timer } = await fetchChecked(href, { signal, timeout, auth });
   if (!store || !res.body) return { response: res, fromCache: false, timer, commit: noop, discard: noop };
   const [toEngine, toCache] = res.body.tee();

@@ -25,6 +25,9 @@
 //   BAD_SCHEMA      a JSON Schema that cannot be turned into a grammar: an unsupported keyword,
 //                   format or pattern construct, or no value can satisfy it; `keyword` names the
 //                   keyword and `path` its JSON Pointer in the schema (docs/json-schema.md)
+//   BAD_SAVED_STATE bytes given to loadState that are cut short, corrupt, of another state version or
+//                   another model, or do not fit the context (too short, another KV type); the status
+//                   field holds the engine's wlm_status
 //   INTERNAL        an unexpected failure inside wasmlm (a bug: please report it)
 // Engine failures (the C library's wlm_status) map to these codes, with the
 // status number in `status` and the C name in `statusName`:

@@ -16,7 +16,7 @@ import { abortError, withSignal, streamRequest } from './abort.js';
 import { resolveModel, isRegistryName, registryEntries, evictCached, resolveHubModel } from '../models/registry.js';
 import { isHubId, resolveHubId, hubFileError, parseHubId, hubAuth } from './hub.js';
 import { fetchModelCached, listCachedModels, deleteCachedModel, clearModelCache, MODEL_CACHE } from './cache.js';
-import { checkSha256, checkTimeout, declaredLength, readBody, httpError, safeUrl, fetchChecked, REGISTRY_TIMEOUT_MS } from './net.js';
+import { checkSha256, checkTimeout, declaredLength, readBody, httpError, safeUrl, fetchChecked, parseContentRange, REGISTRY_TIMEOUT_MS } from './net.js';
 import { splitPartUrls, checkSplitNames, splitPartNames } from './split.js';
 import { PART_ALIGN } from './worker/staging.js';
 import { probeMemory64, describeModule, tooLargeError, WASM32_MAX_BYTES, WASM64_MAX_BYTES, CONTEXT_RESERVE } from './memory64.js';
@@ -413,26 +413,39 @@ function rateOf(bytes, t0) {
   return secs > 0 ? Math.round(bytes / secs) : 0;
 }
 
-/** Streams chunks to the worker, coalesced into STAGE_BYTES messages, one in flight. */
+/** Thrown by ChunkSender.push once a vocabulary-only load has what it needs: whatever reads the source stops there. */
+class EnoughRead extends Error {}
+
+/**
+ * Streams chunks to the worker, coalesced into STAGE_BYTES messages, one in
+ * flight. In a vocabulary-only load each reply says whether the metadata is
+ * in ({done, need}, kept in `meta`); once it is, push throws EnoughRead.
+ */
 class ChunkSender {
-  constructor(client, { total, onProgress, hasher, signal }) {
+  constructor(client, { total, onProgress, hasher, signal, stageBytes = STAGE_BYTES }) {
     this.client = client; this.total = total || 0; this.onProgress = onProgress;
-    this.hasher = hasher; this.signal = signal;
+    this.hasher = hasher; this.signal = signal; this.stageBytes = stageBytes;
     this.stage = null; this.n = 0; this.loaded = 0; this.inflight = null;
+    this.meta = null;
     this.t0 = Date.now();
   }
+  get enough() { return !!(this.meta && this.meta.done); }
   async push(chunk) {
+    if (this.enough) throw new EnoughRead('the metadata is in');
     let u8 = chunk instanceof Uint8Array ? chunk : ArrayBuffer.isView(chunk)
       ? new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength) : new Uint8Array(chunk);
     if (this.signal && this.signal.aborted) throw abortError(this.signal);
     if (this.hasher) this.hasher.update(u8);
     while (u8.byteLength > 0) {
-      if (!this.stage) { this.stage = new Uint8Array(STAGE_BYTES); this.n = 0; }
-      const take = Math.min(u8.byteLength, STAGE_BYTES - this.n);
+      if (!this.stage) { this.stage = new Uint8Array(this.stageBytes); this.n = 0; }
+      const take = Math.min(u8.byteLength, this.stageBytes - this.n);
       this.stage.set(u8.subarray(0, take), this.n);
       this.n += take;
       u8 = u8.subarray(take);
-      if (this.n === STAGE_BYTES) await this._send();
+      if (this.n === this.stageBytes) {
+        await this._send();
+        if (this.enough) throw new EnoughRead('the metadata is in');
+      }
     }
   }
   async _send() {
@@ -440,7 +453,8 @@ class ChunkSender {
     const bytes = this.stage.subarray(0, this.n);
     const n = this.n;
     this.stage = null; this.n = 0;
-    if (this.inflight) await this.inflight;
+    if (this.inflight) await this._settle();
+    if (this.enough) return;   // what the previous chunk completed: these bytes are not needed
     this.inflight = this.client.call('loadChunk', { bytes }, { transfer: [bytes.buffer] });
     this.loaded += n;
     if (this.onProgress) {
@@ -449,11 +463,66 @@ class ChunkSender {
     }
     if (this.failed) throw this.failed;
   }
+  async _settle() {
+    const r = await this.inflight;
+    this.inflight = null;
+    if (r) this.meta = r;
+  }
+  /** Sends what is staged and waits for the worker (more chunks may follow). */
   async end() {
     await this._send();
-    if (this.inflight) await this.inflight;
-    this.inflight = null;
+    if (this.inflight) await this._settle();
     if (this.failed) throw this.failed;
+  }
+}
+
+/** Runs a source pump; a vocabulary-only load that has what it needs ends it early (EnoughRead), which is no failure. */
+async function pump(run, sender) {
+  try {
+    await run(sender);
+  } catch (e) {
+    if (!(e instanceof EnoughRead)) throw e;
+  }
+}
+
+/** The first Range request of a vocabulary-only load of a URL (later ones ask for what the metadata still needs, at least doubling). */
+const FIRST_RANGE_BYTES = 1 << 20;
+/** A vocabulary-only load stages smaller chunks, so that it learns sooner that the metadata is in. */
+const VOCAB_STAGE_BYTES = 1 << 20;
+
+/**
+ * A vocabulary-only load of a URL: only the file's header and metadata are
+ * fetched. A copy in the browser model cache is read until the metadata is
+ * in; otherwise Range requests ask for the first FIRST_RANGE_BYTES, then for
+ * what the worker says is still missing. A server that ignores Range (200)
+ * sends the whole file, read until the metadata is in and then cancelled.
+ */
+async function readUrlHead(url, sender, { signal, timeout, cache, auth }) {
+  const hit = await fetchModelCached(url, { signal, cache, timeout, fill: false, auth });
+  if (hit) {
+    for await (const c of readBody(hit.response, { url, signal, timeout })) await sender.push(c);
+    return;
+  }
+  let have = 0, want = FIRST_RANGE_BYTES;
+  for (;;) {
+    const { response: res, timer } = await fetchChecked(url, { signal, timeout, headers: { Range: `bytes=${have}-${want - 1}` }, allow: [416], auth });
+    if (res.status === 416) { timer.done(); res.body?.cancel().catch(() => {}); return; }   // the file ends before `have`: loadEnd says what is missing
+    const range = res.status === 206 ? parseContentRange(res) : null;
+    if (res.status === 206 && (!range || range.start !== have)) {
+      timer.done(); res.body?.cancel().catch(() => {});
+      throw new WasmlmError('NETWORK', `${url} answered a request for bytes ${have}-${want - 1} with ${res.headers.get('content-range') || 'no Content-Range'}`, { url });
+    }
+    let skip = res.status === 206 ? 0 : have;   // a whole file after ranges (a server that changed its mind): skip what is in
+    for await (const c of readBody(res, { url, expected: declaredLength(res), timeout, signal, timer })) {
+      const part = skip ? c.subarray(Math.min(skip, c.byteLength)) : c;
+      skip -= c.byteLength - part.byteLength;
+      if (part.byteLength) { await sender.push(part); have += part.byteLength; }
+    }
+    if (res.status !== 206) return;
+    await sender.end();
+    if (sender.enough || (range.total && have >= range.total)) return;
+    want = Math.max(sender.meta ? sender.meta.need : 0, have * 2);
+    if (range.total) want = Math.min(want, range.total);
   }
 }
 
@@ -538,7 +607,7 @@ function resolveParts(list) {
   return parts.length === 1 ? parts[0] : { kind: 'parts', parts };
 }
 
-async function resolveSource(source, options) {
+async function resolveSource(source, options, vocabOnly = false) {
   if (Array.isArray(source)) return resolveParts(source);
   if (typeof source === 'string' || source instanceof URL) {
     const s = String(source);
@@ -547,8 +616,9 @@ async function resolveSource(source, options) {
       return urls ? { kind: 'parts', parts: urls.map((url) => ({ kind: 'url', url })) } : { kind: 'url', url: s };
     }
     if (isHubId(s)) {
-      // Node: through the download cache (resumable, kept by URL + ETag); browsers: a URL for web/cache.js
-      if (isNode && options.cache !== false) {
+      // Node: through the download cache (resumable, kept by URL + ETag); browsers: a URL for web/cache.js.
+      // A tokenizer reads the file's first megabytes by URL instead of downloading it all.
+      if (isNode && options.cache !== false && !vocabOnly) {
         const r = await resolveHubModel(s, withSizeCheck(options));
         return { kind: 'path', path: r.path, registry: r };
       }
@@ -566,7 +636,7 @@ async function resolveSource(source, options) {
       return { kind: 'path', path: fileURLToPath(s) };
     }
     if (await isRegistryName(s, options)) {
-      const r = await resolveModel(s, withSizeCheck(options));
+      const r = await resolveModel(s, vocabOnly ? options : withSizeCheck(options));
       if (r.path) return { kind: 'path', path: r.path, registry: r };
       return { kind: 'url', url: r.url, sha256: r.sha256, size: r.size, registry: r };
     }
@@ -689,14 +759,18 @@ async function loadParts(client, parts, options) {
   return info;
 }
 
-async function loadInto(client, src, options) {
+async function loadInto(client, src, options, vocabOnly = false) {
   const { onProgress, signal } = options;
   const ctx = ctxOptions(options);
-  if (src.kind === 'parts') return loadParts(client, src.parts, options);
+  // a tokenizer needs the first file of a split GGUF only: its metadata holds the vocabulary
+  if (src.kind === 'parts') {
+    if (!vocabOnly) return loadParts(client, src.parts, options);
+    src = src.parts[0];
+  }
   if (src.kind === 'path') {
-    await client.start(await pathSize(src.path), { what: `model file ${src.path}` });
+    await client.start(vocabOnly ? 0 : await pathSize(src.path), { what: `model file ${src.path}` });
     const t0 = Date.now();
-    const { id, promise } = client.request('loadFile', { path: src.path, options: ctx, progress: !!onProgress },
+    const { id, promise } = client.request('loadFile', { path: src.path, options: ctx, progress: !!onProgress, vocabOnly: vocabOnly || undefined },
       { onEvent: (ev) => onProgress && onProgress({ loaded: ev.loaded, total: ev.total, rate: rateOf(ev.loaded, t0) }) });
     const onAbort = () => client.abort(id);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -724,6 +798,14 @@ async function loadInto(client, src, options) {
     run = (sender) => pumpReader(src.stream.getReader(), sender);
   } else if (src.kind === 'iterable') {
     run = async (sender) => { for await (const c of src.iterable) await sender.push(c); };
+  } else if (src.kind === 'url' && vocabOnly) {
+    total = src.size || 0;
+    const timeout = checkTimeout(options.timeout, src.registry || src.hub ? REGISTRY_TIMEOUT_MS : 0);
+    run = async (sender) => {
+      try {
+        await readUrlHead(src.url, sender, { signal, timeout, cache: options.cache, auth: src.auth });
+      } catch (e) { throw src.hub ? hubFileError(e, src.hub, src.auth) : e; }
+    };
   } else if (src.kind === 'url' || src.kind === 'response') {
     // a stall timeout (web/net.js): the caller's, else a default for registry models
     const timeout = checkTimeout(options.timeout, src.registry || src.hub ? REGISTRY_TIMEOUT_MS : 0);
@@ -748,20 +830,22 @@ async function loadInto(client, src, options) {
       for await (const c of readBody(res, { url, expected, timeout, signal, timer })) await sender.push(c);
     };
   }
-  const wantSha = checkSha256(src.sha256 || options.sha256, src.sha256 ? 'registry sha256' : 'sha256');
+  // (a tokenizer reads part of the file: no digest to check)
+  const wantSha = vocabOnly ? null : checkSha256(src.sha256 || options.sha256, src.sha256 ? 'registry sha256' : 'sha256');
   if (wantSha) { hasher = new Sha256(); expect = wantSha; }
   try {
     // the size picks the engine build; one it cannot hold is refused here, before the body is read
-    await client.start(total, { what: src.url ? safeUrl(src.url) : src.kind === 'blob' && src.blob.name ? `model file ${src.blob.name}` : 'the model file' });
-    await client.call('loadBegin', { size: total });
+    // (a tokenizer reads only the metadata, which any build holds)
+    await client.start(vocabOnly ? 0 : total, { what: src.url ? safeUrl(src.url) : src.kind === 'blob' && src.blob.name ? `model file ${src.blob.name}` : 'the model file' });
+    await client.call('loadBegin', { size: total, vocabOnly: vocabOnly || undefined });
   } catch (e) { // (e.g. aborted while the worker started): release a stream source
     if (cached) dropUnread(cached, e);
     else if (body && !body.locked) body.cancel(e).catch(() => {});
     throw e;
   }
-  const sender = new ChunkSender(client, { total, onProgress, hasher, signal });
+  const sender = new ChunkSender(client, { total, onProgress, hasher, signal, stageBytes: vocabOnly ? VOCAB_STAGE_BYTES : STAGE_BYTES });
   try {
-    await run(sender);
+    await pump(run, sender);
     await sender.end();
     if (signal && signal.aborted) throw abortError(signal);
     if (hasher) {
@@ -792,9 +876,31 @@ async function loadInto(client, src, options) {
  */
 export async function loadModel(source, options = {}) {
   options = checkOptions('loadModel', options);
+  const { client, info } = await startWorker(source, options, false);
+  return new Model(client, info);
+}
+
+/**
+ * Loads only the vocabulary of a GGUF file (a whole model or a
+ * vocabulary-only file such as ggml-vocab-*.gguf): the same sources as
+ * loadModel, but only the file's header and metadata are read (a URL by
+ * Range requests; a split GGUF's first part). The tokenizer runs in a worker
+ * of its own, as a model does, so a large vocabulary never blocks the page.
+ * @param {string|URL|ArrayBuffer|ArrayBufferView|Blob|ReadableStream|Response} source
+ * @param {object} [options] see index.d.ts (TokenizerLoadOptions)
+ * @returns {Promise<Tokenizer>}
+ */
+export async function loadTokenizer(source, options = {}) {
+  options = checkOptions('loadTokenizer', options);
+  const { client, info } = await startWorker(source, { ...options, threads: 1 }, true);
+  return new Tokenizer(client, info);
+}
+
+/** Resolves the source, starts a worker and loads the file into it (vocabOnly: its metadata only). */
+async function startWorker(source, options, vocabOnly) {
   const { signal } = options;
   if (signal && signal.aborted) throw abortError(signal);
-  const src = await resolveSource(source, options);
+  const src = await resolveSource(source, options, vocabOnly);
   const client = await WorkerClient.create(options);
   let onAbort;
   try {
@@ -803,8 +909,8 @@ export async function loadModel(source, options = {}) {
       signal?.addEventListener('abort', onAbort, { once: true });
     });
     abortP.catch(() => {});
-    const info = await Promise.race([loadInto(client, src, options), abortP]);
-    return new Model(client, info);
+    const info = await Promise.race([loadInto(client, src, options, vocabOnly), abortP]);
+    return { client, info };
   } catch (e) {
     await client.terminate().catch(() => {});
     throw e;
@@ -813,27 +919,90 @@ export async function loadModel(source, options = {}) {
   }
 }
 
-// Every Model method checks its options (web/options.js) on the caller's
-// thread first; only checked, cloneable options travel to the worker.
-export class Model {
+// Every method checks its options (web/options.js) on the caller's thread
+// first; only checked, cloneable options travel to the worker.
+
+/**
+ * A vocabulary in a worker (loadTokenizer): tokenize, detokenize, count
+ * tokens, render chat templates. A Model is a Tokenizer too.
+ */
+export class Tokenizer {
   constructor(client, info) {
     this._client = client;
-    /** Metadata, hyper-parameters, context settings and tensor table. */
+    /** Metadata and hyper-parameters (a tokenizer: vocabOnly, bytesRead, hparams.nVocab and the special ids; a model: ModelInfo). */
     this.info = info;
+    this._disposed = false;
+  }
+
+  get disposed() { return this._disposed; }
+  _check() { if (this._disposed) throw new WasmlmError('DISPOSED', `${this.info.vocabOnly ? 'tokenizer' : 'model'} disposed`); }
+
+  /** @returns {Promise<number[]>} */
+  async tokenize(text, opts = {}) {
+    this._check();
+    const o = checkOptions('tokenize', opts);
+    if (typeof text !== 'string') throw badOption('text', text, 'must be a string');
+    return this._client.call('tokenize', { text, addBos: o.addBos, parseSpecial: !!o.parseSpecial });
+  }
+
+  /** The number of tokens `text` makes (as tokenize, with the same options). @returns {Promise<number>} */
+  async countTokens(text, opts = {}) {
+    this._check();
+    const o = checkOptions('countTokens', opts);
+    if (typeof text !== 'string') throw badOption('text', text, 'must be a string');
+    return (await this._client.call('tokenize', { text, addBos: o.addBos, parseSpecial: !!o.parseSpecial })).length;
+  }
+
+  /** @returns {Promise<string>} */
+  async detokenize(ids) {
+    this._check();
+    if (ids == null || typeof ids === 'string' || typeof ids[Symbol.iterator] !== 'function') throw badOption('ids', ids, 'must be an iterable of token ids');
+    const list = checkPrompt(Array.from(ids), this.info.hparams.nVocab, 'ids');
+    return this._client.call('detokenize', { ids: list });
+  }
+
+  /**
+   * Renders `messages` ([{role, content}]) with the model's chat template
+   * (tokenizer.chat_template, or options.template), with
+   * add_generation_prompt (default true) and the model's BOS/EOS token text.
+   * The template is untrusted (it comes with the model file): it is rendered
+   * in the worker within options.templateLimits; going past one rejects with
+   * code TEMPLATE_LIMIT and the object stays usable.
+   * @returns {Promise<string>}
+   */
+  async applyChatTemplate(messages, opts = {}) {
+    this._check();
+    const o = checkOptions('applyChatTemplate', opts);
+    const template = chatTemplateFor(this.info, o);
+    const reply = await this._client.call('renderChat', renderRequest(template, messages, this.info, o));
+    return renderResult(reply);
+  }
+
+  /**
+   * Frees it and ends its worker at once: requests in flight or queued
+   * reject with code DISPOSED (a running generation is not waited for).
+   */
+  async dispose() {
+    if (this._disposed) return;
+    this._disposed = true;
+    await this._client.terminate().catch(() => {});
+  }
+}
+
+export class Model extends Tokenizer {
+  constructor(client, info) {
+    super(client, info);
     /** Threads really used for compute (1 when shared memory is unavailable). */
     this.threads = client.threads;
     /** The engine build's SIMD flavour: 'relaxed' or 'simd128' ('custom' for options.wasm). */
     this.simd = client.simd;
     /** Whether the model runs in a memory64 (wasm64) build (files over the 4 GiB of wasm32). */
     this.memory64 = client.memory64;
-    this._disposed = false;
     this[MODEL_BRAND] = true;
   }
 
-  get disposed() { return this._disposed; }
   /** The worker channel of this model, for the strategies of web/scaling.js (web/protocol.js). */
   get [CHANNEL]() { return this._client; }
-  _check() { if (this._disposed) throw new WasmlmError('DISPOSED', 'model disposed'); }
   _prompt(prompt) { return checkPrompt(prompt, this.info.hparams.nVocab); }
   /** checkOptions, then what needs the model (logitBias token ids in the vocabulary). */
   _options(method, opts) { return checkForModel(checkOptions(method, opts), this.info.hparams.nVocab); }
@@ -847,6 +1016,7 @@ export class Model {
       this._check();
       const o = this._options('generate', opts);
       const p = this._prompt(prompt);
+      checkResume(o);
       if (o.draft && o.draft !== 'lookup') return yield* scaling.speculative(this, o.draft, p, o);
       const it = streamRequest(this._client, 'generate', generateRequest(p, o, true), o.signal);
       try {
@@ -866,6 +1036,7 @@ export class Model {
     this._check();
     const o = this._options('complete', opts);
     const p = this._prompt(prompt);
+    checkResume(o);
     if (o.signal && o.signal.aborted) throw abortError(o.signal);
     if (o.onToken || (o.draft && o.draft !== 'lookup')) {
       const { onToken = () => {}, ...rest } = o;
@@ -881,23 +1052,6 @@ export class Model {
       }
     }
     return withSignal(this._client, 'generate', generateRequest(p, o, false), o.signal);
-  }
-
-  /**
-   * Renders `messages` ([{role, content}]) with the model's chat template
-   * (tokenizer.chat_template, or options.template), with
-   * add_generation_prompt (default true) and the model's BOS/EOS token text.
-   * The template is untrusted (it comes with the model file): it is rendered
-   * in the model's worker within options.templateLimits; going past one
-   * rejects with code TEMPLATE_LIMIT and the model stays usable.
-   * @returns {Promise<string>}
-   */
-  async applyChatTemplate(messages, opts = {}) {
-    this._check();
-    const o = checkOptions('applyChatTemplate', opts);
-    const template = chatTemplateFor(this.info, o);
-    const reply = await this._client.call('renderChat', renderRequest(template, messages, this.info, o));
-    return renderResult(reply);
   }
 
   /**
@@ -947,20 +1101,34 @@ export class Model {
     return this._client.call('memory', {});
   }
 
-  /** @returns {Promise<number[]>} */
-  async tokenize(text, opts = {}) {
+  /**
+   * The context's sequence as bytes: its tokens, the keys and values of the
+   * cache rows it uses (not the whole context), a fingerprint of the model,
+   * and, after a plain generation, the tokens it sampled and its random
+   * stream. loadState(bytes) on this model, loaded again later (another page
+   * load, another process), puts it back; generate(prompt, {resume: true})
+   * then continues exactly where it stopped, and any call whose prompt
+   * starts with the saved tokens (a chat's next turn) reuses their cache.
+   * @returns {Promise<Uint8Array>}
+   */
+  async saveState() {
     this._check();
-    const o = checkOptions('tokenize', opts);
-    if (typeof text !== 'string') throw badOption('text', text, 'must be a string');
-    return this._client.call('tokenize', { text, addBos: o.addBos, parseSpecial: !!o.parseSpecial });
+    return (await this._client.call('saveState', {})).bytes;
   }
 
-  /** @returns {Promise<string>} */
-  async detokenize(ids) {
+  /**
+   * Loads bytes from saveState. Untrusted input: bytes that are cut short,
+   * corrupt, of another state version, from another model, or that do not
+   * fit this context (its length; its KV type; a slid window's ring) are
+   * refused with code BAD_SAVED_STATE and the context is left as it was.
+   * @returns {Promise<{tokens: number[], positions: number, resumable: boolean}>}
+   */
+  async loadState(bytes) {
     this._check();
-    if (ids == null || typeof ids === 'string' || typeof ids[Symbol.iterator] !== 'function') throw badOption('ids', ids, 'must be an iterable of token ids');
-    const list = checkPrompt(Array.from(ids), this.info.hparams.nVocab, 'ids');
-    return this._client.call('detokenize', { ids: list });
+    if (!(bytes instanceof ArrayBuffer || ArrayBuffer.isView(bytes))) throw badOption('bytes', bytes, 'must be a Uint8Array or ArrayBuffer (from saveState)');
+    const view = bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const copy = view.slice();   // ours to transfer
+    return this._client.call('loadState', { bytes: copy }, { transfer: [copy.buffer] });
   }
 
   /** Next-token distribution after `text`: [{token, prob, text}] (top `topN`, default 20); raw unless filters are given. */
@@ -1037,16 +1205,6 @@ export class Model {
     }
     return this._client.call('quantize', { type: type.toLowerCase(), outPath: o.outPath });
   }
-
-  /**
-   * Frees the model and ends its worker at once: requests in flight or
-   * queued reject with code DISPOSED (a running generation is not waited for).
-   */
-  async dispose() {
-    if (this._disposed) return;
-    this._disposed = true;
-    await this._client.terminate().catch(() => {});
-  }
 }
 
 /** A generate request (web/protocol.js) from checked options: prompt lookup is its `draft` field. */
@@ -1056,6 +1214,11 @@ function generateRequest(prompt, o, stream) {
   return req;
 }
 
+/** `resume` continues the one stream a plain generation left: not with a draft model or prompt lookup. */
+function checkResume(o) {
+  if (o.resume && o.draft) throw badOption('resume', o.resume, 'continues a plain generation: it cannot be combined with draft');
+}
+
 function templateOptions(o) {
   const t = {};
   for (const k of ['template', 'addGenerationPrompt', 'variables', 'templateLimits']) if (o[k] !== undefined) t[k] = o[k];
@@ -1063,7 +1226,7 @@ function templateOptions(o) {
 }
 
 if (typeof Symbol.asyncDispose === 'symbol') {
-  Model.prototype[Symbol.asyncDispose] = function asyncDispose() { return this.dispose(); };
+  Tokenizer.prototype[Symbol.asyncDispose] = function asyncDispose() { return this.dispose(); };
 }
 
-export default { loadModel, DEFAULT_SAMPLING };
+export default { loadModel, loadTokenizer, DEFAULT_SAMPLING };

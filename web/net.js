@@ -126,6 +126,14 @@ export async function fetchChecked(url, { signal, timeout = 0, fetch: doFetch = 
   return { response: res, timer };
 }
 
+/** A 206 response's Content-Range "bytes START-END/TOTAL" as {start, end, total} (total 0: "*"), or null. */
+export function parseContentRange(res) {
+  const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec((res.headers.get('content-range') || '').trim());
+  if (!m) return null;
+  const [start, end, total] = [Number(m[1]), Number(m[2]), m[3] === '*' ? 0 : Number(m[3])];
+  return Number.isSafeInteger(start) && Number.isSafeInteger(end) && end >= start && Number.isSafeInteger(total) ? { start, end, total } : null;
+}
+
 /** Most redirects followed by fetchWithToken (as fetch itself). */
 const MAX_REDIRECTS = 20;
 const REDIRECTS = [301, 302, 303, 307, 308];

@@ -6,8 +6,10 @@
 // is coerced or clamped silently. index.d.ts, the CLI flags and the README's
 // option table describe these entries (tests/js/options.test.mjs checks them).
 import { WasmlmError, badOption, describe } from './errors.js';
+import { jsonSchemaToGbnf, jsonGrammar } from './grammar/json-schema.js';
 
 const I32_MAX = 2 ** 31 - 1;
+const GRAMMAR_MAX = 4 * 1024 * 1024;   // WLM_G_MAX_TEXT bytes (src/grammar.h); longer UTF-8 is refused by the engine
 const U64_MAX = 2n ** 64n - 1n;
 /** Longest hub access token accepted (a hub's tokens are ~40 characters; this bounds the header). */
 const MAX_TOKEN = 4096;
@@ -72,6 +74,9 @@ const KINDS = {
     (s.max === undefined || v <= s.max)) || rangeText(s),
   boolean: (v) => typeof v === 'boolean' || 'true or false',
   string: (v) => (typeof v === 'string' && v !== '') || 'a non-empty string',
+  grammar: (v) => (typeof v === 'string' && v !== '' && v.length <= GRAMMAR_MAX) || `a non-empty string of GBNF (at most ${GRAMMAR_MAX} characters)`,
+  json: (v) => v === true || v === false || v === 'object' || "true (any JSON value), 'object' (a JSON object) or false",
+  jsonSchema: (v) => isPlainObject(v) || typeof v === 'boolean' || 'a JSON Schema: a plain object (or true / false)',
   enum: (v, s) => s.values.includes(v) || `one of ${s.values.map((x) => `'${x}'`).join(', ')}`,
   function: (v) => typeof v === 'function' || 'a function',
   signal: (v) => isSignal(v) || 'an AbortSignal',
@@ -164,14 +169,22 @@ export const OPTIONS = Object.freeze({
   topP: opt('number', 'keep the smallest set of tokens whose probability reaches p; 1 = off, 0 = the most likely token only', { min: 0, max: 1, default: 0.95 }),
   minP: opt('number', 'drop tokens below minP x the best probability; 0 = off', { min: 0, max: 1, default: 0.05 }),
   seed: opt('seed', 'PRNG seed (PCG32): the same seed gives the same tokens everywhere', { default: 0xC0FFEE }),
-  logprobs: opt('int', "per generated token, the N most likely tokens of the model's own distribution (log-softmax of the raw logits, before bias, penalties and filters, like logprob) as topLogprobs in chunks and results; 0 = off", { min: 0, max: 20, default: 0 }),
+  logprobs: opt('int', "per generated token, the N most likely tokens of the model's own distribution (log-softmax of the raw logits, before a grammar's mask, bias, penalties and filters, like logprob: a token the grammar forbids can be among them) as topLogprobs in chunks and results; 0 = off", { min: 0, max: 20, default: 0 }),
 
   // generation
+  grammar: opt('grammar', 'GBNF grammar (start rule root): only text it allows is generated. Its mask is the first stage of sampling, before logitBias, ' +
+    'the penalties, temperature and the filters (the distribution is renormalised over the allowed tokens). ' +
+    "The generation ends with finishReason 'stop' once the text is complete and nothing may follow, 'grammar' at a dead end (docs/grammar.md)"),
+  json: opt('json', "JSON output: true, any JSON value; 'object', a JSON object; false, off. Turned into a grammar on the caller's thread " +
+    '(jsonGrammar, docs/json-schema.md); not with grammar or jsonSchema'),
+  jsonSchema: opt('jsonSchema', "JSON output that validates against this JSON Schema, turned into a grammar on the caller's thread (jsonSchemaToGbnf): " +
+    'an unsupported keyword is a BAD_SCHEMA error naming it and its JSON Pointer, before anything runs (docs/json-schema.md); not with grammar or json'),
   stop: opt('stop', 'stop strings: generation ends before the first occurrence'),
   ignoreEos: opt('boolean', 'keep generating after an end-of-generation token', { default: false }),
   addBos: opt('boolean', "prepend BOS (default: the model's add_bos flag)"),
   parseSpecial: opt('boolean', 'control-token text in the prompt becomes the token id', { default: false }),
   reusePrefix: opt('boolean', 'reuse the cache of a prompt prefix shared with the previous call', { default: true }),
+  resume: opt('boolean', 'continue where the last plain generation (or loadState) left off: the prompt is appended to its tokens and sampling continues its random stream (seed unused)', { default: false }),
   draft: opt('draft', "speculative decoding: a draft Model with the same vocabulary, or 'lookup' (prompt lookup)", { side: 'caller' }),
   draftTokens: opt('int', 'most draft tokens per target pass (default 4; 8 for lookup)', { min: 1, max: 32 }),
   adaptive: opt('boolean', 'choose the draft length each round', { default: true }),
@@ -226,32 +239,36 @@ export const OPTIONS = Object.freeze({
   normalize: opt('boolean', 'embed(): scale each vector to length 1 (cosine similarity is then a dot product)', { default: true }),
 });
 
+/** Constrained output: a GBNF grammar, or JSON (any value / an object) or JSON Schema, converted to GBNF on the caller's thread. */
+const STRUCTURED = ['grammar', 'json', 'jsonSchema'];
 const SAMPLING = ['maxTokens', 'temperature', 'topK', 'topP', 'minP', 'repeatPenalty', 'repeatLastN', 'seed',
   'presencePenalty', 'frequencyPenalty', 'typicalP', 'logitBias'];
-const GENERATE = [...SAMPLING, 'logprobs', 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
+const GENERATE = [...SAMPLING, 'logprobs', ...STRUCTURED, 'stop', 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'draft', 'draftTokens', 'adaptive', 'signal'];
 const CHAT_TEMPLATE = ['template', 'addGenerationPrompt', 'variables', 'templateLimits'];
 const BATCH = [...GENERATE.filter((k) => !['draft', 'draftTokens', 'adaptive'].includes(k)), 'n', 'scorer', 'onCandidate', 'adaptive'];
-const TREE = [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'signal',
+const TREE = [...SAMPLING, ...STRUCTURED, 'ignoreEos', 'addBos', 'parseSpecial', 'reusePrefix', 'signal',
   'step', 'expand', 'keep', 'maxSteps', 'maxTokensPerStep', 'strategy', 'score', 'isFinal', 'onNode', 'maxExpansions', 'exploration'];
 
 /** The options each public method accepts. */
 export const METHODS = Object.freeze({
   loadModel: ['threads', 'simd', 'memory64', 'contextLength', 'batchSize', 'kvType', 'onFull', 'nKeep', 'maxSequences', 'windowCache', 'memoryLimit',
     'onProgress', 'modelDir', 'cacheDir', 'registry', 'sha256', 'offline', 'cache', 'hubUrl', 'hubToken', 'wasm', 'timeout', 'signal'],
-  generate: GENERATE,
-  complete: [...GENERATE, 'onToken'],
+  loadTokenizer: ['simd', 'memoryLimit', 'onProgress', 'modelDir', 'cacheDir', 'registry', 'offline', 'cache', 'hubUrl', 'hubToken', 'wasm', 'timeout', 'signal'],
+  generate: [...GENERATE, 'resume'],
+  complete: [...GENERATE, 'onToken', 'resume'],
   applyChatTemplate: CHAT_TEMPLATE,
   chat: [...GENERATE, ...CHAT_TEMPLATE],
   chatComplete: [...GENERATE, 'onToken', ...CHAT_TEMPLATE],
   bestOfN: BATCH,
   selfConsistency: [...BATCH.filter((k) => k !== 'scorer'), 'extract'],
   generateUntil: [...GENERATE, 'verify', 'maxAttempts', 'feedback'],
-  beamSearch: ['beams', 'maxTokens', 'lengthPenalty', 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
+  beamSearch: ['beams', 'maxTokens', 'lengthPenalty', ...STRUCTURED, 'ignoreEos', 'addBos', 'parseSpecial', 'signal'],
   treeSearch: TREE,
-  deliberate: [...SAMPLING, 'ignoreEos', 'addBos', 'parseSpecial', 'signal', 'budget', 'escalate', 'uncertainty', 'threshold', 'verify',
+  deliberate: [...SAMPLING, ...STRUCTURED, 'ignoreEos', 'addBos', 'parseSpecial', 'signal', 'budget', 'escalate', 'uncertainty', 'threshold', 'verify',
     'step', 'expand', 'keep', 'maxTokensPerStep'],
   nextTokenDistribution: [...SAMPLING.filter((k) => k !== 'maxTokens' && k !== 'seed'), 'topN', 'addBos', 'parseSpecial'],
   tokenize: ['addBos', 'parseSpecial'],
+  countTokens: ['addBos', 'parseSpecial'],
   logits: ['all'],
   quantize: ['outPath'],
   embed: ['pooling', 'normalize', 'signal'],
@@ -283,6 +300,7 @@ export const DEFAULT_SAMPLING = Object.freeze(Object.fromEntries(SAMPLING.filter
 
 /** The sampling pipeline, in order (src/sampler.c; docs/options.md shows this list). */
 export const SAMPLING_PIPELINE = Object.freeze([
+  'grammar (or json / jsonSchema, which become one): the tokens that cannot continue the text inside the grammar are removed, so no later stage sees them and logitBias cannot bring them back',
   'logitBias: added to the logits (-Infinity removes a token)',
   'penalties over the last repeatLastN tokens (prompt included): a token seen c times has its logit divided by repeatPenalty (multiplied when negative), then reduced by presencePenalty + c x frequencyPenalty',
   'temperature: probabilities softmax(logits / temperature); temperature 0 takes the argmax here (lowest id on ties) and skips the rest',
@@ -377,10 +395,28 @@ export function checkOptions(method, options) {
       throw new WasmlmError('BAD_OPTION', `${method}: option ${key} is required (${spec.doc})`, { option: key });
     }
   }
+  if (known.includes('grammar')) structuredOutput(method, out);
   if (method === 'loadModel' && out.nKeep !== undefined && out.contextLength && out.nKeep >= out.contextLength) {
     throw badOption('nKeep', out.nKeep, `must be below contextLength (${out.contextLength})`);
   }
   return out;
+}
+
+/**
+ * json and jsonSchema become `grammar` (GBNF) here, on the caller's thread,
+ * so that a schema the converter refuses (BAD_SCHEMA) fails the call before
+ * anything is posted and the worker only ever sees grammars. The three
+ * exclude each other. Modifies `out`.
+ */
+function structuredOutput(method, out) {
+  const given = STRUCTURED.filter((k) => out[k] !== undefined && out[k] !== false);
+  if (given.length > 1) {
+    throw new WasmlmError('BAD_OPTION', `${method}: options ${given.join(' and ')} exclude each other (each one constrains the whole output): give one`,
+      { option: given[0] });
+  }
+  if (out.jsonSchema !== undefined) out.grammar = jsonSchemaToGbnf(out.jsonSchema);
+  else if (out.json) out.grammar = jsonGrammar({ object: out.json === 'object' });
+  delete out.json; delete out.jsonSchema;
 }
 
 /** The options of a checked set that travel to the worker (no callbacks, signals or models). */

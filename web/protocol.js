@@ -48,9 +48,11 @@ const op = (request, result, events = null) => Object.freeze({ request: Object.f
 
 /** Every op: its request fields, what its result is, and the events it may send. */
 export const OPS = Object.freeze({
-  loadFile: op({ path: 'string', options: 'object?', progress: 'boolean?' }, 'model info (Node: the worker reads the file)', 'progress {loaded, total}'),
-  loadBegin: op({ size: 'count?' }, 'null (size may be 0: unknown; a declared size is not trusted)'),
-  loadChunk: op({ bytes: 'bytes' }, 'null (the bytes follow the previous chunks)'),
+  loadFile: op({ path: 'string', options: 'object?', progress: 'boolean?', vocabOnly: 'boolean?' },
+    'model info (Node: the worker reads the file; vocabOnly: its header and metadata only)', 'progress {loaded, total}'),
+  loadBegin: op({ size: 'count?', vocabOnly: 'boolean?' },
+    'null (size may be 0: unknown; a declared size is not trusted; vocabOnly: a tokenizer, loadEnd loads the metadata only)'),
+  loadChunk: op({ bytes: 'bytes' }, 'null (the bytes follow the previous chunks); vocabOnly: {done, need}, done once the metadata is in'),
   loadPart: op({ size: 'count?' }, 'null (the next part of a split GGUF starts; size as in loadBegin)'),
   loadEnd: op({ options: 'object?' }, 'model info (parses the bytes, creates the context)'),
   loadCancel: op({}, 'null'),
@@ -72,6 +74,8 @@ export const OPS = Object.freeze({
   detokenize: op({ ids: 'ids' }, 'string'),
   info: op({}, 'model info'),
   memory: op({}, '{wasmBytes, engineBytes, fileBytes}'),
+  saveState: op({}, '{bytes: Uint8Array} (sequence 0: tokens, cache rows in use, the resume point)'),
+  loadState: op({ bytes: 'bytes' }, '{tokens, positions, resumable} (refused: BAD_SAVED_STATE)'),
   distribution: op({ text: 'prompt', options: 'object?' }, '[{token, prob, text}]'),
   logits: op({ ids: 'ids', all: 'boolean?' }, '{rows: Float32Array[]}'),
   embed: op({ texts: 'texts', options: 'object?' }, '{vectors: Float32Array[] (one per text), tokens: token count per text}'),

@@ -263,7 +263,7 @@ export async function treeSearch(model, prompt, opts = {}) {
       stats: {
         strategy, expansions, nodes: nodes.length, finals: finals.length,
         tokens: ws.tokens || 0, passes: ws.passes || 0, rebuiltTokens: ws.rebuiltTokens || 0,
-        peakUsedSlots: ws.peakUsedSlots || 0, peakSequences: ws.peakSequences || 1,
+        peakUsedSlots: ws.peakUsedSlots || 0, peakSequences: ws.peakSequences || 1, grammarReplays: ws.grammarReplays || 0,
         plan: start.plan, contextGrown: !!start.contextGrown, calls, scoringMs, wallMs: Date.now() - t0,
       },
     };

@@ -155,6 +155,41 @@ wlm_model *cli_open_model(const char *path, int inplace) {
     return m;
 }
 
+wlm_model *cli_open_vocab(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "error: cannot open %s\n", path);
+        return NULL;
+    }
+    unsigned char *buf = NULL;
+    uint64_t have = 0, want = 1u << 20, need = 0;
+    wlm_err err;
+    wlm_status s;
+    for (;;) {
+        unsigned char *grown = realloc(buf, (size_t)want);
+        if (!grown) {
+            fprintf(stderr, "error: out of memory reading %s (%llu bytes)\n", path, (unsigned long long)want);
+            s = WLM_ERR_NOMEM;
+            break;
+        }
+        buf = grown;
+        size_t got = fread(buf + have, 1, (size_t)(want - have), f);
+        have += got;
+        s = wlm_gguf_meta_bytes(buf, have, &need, &err);
+        if (s != WLM_ERR_TRUNCATED || have < want) break; /* done, broken, or the file ended */
+        want = need > 2 * have ? need : 2 * have;
+    }
+    fclose(f);
+    wlm_model *m = NULL;
+    if (s == WLM_OK || s == WLM_ERR_TRUNCATED) s = wlm_model_load_vocab(&m, buf, have, &err);
+    if (s) {
+        if (s != WLM_ERR_NOMEM) fprintf(stderr, "error: %s: %s\n", path, err.msg);
+        free(buf);
+        return NULL;
+    }
+    return m;
+}
+
 /* the prompt's tokens into toks (at most the context); 0, or 1 after the error */
 static int tokenize_prompt(wlm_ctx *c, wlm_model *m, const cli_gen_opts *o, const char *prompt, int32_t *toks, uint32_t *n) {
     uint32_t n_ctx = wlm_ctx_n_ctx(c);

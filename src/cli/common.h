@@ -40,6 +40,10 @@ unsigned char *cli_read_file(const char *path, uint64_t *size, int engine_mem);
 /* Loads a model file (inplace: Q4_0 matrices repacked in the file's
  * buffer, as the native build does). Prints the error and returns NULL. */
 wlm_model *cli_open_model(const char *path, int inplace);
+/* Loads only the vocabulary of a GGUF file (a whole model or a
+ * vocabulary-only file, for tokenize): reads its header and metadata and no
+ * further (wlm_gguf_meta_bytes). Prints the error and returns NULL. */
+wlm_model *cli_open_vocab(const char *path);
 
 /* receives the generated text as it is produced */
 typedef int (*cli_emit_fn)(void *arg, const char *s, uint32_t n);

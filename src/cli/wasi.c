@@ -7,7 +7,8 @@
  *       [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
  *       [--repeat-last-n N] [--seed S] [--ctx N] [--kv f16|f32] [--ignore-eos] [--jsonl]
  *   wasmlm-cli info MODEL
- *   wasmlm-cli tokenize -m MODEL -p TEXT
+ *   wasmlm-cli tokenize -m MODEL -p TEXT   (MODEL: a model or a vocabulary-only
+ *                                         GGUF; only its metadata is read)
  *
  * --prompts FILE: one prompt per line (empty lines skipped); each is
  * generated from a fresh context with the same seed. Plain output is each
@@ -170,7 +171,7 @@ static int cmd_tokenize(int argc, char **argv) {
         else { fprintf(stderr, "error: unknown option %s\n", argv[i]); return usage(); }
     }
     if (!model || !text) return usage();
-    wlm_model *m = cli_open_model(model, 0);
+    wlm_model *m = cli_open_vocab(model);   /* a model or a vocabulary-only file: the metadata is enough */
     if (!m) return 1;
     uint32_t cap = (uint32_t)strlen(text) + 8, n = 0;
     int32_t *ids = malloc(sizeof(int32_t) * cap);

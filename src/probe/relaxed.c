@@ -2,7 +2,7 @@
  * (wasm/probe-relaxed.wasm). The JS glue instantiates it and checks the
  * result before it loads the relaxed-SIMD engine: an engine whose relaxed
  * instructions are missing fails to compile, and one whose results differ
- * from the definition (seen: a Node build doubling
+ * from the definition (seen: Node 20's baseline compiler doubling
  * i32x4.relaxed_dot_i8x16_i7x16_add) fails the check. */
 #include <wasm_simd128.h>
 

@@ -1911,3 +1911,36 @@ TEST(kernels_layer_norm_bit_identical) {
     printf("  layer_norm: %d rows over %d kernel sets; max |error| vs double %.3g\n", checked, N_SETS, worst);
     CHECKF(worst < 2e-5, "layer_norm differs from the double reference by %.3g", worst);
 }
+
+/* A block so small that the inverse of its scale overflows (amax below about
+ * 3.7e-37: v * id is infinite): the values saturate to +-127 in every set,
+ * like a block at its largest value. Before, the reference converted the
+ * infinity to int (undefined in C; natively and in wasm it gave 1) while the
+ * SIMD set saturated to 127 and -128. Every Q8_0 activation is therefore in
+ * [-127, 127], which the relaxed gemv_q8_0 takes as a 7-bit operand. */
+TEST(kernels_quantize_q8_0_tiny_blocks) {
+    static const float tiny[] = { 1e-38f, -1e-38f, 3e-39f, -2e-40f, 1.4e-45f, -1.4e-45f, 3.6e-37f, 0.0f, -0.0f };
+    block_q8_0 ref, got;
+    float x[32];
+    int checked = 0;
+    for (int rep = 0; rep < 200; rep++) {
+        for (int i = 0; i < 32; i++) x[i] = tiny[tst_rand() % (sizeof tiny / sizeof tiny[0])];
+        if (rep % 4 == 1) x[tst_rand() % 32] = NAN;   /* a NaN is left out of amax and quantizes to 0 */
+        wlm_quantize_row_q8_0(x, &ref, 32);
+        float amax = 0;
+        for (int i = 0; i < 32; i++) if (fabsf(x[i]) > amax) amax = fabsf(x[i]);
+        volatile float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        for (int i = 0; i < 32; i++) {
+            CHECKF(ref.qs[i] >= -127 && ref.qs[i] <= 127, "rep %d: value %d of %g", rep, ref.qs[i], (double)x[i]);
+            if (x[i] != x[i] || x[i] == 0.0f) CHECKF(ref.qs[i] == 0, "rep %d: %g -> %d", rep, (double)x[i], ref.qs[i]);
+            else if (isinf(id)) CHECKF(ref.qs[i] == (x[i] < 0 ? -127 : 127), "rep %d: %g (scale inverse infinite) -> %d", rep, (double)x[i], ref.qs[i]);
+        }
+        for (int k = 0; k < N_SETS; k++) {
+            memset(&got, 0xa5, sizeof got);
+            SETS[k]->quantize_q8_0(x, &got, 32);
+            CHECKF(memcmp(&got, &ref, sizeof ref) == 0, "%s quantize_q8_0 tiny block rep %d", SETS[k]->name, rep);
+            checked++;
+        }
+    }
+    printf("  %d tiny blocks checked\n", checked);
+}

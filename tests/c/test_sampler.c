@@ -1267,3 +1267,67 @@ TEST(sampler_top_logprobs) {
     CHECKF(fabs(all - 1.0) < 1e-4, "the whole distribution adds to %g", all);
     sctx_close(&s);
 }
+
+/* ---- 13. a grammar's mask comes first ------------------------------------------------------------ */
+
+/* With wlm_sampler_params.allow the candidates are exactly those without it
+ * restricted to the allowed tokens, to the bit: the mask only removes
+ * tokens, before the bias (a large bias on a forbidden token does not bring
+ * it back) and the penalties (which change a token's own logit only). No
+ * draw, greedy or sampled, speculative or not, leaves the set; the logprob
+ * stays the model's own. */
+TEST(sampler_mask_before_bias) {
+    sctx s; REQUIRE(sctx_open(&s));
+    float l[NV], full[NV], want[NV];
+    unsigned char kept[NV];
+    wlm_rng r; wlm_rng_seed(&r, 1301);
+    int32_t hist[10] = { 4, 4, 9, 30, 31, 31, 31, 200, 201, 9 };
+    for (int trial = 0; trial < 12; trial++) {
+        random_logits(l, 3.0f);
+        l[11] = NAN; l[12] = -INFINITY;
+        uint32_t allow[NV / 32 + 1] = { 0 };
+        for (int i = 0; i < NV; i++) if (tst_rand() % 3 == 0 || i == 9 || i == 11 || i == 31) allow[i >> 5] |= 1u << (i & 31);
+        allow[4 >> 5] &= ~(1u << 4); allow[30 >> 5] &= ~(1u << 30);   /* forbidden tokens of the history */
+        int fb = -1;   /* a forbidden token, made the best by far with its bias */
+        for (int i = 0; i < NV && fb < 0; i++) if (!((allow[i >> 5] >> (i & 31)) & 1) && isfinite(l[i])) fb = i;
+        REQUIRE(fb >= 0);
+        int ab = 9;    /* an allowed token banned by its bias */
+        wlm_logit_bias b[4] = { { fb, 100.0f }, { ab, -INFINITY }, { 31, 2.0f }, { 30, 50.0f } };
+        wlm_sampler_params p = plain(1.0f);
+        p.biases = b; p.n_biases = 4;
+        p.repeat_penalty = 1.3f; p.presence_penalty = 0.5f; p.frequency_penalty = 0.25f; p.repeat_last_n = 8;
+        /* the candidates without the mask, by id */
+        uint32_t m = wlm_sample_logits(s.c, l, &p, hist, 10);
+        for (int i = 0; i < NV; i++) { full[i] = -INFINITY; kept[i] = 0; }
+        for (uint32_t k = 0; k < m; k++) { full[s.c->cand_id[k]] = s.c->cand_val[k]; kept[s.c->cand_id[k]] = 1; }
+        CHECK(kept[fb] && full[fb] > 90.0f && !kept[ab]);
+        for (int i = 0; i < NV; i++) { want[i] = full[i]; kept[i] = kept[i] && ((allow[i >> 5] >> (i & 31)) & 1); }
+        p.allow = allow;
+        stages_equal(&s, l, &p, hist, 10, want, kept, "mask");
+        CHECK(!kept[fb] && !kept[4] && !kept[30] && !kept[11] && !kept[12]);
+        /* draws: greedy takes the best allowed candidate, sampling never leaves the set */
+        int best = -1;
+        for (int i = 0; i < NV; i++) if (kept[i] && (best < 0 || want[i] > want[best])) best = i;
+        wlm_sampler_params g = p; g.temperature = 0.0f;
+        int32_t t = -1; float lp = 1; wlm_err err = { 0 };
+        REQUIRE(wlm_sample(s.c, l, &g, hist, 10, NULL, &t, &lp, &err) == WLM_OK);
+        CHECKF(t == best, "greedy %d, want %d", t, best);
+        float ref = wlm_ctx_token_logprob(s.c, l, NV, t);
+        CHECK(memcmp(&lp, &ref, 4) == 0);
+        wlm_sampler_params hot = p; hot.temperature = 2.0f; hot.top_k = 50; hot.typical_p = 0.95f; hot.top_p = 0.99f;
+        for (int d = 0; d < 200; d++) {
+            REQUIRE(wlm_sample(s.c, l, &hot, hist, 10, &r, &t, NULL, &err) == WLM_OK);
+            CHECKF(kept[t], "drew %d, outside the mask", t);
+            if (!kept[t]) break;
+        }
+        static int32_t ids[NV]; static float probs[NV];
+        uint32_t n = wlm_sample_dist(s.c, l, &hot, hist, 10, ids, probs, NV);
+        REQUIRE(n > 0);
+        for (uint32_t i = 0; i < n; i++) CHECK(kept[ids[i]]);
+        /* a draft of the forbidden favourite is never accepted */
+        int32_t q_id = fb; float q_p = 1; int32_t acc = -1;
+        REQUIRE(wlm_spec_accept(s.c, l, &hot, hist, 10, fb, &q_id, &q_p, 1, &r, &t, &acc, NULL, &err) == WLM_OK);
+        CHECK(!acc && kept[t]);
+    }
+    sctx_close(&s);
+}

@@ -21,7 +21,7 @@
  * same way in tests/js/swa.test.mjs). */
 #include <stdint.h>
 #include "tst.h"
-#include "../../src/internal.h"
+#include "ring_check.h"
 
 typedef struct { unsigned char *bytes; wlm_model *m; } wmodel;
 
@@ -64,27 +64,6 @@ static wlm_ctx *new_ctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t
 static int same_logits(const wlm_ctx *a, const wlm_ctx *b, uint32_t V) {
     uint32_t n = wlm_ctx_n_logits(a);
     return n == wlm_ctx_n_logits(b) && memcmp(a->logits, b->logits, sizeof(float) * n * V) == 0;
-}
-
-/* The ring's bookkeeping: maps consistent both ways, ring_free right, a
- * row's position its slot's, and every position a sequence may still see
- * (from seq_pos - W + 1 on) holding a row. */
-static int ring_consistent(const wlm_ctx *c) {
-    uint32_t used = 0, W = c->m->n_swa;
-    for (uint32_t r = 0; r < c->n_ring; r++) {
-        int32_t j = c->row_slot[r];
-        if (j < 0) continue;
-        used++;
-        if (c->slot_row[j] != (int32_t)r || c->slot_seq[j] == 0 || c->row_pos[r] != c->slot_pos[j]) return 0;
-    }
-    if (used != c->n_ring - c->ring_free) return 0;
-    for (uint32_t j = 0; j < c->n_ctx; j++) {
-        if (c->slot_row[j] >= 0 && c->row_slot[c->slot_row[j]] != (int32_t)j) return 0;
-        if (!c->slot_seq[j]) { if (c->slot_row[j] >= 0) return 0; continue; }
-        for (uint32_t s = 0; s < c->n_seq_max; s++)
-            if ((c->slot_seq[j] >> s & 1) && (int64_t)c->slot_pos[j] + W > c->seq_pos[s] && c->slot_row[j] < 0) return 0;
-    }
-    return 1;
 }
 
 static int32_t tok_at(uint32_t i, uint32_t V) { return (int32_t)((i * 2654435761u >> 7) % (V - 3)) + 3; }

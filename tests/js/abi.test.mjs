@@ -59,6 +59,21 @@ test('no numeric struct offset in web/ outside the generated abi.js', () => {
   assert.deepEqual(found, []);
 });
 
+test('web/ takes its layouts from the build\'s table: abi.js is imported for abiFor only, out-pointers are read at the build\'s width', () => {
+  // a layout imported by name would be one width's whatever the build (ABI32 in a
+  // wasm64 engine: pointers written as 4 bytes); an out-pointer read as a u32 loses
+  // the high half of a wasm64 address (getPtr / setPtr in heap.js)
+  const found = [];
+  for (const f of jsFiles(path.join(ROOT, 'web'))) {
+    if (f.endsWith(path.join('worker', 'abi.js'))) continue;
+    fs.readFileSync(f, 'utf8').split('\n').forEach((line, i) => {
+      const imp = /import\s*\{([^}]*)\}\s*from\s*'[./]*(?:worker\/)?abi\.js'/.exec(line);
+      if ((imp && imp[1].trim() !== 'abiFor') || /\.(get|set)(Uint|Int)32\([^)]*at\('ptr'\)/.test(line)) found.push(`${path.relative(ROOT, f)}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  assert.deepEqual(found, []);
+});
+
 test('the generated readers and writers round-trip in both tables; a pointer is 4 bytes in ABI32 and 8 in ABI64', async () => {
   const { ABI32, ABI64, abiFor } = await import('../../web/worker/abi.js');
   assert.equal(abiFor(false), ABI32);
@@ -66,25 +81,33 @@ test('the generated readers and writers round-trip in both tables; a pointer is 
   assert.deepEqual([ABI32.ptrBytes, ABI64.ptrBytes], [4, 8]);
   const v = { temperature: 0.5, topK: 40, topP: 0.75, minP: 0.125, repeatPenalty: 1.5, repeatLastN: 64,
     presencePenalty: 0.25, frequencyPenalty: -0.5, typicalP: 0.875, nBiases: 3 };
-  for (const [abi, biases] of [[ABI32, 4096], [ABI32, 2 ** 32 - 8], [ABI64, 4096], [ABI64, 2 ** 34 - 8]]) {
-    const dv = new DataView(new ArrayBuffer(abi.SCRATCH.size));
-    const p = abi.SCRATCH.sampler;
-    abi.writeSamplerParams(dv, p, { ...v, biases });
-    assert.deepEqual(abi.readSamplerParams(dv, p), { ...v, biases }, `ptrBytes ${abi.ptrBytes}, biases ${biases}`);
-    // the pointer's bytes are where the table says and no more
-    const raw = abi.ptrBytes === 8 ? Number(dv.getBigUint64(p + abi.SAMPLER_PARAMS.biases, true)) : dv.getUint32(p + abi.SAMPLER_PARAMS.biases, true);
-    assert.equal(raw, biases);
-    assert.ok(abi.SAMPLER_PARAMS.biases + abi.ptrBytes <= abi.SAMPLER_PARAMS.size);
+  const POINTERS = ['biases', 'allow'];   // the pointer fields of wlm_sampler_params
+  for (const [abi, top] of [[ABI32, 2 ** 32], [ABI64, 2 ** 34]]) {
+    for (const [biases, allow] of [[4096, 8192], [top - 16, top - 8]]) {
+      const dv = new DataView(new ArrayBuffer(abi.SCRATCH.size));
+      const p = abi.SCRATCH.sampler, w = { ...v, biases, allow };
+      abi.writeSamplerParams(dv, p, w);
+      assert.deepEqual(abi.readSamplerParams(dv, p), w, `ptrBytes ${abi.ptrBytes}, pointers ${biases} ${allow}`);
+      // each pointer's bytes are where the table says, at the build's width
+      for (const f of POINTERS) {
+        const at = p + abi.SAMPLER_PARAMS[f];
+        assert.equal(abi.ptrBytes === 8 ? Number(dv.getBigUint64(at, true)) : dv.getUint32(at, true), w[f], f);
+        assert.equal(abi.SAMPLER_PARAMS[f] % abi.ptrBytes, 0, `${f} is aligned`);
+        assert.ok(abi.SAMPLER_PARAMS[f] + abi.ptrBytes <= abi.SAMPLER_PARAMS.size);
+      }
+    }
     assert.deepEqual({ ...abi.LOGIT_BIAS }, { size: 8, token: 0, bias: 4 });
     assert.ok(abi.SCRATCH.rng % 8 === 0 && abi.SCRATCH.u64 % 8 === 0 && abi.SCRATCH.sampler % 8 === 0, 'u64 and pointer fields are 8-aligned');
     assert.ok(abi.SCRATCH.sampler + abi.SAMPLER_PARAMS.size <= abi.SCRATCH.rng, 'the scratch holds the sampler params of its width');
   }
-  assert.equal(ABI32.SAMPLER_PARAMS.size, 44);
-  assert.equal(ABI64.SAMPLER_PARAMS.size, 48);
+  assert.deepEqual([ABI32.SAMPLER_PARAMS.size, ABI32.SAMPLER_PARAMS.allow], [48, 44]);
+  assert.deepEqual([ABI64.SAMPLER_PARAMS.size, ABI64.SAMPLER_PARAMS.allow], [56, 48]);
+  assert.ok(ABI64.SCRATCH.rng > ABI32.SCRATCH.rng, 'the fields after the sampler params move in wasm64');
   // a wasm64 address above 4 GiB keeps its high bytes
   const dv = new DataView(new ArrayBuffer(64));
-  ABI64.writeSamplerParams(dv, 0, { biases: 2 ** 32 + 16 });
+  ABI64.writeSamplerParams(dv, 0, { biases: 2 ** 32 + 16, allow: 3 * 2 ** 32 + 32 });
   assert.equal(dv.getUint32(ABI64.SAMPLER_PARAMS.biases + 4, true), 1);
+  assert.equal(dv.getUint32(ABI64.SAMPLER_PARAMS.allow + 4, true), 3);
 });
 
 test('the engine takes the table of its build (WasmHeap.abi)', async () => {

@@ -55,6 +55,9 @@ function badValuesOf(name, method) {
     object: [1, 'x', [], () => 1, { f: () => 1 }, { s: Symbol('s') }, new Date(0)],
     seed: [-1, 1.5, NaN, '5', -1n, 2n ** 64n, {}, () => 1],
     stop: [1, '', [1], [''], {}, () => 1],
+    grammar: [1, '', {}, [], () => 1],
+    json: [1, 'array', 'true', {}, () => 1],
+    jsonSchema: [1, 'x', [], () => 1, new Date(0)],
     sha256: ['abc', 'g'.repeat(64), 'a'.repeat(63), 1, {}],
     hubToken: [1, '', ' ', 'hf_a b', 'hf_x\n', 'hf_\u00e9', 'x'.repeat(4097), {}, () => 1],
     scorer: ['best', 1, {}],
@@ -151,7 +154,8 @@ function dtsKeys(dts, name) {
 test('the TypeScript option types of every method declare exactly the schema\'s options', () => {
   const dts = fs.readFileSync(path.join(ROOT, 'index.d.ts'), 'utf8');
   const IFACE = {
-    loadModel: 'LoadOptions', generate: 'GenerateOptions', complete: 'CompleteOptions', applyChatTemplate: 'ChatTemplateOptions',
+    loadModel: 'LoadOptions', loadTokenizer: 'TokenizerLoadOptions', generate: 'PlainGenerateOptions', complete: 'CompleteOptions',
+    applyChatTemplate: 'ChatTemplateOptions', countTokens: 'CountTokensOptions',
     chat: 'ChatOptions', chatComplete: 'ChatCompleteOptions', bestOfN: 'BestOfNOptions', selfConsistency: 'SelfConsistencyOptions',
     generateUntil: 'GenerateUntilOptions', beamSearch: 'BeamSearchOptions', treeSearch: 'TreeSearchOptions', deliberate: 'DeliberateOptions', nextTokenDistribution: 'DistributionOptions',
     tokenize: 'TokenizeOptions', logits: 'LogitsOptions', quantize: 'QuantizeOptions', embed: 'EmbedOptions',
@@ -358,6 +362,7 @@ test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_p
     minP: f32(DEFAULT_SAMPLING.minP), repeatPenalty: f32(DEFAULT_SAMPLING.repeatPenalty), repeatLastN: DEFAULT_SAMPLING.repeatLastN,
     presencePenalty: f32(DEFAULT_SAMPLING.presencePenalty), frequencyPenalty: f32(DEFAULT_SAMPLING.frequencyPenalty),
     typicalP: f32(DEFAULT_SAMPLING.typicalP), nBiases: 0, biases: 0,
+    allow: 0,   // every token (no grammar)
   });
   // and they are llama.cpp's (common_params_sampling): penalties off, so temperature 0 alone is plain greedy
   assert.deepEqual({ ...DEFAULT_SAMPLING, maxTokens: undefined, seed: undefined }, {

@@ -17,7 +17,8 @@ test('npm pack: wasm, glue, types and registry ship; no models, tests or demo', 
     assert.ok(p.files.includes(f), `${f} is in the tarball`);
   }
   assert.deepEqual(p.files.filter((f) => /\.gguf$|^tests\/|^src\/|^web\/demo\//.test(f)), []);
-  assert.ok(p.size < 1_000_000, `tarball is ${p.size} bytes`);
+  // eight engine builds (wasm32 and memory64, each 1 thread / threads, SIMD128 / relaxed) are most of it
+  assert.ok(p.size < 2_000_000, `tarball is ${p.size} bytes`);
   console.log(`tarball ${path.basename(p.tarball)}: ${p.size} bytes packed, ${p.unpackedSize} unpacked, ${p.files.length} files`);
 });
 

@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODEL_PATH, reference, isError } from './helpers.mjs';
-import { loadModel } from '../../web/index.js';
+import { MODEL_PATH, ROOT, reference, isError } from './helpers.mjs';
+import { loadModel, jsonSchemaToGbnf } from '../../web/index.js';
+import { Engine } from '../../web/worker/engine.js';
 import { checkOptions } from '../../web/options.js';
 import { treePlan } from '../../web/worker/tree.js';
 import { makeModel, SHAPES } from '../../models/make-model.js';
@@ -303,4 +304,77 @@ test('best-first: at most keep nodes stay open, and it stops once a final node s
   const open = r.nodes.filter((n) => !n.final && !n.pruned && !n.expanded && n.parent !== null);
   for (const n of open) assert.ok(r.best.score >= n.score, `open node ${n.id} scores above the answer`);
   assert.equal(r.best.final, true);
+});
+
+// ---- grammars (options.grammar / json / jsonSchema) -------------------------------------------------
+
+const LIST_SCHEMA = { type: 'array', items: { type: 'string', maxLength: 6 }, minItems: 2, maxItems: 5 };
+const LIST_GBNF = jsonSchemaToGbnf(LIST_SCHEMA);
+
+/** The engine's own recognizer in this process: accepts(text) is a prefix of the grammar's language, complete(text) a sentence. */
+async function recognizerOf(grammar) {
+  const eng = await Engine.create(fs.readFileSync(path.join(ROOT, 'wasm', 'wasmlm.wasm')));
+  eng.loadBytes(fs.readFileSync(MODEL_PATH), { contextLength: 64 });
+  const g = eng.grammars.get(grammar);
+  const run = (text, fn) => { const s = g.newState(); try { return g.acceptText(s, text) && fn(s); } finally { g.freeState(s); } };
+  return { prefix: (t) => run(t, () => true), complete: (t) => run(t, (s) => g.canEnd(s)), dispose: () => eng.dispose() };
+}
+
+test('with a grammar, expand 1, keep 1 is still plain sampling with that grammar and seed (GBNF and jsonSchema)', async () => {
+  for (const [what, g] of [['gbnf', { grammar: LIST_GBNF }], ['jsonSchema', { jsonSchema: LIST_SCHEMA }], ['json', { json: 'object' }]]) {
+    for (const seed of [5, 6]) {
+      const plain = await model.complete(PROMPT, { ...SAMPLE, ...g, seed, maxTokens: 60 });
+      for (const strategy of ['beam', 'best-first', 'mcts']) {
+        const t = await model.treeSearch(PROMPT, { ...SAMPLE, ...g, seed, maxTokens: 60, expand: 1, keep: 1, step: ',', maxSteps: 100, maxTokensPerStep: 200, strategy, maxExpansions: 100 });
+        const tag = `${what} seed ${seed} ${strategy}`;
+        if (strategy === 'mcts') { assert.deepEqual(t.nodes[1].tokens, plain.tokens.slice(0, t.nodes[1].tokens.length), tag); continue; }
+        assert.equal(t.text, plain.text, tag);
+        assert.deepEqual(tokensOf(t, t.best), plain.tokens, tag);
+        assert.equal(t.best.finishReason, plain.finishReason, tag);
+      }
+      if (plain.finishReason === 'stop') JSON.parse(plain.text);
+    }
+  }
+});
+
+test('a wide search with a grammar: every path is a prefix of the grammar, every end it completes a sentence; states given up are replayed', async () => {
+  const rec = await recognizerOf(LIST_GBNF);
+  try {
+    for (const [strategy, extra] of [['beam', {}], ['best-first', { maxExpansions: 12 }], ['mcts', { expand: 8, maxExpansions: 40 }]]) {
+      const o = { ...SAMPLE, temperature: 1.3, seed: 21, maxTokens: 48, step: ',', maxSteps: 12, maxTokensPerStep: 4, expand: 4, keep: 2, strategy, jsonSchema: LIST_SCHEMA, ...extra };
+      const r = await model.treeSearch(PROMPT, o);
+      let complete = 0;
+      for (const n of r.nodes.slice(1)) {
+        assert.ok(rec.prefix(n.pathText), `${strategy}: node ${n.id} ${JSON.stringify(n.pathText)} leaves the grammar`);
+        assert.notEqual(n.finishReason, 'grammar', `${strategy}: node ${n.id}`);
+        if (n.finishReason === 'stop') {
+          assert.ok(rec.complete(n.pathText), `${strategy}: node ${n.id} ended 'stop' incomplete: ${JSON.stringify(n.pathText)}`);
+          const v = JSON.parse(n.pathText);
+          assert.ok(Array.isArray(v) && v.length >= 2 && v.length <= 5 && v.every((x) => typeof x === 'string' && x.length <= 6));
+          complete++;
+        }
+      }
+      assert.ok(complete > 0, `${strategy}: some path completes the grammar`);
+      if (strategy === 'mcts') assert.ok(r.stats.grammarReplays > 0, `mcts held more than 160 states at once: ${r.stats.grammarReplays} replays`);
+      else assert.equal(r.stats.grammarReplays, 0, strategy);
+      // deterministic, replays included
+      assert.deepEqual((await model.treeSearch(PROMPT, o)).nodes, r.nodes, strategy);
+    }
+  } finally { rec.dispose(); }
+  await greedyStillRight();
+});
+
+test('grammar options of treeSearch and deliberate: a schema the converter refuses is BAD_SCHEMA, two of them BAD_OPTION, before any call', async () => {
+  await assert.rejects(model.treeSearch(PROMPT, { jsonSchema: { type: 'string', minProperties: 1 } }), isError('BAD_SCHEMA', /minProperties/));
+  await assert.rejects(model.treeSearch(PROMPT, { json: true, grammar: 'root ::= "x"' }), isError('BAD_OPTION', /grammar and json/));
+  await assert.rejects(model.deliberate(PROMPT, { json: true, jsonSchema: {} }), isError('BAD_OPTION', /json and jsonSchema/));
+  await assert.rejects(model.treeSearch(PROMPT, { grammar: 'root ::= x' }), isError('BAD_OPTION', /grammar/));
+  // deliberate passes the grammar to each stage: greedy, best-of-N and the tree all keep to it
+  const d = await model.deliberate(PROMPT, { ...SAMPLE, jsonSchema: LIST_SCHEMA, maxTokens: 60, budget: 900, threshold: 0, escalate: ['best-of-n', 'tree'] });
+  assert.deepEqual(d.stages.filter((s) => s.tokens).map((s) => s.stage), ['greedy', 'best-of-n', 'tree']);
+  const rec = await recognizerOf(LIST_GBNF);
+  try {
+    for (const s of d.stages) if (s.tokens) assert.ok(rec.prefix(s.text), `${s.stage}: ${JSON.stringify(s.text)}`);
+    assert.ok(rec.prefix(d.text));
+  } finally { rec.dispose(); }
 });

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import readline from 'node:readline';
-import { loadModel, DEFAULT_SAMPLING } from '../index.js';
+import { loadModel, loadTokenizer, DEFAULT_SAMPLING } from '../index.js';
 import { chatTemplateFor } from '../chat.js';
 import { QUANT_TYPES } from '../protocol.js';
 import { OPTIONS, METHODS, checkValue } from '../options.js';
@@ -85,7 +85,8 @@ export function usage({ native = fs.existsSync(NATIVE_BIN) } = {}) {
     '                  Ctrl-C stops an answer; at the prompt Ctrl-C twice (or Ctrl-D) exits',
     `  wasmlm info MODEL [--json]${nat}`,
     `  wasmlm quantize IN OUT TYPE${nat}   (TYPE: ${Object.keys(QUANT_TYPES).join(' | ')})`,
-    '  wasmlm tokenize -m MODEL -p TEXT [--no-bos] [--parse-special]',
+    '  wasmlm tokenize -m MODEL -p TEXT [--no-bos] [--parse-special]   MODEL may hold a vocabulary only (ggml-vocab-*.gguf);',
+    '                  only the file\'s metadata is read',
     '  wasmlm embed -m MODEL [-p TEXT ...] [--pooling P] [--no-normalize]   one JSON line per text',
     '                  ({index, text, embedding}); texts: each -p, else every non-empty line of stdin',
     '  wasmlm split IN --max-size SIZE   writes IN-00001-of-0000N.gguf ... beside IN (IN without .gguf),',
@@ -307,12 +308,12 @@ async function cmdQuantize(opts, positional) {
 async function cmdTokenize(opts, positional) {
   const spec = opts.model || positional[0];
   if (!spec) throw new UsageError('tokenize needs -m MODEL');
-  const model = await loadModel(spec, { contextLength: 16, hubToken: opts.hubToken });
+  const tok = await loadTokenizer(spec, { hubToken: opts.hubToken });   // the vocabulary only: no weights are read
   try {
-    const ids = await model.tokenize(opts.prompt ?? positional[1] ?? '', { addBos: opts.noBos ? false : undefined, parseSpecial: opts.parseSpecial });
+    const ids = await tok.tokenize(opts.prompt ?? positional[1] ?? '', { addBos: opts.noBos ? false : undefined, parseSpecial: opts.parseSpecial });
     await writeOut(JSON.stringify(ids) + '\n');
   } finally {
-    await model.dispose();
+    await tok.dispose();
   }
   return 0;
 }

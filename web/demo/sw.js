@@ -13,6 +13,7 @@ const PRECACHE = [
   '/web/worker/model-file.js', '/web/worker/template.js', '/web/worker/template-worker.js', '/web/worker/abi.js',
   '/web/worker/heap.js', '/web/worker/staging.js', '/web/worker/gguf.js', '/web/worker/text.js', '/web/worker/stream.js',
   '/web/worker/generation.js', '/web/worker/quantize.js',
+  '/web/worker/grammar.js', '/web/grammar/json-schema.js', '/web/grammar/gbnf.js', '/web/grammar/regex.js',
   '/models/registry.js', '/models/registry.json', '/local-models/index.json',
   '/wasm/wasmlm.wasm', '/wasm/wasmlm-mt.wasm', '/wasm/wasmlm-relaxed.wasm', '/wasm/wasmlm-mt-relaxed.wasm',
   '/wasm/probe-relaxed.wasm',

@@ -108,7 +108,7 @@ export const ABI32 = Object.freeze({
   },
 
   /** wlm_sampler_params: sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept). Byte offsets of its fields and its size. */
-  SAMPLER_PARAMS: Object.freeze({ size: 44, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, presencePenalty: 24, frequencyPenalty: 28, typicalP: 32, nBiases: 36, biases: 40 }),
+  SAMPLER_PARAMS: Object.freeze({ size: 48, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, presencePenalty: 24, frequencyPenalty: 28, typicalP: 32, nBiases: 36, biases: 40, allow: 44 }),
   /** Reads the scalar fields of a wlm_sampler_params at byte `p` (pointers as Numbers). */
   readSamplerParams(dv, p) {
     return {
@@ -123,6 +123,7 @@ export const ABI32 = Object.freeze({
       typicalP: dv.getFloat32(p + 32, true),
       nBiases: dv.getUint32(p + 36, true),
       biases: dv.getUint32(p + 40, true),
+      allow: dv.getUint32(p + 44, true),
     };
   },
   /** Writes the fields of `v` that are set into the wlm_sampler_params at byte `p` (the others are left as they are). */
@@ -138,6 +139,7 @@ export const ABI32 = Object.freeze({
     if (v.typicalP !== undefined) dv.setFloat32(p + 32, v.typicalP, true);
     if (v.nBiases !== undefined) dv.setUint32(p + 36, v.nBiases >>> 0, true);
     if (v.biases !== undefined) dv.setUint32(p + 40, v.biases >>> 0, true);
+    if (v.allow !== undefined) dv.setUint32(p + 44, v.allow >>> 0, true);
   },
 
   /** wlm_logit_bias: one (token, bias) pair of wlm_sampler_params.biases. Byte offsets of its fields and its size. */
@@ -146,11 +148,30 @@ export const ABI32 = Object.freeze({
   /** wlm_rng: PCG32 state (wlm_rng_seed). Byte offsets of its fields and its size. */
   RNG: Object.freeze({ size: 16, state: 0, inc: 8 }),
 
+  /** wlm_state_info: what a saved state holds (wlm_ctx_state_load). Byte offsets of its fields and its size. */
+  STATE_INFO: Object.freeze({ size: 32, nTokens: 0, nPos: 4, tokensOffset: 8, hasRng: 12, rng: 16 }),
+  /** Reads the scalar fields of a wlm_state_info at byte `p`. */
+  readStateInfo(dv, p) {
+    return {
+      nTokens: dv.getUint32(p + 0, true),
+      nPos: dv.getUint32(p + 4, true),
+      tokensOffset: dv.getUint32(p + 8, true),
+      hasRng: dv.getUint32(p + 12, true),
+    };
+  },
+  /** Writes the fields of `v` that are set into the wlm_state_info at byte `p` (the others are left as they are). */
+  writeStateInfo(dv, p, v) {
+    if (v.nTokens !== undefined) dv.setUint32(p + 0, v.nTokens >>> 0, true);
+    if (v.nPos !== undefined) dv.setUint32(p + 4, v.nPos >>> 0, true);
+    if (v.tokensOffset !== undefined) dv.setUint32(p + 8, v.tokensOffset >>> 0, true);
+    if (v.hasRng !== undefined) dv.setUint32(p + 12, v.hasRng >>> 0, true);
+  },
+
   /** wlm_detok: streaming detokenizer state. Byte offsets of its fields and its size. */
   DETOK: Object.freeze({ size: 12, pending: 0, pendingBytes: 8, nPending: 8 }),
 
   /** wlm_js_scratch: the engine's scratch block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
-  SCRATCH: Object.freeze({ size: 432, err: 0, ptr: 264, len: 272, nOut: 276, token: 280, logprob: 284, accepted: 288, u64: 296, ctxParams: 304, sampler: 344, rng: 392, detok: 408, detok2: 420 }),
+  SCRATCH: Object.freeze({ size: 464, err: 0, ptr: 264, len: 272, nOut: 276, token: 280, logprob: 284, accepted: 288, u64: 296, ctxParams: 304, sampler: 344, rng: 392, detok: 408, detok2: 420, stateInfo: 432 }),
 
   /** wlm_js_stream: one generation stream's block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
   STREAM: Object.freeze({ size: 32, rng: 0, detok: 16 }),
@@ -257,7 +278,7 @@ export const ABI64 = Object.freeze({
   },
 
   /** wlm_sampler_params: sampling filters (wlm_sample, wlm_sample_dist, wlm_spec_accept). Byte offsets of its fields and its size. */
-  SAMPLER_PARAMS: Object.freeze({ size: 48, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, presencePenalty: 24, frequencyPenalty: 28, typicalP: 32, nBiases: 36, biases: 40 }),
+  SAMPLER_PARAMS: Object.freeze({ size: 56, temperature: 0, topK: 4, topP: 8, minP: 12, repeatPenalty: 16, repeatLastN: 20, presencePenalty: 24, frequencyPenalty: 28, typicalP: 32, nBiases: 36, biases: 40, allow: 48 }),
   /** Reads the scalar fields of a wlm_sampler_params at byte `p` (pointers as Numbers). */
   readSamplerParams(dv, p) {
     return {
@@ -272,6 +293,7 @@ export const ABI64 = Object.freeze({
       typicalP: dv.getFloat32(p + 32, true),
       nBiases: dv.getUint32(p + 36, true),
       biases: Number(dv.getBigUint64(p + 40, true)),
+      allow: Number(dv.getBigUint64(p + 48, true)),
     };
   },
   /** Writes the fields of `v` that are set into the wlm_sampler_params at byte `p` (the others are left as they are). */
@@ -287,6 +309,7 @@ export const ABI64 = Object.freeze({
     if (v.typicalP !== undefined) dv.setFloat32(p + 32, v.typicalP, true);
     if (v.nBiases !== undefined) dv.setUint32(p + 36, v.nBiases >>> 0, true);
     if (v.biases !== undefined) dv.setBigUint64(p + 40, BigInt(v.biases), true);
+    if (v.allow !== undefined) dv.setBigUint64(p + 48, BigInt(v.allow), true);
   },
 
   /** wlm_logit_bias: one (token, bias) pair of wlm_sampler_params.biases. Byte offsets of its fields and its size. */
@@ -295,11 +318,30 @@ export const ABI64 = Object.freeze({
   /** wlm_rng: PCG32 state (wlm_rng_seed). Byte offsets of its fields and its size. */
   RNG: Object.freeze({ size: 16, state: 0, inc: 8 }),
 
+  /** wlm_state_info: what a saved state holds (wlm_ctx_state_load). Byte offsets of its fields and its size. */
+  STATE_INFO: Object.freeze({ size: 32, nTokens: 0, nPos: 4, tokensOffset: 8, hasRng: 12, rng: 16 }),
+  /** Reads the scalar fields of a wlm_state_info at byte `p`. */
+  readStateInfo(dv, p) {
+    return {
+      nTokens: dv.getUint32(p + 0, true),
+      nPos: dv.getUint32(p + 4, true),
+      tokensOffset: dv.getUint32(p + 8, true),
+      hasRng: dv.getUint32(p + 12, true),
+    };
+  },
+  /** Writes the fields of `v` that are set into the wlm_state_info at byte `p` (the others are left as they are). */
+  writeStateInfo(dv, p, v) {
+    if (v.nTokens !== undefined) dv.setUint32(p + 0, v.nTokens >>> 0, true);
+    if (v.nPos !== undefined) dv.setUint32(p + 4, v.nPos >>> 0, true);
+    if (v.tokensOffset !== undefined) dv.setUint32(p + 8, v.tokensOffset >>> 0, true);
+    if (v.hasRng !== undefined) dv.setUint32(p + 12, v.hasRng >>> 0, true);
+  },
+
   /** wlm_detok: streaming detokenizer state. Byte offsets of its fields and its size. */
   DETOK: Object.freeze({ size: 12, pending: 0, pendingBytes: 8, nPending: 8 }),
 
   /** wlm_js_scratch: the engine's scratch block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
-  SCRATCH: Object.freeze({ size: 432, err: 0, ptr: 264, len: 272, nOut: 276, token: 280, logprob: 284, accepted: 288, u64: 296, ctxParams: 304, sampler: 344, rng: 392, detok: 408, detok2: 420 }),
+  SCRATCH: Object.freeze({ size: 472, err: 0, ptr: 264, len: 272, nOut: 276, token: 280, logprob: 284, accepted: 288, u64: 296, ctxParams: 304, sampler: 344, rng: 400, detok: 416, detok2: 428, stateInfo: 440 }),
 
   /** wlm_js_stream: one generation stream's block (defined in tools/gen-abi.c). Byte offsets of its fields and its size. */
   STREAM: Object.freeze({ size: 32, rng: 0, detok: 16 }),

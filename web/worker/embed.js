@@ -55,7 +55,8 @@ export function* embedTexts(eng, texts, opts = {}) {
     });
     eng.clearError();
     const st = eng.x.wlm_embed(eng.ctx, tokP, lenP, group.length, pooling, flags, outP, eng.at('err'));
-    eng.seqs.clear();   // wlm_embed empties the cache
+    eng.seqs.clear();   // wlm_embed empties the cache: nothing is left to resume either
+    eng.resumePoint = null;
     if (st !== 0) {
       const e = new EngineError('embed: ' + eng.errorMessage(st).replace(/^text (\d+)/, (_, i) => `text ${g0 + Number(i)}`), st);
       throw e;

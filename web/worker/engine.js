@@ -13,14 +13,15 @@
 // the running build's table (this.abi: wasm32 or wasm64 pointers, heap.js).
 import { DEFAULT_SAMPLING } from '../options.js';
 import { WasmlmError, EngineError } from '../errors.js';
-import { WasmHeap, STATUS_CONTEXT_FULL, addr, word } from './heap.js';
+import { WasmHeap, STATUS_CONTEXT_FULL, STATUS_NAMES, addr, word } from './heap.js';
 import { createMemory, describeModule, wrapExports, WASM32_MAX_BYTES, WASM64_MAX_BYTES } from '../memory64.js';
-import { FileStaging } from './staging.js';
+import { FileStaging, VOCAB_FIRST_BYTES } from './staging.js';
 import { decodeGgufValue, shortF32 } from './gguf.js';
 import { decodeUtf8, encodeUtf8Into } from './text.js';
 import { samplingOptions } from './stream.js';
 import { startGeneration } from './generation.js';
 import { quantizeModel } from './quantize.js';
+import { Grammars } from './grammar.js';
 import { embedTexts, POOLING_NAMES } from './embed.js';
 
 // the engine's package entry (wasmlm/engine) keeps exporting what it did
@@ -37,6 +38,15 @@ export const RAW_DISTRIBUTION = Object.freeze({ temperature: 1, topK: 0, topP: 1
 const MAX_SEQ = 64;      // WLM_MAX_SEQ
 const ENCODER_BATCH = 512; // default batch of a non-causal model: it sees a whole text in one pass
 const DETOK_CAP = 4096;
+
+/** Ops a vocabulary-only engine (loadTokenizer) serves; the others need weights. */
+export const VOCAB_ONLY_OPS = Object.freeze(['loadFile', 'loadBegin', 'loadChunk', 'loadPart', 'loadEnd', 'loadCancel',
+  'tokenize', 'detokenize', 'renderChat', 'vocab', 'info', 'memory', 'dispose']);
+
+/** A saved state the engine refuses (corrupt, cut short, another version, model or context): code BAD_SAVED_STATE. */
+function badSavedState(message, status) {
+  return new WasmlmError('BAD_SAVED_STATE', message, { status, statusName: STATUS_NAMES[status] });
+}
 
 export class Engine extends WasmHeap {
   /**
@@ -71,8 +81,13 @@ export class Engine extends WasmHeap {
     this.hparams = null;
     this.pool = 0; this.threads = 1; this.threadWorkers = [];
     this.seqs = new Map();   // sequence -> the tokens whose keys/values it holds (prefix reuse)
+    /** where a plain generation (or loadState) left sequence 0: {ids, rng} for `resume` and saveState; null when nothing can resume */
+    this.resumePoint = null;
+    this.vocabOnly = false;  // loaded by loadTokenizer: vocabulary and metadata, no weights, no context
+    this.loadingVocab = false;
     this.nSeqMax = 1; this.nOutputs = 1;
     this.detokOut = this.alloc(DETOK_CAP);
+    this.grammars = new Grammars(this);   // compiled grammars, by text (./grammar.js)
   }
 
   /**
@@ -109,13 +124,38 @@ export class Engine extends WasmHeap {
   }
 
   requireModel() { if (!this.model) throw new EngineError('no model loaded', 7); }
+  requireContext() {
+    this.requireModel();
+    if (!this.ctx) throw new EngineError('this engine holds a vocabulary only (loadTokenizer): it has no weights to run', 7);
+  }
 
   // ---- loading (the bytes: ./staging.js) ------------------------------------
 
-  /** Reserves memory for the model file (see FileStaging.begin). */
-  beginLoad(size, { declared = false } = {}) {
+  /**
+   * Reserves memory for the model file (see FileStaging.begin). With
+   * `vocabOnly` only its header and metadata will be read and loaded
+   * (metaProgress says when they are in): a size is then only a hint.
+   */
+  beginLoad(size, { declared = false, vocabOnly = false } = {}) {
     if (this.model) throw new EngineError('a model is already loaded in this engine', 7);
-    return this.staging.begin(size, declared);
+    this.loadingVocab = vocabOnly;
+    return vocabOnly ? this.staging.begin(size, true, VOCAB_FIRST_BYTES) : this.staging.begin(size, declared);
+  }
+
+  /**
+   * A vocabulary-only load: whether the bytes written so far hold the whole
+   * header and metadata of the (first) file. {done, need}: need is their
+   * size when done, else a lower bound of it. Throws when the bytes cannot
+   * start a valid GGUF file.
+   */
+  metaProgress() {
+    const first = this.staging.parts()[0];
+    this.clearError();
+    const st = this.x.wlm_gguf_meta_bytes(this.staging.ptr + first.offset, BigInt(first.length), this.at('u64'), this.at('err'));
+    const need = Number(this.dv.getBigUint64(this.at('u64'), true));
+    if (st === 3) return { done: false, need };
+    this.check(st, 'cannot load the vocabulary');
+    return { done: true, need };
   }
   /** Starts the next part of a split GGUF (see FileStaging.nextPart). */
   nextPart(size, { declared = false } = {}) {
@@ -133,6 +173,7 @@ export class Engine extends WasmHeap {
    * @param {{contextLength?:number,batchSize?:number,kvType?:'f32'|'f16',onFull?:'error'|'slide',nKeep?:number,maxSequences?:number,windowCache?:'window'|'full'}} opts
    */
   finishLoad(opts = {}) {
+    if (this.loadingVocab) return this.finishVocabLoad();
     try {
       this.clearError();
       const pp = this.at('ptr');
@@ -172,6 +213,27 @@ export class Engine extends WasmHeap {
     }
   }
 
+  /** The vocabulary-only end of a load: the first file's metadata, no context. */
+  finishVocabLoad() {
+    try {
+      this.clearError();
+      const pp = this.at('ptr');
+      this.setPtr(pp, 0);
+      const first = this.staging.parts()[0];
+      const st = this.x.wlm_model_load_vocab(pp, this.staging.ptr + first.offset, BigInt(first.length), this.at('err'));
+      this.check(st, 'cannot load the vocabulary');
+      this.model = this.getPtr(pp);
+      this.vocabOnly = true;
+      this.nParts = 1;
+      this.hparams = this.readHparams();
+      this.tokenBlock(256);
+      return this.info();
+    } catch (e) {
+      this.unload();
+      throw e;
+    }
+  }
+
   /** Loads a whole in-memory file (convenience for tests and small models). */
   loadBytes(bytes, opts) {
     const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
@@ -181,10 +243,13 @@ export class Engine extends WasmHeap {
   }
 
   unload() {
+    this.grammars.free();
     if (this.ctx) this.x.wlm_ctx_free(this.ctx);
     if (this.model) this.x.wlm_model_free(this.model);
     this.ctx = 0; this.model = 0; this.hparams = null; this.infoCache = null; this.vocabFp = null;
     this.seqs.clear();
+    this.resumePoint = null;
+    this.vocabOnly = false; this.loadingVocab = false;
     this.staging.free();
     for (const b of Object.values(this.blocks)) this.free(b.p);
     this.blocks = {};
@@ -208,6 +273,7 @@ export class Engine extends WasmHeap {
   createContext(o) {
     if (this.ctx) { this.x.wlm_ctx_free(this.ctx); this.ctx = 0; }
     this.seqs.clear();
+    this.resumePoint = null;
     const cp = this.at('ctxParams'), pp = this.at('ptr');
     this.x.wlm_ctx_default_params(cp);
     this.abi.writeCtxParams(this.dv, cp, {
@@ -345,6 +411,7 @@ export class Engine extends WasmHeap {
   clearCache() {
     this.x.wlm_ctx_reset(this.ctx);
     this.seqs.clear();
+    this.resumePoint = null;
   }
 
   /** Evaluates `ids` after sequence 0's tokens in chunks of n_batch; returns the status (-1: stopped). */
@@ -371,6 +438,7 @@ export class Engine extends WasmHeap {
    * @returns {{status: number, reused: number}} status -1 = stopped
    */
   prefill(ids, shouldStop, reuse = true) {
+    this.resumePoint = null;   // a plain generation sets it again when it ends
     this.removeOtherSequences();
     const have = this.tokensOf(0);
     const max = reuse ? Math.min(have.length, ids.length - 1) : 0;
@@ -429,6 +497,72 @@ export class Engine extends WasmHeap {
   /** Positions sequence `seq` holds in the cache. */
   sequenceLength(seq) { return this.x.wlm_seq_pos(this.ctx, seq); }
 
+  // ---- saved state (src/kvcache.c: wlm_ctx_state_*) ----------------------------------
+
+  /**
+   * Sequence 0 as bytes: its tokens, the cache rows it uses, and, when a
+   * plain generation (or a loaded state) left it, the tokens sampled after
+   * them and the random stream to continue (the resume point).
+   * @returns {Uint8Array}
+   */
+  saveState() {
+    this.requireContext();
+    const have = this.seqTokens;
+    const pos = this.sequenceLength(0);
+    if (have.length !== pos) throw new EngineError(`internal: sequence 0 holds ${pos} positions, ${have.length} tokens are recorded`, 7);
+    const rp = this.resumePoint;
+    const resumable = rp && rp.ids.length >= have.length && have.every((t, i) => rp.ids[i] === t);
+    const ids = resumable ? rp.ids : have;
+    const size = Number(this.x.wlm_ctx_state_size(this.ctx, 0, ids.length));
+    const { RNG } = this.abi;
+    const tmp = this.alloc(ids.length * 4 + RNG.size, 'the saved state\'s tokens');
+    let out = 0;
+    try {
+      out = this.alloc(size, 'the saved state');
+      this.i32.set(ids, word(tmp));
+      if (resumable) this.u8.set(rp.rng, tmp + ids.length * 4);
+      this.clearError();
+      const st = this.x.wlm_ctx_state_save(this.ctx, 0, tmp, ids.length, resumable ? tmp + ids.length * 4 : 0, out, BigInt(size),
+        this.at('u64'), this.at('err'));
+      this.check(st, 'saveState');
+      return this.u8.slice(out, out + size);
+    } finally {
+      this.free(out);
+      this.free(tmp);
+    }
+  }
+
+  /**
+   * Makes the saved state `bytes` sequence 0 (other sequences are dropped).
+   * Refused with BAD_SAVED_STATE, the cache unchanged, when the bytes are not
+   * a state this model and context can take. Returns {tokens, positions,
+   * resumable}.
+   */
+  loadState(bytes) {
+    this.requireContext();
+    const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    const { RNG, STATE_INFO } = this.abi;
+    this.removeOtherSequences();
+    const p = this.alloc(Math.max(1, u8.byteLength), 'the saved state');
+    try {
+      this.u8.set(u8, p);
+      this.clearError();
+      const infoP = this.at('stateInfo');
+      const st = this.x.wlm_ctx_state_load(this.ctx, 0, p, BigInt(u8.byteLength), infoP, this.at('err'));
+      if (st === 5) this.check(st, 'loadState');   // out of memory is NOMEM, not the state's fault
+      if (st !== 0) throw badSavedState(`cannot load the saved state: ${this.errorMessage(st)}`, st);
+      const info = this.abi.readStateInfo(this.dv, infoP);
+      const base = word(p + info.tokensOffset);
+      const tokens = Array.from(this.i32.subarray(base, base + info.nTokens));   // (p is 64-byte aligned, the offset 4-aligned)
+      this.seqs.clear();
+      this.seqs.set(0, tokens.slice(0, info.nPos));
+      this.resumePoint = info.hasRng ? { ids: tokens, rng: this.u8.slice(infoP + STATE_INFO.rng, infoP + STATE_INFO.rng + RNG.size) } : null;
+      return { tokens, positions: info.nPos, resumable: !!info.hasRng };
+    } finally {
+      this.free(p);
+    }
+  }
+
   // ---- logits and sampling -----------------------------------------------------
 
   logitsAddress(row = 0) { return addr(this.x.wlm_ctx_logits(this.ctx)) + row * this.hparams.nVocab * 4; }
@@ -438,14 +572,15 @@ export class Engine extends WasmHeap {
     return this.f32.subarray(p, p + this.hparams.nVocab);
   }
 
-  /** Writes the sampling options `o` (from samplingOptions) as the scratch's wlm_sampler_params. */
-  writeSampler(o) {
+  /** Writes the sampling options `o` (from samplingOptions) as the scratch's
+   * wlm_sampler_params, with allowed-token bitset `allow` (0: every token). */
+  writeSampler(o, allow = 0) {
     const p = this.at('sampler');
     const b = this.biasOf(o);
     this.abi.writeSamplerParams(this.dv, p, {
       temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repeatPenalty: o.repeatPenalty,
       repeatLastN: o.repeatLastN, presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty,
-      typicalP: o.typicalP, nBiases: b.n, biases: b.p,
+      typicalP: o.typicalP, nBiases: b.n, biases: b.p, allow,
     });
     return p;
   }
@@ -497,9 +632,9 @@ export class Engine extends WasmHeap {
   }
   get historyAddress() { return this.blocks.hist ? this.blocks.hist.p : 0; }
 
-  /** Samples from logits row `row` with the stream's rng; returns {token, logprob}. */
-  sample(row, o, history, rng) {
-    const sp = this.writeSampler(o);
+  /** Samples from logits row `row` with the stream's rng, among the tokens of bitset `allow` (0: all); returns {token, logprob}. */
+  sample(row, o, history, rng, allow = 0) {
+    const sp = this.writeSampler(o, allow);
     const nh = this.writeHistory(history, o.repeatLastN);
     this.clearError();
     const st = this.x.wlm_sample(this.ctx, this.logitsAddress(row), sp, this.historyAddress, nh, rng, this.at('token'), this.at('logprob'), this.at('err'));
@@ -512,13 +647,13 @@ export class Engine extends WasmHeap {
    * keeps `draft` (drawn from q = {ids, probs}, null: one-hot) or draws a
    * replacement. Returns {token, accepted, logprob}.
    */
-  specAccept(row, o, history, draft, q, rng) {
+  specAccept(row, o, history, draft, q, rng, allow = 0) {
     const nv = this.hparams.nVocab;
     const qIds = this.block('qIds', nv * 4, () => nv * 4), qProbs = this.block('qProbs', nv * 4, () => nv * 4);
     const n = q ? q.ids.length : 1;
     if (q) { this.i32.set(q.ids, word(qIds)); this.f32.set(q.probs, word(qProbs)); }
     else { this.i32[word(qIds)] = draft; this.f32[word(qProbs)] = 1; }
-    const sp = this.writeSampler(o);
+    const sp = this.writeSampler(o, allow);
     const nh = this.writeHistory(history, o.repeatLastN);
     this.clearError();
     const st = this.x.wlm_spec_accept(this.ctx, this.logitsAddress(row), sp, this.historyAddress, nh, draft, qIds, qProbs, n,
@@ -530,7 +665,8 @@ export class Engine extends WasmHeap {
 
   /**
    * The `n` most likely tokens of logits row `row` under the model's own
-   * distribution (before bias, penalties and filters; wlm_top_logprobs):
+   * distribution (before a grammar's mask, bias, penalties and filters, so a
+   * token the grammar forbids can be among them; wlm_top_logprobs):
    * [{token, text, logprob}], best first. A token's logprob is the very
    * value sample() reports when it picks that token.
    */
@@ -642,9 +778,8 @@ export class Engine extends WasmHeap {
         metadata[key] = { error: String(e.message) };
       }
     }
-    const table = this.tensorTable();
     const hp = this.hparams;
-    this.infoCache = {
+    const common = {
       architecture: metadata['general.architecture'] ?? null,
       specialTokens: {
         bos: hp.bosId >= 0 ? this.tokenText(hp.bosId) : null,
@@ -652,12 +787,24 @@ export class Engine extends WasmHeap {
       },
       chatTemplate: typeof metadata['tokenizer.chat_template'] === 'string' ? metadata['tokenizer.chat_template'] : null,
       name: metadata['general.name'] ?? null,
+    };
+    if (this.vocabOnly) {
+      // a tokenizer: what the vocabulary says, and how much of the file was read
+      const { nVocab, nCtxTrain, bosId, eosId, unkId, addBos, addSpacePrefix } = hp;
+      this.infoCache = { ...common, vocabOnly: true, bytesRead: this.staging.dataLen,
+        hparams: { nVocab, nCtxTrain, bosId, eosId, unkId, addBos, addSpacePrefix }, metadata };
+      return this.infoCache;
+    }
+    const table = this.tensorTable();
+    this.infoCache = {
+      ...common,
       fileSize: this.staging.dataLen,
       parts: this.nParts,
       paramCount: table.paramCount,
       hparams: { ...this.hparams },
       context: { nCtx: this.nCtx, nBatch: this.nBatch, kvType: this.kvType, onFull: this.onFull, windowCache: this.windowCache, windowRows: this.windowRows },
       embedding: { length: hp.nEmbd, pooling: POOLING_NAMES[this.x.wlm_model_pooling(this.model)], causal: this.causal },
+      vocabOnly: false,
       metadata,
       tensors: table.tensors,
     };

@@ -71,6 +71,7 @@ export function checkPromptFits(eng, promptIds) {
 export function streamResult(s, stats) {
   const gen = s.tokens.length;
   const fresh = stats.promptTokens - (stats.reusedPromptTokens || 0);
+  const grammar = s.grammarStats ? { grammar: s.grammarStats } : {};
   return {
     text: s.text,
     ...s.tokenFields(),
@@ -83,32 +84,59 @@ export function streamResult(s, stats) {
       decodeMs: stats.decodeMs,
       prefillTokensPerSec: stats.prefillMs > 0 ? fresh / (stats.prefillMs / 1000) : 0,
       decodeTokensPerSec: stats.decodeMs > 0 ? gen / (stats.decodeMs / 1000) : 0,
+      ...grammar,
     },
   };
 }
 
 /**
+ * `resume`: the tokens where the last plain generation (or a loaded state)
+ * left sequence 0, with the prompt's tokens after them (a text prompt
+ * without BOS unless addBos), and the random stream to continue.
+ */
+function resumeFrom(eng, prompt, o) {
+  const rp = eng.resumePoint;
+  if (!rp) {
+    throw new EngineError('resume: nothing to continue (no plain generation, or loaded state with a sampler stream, left the context; ' +
+      'another call has used it since)', 7);
+  }
+  const extra = Array.isArray(prompt) ? prompt.map(Number) : eng.tokenize(prompt, o.addBos == null ? false : !!o.addBos, o.parseSpecial);
+  const nv = eng.hparams.nVocab;
+  for (const t of extra) if (!Number.isInteger(t) || t < 0 || t >= nv) throw new EngineError(`token id ${t} out of range [0, ${nv})`, 1);
+  return { ids: rp.ids.concat(extra), rng: rp.rng };
+}
+
+/**
  * Plain generation: a stepper whose next(shouldStop) returns a chunk
  * {text, token, logprob[, topLogprobs]} per token and finally {done: true, tail, ...result}.
- * `shouldStop()` is polled between prefill chunks and tokens (abort).
+ * `shouldStop()` is polled between prefill chunks and tokens (abort). When
+ * it ends, the engine keeps its tokens and random stream as the resume
+ * point (saveState, and a later call with `resume`).
  */
 export function startGeneration(eng, prompt, opts = {}) {
-  eng.requireModel();
+  eng.requireContext();
   const o = samplingOptions(opts);
-  const promptIds = promptIdsOf(eng, prompt, o);
+  const resumed = o.resume ? resumeFrom(eng, prompt, o) : null;
+  const promptIds = resumed ? resumed.ids : promptIdsOf(eng, prompt, o);
   // the single stream's rng and detokenizer live in the scratch block
-  const s = new Stream(eng, o, o.seed, promptIds, { rng: eng.at('rng'), detok: eng.at('detok') });
+  const rngP = eng.at('rng');
+  const s = new Stream(eng, o, o.seed, promptIds, { rng: rngP, detok: eng.at('detok') });
+  if (resumed) eng.u8.set(resumed.rng, rngP);   // the saved stream, not the seed
   const stats = { promptTokens: promptIds.length, reusedPromptTokens: 0, prefillMs: 0, decodeMs: 0 };
   let pendingEnd = null;   // a chunk that ended the stream was returned; the final record comes next
   const end = (reason) => {
     s.finishReason = null;
     const tail = s.finish(reason);
+    eng.resumePoint = { ids: promptIds.concat(s.tokens), rng: eng.u8.slice(rngP, rngP + eng.abi.RNG.size) };
+    s.free();   // its grammar state (the rng and detokenizer are the scratch block's)
     return { done: true, tail, ...streamResult(s, stats) };
   };
   const loop = generationLoop({
-    eng, promptIds, o, stats, end,
+    eng, promptIds, o, stats, end, cleanup: () => s.free(),
     decode() {
-      const { token, logprob } = eng.sample(0, o, s.history, s.st.rng);
+      const allow = s.nextAllow();
+      if (allow === null) return end(s.finishReason);   // the grammar ends it
+      const { token, logprob } = eng.sample(0, o, s.history, s.st.rng, allow);
       const chunk = s.push(token, logprob, false, s.top(0));
       if (!chunk) return end(s.finishReason);   // end of generation
       if (s.finishReason) { pendingEnd = s.finishReason; return chunk; }

@@ -13,14 +13,17 @@ const CHUNK = 16 << 20;   // read size of regular files, and progress step
 const HEAD = 64 << 10;    // first read of a regular file: the header is checked before anything is reserved
 
 /**
- * Loads `path` into `engine` (beginLoad / write, not finishLoad).
- * @param {object} io {fs, net, aborted(): boolean, onAbort(fn): () => void (unsubscribe), progress(loaded, total) | null}
+ * Loads `path` into `engine` (beginLoad / write, not finishLoad). With
+ * io.vocabOnly (a tokenizer) only the header and metadata are read: of a
+ * split GGUF its first part, of any file no more than its metadata
+ * (engine.metaProgress), growing each read from 64 KiB.
+ * @param {object} io {fs, net, vocabOnly?: boolean, aborted(): boolean, onAbort(fn): () => void (unsubscribe), progress(loaded, total) | null}
  */
 export async function readModelFile(engine, path, io) {
   const st = statFile(io.fs, path);
   if (st.isDirectory()) throw new WasmlmError('BAD_FILE', `model file ${path} is a directory, not a GGUF file`, { file: path });
   if (st.isFile()) {
-    const parts = splitPartNames(path);   // NAME-00001-of-0000N.gguf: every part, streamed one after the other
+    const parts = io.vocabOnly ? null : splitPartNames(path);   // NAME-00001-of-0000N.gguf: every part, streamed one after the other
     return parts ? readSplit(engine, parts, io) : readRegular(engine, path, io);
   }
   if (st.isSocket()) throw new WasmlmError('BAD_FILE', `model file ${path} is a socket, not a file`, { file: path });
@@ -50,7 +53,7 @@ function abortError() { return Object.assign(new Error('load aborted'), { name: 
 function readRegular(engine, path, io) {
   const f = openRegular(io.fs, path, `model file ${path}`);
   try {
-    engine.beginLoad(f.size);
+    engine.beginLoad(f.size, { vocabOnly: !!io.vocabOnly });
     readBody(engine, f, io, 0, f.size);
   } finally {
     io.fs.closeSync(f.fd);
@@ -105,21 +108,26 @@ function openRegular(fs, path, what) {
   }
 }
 
-/** Writes an opened file's bytes after those already written; progress counts from `before` of `total`. */
+/** Writes an opened file's bytes after those already written; progress counts from `before` of `total`.
+ * A vocabulary-only load stops once the metadata is in (reads of at least what it still needs, doubling). */
 function readBody(engine, f, io, before, total) {
   const { fs } = io;
   engine.write(f.head);
   let loaded = f.head.length, lastReport = 0;
-  while (loaded < f.size) {
+  let meta = io.vocabOnly ? engine.metaProgress() : null;
+  while (loaded < f.size && !(meta && meta.done)) {
     if (io.aborted()) throw abortError();
-    const n = Math.min(CHUNK, f.size - loaded);
+    const want = meta ? Math.max(meta.need - loaded, loaded) : CHUNK;
+    const n = Math.min(CHUNK, want, f.size - loaded);
     const r = fs.readSync(f.fd, engine.writeView(n), 0, n, loaded);
     if (r <= 0) throw new WasmlmError('BAD_FILE', `model file ${f.path} ended at ${loaded} of ${f.size} bytes (it shrank while being read)`, { file: f.path });
     engine.advance(r);
     loaded += r;
+    if (meta) meta = engine.metaProgress();
     if (io.progress && (loaded === f.size || loaded - lastReport >= CHUNK)) { lastReport = loaded; io.progress(before + loaded, total); }
   }
   if (io.progress && loaded === f.head.length) io.progress(before + loaded, total);
+  if (meta && io.progress && loaded < f.size) io.progress(before + loaded, before + loaded);   // read all it needed
 }
 
 /**
@@ -148,13 +156,14 @@ async function readStream(engine, path, src, io) {
       if (!started) {
         head.push(chunk); headLen += chunk.length;
         if (headLen < 4) continue;
-        started = beginStream(engine, path, concat(head, headLen));
+        started = beginStream(engine, path, concat(head, headLen), false, !!io.vocabOnly);
       } else {
         engine.write(chunk);
       }
       if (io.progress && loaded - lastReport >= CHUNK) { lastReport = loaded; io.progress(loaded, 0); }
+      if (started && io.vocabOnly && engine.metaProgress().done) break;   // the metadata is in: the rest is not needed
     }
-    if (!started) beginStream(engine, path, concat(head, headLen), true);
+    if (!started) beginStream(engine, path, concat(head, headLen), true, !!io.vocabOnly);
     if (io.progress) io.progress(loaded, loaded);
   } finally {
     unsubscribe();
@@ -169,10 +178,10 @@ function concat(parts, n) {
   return out;
 }
 
-function beginStream(engine, path, first, atEnd = false) {
+function beginStream(engine, path, first, atEnd = false, vocabOnly = false) {
   const problem = ggufHeaderProblem(first, atEnd);
   if (problem) throw badFileError(`model file ${path}`, problem);
-  engine.beginLoad(0);
+  engine.beginLoad(0, { vocabOnly });
   engine.write(first);
   return true;
 }

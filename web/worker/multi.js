@@ -17,6 +17,7 @@
 // Engine's public operations (prefill, evalBatch, sample, specAccept,
 // distribution, fork / remove / rewind a sequence, logitsRow).
 import { Stream, samplingOptions, promptIdsOf } from './stream.js';
+import { GrammarState } from './grammar.js';
 import { generationLoop, checkPromptFits, streamResult } from './generation.js';
 import { EngineError } from '../errors.js';
 import { STATUS_CONTEXT_FULL } from './heap.js';
@@ -49,6 +50,7 @@ export function startBatch(eng, prompt, opts = {}) {
     cands.push(c);
   }
   const stats = { promptTokens: promptIds.length, reusedPromptTokens: 0, prefillMs: 0, decodeMs: 0, steps: 0, contextGrown: grew };
+  if (cands[0].grammarStats) stats.grammar = cands[0].grammarStats;
 
   function end(reason, events = []) {
     for (const c of cands) {
@@ -73,7 +75,9 @@ export function startBatch(eng, prompt, opts = {}) {
     const events = [], toks = [], seqs = [], who = [];
     for (const c of cands) {
       if (c.finishReason) continue;
-      const { token, logprob } = eng.sample(c.row, o, c.history, c.st.rng);
+      const allow = c.nextAllow();
+      if (allow === null) { if (c.seq !== 0) eng.removeSequence(c.seq); continue; }   // the grammar ends it
+      const { token, logprob } = eng.sample(c.row, o, c.history, c.st.rng, allow);
       const ev = c.push(token, logprob, c.pos >= limit, c.top(c.row));
       if (ev) events.push({ index: c.index, ...ev });
       if (c.finishReason) { if (c.seq !== 0) eng.removeSequence(c.seq); continue; }
@@ -98,20 +102,23 @@ export function startBatch(eng, prompt, opts = {}) {
 
 // ---- beam search ---------------------------------------------------------------
 
-/** log-softmax pieces of a logits row: the top `k` tokens by logit and log Z. */
-function topK(eng, row, k) {
+/** log-softmax pieces of a logits row: the top `k` tokens by logit and log Z;
+ * with a grammar's bitset `allow` (a wasm address) only its tokens count,
+ * so the log-probabilities are renormalised over them. */
+function topK(eng, row, k, allow = 0) {
   const nv = eng.hparams.nVocab;
   const f = eng.logitsRow(row), b = 0;
+  const u8 = eng.u8, ok = allow ? (i) => (u8[allow + (i >>> 3)] >> (i & 7)) & 1 : () => 1;
   let m = -Infinity;
-  for (let i = 0; i < nv; i++) { const v = f[b + i]; if (v > m && v < Infinity) m = v; }
+  for (let i = 0; i < nv; i++) { const v = f[b + i]; if (v > m && v < Infinity && ok(i)) m = v; }
   let s = 0;
-  for (let i = 0; i < nv; i++) { const v = f[b + i]; if (v > -Infinity && v < Infinity) s += Math.exp(v - m); }
+  for (let i = 0; i < nv; i++) { const v = f[b + i]; if (v > -Infinity && v < Infinity && ok(i)) s += Math.exp(v - m); }
   const logZ = m + Math.log(s);
   // keep the best k (largest logit, lowest id on ties)
   const ids = [], vals = [];
   for (let i = 0; i < nv; i++) {
     const v = f[b + i];
-    if (!(v > -Infinity && v < Infinity)) continue;
+    if (!(v > -Infinity && v < Infinity) || !ok(i)) continue;
     if (ids.length === k && !(v > vals[k - 1])) continue;
     let j = ids.length < k ? ids.length : k - 1;       // the slot to fill; a full list drops its last
     while (j > 0 && vals[j - 1] < v) { vals[j] = vals[j - 1]; ids[j] = ids[j - 1]; j--; }
@@ -124,7 +131,11 @@ function topK(eng, row, k) {
  * Beam search: at each step every live beam is extended by its best tokens,
  * and the `beams` best continuations by total log-probability survive.
  * A beam that picks an end-of-generation token is finished. Scores are
- * logprob / length^lengthPenalty. Deterministic (no sampling).
+ * logprob / length^lengthPenalty. Deterministic (no sampling). With a
+ * grammar each beam has its own recognizer state (children copy their
+ * parent's) and ranks only the tokens the grammar allows, log-probabilities
+ * renormalised over them; a beam the grammar completes (nothing else may
+ * follow) or leads to a dead end is finished ('stop' / 'grammar').
  */
 export function startBeam(eng, prompt, opts = {}) {
   eng.requireModel();
@@ -139,12 +150,15 @@ export function startBeam(eng, prompt, opts = {}) {
   eng.ensureContext({ nSeq: 2 * B, slots: promptIds.length + B * steps + B, outputs: B });
   const score = (logprob, len) => logprob / Math.pow(Math.max(len, 1), lp);
   const t0 = now();
-  let live = [{ seq: 0, tokens: [], logprob: 0, row: 0 }];
+  const grammar = o.grammar ? eng.grammars.get(o.grammar) : null;
+  let live = [{ seq: 0, tokens: [], logprob: 0, row: 0, gs: grammar ? new GrammarState(grammar, o.ignoreEos) : null }];
   const done = [];
   const stats = { prefillMs: 0, decodeMs: 0, steps: 0 };
+  const freeStates = (beams) => { for (const b of beams) if (b.gs) b.gs.free(); };
 
   // the beams, best first; the cache keeps the prompt only
   function result() {
+    freeStates(live);
     const all = done.concat(live.map((b) => ({ tokens: b.tokens, logprob: b.logprob, finishReason: b.tokens.length >= o.maxTokens ? 'length' : 'context' })));
     all.forEach((b) => { b.score = score(b.logprob, b.tokens.length + (b.finishReason === 'stop' ? 1 : 0)); });
     all.sort((a, b) => b.score - a.score);
@@ -154,6 +168,7 @@ export function startBeam(eng, prompt, opts = {}) {
     return { done: true, beams, stats: { promptTokens: promptIds.length, steps: stats.steps, wallMs: now() - t0 } };
   }
   function aborted() {
+    freeStates(live);
     eng.removeOtherSequences(); eng.clearCache();
     return { done: true, aborted: true };
   }
@@ -174,7 +189,9 @@ export function startBeam(eng, prompt, opts = {}) {
     // candidates: each live beam's best 2B tokens
     const cands = [];
     live.forEach((b, bi) => {
-      const { ids, lps } = topK(eng, b.row, 2 * B);
+      const allow = b.gs ? b.gs.before() : 0;
+      if (b.gs && b.gs.end) { done.push({ tokens: b.tokens.slice(), logprob: b.logprob, finishReason: b.gs.end }); return; }
+      const { ids, lps } = topK(eng, b.row, 2 * B, allow);
       ids.forEach((t, j) => cands.push({ bi, token: t, logprob: b.logprob + lps[j] }));
     });
     cands.sort((a, b) => b.logprob - a.logprob || a.bi - b.bi || a.token - b.token);
@@ -189,9 +206,15 @@ export function startBeam(eng, prompt, opts = {}) {
       next.push(c);
     }
     stats.steps++;
-    if (done.length >= B || next.length === 0) { live = []; return result(); }
+    if (done.length >= B || next.length === 0) { freeStates(live); live = []; return result(); }
     placeChildren(next);
-    live = next.map((c) => ({ seq: c.seq, tokens: live[c.bi].tokens.concat([c.token]), logprob: c.logprob, row: 0 }));
+    const parents = live;
+    live = next.map((c) => {
+      const p = parents[c.bi], gs = p.gs ? p.gs.fork() : null;
+      if (gs) gs.after(c.token);
+      return { seq: c.seq, tokens: p.tokens.concat([c.token]), logprob: c.logprob, row: 0, gs };
+    });
+    freeStates(parents);
     if (live[0].tokens.length >= steps) return result();
     if (!eng.evalBatch(live.map((b) => b.tokens[b.tokens.length - 1]), live.map((b) => b.seq))) return result();
     live.forEach((b, r) => { b.row = r; });
@@ -201,7 +224,7 @@ export function startBeam(eng, prompt, opts = {}) {
   return generationLoop({
     eng, promptIds, o: { ...o, maxTokens: steps, reusePrefix: true }, stats, decode, what: 'beam search',
     end: (reason) => (reason === 'abort' ? aborted() : result()),
-    cleanup() { eng.removeOtherSequences(); eng.clearCache(); },
+    cleanup() { freeStates(live); eng.removeOtherSequences(); eng.clearCache(); },
   });
 }
 
@@ -302,8 +325,10 @@ export function startSpeculative(eng, prompt, opts = {}, { lookup = false } = {}
     let acc = 0;
     for (let i = 0; i <= drafts.length; i++) {
       let token, logprob, accepted = 0;
-      if (i < drafts.length) ({ token, accepted, logprob } = eng.specAccept(i, o, s.history, drafts[i], qs && qs[i], s.st.rng));
-      else ({ token, logprob } = eng.sample(i, o, s.history, s.st.rng));
+      const allow = s.nextAllow();
+      if (allow === null) return end(null, chunks);   // the grammar ends it
+      if (i < drafts.length) ({ token, accepted, logprob } = eng.specAccept(i, o, s.history, drafts[i], qs && qs[i], s.st.rng, allow));
+      else ({ token, logprob } = eng.sample(i, o, s.history, s.st.rng, allow));
       if (accepted) { stats.accepted++; acc++; }
       const ev = s.push(token, logprob, committed.length >= limit, s.top(i));
       if (ev) chunks.push(ev);

@@ -7,6 +7,8 @@ import { tooLargeError } from '../memory64.js';
 
 /** Most bytes reserved up front for a file whose size is only declared (see FileStaging.begin). */
 export const DECLARED_FIRST_BYTES = 64 << 20;
+/** Most bytes reserved up front for a vocabulary-only load (its metadata; the block grows when they are more). */
+export const VOCAB_FIRST_BYTES = 4 << 20;
 /** Where each part after the first starts in the block (a multiple of this). */
 export const PART_ALIGN = 64;
 
@@ -23,15 +25,17 @@ export class FileStaging {
    * server's Content-Length, a caller's claim) is not trusted: at most
    * DECLARED_FIRST_BYTES are reserved up front, the rest once that much has
    * really arrived, so a lying header cannot take gigabytes of memory (which
-   * a wasm instance never gives back) before the first byte.
+   * a wasm instance never gives back) before the first byte. `first`: that
+   * up-front limit (a vocabulary-only load reads only the first megabytes,
+   * and its block grows from there without taking the size as a hint).
    */
-  begin(size, declared) {
+  begin(size, declared, first = DECLARED_FIRST_BYTES) {
     this.free();
     if (size > this.heap.maxBytes && !declared) {
       throw tooLargeError(size, { memory64: this.heap.memory64, reason: 'this engine was started as a wasm32 build (the size was not known when it was chosen)' });
     }
-    this.hint = declared && size > 0 ? size : 0;
-    this.cap = size > 0 ? (declared ? Math.min(size, DECLARED_FIRST_BYTES) : size) : 1 << 20;
+    this.hint = declared && size > 0 && first === DECLARED_FIRST_BYTES ? size : 0;
+    this.cap = size > 0 ? (declared ? Math.min(size, first) : size) : 1 << 20;
     this.ptr = this.heap.alloc(this.cap);
     this.len = 0;
     this.starts = [0]; this.ends = [];

@@ -3,6 +3,7 @@
 // tokens and finish reason of one output).
 import { DEFAULT_SAMPLING } from '../options.js';
 import { EngineError } from '../errors.js';
+import { GrammarState } from './grammar.js';
 
 /**
  * Stop-string matcher for streamed text. push(text) returns the part of the
@@ -85,6 +86,8 @@ export function samplingOptions(opts = {}) {
   o.addBos = opts.addBos;
   o.parseSpecial = !!opts.parseSpecial;
   o.reusePrefix = opts.reusePrefix !== false;
+  o.resume = !!opts.resume;
+  o.grammar = typeof opts.grammar === 'string' && opts.grammar !== '' ? opts.grammar : null;
   return o;
 }
 
@@ -109,12 +112,19 @@ export function promptIdsOf(eng, prompt, o) {
 /**
  * One output stream of a generation: its rng and detokenizer (in wasm
  * memory: given, or a block of its own), repetition-penalty history, stop
- * strings, tokens, and finish reason. Plain generation has one; best-of-N
- * one per candidate; speculative decoding one for the emitted tokens.
+ * strings, tokens, finish reason and, with a grammar, its recognizer state.
+ * Plain generation has one; best-of-N one per candidate; speculative
+ * decoding one for the emitted tokens.
  */
 export class Stream {
   constructor(eng, o, seed, promptIds, mem = null) {
     this.eng = eng; this.o = o;
+    this.gs = null;
+    if (o.grammar) {
+      const cache = eng.grammars, g = cache.get(o.grammar);   // compiled on first use (./grammar.js)
+      this.grammarStats = { compileMs: cache.lastHit ? 0 : g.compileMs, cached: cache.lastHit, trieMs: cache.lastHit ? 0 : cache.lastTrieMs };
+      this.gs = new GrammarState(g, o.ignoreEos);
+    }
     this.own = !mem;
     this.st = mem || eng.allocStream();
     eng.seedRng(this.st.rng, seed);
@@ -124,6 +134,15 @@ export class Stream {
     this.tokens = []; this.logprobs = [];
     this.topLogprobs = o.logprobs > 0 ? [] : null;
     this.finishReason = null;
+  }
+  /** The allowed-token bitset of the next sample (0: every token), or null
+   * when the grammar ends the stream here (finishReason 'stop': complete,
+   * 'grammar': no token continues it). */
+  nextAllow() {
+    if (!this.gs) return 0;
+    const allow = this.gs.before();
+    if (this.gs.end) { this.finishReason = this.gs.end; return null; }
+    return allow;
   }
   /** With options.logprobs, the top alternatives of logits row `row` (call
    * before that row is overwritten), else null. */
@@ -135,6 +154,7 @@ export class Stream {
   push(token, logprob, posLimitReached, top = null) {
     const { eng, o } = this;
     if (!o.ignoreEos && eng.isEog(token)) { this.finishReason = 'stop'; return null; }
+    if (this.gs) this.gs.after(token);
     this.history.push(token);
     if (this.history.length > 4 * Math.max(o.repeatLastN, 16)) this.history.splice(0, this.history.length - Math.max(o.repeatLastN, 1));
     this.tokens.push(token); this.logprobs.push(logprob);
@@ -164,5 +184,9 @@ export class Stream {
     return tail;
   }
   get text() { return this.stops.text; }
-  free() { if (this.own && this.st.block) this.eng.free(this.st.block); this.st = { rng: 0, detok: 0, block: 0 }; }
+  free() {
+    if (this.gs) this.gs.free();
+    if (this.own && this.st.block) this.eng.free(this.st.block);
+    this.st = { rng: 0, detok: 0, block: 0 };
+  }
 }

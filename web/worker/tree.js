@@ -28,7 +28,17 @@
 // may clear or reuse the cache): every call first checks that each live
 // node's sequence still holds that node's tokens (the engine's own token
 // lists) and rebuilds what does not, from the prompt, in one batched pass.
+//
+// With a grammar (options.grammar; json and jsonSchema arrive as one) each
+// node that may still grow keeps the recognizer state after its tokens;
+// children and rollouts start from a copy of it, and every draw takes its
+// mask first (docs/grammar.md). A grammar holds at most 256 states, so the
+// search keeps at most G_STATES: past that the least recently used open
+// node gives its state up and, if it grows later, gets it back by replaying
+// its path's tokens. A node whose text the grammar completes ends 'stop';
+// one no token continues ends 'grammar'.
 import { samplingOptions, promptIdsOf } from './stream.js';
+import { GrammarState } from './grammar.js';
 import { checkPromptFits } from './generation.js';
 import { EngineError } from '../errors.js';
 
@@ -36,6 +46,7 @@ const now = () => (typeof performance !== 'undefined' ? performance.now() : Date
 
 export const TREE_STRATEGIES = Object.freeze(['beam', 'best-first', 'mcts']);
 const MAX_SEQ = 64;   // WLM_MAX_SEQ
+const G_STATES = 160; // recognizer states a search keeps (of a grammar's 256; a call needs at most 2 x MAX_SEQ)
 
 /**
  * The memory plan of a search: `width` live sequences besides the prompt's
@@ -101,6 +112,7 @@ export function startTree(eng, prompt, opts = {}) {
   const shape = treeShape(opts);
   const promptIds = promptIdsOf(eng, prompt, o);
   checkPromptFits(eng, promptIds);
+  if (o.grammar) eng.grammars.get(o.grammar);   // a grammar that does not compile fails the start
   const P = promptIds.length;
   const plan = treePlan({ ...shape, maxTokens: o.maxTokens, promptTokens: P, ctxLimit: eng.ctxLimit });
   const problem = treePlanProblem(plan, shape);
@@ -119,7 +131,7 @@ export function startTree(eng, prompt, opts = {}) {
   const freeSeqs = Array.from({ length: plan.width }, (_, i) => i + 1);   // sequence 0 is the prompt's
   const nodes = [];
   let tick = 0, closed = false;
-  const stats = { passes: 0, tokens: 0, rebuiltTokens: 0, peakUsedSlots: 0, peakSequences: 1, contextGrown: grown };
+  const stats = { passes: 0, tokens: 0, rebuiltTokens: 0, peakUsedSlots: 0, peakSequences: 1, grammarReplays: 0, contextGrown: grown };
 
   const seedOf = (id) => BigInt.asUintN(64, o.seed + BigInt(id));
   const snapshot = (p) => eng.u8.slice(p, p + STREAM.size);
@@ -134,9 +146,46 @@ export function startTree(eng, prompt, opts = {}) {
   })();
   const root = {
     id: 0, parent: null, depth: 0, tokens: [], logprobs: [], text: '', pathLen: 0, pending: promptIds[P - 1],
-    seq: 0, hist: promptIds.slice(-H), state: rootState, final: false, finishReason: null, rollout: false, expanded: false,
+    seq: 0, hist: promptIds.slice(-H), state: rootState, final: false, finishReason: null, rollout: false, expanded: false, gs: null,
   };
   nodes.push(root);
+
+  // ---- grammar states (none without a grammar) ----
+  let grammar = null;
+  const holding = new Set();   // nodes holding a recognizer state
+  /** The compiled grammar, looked up each call: while the search holds no state the engine may have dropped it. */
+  function useGrammar() {
+    if (!o.grammar) return;
+    const g = eng.grammars.get(o.grammar);
+    if (g !== grammar) { for (const n of holding) n.gs = null; holding.clear(); grammar = g; }
+  }
+  function dropState(n) {
+    if (!n.gs) return;
+    n.gs.free(); n.gs = null; holding.delete(n);
+  }
+  function holdState(n, gs) {
+    while (holding.size >= G_STATES) {
+      let victim = null;
+      for (const x of holding) if (!pinned.has(x) && (!victim || (x.used ?? 0) < (victim.used ?? 0))) victim = x;
+      if (!victim) throw new EngineError(`tree search: more than ${G_STATES} grammar states in one call`, 7);
+      dropState(victim);
+    }
+    n.gs = gs; holding.add(n);
+    return gs;
+  }
+  /** n's recognizer state after its path's tokens (rebuilt by replaying them when it was given up); null without a grammar. */
+  function grammarOf(n) {
+    if (!grammar) return null;
+    if (n.gs) return n.gs;
+    const chain = [];
+    for (let x = n; x; x = x.parent) chain.push(x);
+    const gs = new GrammarState(grammar, o.ignoreEos);
+    if (n !== root) stats.grammarReplays++;
+    try {
+      for (let i = chain.length - 1; i >= 0; i--) for (const t of chain[i].tokens) gs.after(t);
+    } catch (e) { gs.free(); throw e; }
+    return holdState(n, gs);
+  }
 
   /** The tokens node n's sequence holds: the prompt but its last token, then the path but n's own last token. */
   function cacheTokens(n) {
@@ -269,7 +318,13 @@ export function startTree(eng, prompt, opts = {}) {
     return { n, block, stepTokens: 0, stepText: '', token: -1, logprob: 0 };
   }
   function sampleInto(d, row) {
-    const { token, logprob } = eng.sample(row, o, d.n.hist, d.block + STREAM.rng);
+    let allow = 0;
+    const gs = d.n.gs;
+    if (gs) {
+      allow = gs.before();
+      if (gs.end) { d.end = gs.end; return; }   // complete ('stop') or a dead end ('grammar'): nothing drawn
+    }
+    const { token, logprob } = eng.sample(row, o, d.n.hist, d.block + STREAM.rng, allow);
     d.token = token; d.logprob = logprob;
   }
   function endStep(d, reason) {
@@ -280,6 +335,7 @@ export function startTree(eng, prompt, opts = {}) {
       if (tail) n.text += tail;
       n.pending = null;
       releaseSeq(n);
+      dropState(n);
     } else {
       n.pending = n.tokens[n.tokens.length - 1];
       n.state = snapshot(d.block);
@@ -291,7 +347,9 @@ export function startTree(eng, prompt, opts = {}) {
   /** Takes d's sampled token; returns true while d's step goes on. */
   function consume(d) {
     const n = d.n;
+    if (d.end) { endStep(d, d.end); return false; }
     if (!o.ignoreEos && eng.isEog(d.token)) { endStep(d, 'stop'); return false; }
+    if (n.gs) n.gs.after(d.token);
     n.tokens.push(d.token); n.logprobs.push(d.logprob); n.hist.push(d.token);
     n.pathLen++; d.stepTokens++; stats.tokens++;
     const piece = eng.detokPush(d.block + STREAM.detok, d.token);
@@ -302,7 +360,12 @@ export function startTree(eng, prompt, opts = {}) {
     if (P + n.pathLen >= eng.ctxLimit) { endStep(d, 'context'); return false; }
     // a delimiter this token completes (one wholly before it would have ended the step already)
     const delim = piece !== '' && shape.delimiters.some((s) => d.stepText.indexOf(s, Math.max(0, prev - s.length + 1)) >= 0);
-    if (delim || d.stepTokens >= shape.maxTokensPerStep) { endStep(d, depthLimit(n) ? 'steps' : null); return false; }
+    if (delim || d.stepTokens >= shape.maxTokensPerStep) {
+      // a text the grammar completes (or leaves at a dead end) here ends now, not in each child
+      if (n.gs && !depthLimit(n)) { n.gs.before(); if (n.gs.end) { endStep(d, n.gs.end); return false; } }
+      endStep(d, depthLimit(n) ? 'steps' : null);
+      return false;
+    }
     return true;
   }
 
@@ -318,9 +381,11 @@ export function startTree(eng, prompt, opts = {}) {
       const n = node(id);
       if (n === root) continue;
       releaseSeq(n);
+      dropState(n);
       if (n.rollout && !n.final) { n.final = true; n.finishReason = n.finishReason || 'caller'; }
     }
     if (!checkCache(shouldStop)) return { step: () => ({ done: true, aborted: true }) };
+    useGrammar();
     // the nodes this call decodes from: each needs its sequence and its pending token
     const sources = [], rolls = [];
     for (const r of requests) {
@@ -366,10 +431,12 @@ export function startTree(eng, prompt, opts = {}) {
         const ro = {
           id, parent: x, from: x, depth: x.depth, tokens: [], logprobs: [], text: '', pathLen: x.pathLen, pending: x.pending,
           seq: x.seq, lender: x, hist: x.hist.slice(), state: x.state, final: false, finishReason: null, rollout: true, steps: 0, expanded: false, used: tick,
+          gs: null,
         };
         x.lentTo = ro;
         nodes.push(ro);
         pinned.add(ro);
+        if (grammar) holdState(ro, grammarOf(x).fork());
         r.x = ro;
       }
       pendToks.push(r.x.pending); pendSeqs.push(r.x.seq);
@@ -381,22 +448,27 @@ export function startTree(eng, prompt, opts = {}) {
     const decoders = [];
     sources.forEach((s, si) => {
       const x = s.x;
+      const xgs = grammarOf(x);
       for (let i = 0; i < s.n; i++) {
         const c = {
           id: nodes.length, parent: x, depth: x.depth + 1, tokens: [], logprobs: [], text: '', pathLen: x.pathLen, pending: null,
           seq: null, hist: x.hist.slice(), state: x.state, final: false, finishReason: null, rollout: false, expanded: false, used: tick,
+          gs: null,
         };
         nodes.push(c); pinned.add(c); made.push(c);
+        if (xgs) holdState(c, xgs.fork());
         c.seq = i === 0 ? s.s0 : allocSeq();
         if (i > 0) eng.forkSequence(s.s0, c.seq);
         const d = decoder(c, i > 0);
         sampleInto(d, si);
         decoders.push(d);
       }
+      dropState(x);   // grown: it never samples again
     });
     rolls.forEach((r, ri) => {
       const ro = r.x;
       ro.steps++; ro.depth = ro.from.depth + ro.steps;
+      grammarOf(ro);
       const d = decoder(ro, r.start);
       sampleInto(d, sources.length + ri);
       decoders.push(d);
@@ -444,6 +516,7 @@ export function startTree(eng, prompt, opts = {}) {
   function close() {
     if (closed) return;
     closed = true;
+    for (const n of [...holding]) dropState(n);
     eng.removeOtherSequences();
     if (!(eng.sequenceLength(0) >= P - 1 && eng.rewindSequence(0, P - 1))) eng.clearCache();
     eng.free(pool);

@@ -9,7 +9,7 @@
 // (setImmediate in Node, a MessageChannel tick in browsers), so an abort
 // message is seen within one token; with a SharedArrayBuffer flag it is seen
 // even without yielding.
-import { Engine } from './engine.js';
+import { Engine, VOCAB_ONLY_OPS } from './engine.js';
 import { startBatch, startBeam, startSpeculative, startDraft, vocabFingerprint } from './multi.js';
 import { startTree } from './tree.js';
 import { readModelFile } from './model-file.js';
@@ -98,7 +98,7 @@ const ops = {
     const net = await nodeImport('node:net');
     try {
       await readModelFile(engine, m.path, {
-        fs, net,
+        fs, net, vocabOnly: !!m.vocabOnly,
         aborted: () => isAborted(m.id),
         onAbort: (fn) => { abortHooks.set(m.id, fn); return () => abortHooks.delete(m.id); },
         progress: m.progress ? (loaded, total) => post({ id: m.id, event: 'progress', loaded, total }) : null,
@@ -109,10 +109,12 @@ const ops = {
     }
     return finishLoad(m.options);
   },
-  loadBegin(m) { engine.beginLoad(m.size || 0, { declared: true }); return null; }, // a size from a header or the caller: not trusted
+  loadBegin(m) { engine.beginLoad(m.size || 0, { declared: true, vocabOnly: !!m.vocabOnly }); return null; }, // a size from a header or the caller: not trusted
   loadChunk(m) {
-    try { engine.write(m.bytes); } catch (e) { engine.unload(); throw e; }
-    return null;
+    try {
+      engine.write(m.bytes);
+      return engine.loadingVocab ? engine.metaProgress() : null;   // a vocabulary-only load stops reading once the metadata is in
+    } catch (e) { engine.unload(); throw e; }
   },
   loadPart(m) {
     try { engine.nextPart(m.size || 0, { declared: true }); } catch (e) { engine.unload(); throw e; }
@@ -238,6 +240,11 @@ const ops = {
   detokenize(m) { return engine.detokenize(m.ids); },
   info() { return engine.info(); },
   memory() { return engine.memoryStats(); },
+  saveState() {
+    const bytes = engine.saveState();
+    return { bytes, __transfer: [bytes.buffer] };
+  },
+  loadState(m) { return engine.loadState(m.bytes); },
   distribution(m) { return engine.nextTokenDistribution(m.text, m.options || {}); },
   logits(m) {
     const rows = engine.logits(m.ids, { all: !!m.all });
@@ -391,6 +398,9 @@ async function run(m) {
     const problem = checkRequest(m);
     if (problem) throw new WasmlmError('INTERNAL', `protocol: ${problem} (web/protocol.js)`);
     if (!engine && m.op !== 'dispose') throw new WasmlmError('DISPOSED', 'engine is disposed');
+    if (engine && engine.vocabOnly && !VOCAB_ONLY_OPS.includes(m.op)) {
+      throw new WasmlmError('BAD_STATE', `${m.op}: this worker holds a vocabulary only (loadTokenizer): it has no weights to run`);
+    }
     let result = await ops[m.op](m);
     let transfer;
     if (result && result.__transfer) { transfer = result.__transfer; delete result.__transfer; }

@@ -1,0 +1,129 @@
+// `make bench` (bench/grammar.mjs): the cost of grammar-constrained decoding
+// (options.grammar, docs/grammar.md) side by side with unconstrained
+// decoding, in one process, runs interleaved: per generated token, the
+// decode time with a nested JSON-like grammar against the same sampling
+// without it, on the s110m shape (32 000-token SentencePiece vocabulary) and
+// on Qwen2.5-0.5B's shape with a 151 936-token byte-level BPE vocabulary
+// (synthetic qwen2, models/make-model.js bpeFill); and the time to compile
+// a grammar against each vocabulary (the model's first grammar also builds
+// its vocabulary trie, counted apart). Targets (issue #29): per-token
+// overhead <= 5 % at 32k, <= 10 % at 150k; compile <= 200 ms at 150k.
+// Writes bench/results/grammar-<time>.json and grammar-<out>.md.
+//
+//   node bench/grammar.mjs [--shapes s110m,q05b] [--type q8_0] [--tokens 128] [--reps 5] [--compiles 5]
+//                          [--grammar FILE] [--out latest] [--smoke]
+// --smoke: small layers with the same vocabularies (a quick check that the
+// program runs; its overheads are not meaningful, the models being tiny).
+// --grammar: a GBNF file measured instead of the built-in one (e.g. a JSON
+// Schema converter's output); it should not end, or end late (the runs use
+// ignoreEos, so a grammar that completes stops its runs early).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { cache, root, native, promptOf } from './common.mjs';
+import { makeModel, SHAPES } from '../models/make-model.js';
+import { loadModel } from '../web/index.js';
+
+const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const shapes = String(args.shapes || 's110m,q05b').split(',');
+const type = String(args.type || 'q8_0');
+const tokens = +(args.tokens || 128);
+const reps = +(args.reps || 5);
+const compiles = +(args.compiles || 5);
+const smoke = !!args.smoke;
+
+// Records of a small store: nested objects, an array of strings, an array
+// of objects, numbers, a boolean; strings bounded (as maxLength makes them
+// in a schema), so the decoding moves between states all the time. It never
+// ends (records follow one another): every run generates `tokens`.
+export const JSON_GRAMMAR = String.raw`root    ::= record ("\n" record)*
+record  ::= "{" ws "\"id\":" ws int "," ws "\"name\":" ws name "," ws "\"active\":" ws bool "," ws
+            "\"tags\":" ws "[" ws (name ("," ws name)*)? "]" "," ws
+            "\"address\":" ws address "," ws
+            "\"items\":" ws "[" ws (item ("," ws item){0,3})? "]" "," ws
+            "\"note\":" ws note ws "}"
+address ::= "{" ws "\"street\":" ws name "," ws "\"city\":" ws name "," ws "\"zip\":" ws int ws "}"
+item    ::= "{" ws "\"sku\":" ws name "," ws "\"qty\":" ws int "," ws "\"price\":" ws number ws "}"
+name    ::= "\"" char{1,16} "\""
+note    ::= "\"" char{0,40} "\""
+char    ::= [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
+int     ::= "-"? ([0-9] | [1-9] [0-9]{1,8})
+number  ::= int ("." [0-9]{1,6})? ([eE] [-+]? [0-9]{1,3})?
+bool    ::= "true" | "false"
+ws      ::= [ \n]{0,2}
+`;
+const grammar = args.grammar ? fs.readFileSync(String(args.grammar), 'utf8') : JSON_GRAMMAR;
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+/** The model file of a shape: s110m with its SentencePiece vocabulary, q05b as qwen2 with a filled BPE vocabulary. */
+function modelFile(shape) {
+  fs.mkdirSync(cache, { recursive: true });
+  const base = SHAPES[shape];
+  if (!base) throw new Error(`unknown shape ${shape} (${Object.keys(SHAPES).join(', ')})`);
+  const s = smoke ? { ...base, dim: 64, layers: 2, heads: 4, kvHeads: 2, ffn: 128 } : base;
+  const opts = shape === 'q05b' ? { arch: 'qwen2', bpeFill: true } : {};
+  const name = `${shape}${smoke ? '-smoke' : ''}${opts.arch ? '-' + opts.arch : ''}`;
+  const f16 = path.join(cache, `${name}_f16.gguf`);
+  if (!fs.existsSync(f16)) { console.error(`generating ${f16}`); makeModel(f16, s, 'f16', 1234, opts); }
+  if (type === 'f16') return f16;
+  const out = path.join(cache, `${name}_${type}.gguf`);
+  if (!fs.existsSync(out)) {
+    if (!fs.existsSync(native)) throw new Error(`${out} is missing and build/wasmlm-native is not built (run make)`);
+    console.error(`quantizing ${out}`);
+    execFileSync(native, ['quantize', f16, out, type], { stdio: 'ignore' });
+  }
+  return out;
+}
+
+const rows = [];
+for (const shape of shapes) {
+  const file = modelFile(shape);
+  const model = await loadModel(file, { threads: 1, contextLength: tokens + 64 });
+  const nVocab = model.info.hparams.nVocab;
+  const prompt = promptOf(16);
+  const base = { maxTokens: tokens, temperature: 0.8, topK: 40, topP: 0.95, minP: 0.05, repeatPenalty: 1, ignoreEos: true };
+  // compile: the first grammar builds the vocabulary trie; then distinct texts (a comment differs) compile anew
+  const first = await model.complete(prompt, { ...base, maxTokens: 1, grammar });
+  const compileMs = [];
+  for (let i = 0; i < compiles; i++) {
+    const r = await model.complete(prompt, { ...base, maxTokens: 1, grammar: `${grammar}\n# ${shape} compile ${i}\n` });
+    compileMs.push(r.stats.grammar.compileMs);
+  }
+  // interleaved: unconstrained, constrained; the first constrained run meets every state for the first time
+  const plain = [], constrained = [], outputs = [];
+  for (let rep = 0; rep < reps; rep++) {
+    const a = await model.complete(prompt, { ...base, seed: rep + 1 });
+    const b = await model.complete(prompt, { ...base, seed: rep + 1, grammar: `${grammar}\n# ${shape} runs\n` });
+    plain.push(a.stats.decodeMs / a.stats.generatedTokens);
+    constrained.push(b.stats.decodeMs / b.stats.generatedTokens);
+    outputs.push(b.text);
+  }
+  await model.dispose();
+  const p = median(plain), c = median(constrained.slice(1)), cold = constrained[0];
+  const row = {
+    shape, type, nVocab, smoke, file: path.basename(file), tokens, reps,
+    trieMs: first.stats.grammar.trieMs, firstCompileMs: first.stats.grammar.compileMs, compileMs: median(compileMs),
+    plainMsPerToken: p, constrainedMsPerToken: c, firstConstrainedMsPerToken: cold,
+    overhead: c / p - 1, firstRunOverhead: cold / p - 1,
+    runs: { plain, constrained, compileMs }, sample: outputs[outputs.length - 1].slice(0, 300),
+  };
+  rows.push(row);
+  console.error(`${shape}: ${p.toFixed(2)} ms/token unconstrained, ${c.toFixed(2)} constrained (${(100 * row.overhead).toFixed(1)} %), first run ${cold.toFixed(2)}; compile ${row.compileMs.toFixed(1)} ms, trie ${row.trieMs.toFixed(1)} ms`);
+}
+
+const f = (x, d = 2) => Number(x).toFixed(d);
+const pct = (x) => `${(100 * x).toFixed(1)} %`;
+let md = `# Grammar-constrained decoding\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version}${smoke ? ' · SMOKE RUN (tiny layers: overheads not meaningful)' : ''}\n\n`;
+md += `Per generated token, the same sampling (T 0.8, top-k 40, top-p 0.95, min-p 0.05, ignoreEos, ${tokens} tokens after a 16-token prompt, 1 thread) without and with ${args.grammar ? `the grammar of ${path.basename(String(args.grammar))}` : 'the nested JSON-like grammar of bench/grammar.mjs'}, ${reps} seeds, runs interleaved; constrained = median of the runs after the first (the compiled grammar and its caches are kept between calls), first = the first constrained run. compile = a grammar text not seen before (median of ${compiles}); trie = the vocabulary's byte trie, built once per model by its first grammar.\n\n`;
+md += '| model | vocabulary | ms/token unconstrained | ms/token constrained | overhead | first run overhead | compile ms | trie ms | target |\n|---|---|---|---|---|---|---|---|---|\n';
+for (const r of rows) {
+  md += `| ${r.shape} ${r.type} | ${r.nVocab} | ${f(r.plainMsPerToken)} | ${f(r.constrainedMsPerToken)} | ${pct(r.overhead)} | ${pct(r.firstRunOverhead)} | ${f(r.compileMs, 1)} | ${f(r.trieMs, 1)} | ${r.nVocab > 100000 ? '≤ 10 %, compile ≤ 200 ms' : '≤ 5 %'} |\n`;
+}
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+fs.mkdirSync(path.join(root, 'bench', 'results'), { recursive: true });
+fs.writeFileSync(path.join(root, 'bench', 'results', `grammar-${stamp}.json`), JSON.stringify({ machine: { cpu: os.cpus()[0].model, cores: os.cpus().length, node: process.version }, grammar, rows }, null, 2));
+fs.writeFileSync(path.join(root, 'bench', 'results', `grammar-${args.out || 'latest'}.md`), md);
+console.log(md);
+process.exit(0);
