@@ -144,22 +144,27 @@ $(BUILD)/tests-relaxed.wasm: $(CORE_SRC) $(TEST_SRC) $(CORE_HDR) $(TEST_HDR)
 	@mkdir -p $(BUILD)
 	$(WASM_CC) $(WASI_CFLAGS) -mrelaxed-simd -o $@ $(CORE_SRC) $(TEST_SRC)
 
-# web/worker/abi.js: the wasm32 layout of the C structs JS touches, printed
-# by tools/gen-abi.c run as a wasm32-wasi program (so the offsets are
-# wasm32's). Committed: tests/js/abi.test.mjs regenerates build/abi.js and
-# fails when the committed file differs.
+# web/worker/abi.js: the layouts of the C structs JS touches, one table per
+# pointer width, from tools/gen-abi.c built twice: as a wasm32-wasi program
+# run by Node (ABI32: the offsets are wasm32's) and natively (ABI64: LP64,
+# which for these types is wasm64's layout; abi-check64 checks that).
+# Committed: tests/js/abi.test.mjs regenerates build/abi.js and fails when
+# the committed file differs.
 $(BUILD)/gen-abi.wasm: tools/gen-abi.c src/wlm.h
 	@mkdir -p $(BUILD)
 	@test -n "$(CLANG)" || { echo "clang-19 not found: run 'make toolchain' (sh tools/setup.sh)"; exit 1; }
 	$(WASM_CC) $(WASI_CFLAGS) -Isrc -o $@ tools/gen-abi.c
-$(BUILD)/abi.js: $(BUILD)/gen-abi.wasm
-	node tests/c/run_wasi.mjs $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen-abi: tools/gen-abi.c src/wlm.h
+	@mkdir -p $(BUILD)
+	$(CC) $(COMMON_CFLAGS) -O1 -Isrc -o $@ tools/gen-abi.c
+$(BUILD)/abi.js: $(BUILD)/gen-abi.wasm $(BUILD)/gen-abi
+	{ node tests/c/run_wasi.mjs $(BUILD)/gen-abi.wasm js && $(BUILD)/gen-abi js; } > $@.tmp && mv $@.tmp $@
 abi: $(BUILD)/abi.js
 	cp $< web/worker/abi.js
-# the wasm64 builds use the same table: the structs compiled for wasm64 must
-# have every offset and size the wasm32 run printed (tools/gen-abi.c)
-$(BUILD)/abi-asserts.h: $(BUILD)/gen-abi.wasm
-	node tests/c/run_wasi.mjs $< asserts > $@.tmp && mv $@.tmp $@
+# ABI64 is the wasm64 builds' table: the structs compiled for wasm64 must
+# have every offset and size the native run printed (tools/gen-abi.c)
+$(BUILD)/abi-asserts.h: $(BUILD)/gen-abi
+	$(BUILD)/gen-abi asserts > $@.tmp && mv $@.tmp $@
 .PHONY: abi-check64
 abi-check64: $(BUILD)/abi-asserts.h
 	$(CLANG) --target=wasm64 -ffreestanding -fsyntax-only -Isrc -DWLM_ABI_CHECK='"$(abspath $(BUILD)/abi-asserts.h)"' tools/gen-abi.c

@@ -23,7 +23,6 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Engine } from '../web/worker/engine.js';
-import { CTX_PARAMS, ERR, writeCtxParams } from '../web/worker/abi.js';
 import { makeModel } from '../models/make-model.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -56,12 +55,13 @@ async function open(file, nTok) {
   eng.loadBytes(fs.readFileSync(file), { contextLength: nTok + 8, batchSize: nTok + 8 });
   const x = eng.x;
   x.wlm_ctx_free(eng.ctx);
+  const { CTX_PARAMS, ERR, writeCtxParams } = eng.abi;
   const cp = eng.alloc(CTX_PARAMS.size), pp = eng.alloc(8), er = eng.alloc(ERR.size);
   x.wlm_ctx_default_params(cp);
   writeCtxParams(eng.dv, cp, { nCtx: nTok + 8, nBatch: nTok + 8, logitsAll: 1 });
   const st = x.wlm_ctx_new(pp, eng.model, cp, er);
   if (st) throw new Error(`wlm_ctx_new failed (${st})`);
-  eng.ctx = eng.dv.getUint32(pp, true);
+  eng.ctx = eng.getPtr(pp);
   eng.nBatch = nTok + 8;
   return eng;
 }

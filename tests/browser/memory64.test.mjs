@@ -1,9 +1,11 @@
 // The memory64 (wasm64) builds in Chromium (issue #28): the probe passes, and
 // the wasm64 builds, single-threaded and threaded, compute the same bits as
-// the wasm32 builds (greedy and seeded tokens, every logit, best-of-N) on the
+// the wasm32 builds (greedy and seeded tokens, a logit bias, every logit, best-of-N) on the
 // trained stories260K and on a synthetic Llama 3 model in F32 and Q4_K_M;
 // with one allocation of 4 GiB first, every buffer of the model lies above
-// 2^32 and still gives the same bits. A model file larger than the build in
+// 2^32 and still gives the same bits (top log-probabilities and embeddings
+// too), a logit bias's pairs as well (a pointer in wlm_sampler_params: 8
+// bytes in wasm64, web/worker/abi.js's ABI64). A model file larger than the build in
 // use can hold is refused with TOO_LARGE before its bytes are read: a Blob
 // whose size is faked (the only place a size is faked), and a URL whose
 // server declares 5 GB (its download is stopped, nothing is cached).
@@ -67,7 +69,7 @@ after(async () => {
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 
-/** Runs every configuration on one model in the page: tokens, seeded tokens, logits (as hex), best-of-N. */
+/** Runs every configuration on one model in the page: tokens, seeded tokens, tokens with a logit bias, logits (as hex), best-of-N. */
 const runConfigs = (url, prompt, ids) => page.evaluate(async ([url, prompt, ids]) => {
   const { loadModel } = await import('/web/index.js');
   const hex = (rows) => rows.map((r) => Array.from(new Uint8Array(r.buffer, r.byteOffset, r.byteLength), (b) => b.toString(16).padStart(2, '0')).join('')).join('|');
@@ -75,11 +77,12 @@ const runConfigs = (url, prompt, ids) => page.evaluate(async ([url, prompt, ids]
   for (const [memory64, threads] of [['off', 1], ['on', 1], ['on', 2], ['off', 2]]) {
     const m = await loadModel(url, { memory64, threads, contextLength: 128, cache: false });
     const greedy = await m.complete(prompt, { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: 24 });
+    const biased = await m.complete(prompt, { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: 12, logitBias: { [greedy.tokens[0]]: -Infinity } });
     const seeded = await m.complete(prompt, { temperature: 0.9, seed: 7, ignoreEos: true, maxTokens: 24 });
     const best = await m.bestOfN(prompt, { n: 3, maxTokens: 12, temperature: 1, seed: 3, ignoreEos: true });
     out[`${memory64}/${threads}`] = {
       memory64: m.memory64, threads: m.threads,
-      greedy: greedy.tokens, seeded: seeded.tokens,
+      greedy: greedy.tokens, seeded: seeded.tokens, biased: biased.tokens,
       logits: hex(await m.logits(ids, { all: true })),
       best: best.candidates.map((c) => c.tokens.join(',')).join('|'),
     };
@@ -95,8 +98,9 @@ function assertSameBits(out, what) {
   assert.equal(out['on/2'].memory64, true);
   assert.equal(out['on/2'].threads, 2, `${what}: the threaded wasm64 build runs (shared memory64)`);
   assert.ok(out[first].logits.length > 1000);
+  assert.notEqual(out[first].biased[0], out[first].greedy[0], `${what}: the logit bias bans the greedy token`);
   for (const k of rest) {
-    for (const field of ['greedy', 'seeded', 'logits', 'best']) assert.equal(JSON.stringify(out[k][field]), JSON.stringify(out[first][field]), `${what}: ${field} of ${k} differs from ${first}`);
+    for (const field of ['greedy', 'seeded', 'biased', 'logits', 'best']) assert.equal(JSON.stringify(out[k][field]), JSON.stringify(out[first][field]), `${what}: ${field} of ${k} differs from ${first}`);
   }
 }
 
@@ -138,6 +142,7 @@ test('wasm64 with every buffer above 4 GiB: model, context and logits at address
       while (!step.done) step = steps.next();
       const embed = step.value.vectors.map((v) => Array.from(new Uint32Array(v.buffer, v.byteOffset, v.length)).join(',')).join('|');
       const wasmBytes = eng.memoryStats().wasmBytes;
+      Object.assign(at, { topIds: eng.blocks.topIds.p, embedOut: eng.blocks.embedOut.p });
       eng.dispose();
       return { at, tokens, logits: logits.join(','), dist, top, embed, wasmBytes, memory64: eng.memory64 };
     };
@@ -149,8 +154,67 @@ test('wasm64 with every buffer above 4 GiB: model, context and logits at address
   assert.deepEqual(r.w64.tokens, r.w32.tokens);
   assert.equal(r.w64.logits, r.w32.logits);
   assert.deepEqual(r.w64.dist, r.w32.dist);
-  assert.equal(r.w64.top, r.w32.top);
-  assert.equal(r.w64.embed, r.w32.embed);
+  assert.match(r.w32.top, /"logprob":-?\d/);
+  assert.equal(r.w64.top, r.w32.top, 'the top log-probabilities');
+  assert.ok(r.w32.embed.length > 100);
+  assert.equal(r.w64.embed, r.w32.embed, 'the embeddings');
+});
+
+test('wasm64 above 4 GiB: a logit bias (a pointer in wlm_sampler_params, 8 bytes in wasm64) bans the greedy token as in wasm32', async () => {
+  const r = await page.evaluate(async () => {
+    const { Engine } = await import('/web/worker/engine.js');
+    const model = new Uint8Array(await (await fetch('/t/syn-q4km.gguf')).arrayBuffer());
+    const run = async (file, pad) => {
+      const eng = await Engine.create(new Uint8Array(await (await fetch(file)).arrayBuffer()));
+      if (pad) eng.alloc(pad);
+      eng.loadBytes(model, { contextLength: 128 });
+      const greedy = { temperature: 0, repeatPenalty: 1, ignoreEos: true, maxTokens: 12 };
+      const plain = eng.complete('hello world', greedy).tokens;
+      // two pairs: the first greedy token banned, a mild push for another
+      const biased = eng.complete('hello world', { ...greedy, logitBias: { [plain[0]]: -Infinity, 7: 1 } }).tokens;
+      const out = { plain, biased, biasAt: eng.blocks.bias.p, memory64: eng.memory64 };
+      eng.dispose();
+      return out;
+    };
+    return { w32: await run('/wasm/wasmlm.wasm', 0), w64: await run('/wasm/wasmlm64-relaxed.wasm', 2 ** 32 + (16 << 20)) };
+  });
+  assert.equal(r.w64.memory64, true);
+  assert.ok(r.w64.biasAt > 2 ** 32, `the bias pairs at ${r.w64.biasAt}: not above 4 GiB`);
+  assert.deepEqual(r.w64.plain, r.w32.plain);
+  assert.notEqual(r.w32.biased[0], r.w32.plain[0], 'the bias bans the greedy token in wasm32');
+  assert.ok(!r.w32.biased.includes(r.w32.plain[0]));
+  assert.deepEqual(r.w64.biased, r.w32.biased, 'wasm64 samples with the same bias');
+});
+
+test('wasm64 above 4 GiB: a grammar\'s mask (wlm_sampler_params.allow, a second pointer) with a logit bias constrains as in wasm32', async () => {
+  const ARITH = 'root ::= num (" + " num){1,3} "="\nnum ::= [1-9] [0-9]{0,2}\n';
+  const r = await page.evaluate(async (ARITH) => {
+    const { Engine } = await import('/web/worker/engine.js');
+    const model = new Uint8Array(await (await fetch('/t/stories260K.gguf')).arrayBuffer());
+    const run = async (file, pad) => {
+      const eng = await Engine.create(new Uint8Array(await (await fetch(file)).arrayBuffer()));
+      if (pad) eng.alloc(pad);
+      eng.loadBytes(model, { contextLength: 128 });
+      const o = { temperature: 0.9, seed: 11, maxTokens: 40, grammar: ARITH };
+      const texts = [];
+      for (const logitBias of [null, [['5', 3], ['1', -Infinity]]]) {
+        const g = eng.complete('Once upon a time', { ...o, logitBias });
+        texts.push({ text: g.text, tokens: g.tokens, finishReason: g.finishReason });
+      }
+      const gr = eng.grammars.get(ARITH), s = gr.newState();
+      const maskAt = gr.mask(s).allow;
+      gr.freeState(s);
+      const out = { texts, maskAt, biasAt: eng.blocks.bias.p, memory64: eng.memory64 };
+      eng.dispose();
+      return out;
+    };
+    return { w32: await run('/wasm/wasmlm.wasm', 0), w64: await run('/wasm/wasmlm64-relaxed.wasm', 2 ** 32 + (16 << 20)) };
+  }, ARITH);
+  assert.equal(r.w64.memory64, true);
+  assert.ok(r.w64.maskAt > 2 ** 32 && r.w64.biasAt > 2 ** 32, `mask at ${r.w64.maskAt}, bias pairs at ${r.w64.biasAt}: not above 4 GiB`);
+  for (const t of r.w32.texts) assert.match(t.text, /^[1-9][0-9]{0,2}( \+ [1-9][0-9]{0,2}){1,3}=$/, `wasm32: ${JSON.stringify(t)}`);
+  assert.notEqual(r.w32.texts[1].text, r.w32.texts[0].text, 'the bias changes the constrained text');
+  assert.deepEqual(r.w64.texts, r.w32.texts, 'wasm64 generates what wasm32 does under the grammar');
 });
 
 test('a file over what the build can hold is TOO_LARGE before a byte is read: a Blob (its size faked) and a URL declaring 5 GB', async () => {

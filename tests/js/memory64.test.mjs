@@ -66,6 +66,25 @@ test('each wasm64 build has the wasm32 build\'s exports, with only some i32 wide
   }
 });
 
+test('no address is narrowed with >>> 2 in web/ (it wraps at 2^32 in wasm64: word() in heap.js)', () => {
+  // topLogprobs and the embeddings' blocks did, and read the wrong memory above 4 GiB
+  // (tests/browser/memory64.test.mjs pads the engine past 4 GiB)
+  const found = [];
+  const walk = (dir) => {
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+      const f = path.join(dir, e.name);
+      if (e.isDirectory()) walk(f);
+      else if (e.name.endsWith('.js')) {
+        fs.readFileSync(f, 'utf8').split('\n').forEach((line, i) => {
+          if (/>>>\s*2\b/.test(line.replace(/\/\/.*$/, ''))) found.push(`${path.relative(ROOT, f)}:${i + 1}: ${line.trim()}`);
+        });
+      }
+    }
+  };
+  walk(path.join(ROOT, 'web'));
+  assert.deepEqual(found, []);
+});
+
 test('wrapExports: i64 arguments take Numbers, i64 results come back as Numbers (on the wasm32 build\'s own i64s)', async () => {
   const mod = await WebAssembly.compile(wasm('wasmlm.wasm'));
   const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536 });

@@ -350,7 +350,7 @@ test('issue #25 item 6: dispose() stops a running stream, an in-flight complete(
 });
 
 test('the schema\'s sampling defaults are the C library\'s wlm_sampler_default_params (one source of truth)', async () => {
-  const { readSamplerParams } = await import('../../web/worker/abi.js');
+  const { readSamplerParams } = (await import('../../web/worker/abi.js')).ABI32;   // a wasm32 module below
   const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536 });
   const { instance } = await WebAssembly.instantiate(fs.readFileSync(path.join(ROOT, 'wasm/wasmlm.wasm')), { env: { memory } });
   const p = instance.exports.__heap_base.value; // nothing is allocated yet: free bytes

@@ -9,10 +9,10 @@
 // Concerns live in their own modules: memory and the C error (heap.js),
 // file staging (staging.js), GGUF values (gguf.js), text streams and stop
 // strings (stream.js), the generation loop (generation.js), quantization
-// (quantize.js); struct layouts come from abi.js, generated from src/wlm.h.
+// (quantize.js); struct layouts come from abi.js, generated from src/wlm.h,
+// the running build's table (this.abi: wasm32 or wasm64 pointers, heap.js).
 import { DEFAULT_SAMPLING } from '../options.js';
 import { WasmlmError, EngineError } from '../errors.js';
-import { STREAM, RNG, STATE_INFO, LOGIT_BIAS, readHparams, readStateInfo, writeCtxParams, writeSamplerParams } from './abi.js';
 import { WasmHeap, STATUS_CONTEXT_FULL, STATUS_NAMES, addr, word } from './heap.js';
 import { createMemory, describeModule, wrapExports, WASM32_MAX_BYTES, WASM64_MAX_BYTES } from '../memory64.js';
 import { FileStaging, VOCAB_FIRST_BYTES } from './staging.js';
@@ -256,7 +256,7 @@ export class Engine extends WasmHeap {
   }
 
   readHparams() {
-    const h = readHparams(this.dv, addr(this.x.wlm_model_hparams(this.model)));
+    const h = this.abi.readHparams(this.dv, addr(this.x.wlm_model_hparams(this.model)));
     return {
       nVocab: h.nVocab, nCtxTrain: h.nCtxTrain, nEmbd: h.nEmbd, nLayer: h.nLayer, nHead: h.nHead, nHeadKv: h.nHeadKv,
       headDim: h.headDim, nFf: h.nFf, nRot: h.nRot,
@@ -276,7 +276,7 @@ export class Engine extends WasmHeap {
     this.resumePoint = null;
     const cp = this.at('ctxParams'), pp = this.at('ptr');
     this.x.wlm_ctx_default_params(cp);
-    writeCtxParams(this.dv, cp, {
+    this.abi.writeCtxParams(this.dv, cp, {
       nCtx: o.nCtx, nBatch: o.nBatch, kvType: o.kv, fullPolicy: o.slide, nKeep: o.nKeep,
       nThreads: this.threads, nSeqMax: o.nSeq, nOutputs: o.nOut, swaFull: o.swaFull,
     });
@@ -338,7 +338,7 @@ export class Engine extends WasmHeap {
       this.clearError();
       this.dv.setUint32(nOut, 0, true);
       const flags = (addBos ? 1 : 0) | (parseSpecial ? 2 : 0) | (continuation ? 4 : 0); // WLM_TOK_ADD_BOS | _PARSE_SPECIAL | _NO_SPACE_PREFIX
-      const tok = this.blocks.tok, cap = tok.cap >>> 2;
+      const tok = this.blocks.tok, cap = Math.floor(tok.cap / 4);
       const st = this.x.wlm_tokenize(this.model, textP, written, flags, tok.p, cap, nOut, this.at('err'));
       const n = this.dv.getUint32(nOut, true);
       if (st !== 0 && n > cap && attempt === 0) { this.tokenBlock(n); continue; }
@@ -350,7 +350,7 @@ export class Engine extends WasmHeap {
 
   /** A block for one stream: its rng and detokenizer ({rng, detok, block}). */
   allocStream() {
-    const p = this.alloc(STREAM.size);
+    const { STREAM } = this.abi, p = this.alloc(STREAM.size);
     return { rng: p + STREAM.rng, detok: p + STREAM.detok, block: p };
   }
   seedRng(rngP, seed) { this.x.wlm_rng_seed(rngP, seed); }
@@ -530,6 +530,7 @@ export class Engine extends WasmHeap {
     const resumable = rp && rp.ids.length >= have.length && have.every((t, i) => rp.ids[i] === t);
     const ids = resumable ? rp.ids : have;
     const size = Number(this.x.wlm_ctx_state_size(this.ctx, 0, ids.length));
+    const { RNG } = this.abi;
     const tmp = this.alloc(ids.length * 4 + RNG.size, 'the saved state\'s tokens');
     let out = 0;
     try {
@@ -556,6 +557,7 @@ export class Engine extends WasmHeap {
   loadState(bytes) {
     this.requireContext();
     const u8 = bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes);
+    const { RNG, STATE_INFO } = this.abi;
     this.removeOtherSequences();
     const p = this.alloc(Math.max(1, u8.byteLength), 'the saved state');
     try {
@@ -565,7 +567,7 @@ export class Engine extends WasmHeap {
       const st = this.x.wlm_ctx_state_load(this.ctx, 0, p, BigInt(u8.byteLength), infoP, this.at('err'));
       if (st === 5) this.check(st, 'loadState');   // out of memory is NOMEM, not the state's fault
       if (st !== 0) throw badSavedState(`cannot load the saved state: ${this.errorMessage(st)}`, st);
-      const info = readStateInfo(this.dv, infoP);
+      const info = this.abi.readStateInfo(this.dv, infoP);
       const base = word(p + info.tokensOffset);
       const tokens = Array.from(this.i32.subarray(base, base + info.nTokens));   // (p is 64-byte aligned, the offset 4-aligned)
       this.seqs.clear();
@@ -591,7 +593,7 @@ export class Engine extends WasmHeap {
   writeSampler(o, allow = 0) {
     const p = this.at('sampler');
     const b = this.biasOf(o);
-    writeSamplerParams(this.dv, p, {
+    this.abi.writeSamplerParams(this.dv, p, {
       temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repeatPenalty: o.repeatPenalty,
       repeatLastN: o.repeatLastN, presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty,
       typicalP: o.typicalP, nBiases: b.n, biases: b.p, allow,
@@ -624,6 +626,7 @@ export class Engine extends WasmHeap {
     }
     const n = o.biasPairs.length / 2;
     if (n === 0) return { p: 0, n: 0 };
+    const { LOGIT_BIAS } = this.abi;
     const p = this.block('bias', n * LOGIT_BIAS.size, (cap) => Math.max(n * LOGIT_BIAS.size, cap * 2));
     if (this.blocks.bias.holds !== o.biasPairs) {
       for (let i = 0; i < n; i++) {

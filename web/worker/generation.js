@@ -6,7 +6,6 @@
 import { EngineError } from '../errors.js';
 import { STATUS_CONTEXT_FULL } from './heap.js';
 import { Stream, samplingOptions, promptIdsOf } from './stream.js';
-import { RNG } from './abi.js';
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
@@ -128,7 +127,7 @@ export function startGeneration(eng, prompt, opts = {}) {
   const end = (reason) => {
     s.finishReason = null;
     const tail = s.finish(reason);
-    eng.resumePoint = { ids: promptIds.concat(s.tokens), rng: eng.u8.slice(rngP, rngP + RNG.size) };
+    eng.resumePoint = { ids: promptIds.concat(s.tokens), rng: eng.u8.slice(rngP, rngP + eng.abi.RNG.size) };
     s.free();   // its grammar state (the rng and detokenizer are the scratch block's)
     return { done: true, tail, ...streamResult(s, stats) };
   };

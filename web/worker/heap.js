@@ -1,13 +1,15 @@
 // The engine's wasm memory as JS uses it: typed-array views (re-created
 // whenever a call grew the memory), blocks from the engine's allocator, the
 // scratch block (its layout: SCRATCH in ./abi.js) and the C error it carries.
+// Struct layouts come from the build's own table (this.abi: ABI32 or ABI64),
+// since a struct holding a pointer has another layout in wasm64.
 //
 // Addresses are Numbers in both builds: wasm32 ones below 2^32, memory64
 // (wasm64) ones up to 16 GiB (their exports are wrapped: web/memory64.js).
 // So an address is never narrowed with `>>> 0` or `>>> 2`, which wrap at
 // 2^32: addr() reads one an export returned, word() indexes the 32-bit views.
 import { EngineError } from '../errors.js';
-import { ERR, SCRATCH } from './abi.js';
+import { abiFor } from './abi.js';
 import { decodeUtf8 } from './text.js';
 import { WASM32_MAX_BYTES, WASM64_MAX_BYTES } from '../memory64.js';
 
@@ -37,8 +39,10 @@ export class WasmHeap {
     this.memory64 = memory64;
     /** the most memory this build addresses */
     this.maxBytes = memory64 ? WASM64_MAX_BYTES : WASM32_MAX_BYTES;
+    /** the struct layouts, readers and writers of this build (./abi.js) */
+    this.abi = abiFor(memory64);
     this.buf = null;
-    this.scratch = this.alloc(SCRATCH.size);
+    this.scratch = this.alloc(this.abi.SCRATCH.size);
   }
 
   views() {
@@ -69,11 +73,11 @@ export class WasmHeap {
   memoryInUse() { return Number(this.x.wlm_sys_in_use()); }
 
   /** Address of a scratch field (SCRATCH in ./abi.js). */
-  at(field) { return this.scratch + SCRATCH[field]; }
+  at(field) { return this.scratch + this.abi.SCRATCH[field]; }
 
   /** The message of the last failed call (the scratch wlm_err). */
   errorMessage(status) {
-    const u8 = this.u8, p = this.at('err') + ERR.msg;
+    const { ERR } = this.abi, u8 = this.u8, p = this.at('err') + ERR.msg;
     let e = p; while (e < p + ERR.msgBytes && u8[e] !== 0) e++;
     return decodeUtf8(u8.subarray(p, e)) || STATUS_NAMES[status] || 'error ' + status;
   }
@@ -81,7 +85,7 @@ export class WasmHeap {
   check(status, what) {
     if (status !== 0) throw new EngineError((what ? what + ': ' : '') + this.errorMessage(status), status);
   }
-  clearError() { this.dv.setUint32(this.at('err') + ERR.code, 0, true); this.u8[this.at('err') + ERR.msg] = 0; }
+  clearError() { const { ERR } = this.abi; this.dv.setUint32(this.at('err') + ERR.code, 0, true); this.u8[this.at('err') + ERR.msg] = 0; }
   cstr(p, len) { return decodeUtf8(this.u8.subarray(p, p + len)); }
   /** A NUL-terminated string at `p` (at most `cap` bytes). */
   cstrz(p, cap = Infinity) {

@@ -41,7 +41,6 @@ import { samplingOptions, promptIdsOf } from './stream.js';
 import { GrammarState } from './grammar.js';
 import { checkPromptFits } from './generation.js';
 import { EngineError } from '../errors.js';
-import { STREAM } from './abi.js';
 
 const now = () => (typeof performance !== 'undefined' ? performance.now() : Date.now());
 
@@ -126,6 +125,7 @@ export function startTree(eng, prompt, opts = {}) {
     throw e;
   }
   const H = Math.max(o.repeatLastN, 1);
+  const { STREAM } = eng.abi;   // the stream block's layout in this build (./abi.js)
   const pool = eng.alloc(plan.width * STREAM.size, 'the tree search streams');
   const freeBlocks = Array.from({ length: plan.width }, (_, i) => pool + i * STREAM.size);
   const freeSeqs = Array.from({ length: plan.width }, (_, i) => i + 1);   // sequence 0 is the prompt's
