@@ -122,3 +122,35 @@ void *wlm_arena_take(wlm_arena *a, uint64_t bytes) {
     a->used = at + bytes;
     return a->base + at;
 }
+
+/* ---- sorting ------------------------------------------------------------------ */
+
+/* one definition for both widths: sift a[i] down the max-heap a[0..k) */
+#define WLM_DEFINE_SORT(name, T)                                              \
+    void name(T *a, uint32_t n) {                                             \
+        if (n <= 32) {                                                        \
+            for (uint32_t i = 1; i < n; i++) {                                \
+                T v = a[i];                                                   \
+                uint32_t j = i;                                               \
+                while (j && a[j - 1] > v) { a[j] = a[j - 1]; j--; }           \
+                a[j] = v;                                                     \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (uint32_t e = n, s = n / 2;;) {                                   \
+            uint32_t i;                                                       \
+            if (s > 0) i = --s;                       /* building the heap */ \
+            else if (e > 1) {                         /* the max to the end */\
+                T t = a[0]; a[0] = a[--e]; a[e] = t; i = 0;                   \
+            } else break;                                                     \
+            for (;;) {                                                        \
+                uint32_t l = 2 * i + 1, r = l + 1, m = i;                     \
+                if (l < e && a[l] > a[m]) m = l;                              \
+                if (r < e && a[r] > a[m]) m = r;                              \
+                if (m == i) break;                                            \
+                T t = a[i]; a[i] = a[m]; a[m] = t; i = m;                     \
+            }                                                                 \
+        }                                                                     \
+    }
+WLM_DEFINE_SORT(wlm_sort_u32, uint32_t)
+WLM_DEFINE_SORT(wlm_sort_u64, uint64_t)

@@ -78,4 +78,9 @@ typedef struct wlm_arena {
 } wlm_arena;
 void *wlm_arena_take(wlm_arena *a, uint64_t bytes); /* 64-byte aligned; NULL if it does not fit */
 
+/* In-place ascending sorts: insertion up to 32 values, heap sort above (no
+ * allocation, O(n log n) for the long lists a hostile grammar can make). */
+void wlm_sort_u32(uint32_t *a, uint32_t n);
+void wlm_sort_u64(uint64_t *a, uint32_t n);
+
 #endif

@@ -208,35 +208,12 @@ static uint32_t new_ast(parser *P, uint32_t kind, uint32_t a, uint32_t b, uint32
 
 /* ---- character sets ---------------------------------------------------------------- */
 
-/* heap sort of (lo << 32 | hi) pairs: classes may be long */
-static void sort_u64(uint64_t *a, uint32_t n) {
-    for (uint32_t s = n / 2; s-- > 0;) {
-        for (uint32_t i = s;;) {
-            uint32_t l = 2 * i + 1, r = l + 1, m = i;
-            if (l < n && a[l] > a[m]) m = l;
-            if (r < n && a[r] > a[m]) m = r;
-            if (m == i) break;
-            uint64_t t = a[i]; a[i] = a[m]; a[m] = t; i = m;
-        }
-    }
-    for (uint32_t e = n; e > 1; e--) {
-        uint64_t t = a[0]; a[0] = a[e - 1]; a[e - 1] = t;
-        for (uint32_t i = 0, k = e - 1;;) {
-            uint32_t l = 2 * i + 1, r = l + 1, m = i;
-            if (l < k && a[l] > a[m]) m = l;
-            if (r < k && a[r] > a[m]) m = r;
-            if (m == i) break;
-            uint64_t u = a[i]; a[i] = a[m]; a[m] = u; i = m;
-        }
-    }
-}
-
 /* The set of the ranges in P->cls (negated: its complement). Returns the
  * set id, INF when it is empty (the caller reports it) or on failure. */
 static uint32_t make_set(parser *P, int negate) {
     uint64_t *r = P->cls.p;
     uint32_t n = P->cls.n, k = 0;
-    sort_u64(r, n);
+    wlm_sort_u64(r, n);
     for (uint32_t i = 0; i < n; i++) { /* merge overlapping and adjacent ranges */
         uint32_t lo = (uint32_t)(r[i] >> 32), hi = (uint32_t)r[i];
         if (k && lo <= (uint32_t)r[k - 1] + 1) { if (hi > (uint32_t)r[k - 1]) r[k - 1] = (r[k - 1] & 0xFFFFFFFF00000000ull) | hi; }

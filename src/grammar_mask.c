@@ -324,40 +324,10 @@ static void clo_add(wlm_grammar *g, uint64_t start) {
     }
 }
 
-static void sort_u32(uint32_t *a, uint32_t n) {
-    if (n <= 32) {
-        for (uint32_t i = 1; i < n; i++) {
-            uint32_t v = a[i], j = i;
-            while (j && a[j - 1] > v) { a[j] = a[j - 1]; j--; }
-            a[j] = v;
-        }
-        return;
-    }
-    for (uint32_t s = n / 2; s-- > 0;) {
-        for (uint32_t i = s;;) {
-            uint32_t l = 2 * i + 1, r = l + 1, m = i;
-            if (l < n && a[l] > a[m]) m = l;
-            if (r < n && a[r] > a[m]) m = r;
-            if (m == i) break;
-            uint32_t t = a[i]; a[i] = a[m]; a[m] = t; i = m;
-        }
-    }
-    for (uint32_t e = n; e > 1; e--) {
-        uint32_t t = a[0]; a[0] = a[e - 1]; a[e - 1] = t;
-        for (uint32_t i = 0, k = e - 1;;) {
-            uint32_t l = 2 * i + 1, r = l + 1, m = i;
-            if (l < k && a[l] > a[m]) m = l;
-            if (r < k && a[r] > a[m]) m = r;
-            if (m == i) break;
-            uint32_t u = a[i]; a[i] = a[m]; a[m] = u; i = m;
-        }
-    }
-}
-
 static uint32_t clo_end(wlm_grammar *g) {
     if (g->fail) return 0;
     uint32_t n = g->n_out;
-    sort_u32(g->out, n);
+    wlm_sort_u32(g->out, n);
     if (n > WLM_G_MAX_STACKS) { n = WLM_G_MAX_STACKS; g->stat[WLM_GS_TRUNCATED]++; }
     return intern(g, g->out, n, 0, 0, g->ended);
 }

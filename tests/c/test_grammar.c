@@ -91,6 +91,31 @@ static int fails_with(const char *grammar, const char *part1, const char *part2)
 }
 #define FAILS(G, A, B) CHECK(fails_with(G, A, B))
 
+/* wlm_sort_u32 / wlm_sort_u64 (src/base.c: a class's ranges, a closure's
+ * stacks): ascending and a permutation of the input, on both sides of the
+ * insertion-sort cut-off, with duplicates and values above 2^32 */
+TEST(grammar_sorts_both_widths) {
+    static uint32_t a[2000];
+    static uint64_t b[2000];
+    const uint32_t sizes[] = { 0, 1, 2, 31, 32, 33, 100, 2000 };
+    for (int k = 0; k < 8; k++) {
+        uint32_t n = sizes[k];
+        uint64_t sa = 0, sb = 0, xa = 0, xb = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            a[i] = tst_rand() % 50;   /* many duplicates */
+            b[i] = ((uint64_t)(tst_rand() % 1000) << 32) | tst_rand();
+            sa += a[i]; sb += b[i]; xa ^= a[i] * 2654435761u; xb ^= b[i] * 11400714819323198485ull;
+        }
+        wlm_sort_u32(a, n);
+        wlm_sort_u64(b, n);
+        for (uint32_t i = 0; i < n; i++) {
+            if (i) { CHECKF(a[i - 1] <= a[i], "u32 n=%u: out of order at %u", n, i); CHECKF(b[i - 1] <= b[i], "u64 n=%u: out of order at %u", n, i); }
+            sa -= a[i]; sb -= b[i]; xa ^= a[i] * 2654435761u; xb ^= b[i] * 11400714819323198485ull;
+        }
+        CHECKF(sa == 0 && xa == 0 && sb == 0 && xb == 0, "n=%u: not a permutation of the input", n);
+    }
+}
+
 TEST(grammar_literals_and_sequences) {
     FULL("root ::= \"abc\"", "abc");
     PREFIX("root ::= \"abc\"", "ab");
