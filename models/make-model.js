@@ -59,6 +59,20 @@ export function toHalf(f) {
   return sign | Math.min(q, 0x7bff);
 }
 
+/** Tensor data writers over the random stream `r`: fromFloats(n, type, f) writes f(0..n-1) as F32 or F16 in
+ * chunks; random(ne, type, std) writes std x r() values. One definition for every generator below. */
+function writers(r) {
+  const CH = 1 << 16;
+  const fromFloats = (n, t, f) => (emit) => {
+    for (let i = 0; i < n; i += CH) {
+      const m = Math.min(CH, n - i);
+      if (t === GGML.F32) { const a = new Float32Array(m); for (let j = 0; j < m; j++) a[j] = f(i + j); emit(new Uint8Array(a.buffer)); }
+      else { const a = new Uint16Array(m); for (let j = 0; j < m; j++) a[j] = toHalf(f(i + j)); emit(new Uint8Array(a.buffer)); }
+    }
+  };
+  return { fromFloats, random: (ne, t, std = 0.02) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => std * r()) };
+}
+
 function vocabulary(n) {
   const tokens = ['<unk>', '<s>', '</s>'], types = [2, 3, 3], scores = [0, 0, 0];
   for (let b = 0; b < 256; b++) { tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`); types.push(6); scores.push(0); }
@@ -495,15 +509,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   if (template) kv.push({ key: 'tokenizer.chat_template', type: T.STRING, value: template });
 
   const r = rng(seed);
-  const CH = 1 << 16;
-  const fromFloats = (n, t, f) => (emit) => {
-    for (let i = 0; i < n; i += CH) {
-      const m = Math.min(CH, n - i);
-      if (t === GGML.F32) { const a = new Float32Array(m); for (let j = 0; j < m; j++) a[j] = f(i + j); emit(new Uint8Array(a.buffer)); }
-      else { const a = new Uint16Array(m); for (let j = 0; j < m; j++) a[j] = toHalf(f(i + j)); emit(new Uint8Array(a.buffer)); }
-    }
-  };
-  const random = (ne, t, std = 0.02) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => std * r());
+  const { fromFloats, random } = writers(r);
   const ones = (n) => (emit) => emit(new Uint8Array(new Float32Array(n).fill(1).buffer));
   const zeros = (ne, t) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => 0);
 
@@ -616,15 +622,7 @@ function makeGemma(path, s, wt, seed, opts, { arch, shapeName, kl, vl, ropeBase 
   if (template) kv.push({ key: 'tokenizer.chat_template', type: T.STRING, value: template });
 
   const r = rng(seed);
-  const CH = 1 << 16;
-  const fromFloats = (n, t, f) => (emit) => {
-    for (let i = 0; i < n; i += CH) {
-      const m = Math.min(CH, n - i);
-      if (t === GGML.F32) { const a = new Float32Array(m); for (let j = 0; j < m; j++) a[j] = f(i + j); emit(new Uint8Array(a.buffer)); }
-      else { const a = new Uint16Array(m); for (let j = 0; j < m; j++) a[j] = toHalf(f(i + j)); emit(new Uint8Array(a.buffer)); }
-    }
-  };
-  const random = (ne, t, std = 0.02) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => std * r());
+  const { fromFloats, random } = writers(r);
   // stored norm weights are Gemma's 1 + w
   const norm = (name, n) => ({ name, ne: [n], type: GGML.F32, write: fromFloats(n, GGML.F32, () => 1 + 0.1 * r()) });
   const tensors = [
@@ -726,15 +724,7 @@ function makeEncoder(path, s, wt, seed, opts, { arch, shapeName }) {
   if (opts.lowercase === false) kv.push({ key: 'tokenizer.ggml.normalizer.lowercase', type: T.BOOL, value: false });
 
   const r = rng(seed);
-  const CH = 1 << 16;
-  const fromFloats = (n, t, f) => (emit) => {
-    for (let i = 0; i < n; i += CH) {
-      const m = Math.min(CH, n - i);
-      if (t === GGML.F32) { const a = new Float32Array(m); for (let j = 0; j < m; j++) a[j] = f(i + j); emit(new Uint8Array(a.buffer)); }
-      else { const a = new Uint16Array(m); for (let j = 0; j < m; j++) a[j] = toHalf(f(i + j)); emit(new Uint8Array(a.buffer)); }
-    }
-  };
-  const random = (ne, t, std = 0.02) => fromFloats(ne.reduce((a, b) => a * b, 1), t, () => std * r());
+  const { fromFloats, random } = writers(r);
   const vec = (name, n, f) => ({ name, ne: [n], type: GGML.F32, write: fromFloats(n, GGML.F32, f) });
   const norm = (name, n) => [vec(`${name}.weight`, n, () => 1 + 0.1 * r()), vec(`${name}.bias`, n, () => 0.05 * r())];
   const bias = (name, n) => vec(name, n, () => 0.05 * r());
