@@ -589,6 +589,31 @@ async function pathSize(p) {
   return total;
 }
 
+/**
+ * A Node path that is not a regular file (a FIFO, a process substitution's
+ * pipe, a device) as a stream read on this thread, else null. Not in the
+ * worker: a Node worker closes on exit every descriptor it opened with
+ * fs.open, and the socket that reads a FIFO has closed it already, so the
+ * worker would close that number a second time under whoever holds it then.
+ * A FIFO is opened non-blocking: a blocking open waits for a writer.
+ */
+async function specialFileStream(p) {
+  const fs = await nodeImport('node:fs');
+  let st;
+  try { st = fs.statSync(p); } catch { return null; }   // (the worker names the problem)
+  if (st.isFile() || st.isDirectory() || st.isSocket()) return null;
+  const { Readable } = await nodeImport('node:stream');
+  if (!st.isFIFO()) return Readable.toWeb(fs.createReadStream(p, { highWaterMark: 1 << 20 }));
+  const net = await nodeImport('node:net');
+  let fd;
+  try {
+    fd = fs.openSync(p, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  } catch (e) {
+    throw new WasmlmError('BAD_FILE', `cannot open model file ${p}: ${e.code || e.message}`, { file: p, cause: e });
+  }
+  return Readable.toWeb(new net.Socket({ fd, readable: true, writable: false }));
+}
+
 /** Errors that blame the file's bytes (not an option, a limit or an abort). */
 function isFileError(e) {
   return ['BAD_FORMAT', 'TRUNCATED', 'BAD_FILE'].includes(e && e.code);
@@ -769,6 +794,10 @@ async function loadInto(client, src, options, vocabOnly = false) {
     src = src.parts[0];
   }
   if (src.kind === 'path') {
+    const stream = await specialFileStream(src.path);
+    if (stream) src = { kind: 'stream', stream, name: `model file ${src.path}` };
+  }
+  if (src.kind === 'path') {
     await client.start(vocabOnly ? 0 : await pathSize(src.path), { what: `model file ${src.path}` });
     const t0 = Date.now();
     const { id, promise } = client.request('loadFile', { path: src.path, options: ctx, progress: !!onProgress, vocabOnly: vocabOnly || undefined },
@@ -837,8 +866,8 @@ async function loadInto(client, src, options, vocabOnly = false) {
   try {
     // the size picks the engine build; one it cannot hold is refused here, before the body is read
     // (a tokenizer reads only the metadata, which any build holds)
-    await client.start(vocabOnly ? 0 : total, { what: src.url ? safeUrl(src.url) : src.kind === 'blob' && src.blob.name ? `model file ${src.blob.name}` : 'the model file' });
-    await client.call('loadBegin', { size: total, vocabOnly: vocabOnly || undefined });
+    await client.start(vocabOnly ? 0 : total, { what: src.url ? safeUrl(src.url) : src.name || (src.kind === 'blob' && src.blob.name ? `model file ${src.blob.name}` : 'the model file') });
+    await client.call('loadBegin', { size: total, vocabOnly: vocabOnly || undefined, name: src.name });
   } catch (e) { // (e.g. aborted while the worker started): release a stream source
     if (cached) dropUnread(cached, e);
     else if (body && !body.locked) body.cancel(e).catch(() => {});

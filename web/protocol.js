@@ -50,8 +50,8 @@ const op = (request, result, events = null) => Object.freeze({ request: Object.f
 export const OPS = Object.freeze({
   loadFile: op({ path: 'string', options: 'object?', progress: 'boolean?', vocabOnly: 'boolean?' },
     'model info (Node: the worker reads the file; vocabOnly: its header and metadata only)', 'progress {loaded, total}'),
-  loadBegin: op({ size: 'count?', vocabOnly: 'boolean?' },
-    'null (size may be 0: unknown; a declared size is not trusted; vocabOnly: a tokenizer, loadEnd loads the metadata only)'),
+  loadBegin: op({ size: 'count?', vocabOnly: 'boolean?', name: 'string?' },
+    'null (size may be 0: unknown; a declared size is not trusted; vocabOnly: a tokenizer, loadEnd loads the metadata only; name: what errors call the bytes)'),
   loadChunk: op({ bytes: 'bytes' }, 'null (the bytes follow the previous chunks); vocabOnly: {done, need}, done once the metadata is in'),
   loadPart: op({ size: 'count?' }, 'null (the next part of a split GGUF starts; size as in loadBegin)'),
   loadEnd: op({ options: 'object?' }, 'model info (parses the bytes, creates the context)'),

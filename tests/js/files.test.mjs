@@ -105,6 +105,24 @@ test('a FIFO with a writer loads as a stream of unknown size and generates as th
   } finally { await m.dispose(); await ref.dispose(); }
 });
 
+test('a FIFO load leaves alone the descriptors opened after it (was: the worker closed the FIFO a second time as it exited)', async () => {
+  // Node's workers close on exit what they opened with fs.open; the FIFO was
+  // handed to a socket that had closed it already, so its number, free again,
+  // was closed under whoever held it by then: another thread's event loop (abort)
+  const bytes = fs.readFileSync(MODEL_PATH);
+  const fifo = makeFifo();
+  const fed = feedFifo(fifo, bytes);
+  const m = await within(loadModel(fifo), 60000, 'loading the FIFO');
+  await fed;
+  const fds = Array.from({ length: 16 }, () => fs.openSync(MODEL_PATH, 'r'));   // the lowest free numbers, the FIFO's among them
+  try {
+    await m.dispose();
+    for (const fd of fds) assert.ok(fs.fstatSync(fd).isFile(), `descriptor ${fd} is still open`);
+  } finally {
+    for (const fd of fds) { try { fs.closeSync(fd); } catch { /* already closed: the failure above */ } }
+  }
+});
+
 test('a FIFO nobody writes to does not freeze the worker: abort ends the load', async () => {
   const fifo = makeFifo();
   const ac = new AbortController();

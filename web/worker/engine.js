@@ -136,9 +136,10 @@ export class Engine extends WasmHeap {
    * `vocabOnly` only its header and metadata will be read and loaded
    * (metaProgress says when they are in): a size is then only a hint.
    */
-  beginLoad(size, { declared = false, vocabOnly = false } = {}) {
+  beginLoad(size, { declared = false, vocabOnly = false, name = 'the model bytes' } = {}) {
     if (this.model) throw new EngineError('a model is already loaded in this engine', 7);
     this.loadingVocab = vocabOnly;
+    this.loadName = name;   // what errors about the bytes call them
     return vocabOnly ? this.staging.begin(size, true, VOCAB_FIRST_BYTES) : this.staging.begin(size, declared);
   }
 
@@ -163,7 +164,7 @@ export class Engine extends WasmHeap {
     this.staging.nextPart(size, declared);
   }
   reserve(extra) { this.staging.reserve(extra); }
-  write(chunk, name = 'the model bytes') { this.staging.write(chunk instanceof Uint8Array ? chunk : new Uint8Array(chunk), name); }
+  write(chunk, name = this.loadName || 'the model bytes') { this.staging.write(chunk instanceof Uint8Array ? chunk : new Uint8Array(chunk), name); }
   writeView(n) { return this.staging.writeView(n); }
   advance(n) { this.staging.advance(n); }
   get fileLen() { return this.staging.len; }

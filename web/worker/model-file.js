@@ -1,9 +1,10 @@
 // Reads a model file named by a Node path into the engine (web/worker/worker.js,
-// op loadFile). The path is untrusted: it may name a directory, a FIFO that
-// has no writer yet, a process substitution (`-m <(cat f)`: /dev/fd/N, a
-// pipe), a device, or a huge file that is not a GGUF file at all. Node's
-// modules are passed in (`fs`, `net`), so this file imports nothing from Node
-// and browser bundles of the worker stay self-contained.
+// op loadFile). The path is untrusted: it may name a directory, a socket, or
+// a huge file that is not a GGUF file at all. FIFOs, pipes (`-m <(cat f)`)
+// and devices are read on the caller's thread as streams (web/index.js,
+// specialFileStream), never here. Node's `fs` is passed in, so this file
+// imports nothing from Node and browser bundles of the worker stay
+// self-contained.
 import { WasmlmError } from '../errors.js';
 import { ggufHeaderProblem, badFileError } from './gguf.js';
 import { splitPartNames } from '../split.js';
@@ -17,9 +18,9 @@ const HEAD = 64 << 10;    // first read of a regular file: the header is checked
  * io.vocabOnly (a tokenizer) only the header and metadata are read: of a
  * split GGUF its first part, of any file no more than its metadata
  * (engine.metaProgress), growing each read from 64 KiB.
- * @param {object} io {fs, net, vocabOnly?: boolean, aborted(): boolean, onAbort(fn): () => void (unsubscribe), progress(loaded, total) | null}
+ * @param {object} io {fs, vocabOnly?: boolean, aborted(): boolean, progress(loaded, total) | null}
  */
-export async function readModelFile(engine, path, io) {
+export function readModelFile(engine, path, io) {
   const st = statFile(io.fs, path);
   if (st.isDirectory()) throw new WasmlmError('BAD_FILE', `model file ${path} is a directory, not a GGUF file`, { file: path });
   if (st.isFile()) {
@@ -27,8 +28,8 @@ export async function readModelFile(engine, path, io) {
     return parts ? readSplit(engine, parts, io) : readRegular(engine, path, io);
   }
   if (st.isSocket()) throw new WasmlmError('BAD_FILE', `model file ${path} is a socket, not a file`, { file: path });
-  // FIFOs, pipes (/dev/fd/N) and devices: read until the end, size unknown
-  return readStream(engine, path, openStream(io, path, st), io);
+  // (a FIFO or device: the caller streams it; here only if the path changed in between)
+  throw new WasmlmError('BAD_FILE', `model file ${path} is not a regular file`, { file: path });
 }
 
 function statFile(fs, path) {
@@ -128,60 +129,4 @@ function readBody(engine, f, io, before, total) {
   }
   if (io.progress && loaded === f.head.length) io.progress(before + loaded, total);
   if (meta && io.progress && loaded < f.size) io.progress(before + loaded, before + loaded);   // read all it needed
-}
-
-/**
- * A readable for a non-regular file. A FIFO is opened non-blocking (a
- * blocking open waits for a writer, freezing the worker beyond the reach of
- * abort and dispose) and read through the event loop, which waits for a
- * writer without blocking; devices are read through a file stream.
- */
-function openStream(io, path, st) {
-  if (st.isFIFO()) {
-    const fd = openFd(io.fs, path, io.fs.constants.O_RDONLY | io.fs.constants.O_NONBLOCK);
-    return new io.net.Socket({ fd, readable: true, writable: false });
-  }
-  return io.fs.createReadStream(path, { highWaterMark: 1 << 20 });
-}
-
-/** Reads a stream to its end: the first bytes are checked before the engine reserves anything. */
-async function readStream(engine, path, src, io) {
-  const unsubscribe = io.onAbort(() => src.destroy(abortError()));
-  const head = [];
-  let headLen = 0, loaded = 0, started = false, lastReport = 0;
-  try {
-    if (io.aborted()) throw abortError();
-    for await (const chunk of src) {
-      loaded += chunk.length;
-      if (!started) {
-        head.push(chunk); headLen += chunk.length;
-        if (headLen < 4) continue;
-        started = beginStream(engine, path, concat(head, headLen), false, !!io.vocabOnly);
-      } else {
-        engine.write(chunk);
-      }
-      if (io.progress && loaded - lastReport >= CHUNK) { lastReport = loaded; io.progress(loaded, 0); }
-      if (started && io.vocabOnly && engine.metaProgress().done) break;   // the metadata is in: the rest is not needed
-    }
-    if (!started) beginStream(engine, path, concat(head, headLen), true, !!io.vocabOnly);
-    if (io.progress) io.progress(loaded, loaded);
-  } finally {
-    unsubscribe();
-    src.destroy();
-  }
-}
-
-function concat(parts, n) {
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) { out.set(p, at); at += p.length; }
-  return out;
-}
-
-function beginStream(engine, path, first, atEnd = false, vocabOnly = false) {
-  const problem = ggufHeaderProblem(first, atEnd);
-  if (problem) throw badFileError(`model file ${path}`, problem);
-  engine.beginLoad(0, { vocabOnly });
-  engine.write(first);
-  return true;
 }

@@ -28,7 +28,6 @@ let abortFlag = null;
 const aborted = new Set();
 let chain = Promise.resolve();
 const live = new Set(); // ids queued or running: aborts of finished requests are ignored
-const abortHooks = new Map(); // id -> fn: requests waiting on I/O are woken by their abort
 let initDone;
 const ready = new Promise((r) => { initDone = r; });
 
@@ -95,12 +94,10 @@ async function spawnThread(msg) {
 const ops = {
   async loadFile(m) {
     const fs = nodeFs || (nodeFs = await nodeImport('node:fs'));
-    const net = await nodeImport('node:net');
     try {
       await readModelFile(engine, m.path, {
-        fs, net, vocabOnly: !!m.vocabOnly,
+        fs, vocabOnly: !!m.vocabOnly,
         aborted: () => isAborted(m.id),
-        onAbort: (fn) => { abortHooks.set(m.id, fn); return () => abortHooks.delete(m.id); },
         progress: m.progress ? (loaded, total) => post({ id: m.id, event: 'progress', loaded, total }) : null,
       });
     } catch (e) {
@@ -109,7 +106,7 @@ const ops = {
     }
     return finishLoad(m.options);
   },
-  loadBegin(m) { engine.beginLoad(m.size || 0, { declared: true, vocabOnly: !!m.vocabOnly }); return null; }, // a size from a header or the caller: not trusted
+  loadBegin(m) { engine.beginLoad(m.size || 0, { declared: true, vocabOnly: !!m.vocabOnly, name: m.name }); return null; }, // a size from a header or the caller: not trusted
   loadChunk(m) {
     try {
       engine.write(m.bytes);
@@ -431,8 +428,6 @@ function onMessage(m) {
   if (m.op === 'abort') {
     if (!live.has(m.target)) return;
     aborted.add(m.target);
-    const hook = abortHooks.get(m.target);
-    if (hook) hook();
     return;
   }
   live.add(m.id);
