@@ -10,8 +10,8 @@ export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
 /** Resolves with {server, context, userDataDir, close()}; exits the process with code 2
  * (and a message) when playwright-core or chromium is missing. `modelsDir`: the
- * folder served under /bench/cache/ (default bench/cache). */
-export async function launchBench(root, { name = 'browser bench', watchdogMinutes = 30, modelsDir } = {}) {
+ * folder served under /bench/cache/ (default bench/cache); `args`: more Chromium flags. */
+export async function launchBench(root, { name = 'browser bench', watchdogMinutes = 30, modelsDir, args = [] } = {}) {
   let chromium;
   try {
     ({ chromium } = await import('playwright-core'));
@@ -26,7 +26,7 @@ export async function launchBench(root, { name = 'browser bench', watchdogMinute
     executablePath: CHROMIUM,
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync', ...args],
   });
   const watchdog = setTimeout(() => { console.error(`${name}: watchdog (${watchdogMinutes} min) fired`); process.exit(3); }, watchdogMinutes * 60 * 1000);
   watchdog.unref();
