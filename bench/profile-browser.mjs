@@ -1,22 +1,26 @@
-// Where a decode step's time goes, in Chromium and in native llama.cpp, on
-// the same files: V8's sampling profiler in every worker of the page
+// Where decode and prefill time goes, in Chromium and in native llama.cpp,
+// on the same files: V8's sampling profiler in every worker of the page
 // (the model's worker and its compute workers, through the DevTools
 // protocol: Chromium started with --remote-debugging-port, flat sessions
-// auto-attached to each worker) while wasmlm decodes, and `perf record`
-// (software clock) around llama-bench's decode test. Self time is summed by
+// auto-attached to each worker) while wasmlm runs, and `perf record`
+// (software clock) around llama-bench's matching test. Self time is summed by
 // function (wasm functions carry their C names: the name section) and given
 // as a share of the samples of the threads that ran the model.
 // Writes bench/results/profile-<stamp>.json and .md.
 //
+// Decode: --tokens generated after a 1-token prompt; prefill: a 128-token
+// prompt and one generated token (llama-bench: tg and pp tests).
+//
 //   node --experimental-websocket bench/profile-browser.mjs [--shapes s110m,tl1b]
-//        [--types q4_0,q4_k_m,q8_0] [--threads 1,2] [--tokens 128] [--top 12] [--no-native]
+//        [--types q4_0,q4_k_m,q8_0] [--threads 1,2] [--phases decode,prefill]
+//        [--tokens 128] [--top 12] [--no-native]
 // Needs Debian's chromium, playwright-core (sh tools/setup-browser.sh) and, for
 // the native side, llama-bench (bench/llama-native.mjs) and perf. Not in CI.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { model as sharedModel, root } from './common.mjs';
+import { model as sharedModel, root, promptOf } from './common.mjs';
 import { launchBench } from './browser/chromium.mjs';
 import { prepareLlamaBench, hostCpu } from './llama-native.mjs';
 
@@ -25,6 +29,8 @@ const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const types = String(args.types || 'q4_0,q4_k_m,q8_0').split(',');
 const threadCounts = String(args.threads || '1,2').split(',').map(Number);
 const tokens = +(args.tokens || 128);
+const phases = String(args.phases || 'decode,prefill').split(',');
+const PROMPT = 128;
 const top = +(args.top || 12);
 const log = (...a) => console.error(...a);
 if (typeof WebSocket === 'undefined') { console.error('run with node --experimental-websocket (Node 20) or Node >= 22'); process.exit(2); }
@@ -54,7 +60,7 @@ async function cdpConnect(url) {
   };
 }
 
-/** Self time by function of one V8 CPU profile: [{name, ms}], and the total ms. */
+/** Self time by function of one V8 CPU profile, idle samples left out: {total ms, fns: [{name, ms}]}. */
 function selfTimes(profile) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const ms = new Map();
@@ -63,28 +69,56 @@ function selfTimes(profile) {
     const dt = (profile.timeDeltas[i] || 0) / 1000;
     const f = byId.get(id).callFrame;
     const name = f.functionName || (f.url ? `(anonymous ${path.basename(f.url)})` : '(program)');
+    if (name === '(idle)') return;   // the thread waited for a message (before and after the run)
     ms.set(name, (ms.get(name) || 0) + dt);
     total += dt;
   });
   return { total, fns: [...ms].map(([name, t]) => ({ name, ms: t })) };
 }
 
-/** perf's self-time shares of llama-bench's decode test: [{name, share}]. */
-function nativeProfile(bin, file, threads) {
+/** perf's self-time shares of llama-bench's tg (decode) or pp (prefill) test: {speed, fns: [{name, share}]}. */
+function nativeProfile(bin, file, threads, phase) {
   const data = path.join(os.tmpdir(), `wasmlm-perf-${process.pid}.data`);
-  const rec = spawnSync('perf', ['record', '-e', 'cpu-clock', '-F', '2000', '-o', data, '--', bin, '-m', file, '-p', '0', '-n', String(tokens), '-t', String(threads), '-r', '3', '-o', 'json'],
+  const rec = spawnSync('perf', ['record', '-e', 'cpu-clock', '-F', '2000', '-o', data, '--', bin, '-m', file, ...(phase === 'decode' ? ['-p', '0', '-n', String(tokens)] : ['-p', String(PROMPT), '-n', '0']), '-t', String(threads), '-r', '3', '-o', 'json'],
     { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (rec.status !== 0) return { error: (rec.stderr || '').trim().split('\n').slice(-3).join(' ') };
   const rep = spawnSync('perf', ['report', '-i', data, '--stdio', '--no-children', '--sort', 'symbol', '--percent-limit', '0.5'], { encoding: 'utf8', maxBuffer: 1 << 26 });
   fs.rmSync(data, { force: true });
-  let decode = null;
-  try { decode = JSON.parse(rec.stdout).find((r) => r.n_gen > 0)?.avg_ts ?? null; } catch { /* the table only */ }
+  let speed = null;
+  try { speed = JSON.parse(rec.stdout)[0]?.avg_ts ?? null; } catch { /* the table only */ }
   const fns = [];
   for (const line of rep.stdout.split('\n')) {
     const m = /^\s+([\d.]+)%\s+\[([.k])\]\s+(.+?)(\s{2,}.*)?$/.exec(line);
     if (m) fns.push({ name: m[2] === 'k' ? `${m[3]} (kernel)` : m[3], share: +m[1] / 100 });
   }
-  return { decode, fns };
+  return { speed, fns };
+}
+
+/**
+ * Runs `run` with V8's sampling profiler on in every attached worker; the
+ * shares are of the samples of the threads that ran the model (the model's
+ * worker and its compute workers, not the page's other workers).
+ */
+async function profiled(cdp, workers, run) {
+  for (const [s] of workers) {
+    await cdp.send('Profiler.enable', {}, s);
+    await cdp.send('Profiler.setSamplingInterval', { interval: 100 }, s);
+    await cdp.send('Profiler.start', {}, s);
+  }
+  const r = await run();
+  const sum = new Map();
+  let total = 0, ran = 0;
+  for (const [s, url] of workers) {
+    const { profile } = await cdp.send('Profiler.stop', {}, s);
+    await cdp.send('Profiler.disable', {}, s);
+    if (!/\/(worker|thread-worker)\.js$/.test(url)) continue;
+    ran++;
+    const t = selfTimes(profile);
+    total += t.total;
+    for (const f of t.fns) sum.set(f.name, (sum.get(f.name) || 0) + f.ms);
+  }
+  const fns = [...sum].map(([name, ms]) => ({ name, share: ms / total })).sort((a, b) => b.share - a.share);
+  return { r, fns, workers: ran };
 }
 
 const results = [];
@@ -119,35 +153,22 @@ try {
     log(`== ${shape} ${type} threads=${threads}`);
     await page.evaluate(([u, t]) => window.bench.oursLoad(u, { threads: t, contextLength: 512 }), [url, threads]);
     await new Promise((r) => setTimeout(r, 500));   // the compute workers attach
-    const run = () => page.evaluate((n) => window.bench.oursRun('Once', { maxTokens: n }), tokens);
-    await run(); await run();   // tier-up
-    const sessions = [...workers.keys()];
-    for (const s of sessions) {
-      await cdp.send('Profiler.enable', {}, s);
-      await cdp.send('Profiler.setSamplingInterval', { interval: 100 }, s);
-      await cdp.send('Profiler.start', {}, s);
+    for (const phase of phases) {
+      const [prompt, n] = phase === 'decode' ? ['Once', tokens] : [promptOf(PROMPT), 1];
+      const run = () => page.evaluate(([p, m]) => window.bench.oursRun(p, { maxTokens: m }), [prompt, n]);
+      await run(); await run();   // tier-up
+      const { r, fns, workers: ran } = await profiled(cdp, [...workers], run);
+      const speed = phase === 'decode' ? r.decode : r.prefill;
+      const row = { shape, type, threads, phase, speed, workers: ran, ours: fns.slice(0, top), native: null };
+      if (perfOk) {
+        const nat = nativeProfile(lb.bin, file, threads, phase);
+        row.native = nat.error ? { error: nat.error } : { speed: nat.speed, fns: nat.fns.slice(0, top) };
+      }
+      results.push(row);
+      const line = (fs6) => fs6.slice(0, 6).map((f) => `${f.name} ${(100 * f.share).toFixed(1)}%`).join(', ');
+      log(`  ${phase}: ours ${speed?.toFixed(1)} tok/s: ${line(fns)}`);
+      if (row.native?.fns) log(`  ${phase}: llama-bench ${row.native.speed?.toFixed(1)} tok/s: ${line(row.native.fns)}`);
     }
-    const r = await run();
-    const perWorker = [];
-    for (const s of sessions) {
-      const { profile } = await cdp.send('Profiler.stop', {}, s);
-      await cdp.send('Profiler.disable', {}, s);
-      perWorker.push({ url: workers.get(s) || '', ...selfTimes(profile) });
-    }
-    // the threads that ran the model: the model's worker and its compute workers (not the page's others)
-    const ran = perWorker.filter((w) => /worker\.js|thread-worker\.js/.test(w.url));
-    const sum = new Map();
-    let total = 0;
-    for (const w of ran) { total += w.total; for (const f of w.fns) sum.set(f.name, (sum.get(f.name) || 0) + f.ms); }
-    const fns = [...sum].map(([name, ms]) => ({ name, share: ms / total })).sort((a, b) => b.share - a.share);
-    const row = { shape, type, threads, decode: r.decode, workers: ran.length, ours: fns.slice(0, top), native: null };
-    if (perfOk) {
-      const n = nativeProfile(lb.bin, file, threads);
-      row.native = n.error ? { error: n.error } : { decode: n.decode, fns: n.fns.slice(0, top) };
-    }
-    results.push(row);
-    log(`  ours ${r.decode?.toFixed(1)} tok/s: ${fns.slice(0, 6).map((f) => `${f.name} ${(100 * f.share).toFixed(1)}%`).join(', ')}`);
-    if (row.native?.fns) log(`  llama-bench ${row.native.decode?.toFixed(1)} tok/s: ${row.native.fns.slice(0, 6).map((f) => `${f.name} ${(100 * f.share).toFixed(1)}%`).join(', ')}`);
   }
   cdp.close();
 } finally {
@@ -160,11 +181,11 @@ const out = { date: new Date().toISOString(), host: cpu, node: process.version, 
 const dir = path.join(root, 'bench', 'results');
 fs.writeFileSync(path.join(dir, `profile-${stamp}.json`), JSON.stringify(out, null, 1) + '\n');
 const pct = (x) => `${(100 * x).toFixed(1)} %`;
-let md = `# Where decode time goes: wasmlm in Chromium, llama-bench natively\n\n${out.date} · ${cpu.model || os.cpus()[0].model} × ${os.cpus().length} · ${tokens} tokens after a 1-token prompt, greedy\n\n`;
-md += 'Self time by function, as a share of the samples of the threads that ran the model (wasmlm: V8\'s sampling profiler at 100 µs in the model\'s worker and its compute workers, a pool thread waiting for work counts where it waits; llama-bench: `perf record -e cpu-clock` of its tg test, whole process).\n';
+let md = `# Where decode and prefill time goes: wasmlm in Chromium, llama-bench natively\n\n${out.date} · ${cpu.model || os.cpus()[0].model} × ${os.cpus().length} · decode: ${tokens} tokens after a 1-token prompt; prefill: a ${PROMPT}-token prompt (llama-bench: tg${tokens}, pp${PROMPT}); greedy\n\n`;
+md += 'Self time by function, as a share of the samples of the threads that ran the model (wasmlm: V8\'s sampling profiler at 100 µs in the model\'s worker and its compute workers, idle samples left out (a worker waiting for a message: the profiler starts before the run and stops after it), a pool thread waiting at a barrier counts where it waits; llama-bench: `perf record -e cpu-clock` of its tg or pp test, whole process).\n';
 for (const r of results) {
-  md += `\n## ${r.shape} ${r.type}, ${r.threads} thread${r.threads > 1 ? 's' : ''}\n\nwasmlm ${r.decode?.toFixed(1)} tok/s`;
-  if (r.native?.decode) md += ` · llama-bench ${r.native.decode.toFixed(1)} tok/s`;
+  md += `\n## ${r.shape} ${r.type} ${r.phase}, ${r.threads} thread${r.threads > 1 ? 's' : ''}\n\nwasmlm ${r.speed?.toFixed(1)} tok/s`;
+  if (r.native?.speed) md += ` · llama-bench ${r.native.speed.toFixed(1)} tok/s`;
   md += '\n\n| wasmlm function | share | llama-bench function | share |\n|---|---|---|---|\n';
   const n = r.native?.fns || [];
   for (let i = 0; i < Math.max(r.ours.length, n.length); i++) {
