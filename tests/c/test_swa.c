@@ -66,6 +66,19 @@ static int same_logits(const wlm_ctx *a, const wlm_ctx *b, uint32_t V) {
     return n == wlm_ctx_n_logits(b) && memcmp(a->logits, b->logits, sizeof(float) * n * V) == 0;
 }
 
+/* Evaluates the same n tokens in a (the ring) and b (the full cache); with
+ * `bad`, counts one more there when their logits differ. 0 (the message
+ * printed) when an evaluation fails. */
+static int eval_both(wlm_ctx *a, wlm_ctx *b, const int32_t *tok, uint32_t n, uint32_t V, uint32_t *bad) {
+    wlm_err err = { 0 };
+    if (wlm_eval(a, tok, n, &err) != WLM_OK || wlm_eval(b, tok, n, &err) != WLM_OK) {
+        fprintf(stderr, "  eval of %u tokens: %s\n", n, err.msg);
+        return 0;
+    }
+    if (bad) *bad += !same_logits(a, b, V);
+    return 1;
+}
+
 static int32_t tok_at(uint32_t i, uint32_t V) { return (int32_t)((i * 2654435761u >> 7) % (V - 3)) + 3; }
 
 TEST(swa_ring_one_sequence_equals_full_cache) {
@@ -89,9 +102,7 @@ TEST(swa_ring_one_sequence_equals_full_cache) {
             uint32_t bad = 0, evals = 0, i = 0;
             while (i < N) {
                 uint32_t n = i == 0 ? 40 : i == 100 ? 33 : 1;
-                REQUIRE(wlm_eval(a, tok + i, n, &err) == WLM_OK);
-                REQUIRE(wlm_eval(b, tok + i, n, &err) == WLM_OK);
-                bad += !same_logits(a, b, V);
+                REQUIRE(eval_both(a, b, tok + i, n, V, &bad));
                 evals++;
                 i += n;
             }
@@ -128,7 +139,7 @@ TEST(swa_ring_rewinds_promised_and_refused) {
     for (uint32_t i = 0; i < NCTX; i++) tok[i] = tok_at(i + 7, V);
     /* 60 positions decoded one by one: the ring holds the last 19, so a
      * rewind of up to n_batch (8) positions is possible, 9 is not */
-    for (uint32_t i = 0; i < 60; i++) REQUIRE(wlm_eval(a, &tok[i], 1, &err) == WLM_OK && wlm_eval(b, &tok[i], 1, &err) == WLM_OK);
+    for (uint32_t i = 0; i < 60; i++) REQUIRE(eval_both(a, b, &tok[i], 1, V, NULL));
     CHECK(a->seq_floor[0] == 60 - NB);
     uint32_t free_before = wlm_ctx_free_slots(a), ring_free = a->ring_free;
     CHECK(wlm_seq_truncate(a, 0, 60 - NB - 1, &err) == WLM_ERR_STATE);
@@ -138,20 +149,17 @@ TEST(swa_ring_rewinds_promised_and_refused) {
     CHECK(wlm_seq_pos(a, 0) == 60 && wlm_ctx_free_slots(a) == free_before && a->ring_free == ring_free);
     REQUIRE(wlm_ctx_truncate(a, 60 - NB, &err) == WLM_OK && wlm_ctx_truncate(b, 60 - NB, &err) == WLM_OK);
     CHECK(ring_consistent(a));
-    int bad = 0;
-    for (uint32_t i = 60 - NB; i < 90; i++) {
-        REQUIRE(wlm_eval(a, &tok[i], 1, &err) == WLM_OK && wlm_eval(b, &tok[i], 1, &err) == WLM_OK);
-        bad += !same_logits(a, b, V);
-    }
-    CHECKF(bad == 0, "after a rewind of n_batch: %d steps differ", bad);
+    uint32_t bad = 0;
+    for (uint32_t i = 60 - NB; i < 90; i++) REQUIRE(eval_both(a, b, &tok[i], 1, V, &bad));
+    CHECKF(bad == 0, "after a rewind of n_batch: %u steps differ", bad);
     /* a chunk of 5 (a target's verification pass): a rewind into it, to its
      * first position, always works, the ring full or not */
     for (int round = 0; round < 6; round++) {
         uint32_t p0 = wlm_seq_pos(a, 0);
-        REQUIRE(wlm_eval(a, &tok[p0], 5, &err) == WLM_OK && wlm_eval(b, &tok[p0], 5, &err) == WLM_OK);
+        REQUIRE(eval_both(a, b, &tok[p0], 5, V, NULL));
         uint32_t back = p0 + (uint32_t)round % 3;   /* keep 0, 1 or 2 of the 5 */
         REQUIRE(wlm_ctx_truncate(a, back, &err) == WLM_OK && wlm_ctx_truncate(b, back, &err) == WLM_OK);
-        REQUIRE(wlm_eval(a, &tok[back + 1], 1, &err) == WLM_OK && wlm_eval(b, &tok[back + 1], 1, &err) == WLM_OK);
+        REQUIRE(eval_both(a, b, &tok[back + 1], 1, V, NULL));
         CHECKF(same_logits(a, b, V), "round %d: after rewinding into the chunk", round);
         CHECK(ring_consistent(a));
     }
@@ -191,7 +199,7 @@ TEST(swa_ring_several_sequences_equal_full_cache) {
 #define RND(n) ((rng = rng * 1664525u + 1013904223u) >> 8) % (n)
         int32_t p0[30];
         for (uint32_t i = 0; i < 30; i++) p0[i] = tok_at(i, V);
-        REQUIRE(wlm_eval(a, p0, 30, &err) == WLM_OK && wlm_eval(b, p0, 30, &err) == WLM_OK);
+        REQUIRE(eval_both(a, b, p0, 30, V, NULL));
         for (uint32_t step = 0; step < STEPS; step++) {
             uint32_t op = RND(10), s = RND(NSEQ);
             if (op < 6) {
@@ -250,26 +258,20 @@ TEST(swa_ring_under_the_sliding_policy) {
     uint32_t V = m->hp.n_vocab;
     enum { W = 12, NB = 8, NCTX = 48, N = 150 };
     set_window(m, W, PAT_ONE_GLOBAL);
-    wlm_err err = { 0 };
     for (uint32_t keep = 0; keep <= 4; keep += 4) {
         wlm_ctx *a = new_ctx(m, NCTX, NB, 1, WLM_KV_F32, 0, WLM_FULL_SLIDE, keep, 0), *b = new_ctx(m, NCTX, NB, 1, WLM_KV_F32, 1, WLM_FULL_SLIDE, keep, 0);
         REQUIRE(a && b);
         CHECK(wlm_ctx_window_rows(a) == W - 1 + NB);
         int32_t tok[N];
         for (uint32_t i = 0; i < N; i++) tok[i] = tok_at(i + 3, V);
-        int bad = 0;
-        REQUIRE(wlm_eval(a, tok, 20, &err) == WLM_OK && wlm_eval(b, tok, 20, &err) == WLM_OK);
-        bad += !same_logits(a, b, V);
-        for (uint32_t i = 20; i < N; i++) {
-            REQUIRE(wlm_eval(a, &tok[i], 1, &err) == WLM_OK && wlm_eval(b, &tok[i], 1, &err) == WLM_OK);
-            bad += !same_logits(a, b, V);
-        }
+        uint32_t bad = 0;
+        REQUIRE(eval_both(a, b, tok, 20, V, &bad));
+        for (uint32_t i = 20; i < N; i++) REQUIRE(eval_both(a, b, &tok[i], 1, V, &bad));
         /* and a long batch in one call past the cache's end */
         wlm_ctx_reset(a); wlm_ctx_reset(b);
-        REQUIRE(wlm_eval(a, tok, N, &err) == WLM_OK && wlm_eval(b, tok, N, &err) == WLM_OK);
-        bad += !same_logits(a, b, V);
+        REQUIRE(eval_both(a, b, tok, N, V, &bad));
         CHECK(ring_consistent(a));
-        CHECKF(bad == 0, "n_keep %u: %d evaluations differ", keep, bad);
+        CHECKF(bad == 0, "n_keep %u: %u evaluations differ", keep, bad);
         wlm_ctx_free(a); wlm_ctx_free(b);
     }
     wm_free(&t);
