@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import { startDemoServer } from '../../web/demo/server.mjs';
-import { launch, watchPage } from './browser.mjs';
+import { openPage } from './browser.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
 import { QWEN2_5 } from '../js/fixtures/tool-templates.mjs';
@@ -58,20 +58,16 @@ const REQUESTS = {
   tool: { messages: USER, tools: [WEATHER, CLOCK], tool_choice: 'required', temperature: 1, seed: 6, max_tokens: 200 },
 };
 
-let server, browser, page;
+let server, page, close;
 const errors = [];
 
 before(async () => {
   server = await startDemoServer({ modelsDir: DIR });
-  browser = await launch();
-  page = await browser.context.newPage();
-  watchPage(page, errors);
   // any same-origin document will do (the demo page would load a model of its own)
-  await page.goto(`${server.url}/local-models/index.json`);
+  ({ page, close } = await openPage({ server, errors, path: '/local-models/index.json' }));
 });
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 
