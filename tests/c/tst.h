@@ -16,22 +16,39 @@ extern int tst_failed_checks;
 extern const char *tst_data_dir; /* ../shared (models, reference, vocab) */
 extern const char *tst_build_dir;
 
-#define TEST(name) \
-    static void name(void); \
+#define TEST(name)                                                                           \
+    static void name(void);                                                                  \
     __attribute__((constructor)) static void name##_reg(void) { tst_register(#name, name); } \
     static void name(void)
 
-#define CHECK(cond) do { if (!(cond)) { tst_failed_checks++; \
-    fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
-#define CHECKF(cond, ...) do { if (!(cond)) { tst_failed_checks++; \
-    fprintf(stderr, "  CHECK failed %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
-#define REQUIRE(cond) do { if (!(cond)) { tst_failed_checks++; \
-    fprintf(stderr, "  REQUIRE failed %s:%d: %s\n", __FILE__, __LINE__, #cond); return; } } while (0)
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            tst_failed_checks++;                                                      \
+            fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                             \
+    } while (0)
+#define CHECKF(cond, ...)                                                             \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            tst_failed_checks++;                                                      \
+            fprintf(stderr, "  CHECK failed %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                             \
+            fputc('\n', stderr);                                                      \
+        }                                                                             \
+    } while (0)
+#define REQUIRE(cond)                                                                   \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            tst_failed_checks++;                                                        \
+            fprintf(stderr, "  REQUIRE failed %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            return;                                                                     \
+        }                                                                               \
+    } while (0)
 
 /* helpers (test_main.c) */
 unsigned char *tst_read_file(const char *path, unsigned long long *size); /* malloc'd, NULL if missing */
-char *tst_path(const char *rel); /* tst_data_dir + "/" + rel, static buffer rotation */
+char *tst_path(const char *rel);                                          /* tst_data_dir + "/" + rel, static buffer rotation */
 /* Copies `size` bytes into memory from wlm_sys_alloc (as the JS glue does). */
 unsigned char *tst_sys_copy(const unsigned char *data, unsigned long long size);
 /* deterministic test RNG */
