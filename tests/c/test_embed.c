@@ -117,13 +117,7 @@ static wlm_ctx *new_ctx(wlm_model *m, uint32_t n_batch, uint32_t n_seq) {
     p.n_ctx = NCTX;
     p.n_batch = n_batch;
     p.n_seq_max = n_seq;
-    wlm_ctx *c = NULL;
-    wlm_err err;
-    if (wlm_ctx_new(&c, m, &p, &err)) {
-        fprintf(stderr, "  ctx: %s\n", err.msg);
-        return NULL;
-    }
-    return c;
+    return tst_ctx_new(m, &p);
 }
 
 /* four texts of different lengths, [CLS] ... [SEP] as the tokenizer frames them */

@@ -33,14 +33,8 @@ static int tm_load_bytes(tmodel *t, unsigned char *bytes, unsigned long long siz
 
 static int tm_load(tmodel *t) {
     unsigned long long size = 0;
-    unsigned char *file = tst_read_file(tst_path("models/stories260K.gguf"), &size);
     memset(t, 0, sizeof *t);
-    if (!file) {
-        fprintf(stderr, "  cannot read %s\n", tst_path("models/stories260K.gguf"));
-        return 0;
-    }
-    unsigned char *b = tst_sys_copy(file, size);
-    free(file);
+    unsigned char *b = tst_read_sys("models/stories260K.gguf", &size);
     return b && tm_load_bytes(t, b, size);
 }
 
@@ -59,13 +53,7 @@ static wlm_ctx *new_ctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t
     p.full_policy = policy;
     p.n_keep = keep;
     p.logits_all = all;
-    wlm_ctx *c = NULL;
-    wlm_err err = { 0 };
-    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) {
-        fprintf(stderr, "  ctx_new: %s\n", err.msg);
-        return NULL;
-    }
-    return c;
+    return tst_ctx_new(m, &p);
 }
 
 static int eval(wlm_ctx *c, const int32_t *t, uint32_t n) {

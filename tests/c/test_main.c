@@ -50,6 +50,27 @@ unsigned char *tst_sys_copy(const unsigned char *data, unsigned long long size) 
     return p;
 }
 
+unsigned char *tst_read_sys(const char *rel, unsigned long long *size) {
+    unsigned char *file = tst_read_file(tst_path(rel), size);
+    if (!file) {
+        fprintf(stderr, "  cannot read %s\n", tst_path(rel));
+        return NULL;
+    }
+    unsigned char *p = tst_sys_copy(file, *size);
+    free(file);
+    return p;
+}
+
+wlm_ctx *tst_ctx_new(wlm_model *m, const wlm_ctx_params *p) {
+    wlm_ctx *c = NULL;
+    wlm_err err = { 0 };
+    if (wlm_ctx_new(&c, m, p, &err) != WLM_OK) {
+        fprintf(stderr, "  ctx_new: %s\n", err.msg);
+        return NULL;
+    }
+    return c;
+}
+
 static unsigned g_rng = 12345;
 unsigned tst_rand(void) {
     g_rng = g_rng * 1664525u + 1013904223u;

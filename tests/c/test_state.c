@@ -36,15 +36,9 @@ static int st_open(smodel *t) {
 
 static int st_load(smodel *t) {
     unsigned long long size = 0;
-    unsigned char *file = tst_read_file(tst_path("models/stories260K.gguf"), &size);
     memset(t, 0, sizeof *t);
-    if (!file) {
-        fprintf(stderr, "  cannot read %s\n", tst_path("models/stories260K.gguf"));
-        return 0;
-    }
-    t->bytes = tst_sys_copy(file, size);
+    t->bytes = tst_read_sys("models/stories260K.gguf", &size);
     t->size = size;
-    free(file);
     return t->bytes && st_open(t);
 }
 
@@ -85,13 +79,7 @@ static wlm_ctx *st_ctx(wlm_model *m, uint32_t n_ctx, uint32_t kv_type, uint32_t 
     p.full_policy = slide;
     p.n_keep = n_keep;
     p.n_seq_max = n_seq;
-    wlm_ctx *c = NULL;
-    wlm_err err = { 0 };
-    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) {
-        fprintf(stderr, "  ctx_new: %s\n", err.msg);
-        return NULL;
-    }
-    return c;
+    return tst_ctx_new(m, &p);
 }
 
 static void st_sampling(wlm_sampler_params *sp) {
@@ -565,13 +553,7 @@ static wlm_ctx *st_wctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t
     p.full_policy = slide;
     p.n_keep = keep;
     p.n_seq_max = n_seq;
-    wlm_ctx *c = NULL;
-    wlm_err err = { 0 };
-    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) {
-        fprintf(stderr, "  ctx_new: %s\n", err.msg);
-        return NULL;
-    }
-    return c;
+    return tst_ctx_new(m, &p);
 }
 
 /* loads `state` into sequence 0 of c and continues MORE sampled tokens:

@@ -30,16 +30,11 @@ typedef struct {
 
 static int wm_load(wmodel *t) {
     unsigned long long size = 0;
-    unsigned char *file = tst_read_file(tst_path("models/stories260K.gguf"), &size);
     memset(t, 0, sizeof *t);
-    if (!file) {
-        fprintf(stderr, "  cannot read %s\n", tst_path("models/stories260K.gguf"));
-        return 0;
-    }
-    t->bytes = tst_sys_copy(file, size);
-    free(file);
+    t->bytes = tst_read_sys("models/stories260K.gguf", &size);
+    if (!t->bytes) return 0;
     wlm_err err = { 0 };
-    if (!t->bytes || wlm_model_load(&t->m, t->bytes, size, &err) != WLM_OK) {
+    if (wlm_model_load(&t->m, t->bytes, size, &err) != WLM_OK) {
         fprintf(stderr, "  load: %s\n", err.msg);
         return 0;
     }
@@ -78,13 +73,7 @@ static wlm_ctx *new_ctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t
     p.full_policy = policy;
     p.n_keep = keep;
     p.logits_all = all;
-    wlm_ctx *c = NULL;
-    wlm_err err = { 0 };
-    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) {
-        fprintf(stderr, "  ctx_new: %s\n", err.msg);
-        return NULL;
-    }
-    return c;
+    return tst_ctx_new(m, &p);
 }
 
 /* whether the n_logits rows of a and b are the same bits */

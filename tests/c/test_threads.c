@@ -88,9 +88,8 @@ TEST(threads_pool_jobs) {
 
 TEST(threads_same_logits_any_thread_count) {
     unsigned long long size;
-    unsigned char *raw = tst_read_file(tst_path("models/stories260K.gguf"), &size);
-    REQUIRE(raw);
-    unsigned char *data = tst_sys_copy(raw, size);
+    unsigned char *data = tst_read_sys("models/stories260K.gguf", &size);
+    REQUIRE(data);
     wlm_model *m;
     wlm_err err;
     REQUIRE(wlm_model_load(&m, data, size, &err) == WLM_OK);
@@ -117,7 +116,6 @@ TEST(threads_same_logits_any_thread_count) {
     free(ref);
     wlm_model_free(m);
     wlm_sys_free(data);
-    free(raw);
 }
 
 /* A model large enough that every step of the forward pass really runs on
@@ -228,10 +226,8 @@ TEST(threads_same_logits_every_weight_type) {
 TEST(threads_same_logprob_any_thread_count) {
     enum { NV = 50000 };
     unsigned long long size;
-    unsigned char *raw = tst_read_file(tst_path("models/stories260K.gguf"), &size);
-    REQUIRE(raw);
-    unsigned char *data = tst_sys_copy(raw, size);
-    free(raw);
+    unsigned char *data = tst_read_sys("models/stories260K.gguf", &size);
+    REQUIRE(data);
     wlm_model *m;
     wlm_err err;
     REQUIRE(wlm_model_load(&m, data, size, &err) == WLM_OK);

@@ -51,6 +51,14 @@ unsigned char *tst_read_file(const char *path, unsigned long long *size); /* mal
 char *tst_path(const char *rel);                                          /* tst_data_dir + "/" + rel, static buffer rotation */
 /* Copies `size` bytes into memory from wlm_sys_alloc (as the JS glue does). */
 unsigned char *tst_sys_copy(const unsigned char *data, unsigned long long size);
+/* The file tst_data_dir/rel read into memory from wlm_sys_alloc; NULL (the
+ * reason printed) when it cannot be read. */
+unsigned char *tst_read_sys(const char *rel, unsigned long long *size);
+/* wlm_ctx_new, or NULL with its message printed */
+struct wlm_model;
+struct wlm_ctx;
+struct wlm_ctx_params;
+struct wlm_ctx *tst_ctx_new(struct wlm_model *m, const struct wlm_ctx_params *p);
 /* deterministic test RNG */
 unsigned tst_rand(void);
 float tst_randf(void); /* [-1, 1) */
