@@ -327,6 +327,43 @@ function gemmaVocabulary(n) {
 }
 
 /**
+ * The keys every generator starts with: the architecture, the name, the
+ * file type and the <arch>.* sizes, in the converter's order.
+ */
+function generalKeys(arch, name, s, wt) {
+  return [
+    { key: 'general.architecture', type: T.STRING, value: arch },
+    { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${name}` },
+    { key: 'general.file_type', type: T.U32, value: wt === GGML.F32 ? 0 : 1 },
+    { key: `${arch}.context_length`, type: T.U32, value: s.ctx },
+    { key: `${arch}.embedding_length`, type: T.U32, value: s.dim },
+    { key: `${arch}.block_count`, type: T.U32, value: s.layers },
+    { key: `${arch}.feed_forward_length`, type: T.U32, value: s.ffn },
+  ];
+}
+
+/**
+ * The tokenizer.ggml.* keys of a vocabulary, in the converter's order: the
+ * tokenizer model, `pre`, the tokens, their scores (when v has them), types,
+ * merges (when v has them), `typeCount` (token_type_count), then `ids` (name
+ * -> token id, written as <name>_token_id) and `flags` (key -> BOOL) in the
+ * order given, and the chat template when there is one.
+ */
+function tokenizerKeys(model, v, { pre, typeCount, ids = {}, flags = {}, template = null } = {}) {
+  const kv = [{ key: 'tokenizer.ggml.model', type: T.STRING, value: model }];
+  if (pre) kv.push({ key: 'tokenizer.ggml.pre', type: T.STRING, value: pre });
+  kv.push({ key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens });
+  if (v.scores) kv.push({ key: 'tokenizer.ggml.scores', type: T.ARRAY, arrayType: T.F32, value: v.scores });
+  kv.push({ key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types });
+  if (v.merges) kv.push({ key: 'tokenizer.ggml.merges', type: T.ARRAY, arrayType: T.STRING, value: v.merges });
+  if (typeCount) kv.push({ key: 'tokenizer.ggml.token_type_count', type: T.U32, value: typeCount });
+  for (const [name, id] of Object.entries(ids)) kv.push({ key: `tokenizer.ggml.${name}_token_id`, type: T.U32, value: id });
+  for (const [key, on] of Object.entries(flags)) kv.push({ key: `tokenizer.ggml.${key}`, type: T.BOOL, value: on });
+  if (template) kv.push({ key: 'tokenizer.chat_template', type: T.STRING, value: template });
+  return kv;
+}
+
+/**
  * Writes a synthetic model.
  * @param {string} path output file
  * @param {keyof SHAPES | object} shape
@@ -399,13 +436,7 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
   if (arch === 'gemma2' || arch === 'gemma3') return makeGemma(path, s, wt, seed, opts, { arch, shapeName: typeof shape === 'string' ? shape : 'custom', kl, vl, ropeBase });
   if (arch === 'bert' || arch === 'nomic-bert') return makeEncoder(path, s, wt, seed, opts, { arch, shapeName: typeof shape === 'string' ? shape : 'custom' });
   const kv = [
-    { key: 'general.architecture', type: T.STRING, value: gArch },
-    { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${typeof shape === 'string' ? shape : 'custom'}` },
-    { key: 'general.file_type', type: T.U32, value: wt === GGML.F32 ? 0 : 1 },
-    { key: `${gArch}.context_length`, type: T.U32, value: s.ctx },
-    { key: `${gArch}.embedding_length`, type: T.U32, value: s.dim },
-    { key: `${gArch}.block_count`, type: T.U32, value: s.layers },
-    { key: `${gArch}.feed_forward_length`, type: T.U32, value: s.ffn },
+    ...generalKeys(gArch, `${arch}-${typeof shape === 'string' ? shape : 'custom'}`, s, wt),
     { key: `${gArch}.rope.dimension_count`, type: T.U32, value: kl },
     { key: `${gArch}.attention.head_count`, type: T.U32, value: s.heads },
     { key: `${gArch}.attention.head_count_kv`, type: T.U32, value: s.kvHeads },
@@ -440,29 +471,18 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     kv.push({ key: 'llama.rope.scaling.high_freq_factor', type: T.F32, value: 4 });
     kv.push({ key: 'llama.rope.scaling.original_context_length', type: T.U32, value: opts.ropeOriginalContext || 8192 });
   }
-  let vocabSize, template = null;
+  // the chat template: the architecture's unless opts.chatTemplate says otherwise (false: none)
+  const chat = (own) => (opts.chatTemplate !== undefined ? opts.chatTemplate || null : own);
+  let vocabSize;
   if (arch === 'llama' || arch === 'phi3') {
     const v = vocabulary(arch === 'phi3' ? Math.max(s.vocab - PHI3_SPECIALS.length, 300) : s.vocab);
     if (arch === 'phi3') for (const t of PHI3_SPECIALS) { v.tokens.push(t); v.types.push(3); v.scores.push(0); }
     vocabSize = v.tokens.length;
-    kv.push(
-      { key: 'tokenizer.ggml.model', type: T.STRING, value: 'llama' },
-      { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
-      { key: 'tokenizer.ggml.scores', type: T.ARRAY, arrayType: T.F32, value: v.scores },
-      { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
-      { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: 1 },
-      { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: arch === 'phi3' ? v.tokens.indexOf('<|endoftext|>') : 2 },
-      { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: 0 },
-    );
-    if (arch === 'phi3') {
-      const id = (t) => v.tokens.indexOf(t);
-      kv.push(
-        { key: 'tokenizer.ggml.eot_token_id', type: T.U32, value: id('<|end|>') },
-        { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: id('<|endoftext|>') },
-        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
-      );
-      template = CHAT_TEMPLATES.phi3;
-    }
+    const id = (t) => v.tokens.indexOf(t);
+    kv.push(...tokenizerKeys('llama', v, arch === 'phi3'
+      ? { ids: { bos: 1, eos: id('<|endoftext|>'), unknown: 0, eot: id('<|end|>'), padding: id('<|endoftext|>') },
+        flags: { add_bos_token: false }, template: chat(CHAT_TEMPLATES.phi3) }
+      : { ids: { bos: 1, eos: 2, unknown: 0 }, template: chat(null) }));
   } else {
     const specials = arch === 'qwen2' ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>']
       : arch === 'qwen3' ? ['<|endoftext|>', '<|im_start|>', '<|im_end|>', '<think>', '</think>']
@@ -474,39 +494,14 @@ export function makeModel(path, shape, type = 'f16', seed = 1234, opts = {}) {
     for (const t of opts.addedTokens || []) { v.tokens.push(t); v.types.push(4); }
     vocabSize = v.tokens.length;
     const id = (t) => v.tokens.indexOf(t);
-    kv.push(
-      { key: 'tokenizer.ggml.model', type: T.STRING, value: 'gpt2' },
-      { key: 'tokenizer.ggml.pre', type: T.STRING, value: qwen ? 'qwen2' : arch === 'granite' ? 'refact' : 'llama-bpe' },
-      { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
-      { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
-      { key: 'tokenizer.ggml.merges', type: T.ARRAY, arrayType: T.STRING, value: v.merges },
-    );
-    if (qwen) {
-      kv.push(
-        { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|im_end|>') },
-        { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: id('<|endoftext|>') },
-        { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|endoftext|>') },
-        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
-      );
-      template = arch === 'qwen3' ? CHAT_TEMPLATES.qwen3 : CHAT_TEMPLATES.chatml;
-    } else if (arch === 'granite') {
-      kv.push(
-        { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|end_of_text|>') },
-        { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|end_of_text|>') },
-        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: false },
-      );
-      template = CHAT_TEMPLATES.granite;
-    } else {
-      kv.push(
-        { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: id('<|begin_of_text|>') },
-        { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: id('<|eot_id|>') },
-        { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: true },
-      );
-      template = CHAT_TEMPLATES.llama3;
-    }
+    const pre = qwen ? 'qwen2' : arch === 'granite' ? 'refact' : 'llama-bpe';
+    kv.push(...tokenizerKeys('gpt2', v, qwen
+      ? { pre, ids: { eos: id('<|im_end|>'), padding: id('<|endoftext|>'), bos: id('<|endoftext|>') }, flags: { add_bos_token: false },
+        template: chat(arch === 'qwen3' ? CHAT_TEMPLATES.qwen3 : CHAT_TEMPLATES.chatml) }
+      : arch === 'granite'
+        ? { pre, ids: { bos: id('<|end_of_text|>'), eos: id('<|end_of_text|>') }, flags: { add_bos_token: false }, template: chat(CHAT_TEMPLATES.granite) }
+        : { pre, ids: { bos: id('<|begin_of_text|>'), eos: id('<|eot_id|>') }, flags: { add_bos_token: true }, template: chat(CHAT_TEMPLATES.llama3) }));
   }
-  if (opts.chatTemplate !== undefined) template = opts.chatTemplate || null;
-  if (template) kv.push({ key: 'tokenizer.chat_template', type: T.STRING, value: template });
 
   const r = rng(seed);
   const { fromFloats, random } = writers(r);
@@ -583,13 +578,7 @@ function makeGemma(path, s, wt, seed, opts, { arch, shapeName, kl, vl, ropeBase 
   const qDim = kl * s.heads, kDim = kl * s.kvHeads, vDim = vl * s.kvHeads, oDim = vl * s.heads;
   const g2 = arch === 'gemma2';
   const kv = [
-    { key: 'general.architecture', type: T.STRING, value: arch },
-    { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${shapeName}` },
-    { key: 'general.file_type', type: T.U32, value: wt === GGML.F32 ? 0 : 1 },
-    { key: `${arch}.context_length`, type: T.U32, value: s.ctx },
-    { key: `${arch}.embedding_length`, type: T.U32, value: s.dim },
-    { key: `${arch}.block_count`, type: T.U32, value: s.layers },
-    { key: `${arch}.feed_forward_length`, type: T.U32, value: s.ffn },
+    ...generalKeys(arch, `${arch}-${shapeName}`, s, wt),
     { key: `${arch}.attention.head_count`, type: T.U32, value: s.heads },
     { key: `${arch}.attention.head_count_kv`, type: T.U32, value: s.kvHeads },
     { key: `${arch}.attention.layer_norm_rms_epsilon`, type: T.F32, value: 1e-6 },
@@ -605,21 +594,11 @@ function makeGemma(path, s, wt, seed, opts, { arch, shapeName, kl, vl, ropeBase 
     kv.push({ key: 'gemma3.rope.freq_base', type: T.F32, value: ropeBase });
   }
   const v = gemmaVocabulary(s.vocab);
-  kv.push(
-    { key: 'tokenizer.ggml.model', type: T.STRING, value: 'llama' },
-    { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
-    { key: 'tokenizer.ggml.scores', type: T.ARRAY, arrayType: T.F32, value: v.scores },
-    { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
-    { key: 'tokenizer.ggml.bos_token_id', type: T.U32, value: 2 },
-    { key: 'tokenizer.ggml.eos_token_id', type: T.U32, value: 1 },
-    { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: 3 },
-    { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: 0 },
-    { key: 'tokenizer.ggml.add_bos_token', type: T.BOOL, value: true },
-    { key: 'tokenizer.ggml.add_eos_token', type: T.BOOL, value: false },
-    { key: 'tokenizer.ggml.add_space_prefix', type: T.BOOL, value: false },
-  );
-  const template = opts.chatTemplate !== undefined ? opts.chatTemplate || null : CHAT_TEMPLATES.gemma;
-  if (template) kv.push({ key: 'tokenizer.chat_template', type: T.STRING, value: template });
+  kv.push(...tokenizerKeys('llama', v, {
+    ids: { bos: 2, eos: 1, unknown: 3, padding: 0 },
+    flags: { add_bos_token: true, add_eos_token: false, add_space_prefix: false },
+    template: opts.chatTemplate !== undefined ? opts.chatTemplate || null : CHAT_TEMPLATES.gemma,
+  }));
 
   const r = rng(seed);
   const { fromFloats, random } = writers(r);
@@ -697,31 +676,18 @@ function makeEncoder(path, s, wt, seed, opts, { arch, shapeName }) {
   const v = wordPieceVocabulary(Math.max(s.vocab, 200));
   const id = (t) => v.tokens.indexOf(t);
   const kv = [
-    { key: 'general.architecture', type: T.STRING, value: arch },
-    { key: 'general.name', type: T.STRING, value: `wasmlm-synthetic-${arch}-${shapeName}` },
-    { key: 'general.file_type', type: T.U32, value: wt === GGML.F32 ? 0 : 1 },
-    { key: `${arch}.context_length`, type: T.U32, value: s.ctx },
-    { key: `${arch}.embedding_length`, type: T.U32, value: d },
-    { key: `${arch}.block_count`, type: T.U32, value: s.layers },
-    { key: `${arch}.feed_forward_length`, type: T.U32, value: ff },
+    ...generalKeys(arch, `${arch}-${shapeName}`, s, wt),
     { key: `${arch}.attention.head_count`, type: T.U32, value: s.heads },
     { key: `${arch}.attention.layer_norm_epsilon`, type: T.F32, value: 1e-12 },
     { key: `${arch}.attention.causal`, type: T.BOOL, value: false },
     { key: `${arch}.pooling_type`, type: T.U32, value: opts.pooling ?? 1 },
   ];
   if (!bert) kv.push({ key: `${arch}.rope.freq_base`, type: T.F32, value: opts.ropeBase || 1000 });
-  kv.push(
-    { key: 'tokenizer.ggml.model', type: T.STRING, value: 'bert' },
-    { key: 'tokenizer.ggml.tokens', type: T.ARRAY, arrayType: T.STRING, value: v.tokens },
-    { key: 'tokenizer.ggml.token_type', type: T.ARRAY, arrayType: T.I32, value: v.types },
-    { key: 'tokenizer.ggml.token_type_count', type: T.U32, value: 2 },
-    { key: 'tokenizer.ggml.unknown_token_id', type: T.U32, value: id('[UNK]') },
-    { key: 'tokenizer.ggml.cls_token_id', type: T.U32, value: id('[CLS]') },
-    { key: 'tokenizer.ggml.seperator_token_id', type: T.U32, value: id('[SEP]') },
-    { key: 'tokenizer.ggml.padding_token_id', type: T.U32, value: id('[PAD]') },
-    { key: 'tokenizer.ggml.mask_token_id', type: T.U32, value: id('[MASK]') },
-  );
-  if (opts.lowercase === false) kv.push({ key: 'tokenizer.ggml.normalizer.lowercase', type: T.BOOL, value: false });
+  kv.push(...tokenizerKeys('bert', v, {
+    typeCount: 2,
+    ids: { unknown: id('[UNK]'), cls: id('[CLS]'), seperator: id('[SEP]'), padding: id('[PAD]'), mask: id('[MASK]') },
+    flags: opts.lowercase === false ? { 'normalizer.lowercase': false } : {},
+  }));
 
   const r = rng(seed);
   const { fromFloats, random } = writers(r);

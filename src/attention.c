@@ -5,7 +5,6 @@
 #include "attention.h"
 #include "wmath.h"
 
-
 /* Attention of one query head over the cached keys/values, tile by tile with
  * an online softmax: for each tile of WLM_ATT_TILE slots compute the scores
  * s_j = q.k_j * scale, raise the running max m if needed (rescaling the
@@ -31,14 +30,15 @@ static void att_tile_step(const wlm_kernels *k, const float *q, const void *kc, 
     if (softcap > 0)
         for (uint32_t i = 0; i < tn; i++) tile[i] = wlm_softcap(tile[i], softcap);
     float tmax = -3.0e38f;
-    for (uint32_t i = 0; i < tn; i++) if (tile[i] > tmax) tmax = tile[i];
+    for (uint32_t i = 0; i < tn; i++)
+        if (tile[i] > tmax) tmax = tile[i];
     if (tmax > *m) {
         float corr = wlm_expf_fast(*m - tmax);
         *sum *= corr;
         k->scale(hd, corr, out);
         *m = tmax;
     }
-    k->exp_shift(tn, tile, *m);  /* the tile's weights exp(s - m) */
+    k->exp_shift(tn, tile, *m); /* the tile's weights exp(s - m) */
     float s = *sum;
     for (uint32_t i = 0; i < tn; i++) s += tile[i];
     *sum = s;
@@ -115,11 +115,12 @@ void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *
     uint32_t iota[WLM_ATT_TILE];
     for (uint32_t i = 0; i < WLM_ATT_TILE; i++) iota[i] = i;
     float *kt = kvt, *vt = kvt ? kvt + (uint64_t)WLM_ATT_TILE * WLM_MAX(hd_k, hd) : 0;
-    const int32_t *rpos = mk->row_of ? mk->row_pos : mk->slot_pos;   /* the position of a row of idx */
+    const int32_t *rpos = mk->row_of ? mk->row_pos : mk->slot_pos; /* the position of a row of idx */
     for (uint32_t q0 = 0; q0 < nq; q0 += WLM_ATT_MAXQ) {
         uint32_t q1 = WLM_MIN(nq, q0 + WLM_ATT_MAXQ);
         for (uint32_t i = q0; i < q1; i++) {
-            m[i - q0] = -3.0e38f; sum[i - q0] = 0.0f;
+            m[i - q0] = -3.0e38f;
+            sum[i - q0] = 0.0f;
             for (uint32_t d = 0; d < hd; d++) out[i][d] = 0.0f;
         }
         uint32_t j = 0, tn;
@@ -132,10 +133,13 @@ void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *
                     k->cvt_f16(hd_k, (const uint16_t *)kc + (uint64_t)idx[r] * hd_k, kt + (uint64_t)r * hd_k);
                     k->cvt_f16(hd, (const uint16_t *)vc + (uint64_t)idx[r] * hd, vt + (uint64_t)r * hd);
                 }
-                kk = kt; vv = vt; ix = iota; f16 = 0;
+                kk = kt;
+                vv = vt;
+                ix = iota;
+                f16 = 0;
             }
             for (uint32_t i = q0; i < q1; i++) {
-                uint32_t n = 0;   /* the tile's first n slots are the ones query i sees */
+                uint32_t n = 0; /* the tile's first n slots are the ones query i sees */
                 while (n < tn && rpos[idx[n]] <= qpos[i]) n++;
                 if (n) att_tile_step(k, q[i], kk, vv, f16, ix, n, hd_k, hd, scale, mk->softcap, out[i], tile, &m[i - q0], &sum[i - q0]);
             }
@@ -144,4 +148,3 @@ void wlm_attention_block(const wlm_kernels *k, uint32_t nq, const float *const *
             if (sum[i - q0] > 0) k->scale(hd, 1.0f / sum[i - q0], out[i]);
     }
 }
-

@@ -6,8 +6,8 @@
 #include "kernels.h"
 
 #define WLM_ATT_TILE 64
-#define WLM_ATT_QB 8      /* tokens of one sequence whose queries share a pass over the cache */
-#define WLM_ATT_MAXQ 64   /* queries one wlm_attention_block pass holds */
+#define WLM_ATT_QB 8    /* tokens of one sequence whose queries share a pass over the cache */
+#define WLM_ATT_MAXQ 64 /* queries one wlm_attention_block pass holds */
 
 /* attention of one query head over cache slots (used by forward and tests) */
 void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, const void *vc,
@@ -21,8 +21,11 @@ void wlm_attention_tiled(const wlm_kernels *k, const float *q, const void *kc, c
  * row_of[j] of kc/vc (a window ring; -1: not kept, never visible), and
  * row_pos[r] is the position of row r. */
 typedef struct wlm_att_mask {
-    const int32_t *slot_pos; const uint64_t *slot_seq; uint64_t seq_bit;
-    uint32_t n_slots; int32_t qpos, window_lo;
+    const int32_t *slot_pos;
+    const uint64_t *slot_seq;
+    uint64_t seq_bit;
+    uint32_t n_slots;
+    int32_t qpos, window_lo;
     float softcap;
     const int32_t *row_of, *row_pos;
 } wlm_att_mask;

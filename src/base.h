@@ -21,7 +21,7 @@
 
 #define WLM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define WLM_MAX(a, b) ((a) > (b) ? (a) : (b))
-#define WLM_ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((uint64_t)(a) - 1))
+#define WLM_ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((uint64_t)(a)-1))
 
 void wlm_memcpy(void *dst, const void *src, size_t n);
 void wlm_memset(void *dst, int v, size_t n);
@@ -29,9 +29,21 @@ int wlm_memeq(const void *a, const void *b, size_t n);
 size_t wlm_strlen(const char *s);
 
 /* Unaligned little-endian loads (GGUF metadata is not aligned). */
-static inline uint32_t wlm_rd32(const uint8_t *p) { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
-static inline uint64_t wlm_rd64(const uint8_t *p) { uint64_t v; __builtin_memcpy(&v, p, 8); return v; }
-static inline float wlm_rdf32(const uint8_t *p) { float v; __builtin_memcpy(&v, p, 4); return v; }
+static inline uint32_t wlm_rd32(const uint8_t *p) {
+    uint32_t v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t wlm_rd64(const uint8_t *p) {
+    uint64_t v;
+    __builtin_memcpy(&v, p, 8);
+    return v;
+}
+static inline float wlm_rdf32(const uint8_t *p) {
+    float v;
+    __builtin_memcpy(&v, p, 4);
+    return v;
+}
 static inline void wlm_wr32(uint8_t *p, uint32_t v) { __builtin_memcpy(p, &v, 4); }
 static inline void wlm_wr64(uint8_t *p, uint64_t v) { __builtin_memcpy(p, &v, 8); }
 

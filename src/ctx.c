@@ -8,9 +8,9 @@
 typedef struct plan {
     uint64_t total;
     uint64_t off_k, off_v, off_slot, off_x, off_xb, off_q, off_kk, off_vv, off_att, off_hb, off_hb2,
-             off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_pen, off_sort,
-             off_sseq, off_tok, off_aidx, off_spec, off_kvt, off_rope_swa, off_rcs_swa,
-             off_kvl, off_ring;
+        off_act, off_actk, off_wrow, off_logits, off_tile, off_rope, off_rcs, off_cid, off_cval, off_pen, off_sort,
+        off_sseq, off_tok, off_aidx, off_spec, off_kvt, off_rope_swa, off_rcs_swa,
+        off_kvl, off_ring;
     uint32_t n_ring;
     uint64_t act_row_bytes, wrow_bytes, act16_row_bytes, off_act16, act8_off, off_actb;
 } plan;
@@ -22,7 +22,8 @@ static uint64_t reserve(plan *p, uint64_t bytes) {
 }
 
 static void resolve_params(const wlm_model *m, const wlm_ctx_params *in, wlm_ctx_params *p) {
-    if (in) *p = *in; else wlm_ctx_default_params(p);
+    if (in) *p = *in;
+    else wlm_ctx_default_params(p);
     if (p->n_ctx == 0) p->n_ctx = WLM_MIN(m->hp.n_ctx_train, 2048u);
     if (p->n_batch == 0) p->n_batch = 64;
     if (p->n_threads == 0) p->n_threads = 1;
@@ -35,11 +36,12 @@ static void resolve_params(const wlm_model *m, const wlm_ctx_params *in, wlm_ctx
 
 static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     const wlm_hparams *hp = &m->hp;
-    plan pl; wlm_memset(&pl, 0, sizeof pl);
+    plan pl;
+    wlm_memset(&pl, 0, sizeof pl);
     uint64_t B = p->n_batch, d = hp->n_embd, qd = (uint64_t)hp->n_head * hp->head_dim;
-    uint64_t kvd = (uint64_t)hp->n_head_kv * hp->head_dim;        /* keys: n_head_kv x key_length */
-    uint64_t vd = (uint64_t)hp->n_head_kv * hp->head_dim_v;       /* values: n_head_kv x value_length */
-    uint64_t od = (uint64_t)hp->n_head * hp->head_dim_v;          /* attention output (input of attn_output) */
+    uint64_t kvd = (uint64_t)hp->n_head_kv * hp->head_dim;  /* keys: n_head_kv x key_length */
+    uint64_t vd = (uint64_t)hp->n_head_kv * hp->head_dim_v; /* values: n_head_kv x value_length */
+    uint64_t od = (uint64_t)hp->n_head * hp->head_dim_v;    /* attention output (input of attn_output) */
     uint64_t esz = p->kv_type == WLM_KV_F16 ? 2 : 4;
     /* the K and V caches: a row per slot, or per row of the window ring on
      * the sliding-window layers when the context keeps one (kvcache.c) */
@@ -49,7 +51,8 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     uint64_t k_bytes = rows * kvd * esz, v_bytes = rows * vd * esz;
     uint64_t widest = WLM_MAX(WLM_MAX(WLM_MAX(d, qd), od), (uint64_t)hp->n_ff);
     pl.act_row_bytes = WLM_ALIGN_UP(WLM_MAX(wlm_act_row_bytes(GGML_Q8_0, (uint32_t)widest),
-                                            wlm_act_row_bytes(GGML_Q8_K, (uint32_t)widest)), 64);
+                                            wlm_act_row_bytes(GGML_Q8_K, (uint32_t)widest)),
+                                    64);
     reserve(&pl, WLM_ALIGN_UP(sizeof(struct wlm_ctx), 64));
     pl.off_k = reserve(&pl, k_bytes);
     pl.off_v = reserve(&pl, v_bytes);
@@ -83,7 +86,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     if (wlm_kernels_best()->gemm_q4gb)
         pl.off_actb = reserve(&pl, (B + WLM_Q4GB_T - 1) / WLM_Q4GB_T * wlm_q4gb_chunk_bytes((uint32_t)widest));
     pl.off_wrow = reserve(&pl, p->n_threads * pl.wrow_bytes);
-    pl.off_logits = reserve(&pl, m->output ? (uint64_t)p->n_outputs * hp->n_vocab * 4 : 0);   /* encoders: no logits */
+    pl.off_logits = reserve(&pl, m->output ? (uint64_t)p->n_outputs * hp->n_vocab * 4 : 0); /* encoders: no logits */
     pl.off_tile = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     pl.off_aidx = reserve(&pl, p->n_threads * WLM_ATT_TILE * 4);
     /* F16 caches: per thread one tile of keys and one of values as floats (wlm_attention_block) */
@@ -91,7 +94,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
         pl.off_kvt = reserve(&pl, p->n_threads * 2ull * WLM_ATT_TILE * WLM_MAX(hp->head_dim, hp->head_dim_v) * 4);
     pl.off_rope = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
     pl.off_rcs = reserve(&pl, B * (hp->n_rot / 2 + 1) * 8);
-    if (m->rope_base_swa > 0) {   /* gemma3's sliding-window layers rotate with a base of their own */
+    if (m->rope_base_swa > 0) { /* gemma3's sliding-window layers rotate with a base of their own */
         pl.off_rope_swa = reserve(&pl, (hp->n_rot / 2 + 1) * 8);
         pl.off_rcs_swa = reserve(&pl, B * (hp->n_rot / 2 + 1) * 8);
     }
@@ -99,7 +102,7 @@ static plan make_plan(const wlm_model *m, const wlm_ctx_params *p) {
     pl.off_cval = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_pen = reserve(&pl, (uint64_t)hp->n_vocab * 4);
     pl.off_sort = reserve(&pl, (uint64_t)hp->n_vocab * 16);
-    pl.off_spec = reserve(&pl, (uint64_t)hp->n_vocab * 4);   /* dense draft distribution (wlm_spec_accept) */
+    pl.off_spec = reserve(&pl, (uint64_t)hp->n_vocab * 4); /* dense draft distribution (wlm_spec_accept) */
     pl.total = WLM_ALIGN_UP(pl.total, 64);
     return pl;
 }
@@ -112,17 +115,20 @@ void wlm_ctx_default_params(wlm_ctx_params *p) {
 
 uint64_t wlm_ctx_bytes_needed(const wlm_model *m, const wlm_ctx_params *in) {
     if (m->vocab_only) return 0;
-    wlm_ctx_params p; resolve_params(m, in, &p);
+    wlm_ctx_params p;
+    resolve_params(m, in, &p);
     return make_plan(m, &p).total;
 }
 
 wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!out || !m) return wlm_fail(err, WLM_ERR_ARG, "wlm_ctx_new: NULL argument");
     *out = 0;
     if (m->vocab_only)
         return wlm_fail(err, WLM_ERR_STATE, "this model was loaded vocabulary-only (a tokenizer, no weights): it cannot run");
-    wlm_ctx_params p; resolve_params(m, in, &p);
+    wlm_ctx_params p;
+    resolve_params(m, in, &p);
     if (p.n_ctx > (1u << 24)) return wlm_fail(err, WLM_ERR_ARG, "context length %u is too large", p.n_ctx);
     if (p.kv_type > WLM_KV_F16) return wlm_fail(err, WLM_ERR_ARG, "unknown KV cache type %u", p.kv_type);
     if (p.full_policy > WLM_FULL_SLIDE) return wlm_fail(err, WLM_ERR_ARG, "unknown context-full policy %u", p.full_policy);
@@ -134,12 +140,15 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     if (p.full_policy == WLM_FULL_SLIDE && p.n_keep >= p.n_ctx)
         return wlm_fail(err, WLM_ERR_ARG, "n_keep %u must be smaller than the context length %u", p.n_keep, p.n_ctx);
     plan pl = make_plan(m, &p);
-    uint8_t *mem = wlm_sys_alloc(pl.total);   /* checks the limit before touching memory */
+    uint8_t *mem = wlm_sys_alloc(pl.total); /* checks the limit before touching memory */
     if (!mem) return wlm_fail_nomem(err, "the context", pl.total);
     wlm_ctx *c = (wlm_ctx *)mem;
     const wlm_hparams *hp = &m->hp;
-    c->m = m; c->k = wlm_kernels_best(); c->p = p;
-    c->n_ctx = p.n_ctx; c->n_batch = p.n_batch;
+    c->m = m;
+    c->k = wlm_kernels_best();
+    c->p = p;
+    c->n_ctx = p.n_ctx;
+    c->n_batch = p.n_batch;
     /* each layer's K and V: [kv_head][row][dim], layer after layer */
     uint64_t esz = p.kv_type == WLM_KV_F16 ? 2 : 4, ko = pl.off_k, vo = pl.off_v;
     c->kv = (wlm_kv_layer *)(mem + pl.off_kvl);
@@ -150,7 +159,8 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
         uint64_t rows = L->ring ? pl.n_ring : p.n_ctx;
         L->head_stride = rows * hp->head_dim;
         L->head_stride_v = rows * hp->head_dim_v;
-        L->k = mem + ko; L->v = mem + vo;
+        L->k = mem + ko;
+        L->v = mem + vo;
         ko += L->head_stride * hp->n_head_kv * esz;
         vo += L->head_stride_v * hp->n_head_kv * esz;
     }
@@ -161,18 +171,31 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
         c->row_slot = c->slot_row + p.n_ctx;
         c->row_pos = c->row_slot + pl.n_ring;
     }
-    c->n_seq_max = p.n_seq_max; c->n_outputs = p.n_outputs;
-    c->tok_seq = (uint32_t *)(mem + pl.off_tok); c->tok_slot = c->tok_seq + p.n_batch;
-    c->tok_pos = (int32_t *)(c->tok_slot + p.n_batch); c->out_tok = (uint32_t *)(c->tok_pos + p.n_batch);
-    c->att_run = c->out_tok + p.n_batch; c->att_wpos = (int32_t *)(c->att_run + p.n_batch);
+    c->n_seq_max = p.n_seq_max;
+    c->n_outputs = p.n_outputs;
+    c->tok_seq = (uint32_t *)(mem + pl.off_tok);
+    c->tok_slot = c->tok_seq + p.n_batch;
+    c->tok_pos = (int32_t *)(c->tok_slot + p.n_batch);
+    c->out_tok = (uint32_t *)(c->tok_pos + p.n_batch);
+    c->att_run = c->out_tok + p.n_batch;
+    c->att_wpos = (int32_t *)(c->att_run + p.n_batch);
     c->tok_row = (uint32_t *)(c->att_wpos + p.n_batch);
-    c->x = (float *)(mem + pl.off_x); c->xb = (float *)(mem + pl.off_xb);
-    c->q = (float *)(mem + pl.off_q); c->kk = (float *)(mem + pl.off_kk); c->vv = (float *)(mem + pl.off_vv);
-    c->att = (float *)(mem + pl.off_att); c->hb = (float *)(mem + pl.off_hb); c->hb2 = (float *)(mem + pl.off_hb2);
-    c->act = mem + pl.off_act; c->act_k = mem + pl.off_actk; c->act_row_bytes = pl.act_row_bytes;
+    c->x = (float *)(mem + pl.off_x);
+    c->xb = (float *)(mem + pl.off_xb);
+    c->q = (float *)(mem + pl.off_q);
+    c->kk = (float *)(mem + pl.off_kk);
+    c->vv = (float *)(mem + pl.off_vv);
+    c->att = (float *)(mem + pl.off_att);
+    c->hb = (float *)(mem + pl.off_hb);
+    c->hb2 = (float *)(mem + pl.off_hb2);
+    c->act = mem + pl.off_act;
+    c->act_k = mem + pl.off_actk;
+    c->act_row_bytes = pl.act_row_bytes;
     c->wrow = mem + pl.off_wrow;
     c->wrow_bytes = pl.wrow_bytes;
-    c->act16 = mem + pl.off_act16; c->act16_row_bytes = pl.act16_row_bytes; c->act8_off = pl.act8_off;
+    c->act16 = mem + pl.off_act16;
+    c->act16_row_bytes = pl.act16_row_bytes;
+    c->act8_off = pl.act8_off;
     c->act_b = mem + pl.off_actb;
     c->n_thr = 1;
     c->logits = (float *)(mem + pl.off_logits);
@@ -181,18 +204,22 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     c->att_kvt = pl.off_kvt ? (float *)(mem + pl.off_kvt) : 0;
     c->spec_q = (float *)(mem + pl.off_spec);
     wlm_memset(c->spec_q, 0, (uint64_t)hp->n_vocab * 4);
-    c->rope_freq = (double *)(mem + pl.off_rope); c->rope_cs = (float *)(mem + pl.off_rcs);
-    c->cand_id = (int32_t *)(mem + pl.off_cid); c->cand_val = (float *)(mem + pl.off_cval);
+    c->rope_freq = (double *)(mem + pl.off_rope);
+    c->rope_cs = (float *)(mem + pl.off_rcs);
+    c->cand_id = (int32_t *)(mem + pl.off_cid);
+    c->cand_val = (float *)(mem + pl.off_cval);
     c->pen_count = (uint32_t *)(mem + pl.off_pen);
     c->sort_tmp = mem + pl.off_sort;
-    c->mem = mem; c->mem_bytes = pl.total;
+    c->mem = mem;
+    c->mem_bytes = pl.total;
     /* inverse RoPE frequencies theta_i = base^(-2i/n_rot), in double, divided
      * by the model's per-frequency factor (rope_freqs.weight or rope.scaling) */
     double lb = wlm_log((double)hp->rope_freq_base);
-    const float *lr = wlm_rope_factors(m, p.n_ctx);   /* phi3 LongRoPE: chosen by this context's length */
+    const float *lr = wlm_rope_factors(m, p.n_ctx); /* phi3 LongRoPE: chosen by this context's length */
     for (uint32_t i = 0; i < hp->n_rot / 2; i++) {
         double theta = wlm_exp(-(double)(2 * i) / hp->n_rot * lb);
-        c->rope_freq[i] = lr ? theta / lr[i] : hp->rope_scaled ? theta / wlm_rope_freq_divisor(m, i, theta) : theta;
+        c->rope_freq[i] = lr ? theta / lr[i] : hp->rope_scaled ? theta / wlm_rope_freq_divisor(m, i, theta)
+                                                               : theta;
     }
     /* the sliding-window layers' own base (gemma3), without scaling */
     c->rope_freq_swa = pl.off_rope_swa ? (double *)(mem + pl.off_rope_swa) : 0;
@@ -206,7 +233,9 @@ wlm_status wlm_ctx_new(wlm_ctx **out, wlm_model *m, const wlm_ctx_params *in, wl
     return WLM_OK;
 }
 
-void wlm_ctx_free(wlm_ctx *c) { if (c) wlm_sys_free(c->mem); }
+void wlm_ctx_free(wlm_ctx *c) {
+    if (c) wlm_sys_free(c->mem);
+}
 
 void wlm_ctx_reset(wlm_ctx *c) { wlm_kv_reset(c); }
 

@@ -25,44 +25,48 @@ struct wlm_ctx {
     const wlm_kernels *k;
     wlm_ctx_params p;
     uint32_t n_ctx, n_batch;
-    uint32_t slid;         /* positions dropped by the sliding window (sequence 0) */
+    uint32_t slid; /* positions dropped by the sliding window (sequence 0) */
     /* sequences (src/kvcache.c): next position of each, and which sequences
      * use each cache slot (bit s of slot_seq[j]; 0 = the slot is free) */
     uint32_t n_seq_max, n_outputs;
     uint32_t seq_pos[WLM_MAX_SEQ];
-    uint32_t seq_next[WLM_MAX_SEQ];  /* the slot after each sequence's highest slot (0: none) */
+    uint32_t seq_next[WLM_MAX_SEQ]; /* the slot after each sequence's highest slot (0: none) */
     uint64_t *slot_seq;
-    uint32_t n_slots;      /* slots [0, n_slots) may be in use: attention scans these */
-    uint32_t n_free;       /* free slots */
-    uint32_t free_hint;    /* no free slot below this one */
+    uint32_t n_slots;   /* slots [0, n_slots) may be in use: attention scans these */
+    uint32_t n_free;    /* free slots */
+    uint32_t free_hint; /* no free slot below this one */
     /* the window ring (src/kvcache.c): the rows of the sliding-window layers
      * when they keep fewer rows than there are slots (n_ring > 0) */
-    uint32_t n_ring;       /* its rows; 0: every layer keeps a row per slot */
-    int32_t *slot_row;     /* per slot: its ring row, -1: none (dropped: out of every window) */
-    int32_t *row_slot;     /* per ring row: the slot it holds, -1: free */
-    int32_t *row_pos;      /* per ring row: that slot's position (attention reads it by row) */
-    uint32_t ring_free;    /* free ring rows */
-    uint32_t ring_hand;    /* where the next search for a ring row starts */
+    uint32_t n_ring;                 /* its rows; 0: every layer keeps a row per slot */
+    int32_t *slot_row;               /* per slot: its ring row, -1: none (dropped: out of every window) */
+    int32_t *row_slot;               /* per ring row: the slot it holds, -1: free */
+    int32_t *row_pos;                /* per ring row: that slot's position (attention reads it by row) */
+    uint32_t ring_free;              /* free ring rows */
+    uint32_t ring_hand;              /* where the next search for a ring row starts */
     uint32_t seq_floor[WLM_MAX_SEQ]; /* the lowest position each sequence can be truncated to */
     /* the tokens of the chunk being evaluated: sequence, position, cache slot, ring row */
-    uint32_t *tok_seq, *tok_slot; int32_t *tok_pos;
+    uint32_t *tok_seq, *tok_slot;
+    int32_t *tok_pos;
     uint32_t *tok_row;
-    uint32_t *out_tok;     /* chunk tokens whose logits are wanted, in order */
-    uint32_t *att_run; int32_t *att_wpos;   /* attention's runs of the chunk (forward.c, att_plan_runs) */
-    wlm_kv_layer *kv;      /* per layer: where its keys and values are (wlm_kv_head) */
-    int32_t *slot_pos;     /* absolute position stored in each slot, -1 empty */
+    uint32_t *out_tok; /* chunk tokens whose logits are wanted, in order */
+    uint32_t *att_run;
+    int32_t *att_wpos; /* attention's runs of the chunk (forward.c, att_plan_runs) */
+    wlm_kv_layer *kv;  /* per layer: where its keys and values are (wlm_kv_head) */
+    int32_t *slot_pos; /* absolute position stored in each slot, -1 empty */
     /* scratch for a batch of up to n_batch tokens */
     float *x, *xb, *q, *kk, *vv, *att, *hb, *hb2;
-    uint8_t *act, *act_k;  /* quantized activations, n_batch rows: Q8_0 blocks, Q8_K blocks */
+    uint8_t *act, *act_k; /* quantized activations, n_batch rows: Q8_0 blocks, Q8_K blocks */
     uint64_t act_row_bytes;
-    uint8_t *wrow;         /* per thread: one weight row unpacked for a batch (prefill) */
-    uint8_t *act16;        /* int8 activations widened to int16 + float scales (prefill) */
+    uint8_t *wrow;  /* per thread: one weight row unpacked for a batch (prefill) */
+    uint8_t *act16; /* int8 activations widened to int16 + float scales (prefill) */
     uint64_t act16_row_bytes;
-    uint64_t act8_off;      /* the i8x4 form of the same rows, at act16 + row * act16_row_bytes + act8_off */
-    uint8_t *act_b;         /* a batch's input in the q4gb form (relaxed SIMD, q4g weights) */
-    uint64_t wrow_bytes;   /* bytes of one thread's wrow */
-    wlm_pool *pool; uint32_t n_thr; /* threads running matmul/attention (1 = inline) */
-    float *logits; uint32_t n_logits;
+    uint64_t act8_off;   /* the i8x4 form of the same rows, at act16 + row * act16_row_bytes + act8_off */
+    uint8_t *act_b;      /* a batch's input in the q4gb form (relaxed SIMD, q4g weights) */
+    uint64_t wrow_bytes; /* bytes of one thread's wrow */
+    wlm_pool *pool;
+    uint32_t n_thr; /* threads running matmul/attention (1 = inline) */
+    float *logits;
+    uint32_t n_logits;
     float *att_tile;       /* one tile of scores per thread */
     uint32_t *att_idx;     /* the cache slots of that tile, per thread */
     float *att_kvt;        /* F16 caches: a tile of keys and values as floats, per thread (else NULL) */
@@ -72,12 +76,13 @@ struct wlm_ctx {
     double *rope_freq_swa; /* sliding-window layers with a RoPE base of their own (gemma3): their frequencies, else NULL */
     float *rope_cs_swa;    /* and their cos/sin pairs, as rope_cs (NULL when rope_freq_swa is) */
     /* sampler work space */
-    int32_t *cand_id; float *cand_val;
-    uint32_t *pen_count;   /* n_vocab: a token's count in the penalty window, all zero between calls */
-    void *sort_tmp;        /* 16 n_vocab bytes: the radix sorts of the candidates (top-k, typical) */
-    void *mem; uint64_t mem_bytes;
+    int32_t *cand_id;
+    float *cand_val;
+    uint32_t *pen_count; /* n_vocab: a token's count in the penalty window, all zero between calls */
+    void *sort_tmp;      /* 16 n_vocab bytes: the radix sorts of the candidates (top-k, typical) */
+    void *mem;
+    uint64_t mem_bytes;
 };
-
 
 /* log P(tok) under softmax(logits) at T = 1 (sampler.c): the vocabulary in
  * 32 fixed blocks, each by k->logit_max / k->sum_exp, blocks added in order;

@@ -46,7 +46,8 @@ static void finish_row(float *row, uint32_t d, uint32_t len, uint32_t pooling, u
 
 wlm_status wlm_embed(wlm_ctx *c, const int32_t *tokens, const uint32_t *n_tokens, uint32_t n_texts,
                      uint32_t pooling, uint32_t flags, float *out, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!c || (n_texts && (!tokens || !n_tokens || !out))) return wlm_fail(err, WLM_ERR_ARG, "wlm_embed: NULL argument");
     const wlm_model *m = c->m;
     if (pooling == WLM_POOLING_MODEL) pooling = wlm_model_pooling(m);
@@ -76,16 +77,19 @@ wlm_status wlm_embed(wlm_ctx *c, const int32_t *tokens, const uint32_t *n_tokens
     }
     wlm_memset(out, 0, (uint64_t)n_texts * d * 4);
     wlm_ctx_reset(c);
-    uint64_t off = 0;              /* the first token not yet evaluated */
-    uint32_t cur = 0, done = 0;    /* the text it belongs to, and that text's tokens already evaluated */
-    uint32_t open_seq = 0;         /* cur's sequence when done > 0 */
+    uint64_t off = 0;           /* the first token not yet evaluated */
+    uint32_t cur = 0, done = 0; /* the text it belongs to, and that text's tokens already evaluated */
+    uint32_t open_seq = 0;      /* cur's sequence when done > 0 */
     while (cur < n_texts) {
         uint32_t room = WLM_MIN(c->n_batch, c->n_free), n = 0, n_seq = 0, next_seq = 0;
-        if (room == 0) { wlm_ctx_reset(c); return wlm_fail(err, WLM_ERR_STATE, "wlm_embed: no free cache slot (internal)"); }
+        if (room == 0) {
+            wlm_ctx_reset(c);
+            return wlm_fail(err, WLM_ERR_STATE, "wlm_embed: no free cache slot (internal)");
+        }
         uint32_t i = cur, k = done;
         while (i < n_texts && n < room && n_seq < c->n_seq_max) {
             uint32_t rest = n_tokens[i] - k;
-            if (!m->causal && rest > room - n) break;   /* the whole text goes into the next pass */
+            if (!m->causal && rest > room - n) break; /* the whole text goes into the next pass */
             uint32_t take = WLM_MIN(rest, room - n), s;
             if (k > 0) s = open_seq;
             else {
@@ -99,31 +103,38 @@ wlm_status wlm_embed(wlm_ctx *c, const int32_t *tokens, const uint32_t *n_tokens
                 c->tok_seq[n] = s;
                 c->tok_pos[n] = (int32_t)pos;
                 c->tok_slot[n] = wlm_kv_take(c, s, (int32_t)pos);
-                c->out_tok[n] = i;   /* the text each token pools into */
+                c->out_tok[n] = i; /* the text each token pools into */
             }
             n_seq++;
-            if (take < rest) { k += take; open_seq = s; break; }   /* continues in the next pass (causal) */
-            i++; k = 0;
+            if (take < rest) {
+                k += take;
+                open_seq = s;
+                break;
+            } /* continues in the next pass (causal) */
+            i++;
+            k = 0;
         }
-        wlm_kv_take_rows(c, n);   /* the window ring's rows (when there is one), as wlm_eval_batch */
+        wlm_kv_take_rows(c, n); /* the window ring's rows (when there is one), as wlm_eval_batch */
         wlm_forward_hidden(c, tokens + off, n);
         for (uint32_t t = 0; t < n; t++) {
             uint32_t ti = c->out_tok[t], pos = (uint32_t)c->tok_pos[t];
             const float *h = c->xb + (uint64_t)t * d;
             float *row = out + (uint64_t)ti * d;
-            if (pooling == WLM_POOLING_MEAN) for (uint32_t e = 0; e < d; e++) row[e] += h[e];
+            if (pooling == WLM_POOLING_MEAN)
+                for (uint32_t e = 0; e < d; e++) row[e] += h[e];
             else if ((pooling == WLM_POOLING_CLS && pos == 0) || (pooling == WLM_POOLING_LAST && pos + 1 == n_tokens[ti]))
                 wlm_memcpy(row, h, (uint64_t)d * 4);
         }
         for (uint32_t t = cur; t < i; t++) finish_row(out + (uint64_t)t * d, d, n_tokens[t], pooling, flags);
         off += n;
-        if (i < n_texts && k > 0) {   /* text i stays open: drop the finished ones only */
+        if (i < n_texts && k > 0) { /* text i stays open: drop the finished ones only */
             for (uint32_t s = 0; s < c->n_seq_max; s++)
                 if (s != open_seq) wlm_seq_remove(c, s, 0);
         } else {
             wlm_ctx_reset(c);
         }
-        cur = i; done = k;
+        cur = i;
+        done = k;
     }
     wlm_ctx_reset(c);
     return WLM_OK;

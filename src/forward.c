@@ -51,9 +51,13 @@ static float rms_scale(const float *x, uint32_t n, float eps) {
 static void act_step(wlm_ctx *c, const float *src, const uint32_t *rows, const wlm_tensor *norm, float *dst,
                      uint32_t n_tok, uint32_t n, uint32_t need, uint32_t tid, uint32_t nth) {
     uint32_t unit = wlm_act_unit(need), t0 = 0, t1 = n_tok, u0, u1;
-    if (n % unit) unit = n;   /* unquantized input of a width that is not whole blocks: one piece */
+    if (n % unit) unit = n; /* unquantized input of a width that is not whole blocks: one piece */
     if (n_tok == 1) wlm_split(n / unit, tid, nth, &u0, &u1);
-    else { wlm_split(n_tok, tid, nth, &t0, &t1); u0 = 0; u1 = n / unit; }
+    else {
+        wlm_split(n_tok, tid, nth, &t0, &t1);
+        u0 = 0;
+        u1 = n / unit;
+    }
     uint32_t lo = u0 * unit, hi = u1 * unit;
     if (lo == hi) return;
     for (uint32_t t = t0; t < t1; t++) {
@@ -75,7 +79,6 @@ static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t row
         for (uint32_t r = r0; r < r1; r++) y[(uint64_t)t * rows + r] += bv[r];
 }
 
-
 /* RoPE: pairs of the first n_rot dims of each head rotate by pos * theta_i.
  * Which dims pair up depends on the architecture's convention:
  *   NORM (llama GGUF files): consecutive pairs (x[2i], x[2i+1]);
@@ -83,7 +86,7 @@ static void add_bias(float *y, const wlm_tensor *b, uint32_t n_tok, uint32_t row
  * cs holds (cos, sin) of each pos * theta_i, once per token of a chunk. */
 static void rope_prepare(const wlm_ctx *c, const double *freq, float *cs, uint32_t pos) {
     uint32_t half = c->m->hp.n_rot / 2;
-    double mscale = c->m->rope_attn_factor;   /* 1 but for LongRoPE files (phi3) */
+    double mscale = c->m->rope_attn_factor; /* 1 but for LongRoPE files (phi3) */
     for (uint32_t i = 0; i < half; i++) {
         double ang = (double)pos * freq[i];
         cs[2 * i] = (float)(wlm_cos(ang) * mscale);
@@ -143,17 +146,27 @@ static void kv_store(wlm_ctx *c, int values, uint32_t layer, uint32_t t, const f
  * other for the next such step (a barrier always lies between two steps). */
 typedef struct fwd {
     union {
-        struct { wlm_ctx *c; const int32_t *tokens; uint32_t n, n_out, out_row; };
+        struct {
+            wlm_ctx *c;
+            const int32_t *tokens;
+            uint32_t n, n_out, out_row;
+        };
         char args_line[WLM_SYNC_LINE];
     };
     /* each counter on a line of its own, away from the fields above that
      * every thread reads (a take is an atomic update: sharing their line
      * would make the next read of f->c or f->n a miss on the other cores) */
-    struct { volatile int32_t v; char pad[WLM_SYNC_LINE - 4]; } next[2];
-    uint32_t hidden;   /* 1: leave every token's final hidden state in c->xb, no logits (embeddings) */
+    struct {
+        volatile int32_t v;
+        char pad[WLM_SYNC_LINE - 4];
+    } next[2];
+    uint32_t hidden; /* 1: leave every token's final hidden state in c->xb, no logits (embeddings) */
 } fwd;
 
-typedef struct step { volatile int32_t *next; uint32_t nth; } step;
+typedef struct step {
+    volatile int32_t *next;
+    uint32_t nth;
+} step;
 
 static step step_begin(fwd *f, uint32_t *k, uint32_t tid, uint32_t nth) {
     step s = { &f->next[*k & 1].v, nth };
@@ -214,7 +227,7 @@ static void att_plan_runs(wlm_ctx *c, uint32_t n) {
              * attention_step) */
             c->att_run[t0] = t1 | (t1 - t0 == 1 || wlm_att_ascending(&mk) ? ATT_TOGETHER : 0);
             c->att_wpos[t0] = wpos;
-            if (!c->m->causal) c->att_wpos[t0] = ATT_ALL;   /* non-causal: the whole sequence */
+            if (!c->m->causal) c->att_wpos[t0] = ATT_ALL; /* non-causal: the whole sequence */
         }
     }
 }
@@ -251,12 +264,15 @@ static void attention_step(const fwd *f, uint32_t layer, float scale, const step
             uint32_t b = it / hp->n_head_kv, hk = it % hp->n_head_kv;
             uint32_t t0 = b * qb, tend = WLM_MIN(f->n, t0 + qb);
             const void *kc = wlm_kv_head(c, layer, 0, hk), *vc = wlm_kv_head(c, layer, 1, hk);
-            while (t0 < tend) {   /* the block's runs (att_plan_runs) */
+            while (t0 < tend) { /* the block's runs (att_plan_runs) */
                 uint32_t t1 = c->att_run[t0] & ~ATT_TOGETHER;
                 int together = (c->att_run[t0] & ATT_TOGETHER) != 0 && (!swa || t1 - t0 == 1);
                 wlm_att_mask mask = att_run_mask(c, t0, c->att_wpos[t0]);
-                if (swa) mask.window_lo = att_window_lo(swa, c->att_wpos[t0]);   /* a lone token's window */
-                if (row_of) { mask.row_of = row_of; mask.row_pos = c->row_pos; }
+                if (swa) mask.window_lo = att_window_lo(swa, c->att_wpos[t0]); /* a lone token's window */
+                if (row_of) {
+                    mask.row_of = row_of;
+                    mask.row_pos = c->row_pos;
+                }
                 /* the run's queries, WLM_ATT_MAXQ at a time (a GQA group can be wider) */
                 uint32_t nq = 0;
                 for (uint32_t t = t0; t < t1; t++)
@@ -292,7 +308,8 @@ static void embed_step(const fwd *f, uint32_t tid, uint32_t nth) {
     for (uint32_t t = lo; t < hi; t++) {
         float *x = c->x + (uint64_t)t * d;
         wlm_dequantize_row(m->tok_embd->type, m->tok_embd->data + (uint64_t)f->tokens[t] * emb_row, x, d);
-        if (m->embd_scale != 1.0f) for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale;   /* granite, gemma */
+        if (m->embd_scale != 1.0f)
+            for (uint32_t i = 0; i < d; i++) x[i] *= m->embd_scale; /* granite, gemma */
         /* encoders: + token type 0 (+ the absolute position, bert); xb's row is free here */
         const wlm_tensor *add[2] = { m->type_embd, m->pos_embd };
         uint64_t row[2] = { 0, (uint64_t)c->tok_pos[t] };
@@ -324,7 +341,8 @@ static void qkv_step(const fwd *f, uint32_t l, const step *s, uint32_t tid) {
         for (uint32_t i = 0, base = 0; i < 3; base += heads[i], i++) {
             uint32_t h0 = WLM_MAX(lo, base), h1 = WLM_MIN(hi, base + heads[i]);
             if (h0 >= h1) continue;
-            h0 -= base; h1 -= base;
+            h0 -= base;
+            h1 -= base;
             uint32_t rows = heads[i] * hs[i];
             wlm_mm(c, W[i], c->xb, f->n, Y[i], h0 * hs[i], h1 * hs[i], tid);
             add_bias(Y[i], B[i], f->n, rows, h0 * hs[i], h1 * hs[i]);
@@ -352,7 +370,7 @@ static void residual_step(const fwd *f, const wlm_tensor *W, const wlm_tensor *b
         for (uint32_t t = 0; t < f->n; t++)
             if (rs == 1.0f)
                 for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r];
-            else   /* granite: the block's output scaled before it is added */
+            else /* granite: the block's output scaled before it is added */
                 for (uint32_t r = r0; r < r1; r++) c->x[(uint64_t)t * d + r] += c->xb[(uint64_t)t * d + r] * rs;
     }
 }
@@ -377,7 +395,7 @@ static void gate_up_step(const fwd *f, const wlm_layer *L, const step *s, uint32
     wlm_ctx *c = f->c;
     uint32_t nff = c->m->hp.n_ff, r0, r1;
     int gelu = c->m->ffn_gelu;
-    while (!L->w_gate && take(s, nff, min_rows(L->w_up), &r0, &r1)) {   /* bert: hb = gelu(W_up h + b_up) */
+    while (!L->w_gate && take(s, nff, min_rows(L->w_up), &r0, &r1)) { /* bert: hb = gelu(W_up h + b_up) */
         wlm_mm(c, L->w_up, c->xb, f->n, c->hb, r0, r1, tid);
         add_bias(c->hb, L->b_up, f->n, nff, r0, r1);
         for (uint32_t t = 0; t < f->n; t++) {
@@ -391,7 +409,8 @@ static void gate_up_step(const fwd *f, const wlm_layer *L, const step *s, uint32
         for (uint32_t t = 0; t < f->n; t++) {
             float *a = c->hb + (uint64_t)t * nff + r0;
             const float *b = c->hb2 + (uint64_t)t * nff + r0;
-            if (gelu) for (uint32_t i = 0; i < r1 - r0; i++) a[i] = wlm_gelu_tanh(a[i]) * b[i];
+            if (gelu)
+                for (uint32_t i = 0; i < r1 - r0; i++) a[i] = wlm_gelu_tanh(a[i]) * b[i];
             else c->k->silu_mul(r1 - r0, a, b);
         }
     }
@@ -408,10 +427,16 @@ static void ln_split(const wlm_ctx *c, uint32_t n_tok, uint32_t n, uint32_t need
                      uint32_t *t0, uint32_t *t1, uint32_t *lo, uint32_t *hi) {
     uint32_t unit = wlm_act_unit(need), u0, u1;
     if (n % unit) unit = n;
-    *t0 = 0; *t1 = n_tok;
+    *t0 = 0;
+    *t1 = n_tok;
     if (n_tok == 1) wlm_split(n / unit, tid, nth, &u0, &u1);
-    else { wlm_split(n_tok, tid, nth, t0, t1); u0 = 0; u1 = n / unit; }
-    *lo = u0 * unit; *hi = u1 * unit;
+    else {
+        wlm_split(n_tok, tid, nth, t0, t1);
+        u0 = 0;
+        u1 = n / unit;
+    }
+    *lo = u0 * unit;
+    *hi = u1 * unit;
     (void)c;
 }
 
@@ -460,7 +485,7 @@ static void encoder_layers(fwd *f, uint32_t *k, uint32_t tid, uint32_t nth) {
         act_step(c, c->att, 0, 0, 0, n, od, wlm_mm_needs(c, L->wo, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, k, tid, nth);
-        residual_step(f, L->wo, L->bo, c->att, 1, &s, tid);   /* x += Wo a + bo */
+        residual_step(f, L->wo, L->bo, c->att, 1, &s, tid); /* x += Wo a + bo */
         wlm_pool_barrier(p, nth);
         need = wlm_mm_needs(c, L->w_up, n) | (L->w_gate ? wlm_mm_needs(c, L->w_gate, n) : 0);
         ln_step(c, L->ln_attn, L->ln_attn_b, n, need, tid, nth);
@@ -472,7 +497,7 @@ static void encoder_layers(fwd *f, uint32_t *k, uint32_t tid, uint32_t nth) {
         act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, wlm_mm_needs(c, L->w_down, n), tid, nth);
         wlm_pool_barrier(p, nth);
         s = step_begin(f, k, tid, nth);
-        residual_step(f, L->w_down, L->b_down, c->hb, 1, &s, tid);   /* x += W_down hb + b_down */
+        residual_step(f, L->w_down, L->b_down, c->hb, 1, &s, tid); /* x += W_down hb + b_down */
         wlm_pool_barrier(p, nth);
         const wlm_layer *Ln = l + 1 < hp->n_layer ? &m->layers[l + 1] : 0;
         need = Ln ? wlm_mm_needs(c, Ln->wq, n) | wlm_mm_needs(c, Ln->wk, n) | wlm_mm_needs(c, Ln->wv, n) : 0;
@@ -495,44 +520,45 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     embed_step(f, tid, nth);
     wlm_pool_barrier(p, nth);
     if (m->encoder) encoder_layers(f, &k, tid, nth);
-    else for (uint32_t l = 0; l < hp->n_layer; l++) {
-        const wlm_layer *L = &m->layers[l];
-        /* attention block: h = rmsnorm(x) * w_attn_norm; q, k, v; attention; x += Wo att */
-        act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, wlm_mm_needs(c, L->wq, n) | wlm_mm_needs(c, L->wk, n) | wlm_mm_needs(c, L->wv, n), tid, nth);
-        wlm_pool_barrier(p, nth);
-        s = step_begin(f, &k, tid, nth);
-        qkv_step(f, l, &s, tid);
-        wlm_pool_barrier(p, nth);
-        s = step_begin(f, &k, tid, nth);
-        attention_step(f, l, scale, &s, tid);
-        wlm_pool_barrier(p, nth);
-        act_step(c, c->att, 0, 0, 0, n, od, wlm_mm_needs(c, L->wo, n), tid, nth);
-        wlm_pool_barrier(p, nth);
-        s = step_begin(f, &k, tid, nth);
-        residual_step(f, L->wo, L->bo, c->att, !L->post_attn_norm, &s, tid);
-        wlm_pool_barrier(p, nth);
-        if (L->post_attn_norm) {   /* gemma: x += rmsnorm(Wo att) * w_post_attn */
-            post_norm_step(f, L->post_attn_norm, tid, nth);
+    else
+        for (uint32_t l = 0; l < hp->n_layer; l++) {
+            const wlm_layer *L = &m->layers[l];
+            /* attention block: h = rmsnorm(x) * w_attn_norm; q, k, v; attention; x += Wo att */
+            act_step(c, c->x, 0, L->attn_norm, c->xb, n, d, wlm_mm_needs(c, L->wq, n) | wlm_mm_needs(c, L->wk, n) | wlm_mm_needs(c, L->wv, n), tid, nth);
             wlm_pool_barrier(p, nth);
-        }
-        /* feed-forward block (SwiGLU): h = rmsnorm(x) * w_ffn_norm; x += W_down (silu(W_gate h) * (W_up h)) */
-        act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, wlm_mm_needs(c, L->w_gate, n) | wlm_mm_needs(c, L->w_up, n), tid, nth);
-        wlm_pool_barrier(p, nth);
-        s = step_begin(f, &k, tid, nth);
-        gate_up_step(f, L, &s, tid);
-        wlm_pool_barrier(p, nth);
-        act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, wlm_mm_needs(c, L->w_down, n), tid, nth);
-        wlm_pool_barrier(p, nth);
-        s = step_begin(f, &k, tid, nth);
-        residual_step(f, L->w_down, L->b_down, c->hb, !L->post_ffn_norm, &s, tid);
-        wlm_pool_barrier(p, nth);
-        if (L->post_ffn_norm) {    /* gemma: x += rmsnorm(W_down hb) * w_post_ffw */
-            post_norm_step(f, L->post_ffn_norm, tid, nth);
+            s = step_begin(f, &k, tid, nth);
+            qkv_step(f, l, &s, tid);
             wlm_pool_barrier(p, nth);
+            s = step_begin(f, &k, tid, nth);
+            attention_step(f, l, scale, &s, tid);
+            wlm_pool_barrier(p, nth);
+            act_step(c, c->att, 0, 0, 0, n, od, wlm_mm_needs(c, L->wo, n), tid, nth);
+            wlm_pool_barrier(p, nth);
+            s = step_begin(f, &k, tid, nth);
+            residual_step(f, L->wo, L->bo, c->att, !L->post_attn_norm, &s, tid);
+            wlm_pool_barrier(p, nth);
+            if (L->post_attn_norm) { /* gemma: x += rmsnorm(Wo att) * w_post_attn */
+                post_norm_step(f, L->post_attn_norm, tid, nth);
+                wlm_pool_barrier(p, nth);
+            }
+            /* feed-forward block (SwiGLU): h = rmsnorm(x) * w_ffn_norm; x += W_down (silu(W_gate h) * (W_up h)) */
+            act_step(c, c->x, 0, L->ffn_norm, c->xb, n, d, wlm_mm_needs(c, L->w_gate, n) | wlm_mm_needs(c, L->w_up, n), tid, nth);
+            wlm_pool_barrier(p, nth);
+            s = step_begin(f, &k, tid, nth);
+            gate_up_step(f, L, &s, tid);
+            wlm_pool_barrier(p, nth);
+            act_step(c, c->hb, 0, 0, 0, n, hp->n_ff, wlm_mm_needs(c, L->w_down, n), tid, nth);
+            wlm_pool_barrier(p, nth);
+            s = step_begin(f, &k, tid, nth);
+            residual_step(f, L->w_down, L->b_down, c->hb, !L->post_ffn_norm, &s, tid);
+            wlm_pool_barrier(p, nth);
+            if (L->post_ffn_norm) { /* gemma: x += rmsnorm(W_down hb) * w_post_ffw */
+                post_norm_step(f, L->post_ffn_norm, tid, nth);
+                wlm_pool_barrier(p, nth);
+            }
         }
-    }
 
-    if (f->hidden) {   /* embeddings: xb = every token's final hidden state */
+    if (f->hidden) { /* embeddings: xb = every token's final hidden state */
         if (!m->encoder) act_step(c, c->x, 0, m->out_norm, c->xb, n, d, 0, tid, nth);
         return;
     }
@@ -546,10 +572,10 @@ static void forward_job(void *arg, uint32_t tid, uint32_t nth) {
     float *lg = c->logits + (uint64_t)f->out_row * hp->n_vocab;
     while (take(&s, hp->n_vocab, min_rows(m->output), &r0, &r1)) {
         wlm_mm(c, m->output, c->xb, f->n_out, lg, r0, r1, tid);
-        if (ls != 1.0f)   /* granite: logits divided by logit_scale */
+        if (ls != 1.0f) /* granite: logits divided by logit_scale */
             for (uint32_t t = 0; t < f->n_out; t++)
                 for (uint32_t r = r0; r < r1; r++) lg[(uint64_t)t * hp->n_vocab + r] *= ls;
-        if (m->final_softcap > 0)   /* gemma2: logits soft-capped */
+        if (m->final_softcap > 0) /* gemma2: logits soft-capped */
             for (uint32_t t = 0; t < f->n_out; t++)
                 for (uint32_t r = r0; r < r1; r++) lg[(uint64_t)t * hp->n_vocab + r] = wlm_softcap(lg[(uint64_t)t * hp->n_vocab + r], m->final_softcap);
     }
@@ -577,13 +603,15 @@ static void run_job(wlm_ctx *c, fwd *f) {
     const wlm_layer *L = &c->m->layers[0];
     const wlm_tensor *W[7] = { L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down };
     uint64_t work = 0;
-    for (int i = 0; i < 7; i++) if (W[i]) work = WLM_MAX(work, (uint64_t)W[i]->ne[0] * W[i]->ne[1] * n);
+    for (int i = 0; i < 7; i++)
+        if (W[i]) work = WLM_MAX(work, (uint64_t)W[i]->ne[0] * W[i]->ne[1] * n);
     wlm_pool_run(c->pool, forward_job, f, work < WLM_MIN_PARALLEL_WORK ? 1 : c->n_thr);
 }
 
 wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seqs,
                           const uint8_t *want, uint32_t n, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!c || !tokens) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: NULL argument");
     if (n == 0) return wlm_fail(err, WLM_ERR_ARG, "wlm_eval: no tokens");
     if (!c->m->output)
@@ -633,17 +661,18 @@ wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seq
             uint32_t pos = c->seq_pos[s]++;
             c->tok_seq[t] = s;
             c->tok_pos[t] = (int32_t)pos;
-            if (slide && c->n_free == 0) {           /* the ring overwrites the oldest */
+            if (slide && c->n_free == 0) { /* the ring overwrites the oldest */
                 uint32_t j = wlm_kv_slide_slot(c, pos);
                 wlm_kv_overwrite(c, j, (int32_t)pos);
                 c->tok_slot[t] = j;
             } else {
                 c->tok_slot[t] = wlm_kv_take(c, s, (int32_t)pos);
             }
-            int w = all_last_chunk ? 1 : want ? want[i] != 0 : i == n - 1;
+            int w = all_last_chunk ? 1 : want ? want[i] != 0
+                                              : i == n - 1;
             if (w) c->out_tok[n_out++] = t;
         }
-        wlm_kv_take_rows(c, chunk);   /* the window ring's rows (when there is one) */
+        wlm_kv_take_rows(c, chunk); /* the window ring's rows (when there is one) */
         if (all_last_chunk) rows = 0;
         forward_chunk(c, tokens + done, chunk, n_out, rows);
         rows += n_out;
@@ -657,4 +686,3 @@ wlm_status wlm_eval_batch(wlm_ctx *c, const int32_t *tokens, const uint32_t *seq
 wlm_status wlm_eval(wlm_ctx *c, const int32_t *tokens, uint32_t n, wlm_err *err) {
     return wlm_eval_batch(c, tokens, 0, 0, n, err);
 }
-

@@ -6,38 +6,55 @@
 #include "base.h"
 
 enum {
-    GGUF_U8 = 0, GGUF_I8 = 1, GGUF_U16 = 2, GGUF_I16 = 3, GGUF_U32 = 4, GGUF_I32 = 5,
-    GGUF_F32 = 6, GGUF_BOOL = 7, GGUF_STRING = 8, GGUF_ARRAY = 9, GGUF_U64 = 10,
-    GGUF_I64 = 11, GGUF_F64 = 12, GGUF_TYPE_COUNT = 13
+    GGUF_U8 = 0,
+    GGUF_I8 = 1,
+    GGUF_U16 = 2,
+    GGUF_I16 = 3,
+    GGUF_U32 = 4,
+    GGUF_I32 = 5,
+    GGUF_F32 = 6,
+    GGUF_BOOL = 7,
+    GGUF_STRING = 8,
+    GGUF_ARRAY = 9,
+    GGUF_U64 = 10,
+    GGUF_I64 = 11,
+    GGUF_F64 = 12,
+    GGUF_TYPE_COUNT = 13
 };
 
 typedef struct wlm_kv {
-    const char *key; uint32_t key_len;
-    uint32_t type;            /* GGUF value type */
-    const uint8_t *val;       /* raw encoding in the file */
+    const char *key;
+    uint32_t key_len;
+    uint32_t type;      /* GGUF value type */
+    const uint8_t *val; /* raw encoding in the file */
     uint64_t val_bytes;
     /* for arrays: element type, count, pointer to first element */
-    uint32_t arr_type; uint64_t arr_n; const uint8_t *arr_data;
+    uint32_t arr_type;
+    uint64_t arr_n;
+    const uint8_t *arr_data;
 } wlm_kv;
 
 typedef struct wlm_tensor {
-    const char *name; uint32_t name_len;
+    const char *name;
+    uint32_t name_len;
     uint32_t type, n_dims;
-    uint64_t ne[4];           /* ne[0] = row length (contiguous) */
-    uint64_t offset;          /* absolute offset in its file (its part, for a split GGUF) */
+    uint64_t ne[4];  /* ne[0] = row length (contiguous) */
+    uint64_t offset; /* absolute offset in its file (its part, for a split GGUF) */
     uint64_t nbytes;
-    const uint8_t *data;      /* view into the file bytes */
-    uint32_t q4g;             /* Q4_0 rows repacked in place into the q4g form (wlm_model_load_inplace) */
-    uint32_t part;            /* the part holding it (0-based; 0 for a single file) */
+    const uint8_t *data; /* view into the file bytes */
+    uint32_t q4g;        /* Q4_0 rows repacked in place into the q4g form (wlm_model_load_inplace) */
+    uint32_t part;       /* the part holding it (0-based; 0 for a single file) */
 } wlm_tensor;
 
 typedef struct wlm_gguf {
-    const uint8_t *data; uint64_t size;
+    const uint8_t *data;
+    uint64_t size;
     uint32_t version, alignment;
     uint64_t n_kv, n_tensors, data_offset;
-    wlm_kv *kv; wlm_tensor *tensors;
-    void *mem;                /* the block holding kv[] and tensors[] */
-    uint32_t n_parts;         /* 1, or the parts of a split GGUF (data/size: the first one) */
+    wlm_kv *kv;
+    wlm_tensor *tensors;
+    void *mem;        /* the block holding kv[] and tensors[] */
+    uint32_t n_parts; /* 1, or the parts of a split GGUF (data/size: the first one) */
 } wlm_gguf;
 
 /* One GGUF file. It may not be one part of a split GGUF of several parts

@@ -66,22 +66,33 @@ uint32_t wlm_kv_ring_rows(const wlm_model *m, const wlm_ctx_params *p) {
 }
 
 void wlm_kv_reset(wlm_ctx *c) {
-    for (uint32_t j = 0; j < c->n_ctx; j++) { c->slot_pos[j] = -1; c->slot_seq[j] = 0; }
+    for (uint32_t j = 0; j < c->n_ctx; j++) {
+        c->slot_pos[j] = -1;
+        c->slot_seq[j] = 0;
+    }
     for (uint32_t s = 0; s < WLM_MAX_SEQ; s++) c->seq_pos[s] = c->seq_next[s] = c->seq_floor[s] = 0;
-    c->n_slots = 0; c->n_free = c->n_ctx; c->free_hint = 0;
-    c->slid = 0; c->n_logits = 0;
+    c->n_slots = 0;
+    c->n_free = c->n_ctx;
+    c->free_hint = 0;
+    c->slid = 0;
+    c->n_logits = 0;
     if (c->n_ring) {
         for (uint32_t j = 0; j < c->n_ctx; j++) c->slot_row[j] = -1;
-        for (uint32_t r = 0; r < c->n_ring; r++) { c->row_slot[r] = -1; c->row_pos[r] = -1; }
+        for (uint32_t r = 0; r < c->n_ring; r++) {
+            c->row_slot[r] = -1;
+            c->row_pos[r] = -1;
+        }
     }
-    c->ring_free = c->n_ring; c->ring_hand = 0;
+    c->ring_free = c->n_ring;
+    c->ring_hand = 0;
 }
 
 /* slot j's ring row, if any, is free again */
 static void row_release(wlm_ctx *c, uint32_t j) {
     if (!c->n_ring || c->slot_row[j] < 0) return;
     uint32_t r = (uint32_t)c->slot_row[j];
-    c->row_slot[r] = -1; c->row_pos[r] = -1;
+    c->row_slot[r] = -1;
+    c->row_pos[r] = -1;
     c->slot_row[j] = -1;
     c->ring_free++;
 }
@@ -103,7 +114,7 @@ static void shrink(wlm_ctx *c) {
 static uint32_t free_block(const wlm_ctx *c, uint32_t from) {
     uint32_t b = (from + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK * WLM_KV_BLOCK;
     for (; b + WLM_KV_BLOCK <= c->n_ctx; b += WLM_KV_BLOCK) {
-        if (b >= c->n_slots) return b;   /* nothing is used from n_slots on */
+        if (b >= c->n_slots) return b; /* nothing is used from n_slots on */
         uint32_t i = 0;
         while (i < WLM_KV_BLOCK && c->slot_seq[b + i] == 0) i++;
         if (i == WLM_KV_BLOCK) return b;
@@ -124,13 +135,15 @@ uint32_t wlm_kv_take(wlm_ctx *c, uint32_t seq, int32_t pos) {
         if (j >= c->n_ctx) {
             j = WLM_MAX(c->seq_next[seq], c->free_hint);
             while (j < c->n_ctx && c->slot_seq[j] != 0) j++;
-            if (j >= c->n_ctx) for (j = c->free_hint; c->slot_seq[j] != 0; j++) {}   /* the caller checked n_free > 0 */
+            if (j >= c->n_ctx)
+                for (j = c->free_hint; c->slot_seq[j] != 0; j++) {} /* the caller checked n_free > 0 */
         }
     }
     c->slot_seq[j] = 1ull << seq;
     c->slot_pos[j] = pos;
     c->n_free--;
-    if (j == c->free_hint) while (++c->free_hint < c->n_ctx && c->slot_seq[c->free_hint] != 0) {}
+    if (j == c->free_hint)
+        while (++c->free_hint < c->n_ctx && c->slot_seq[c->free_hint] != 0) {}
     if (j + 1 > c->n_slots) c->n_slots = j + 1;
     c->seq_next[seq] = j + 1;
     return j;
@@ -165,7 +178,8 @@ static void row_drop(wlm_ctx *c, uint32_t r) {
 static uint32_t row_next(const wlm_ctx *c, uint32_t r) { return r + 1 == c->n_ring ? 0 : r + 1; }
 
 static void row_give(wlm_ctx *c, uint32_t r, uint32_t j) {
-    c->row_slot[r] = (int32_t)j; c->row_pos[r] = c->slot_pos[j];
+    c->row_slot[r] = (int32_t)j;
+    c->row_pos[r] = c->slot_pos[j];
     c->slot_row[j] = (int32_t)r;
     c->ring_free--;
     c->ring_hand = row_next(c, r);
@@ -188,7 +202,10 @@ static uint32_t ring_take(wlm_ctx *c, uint32_t j, const uint32_t *lo) {
     int32_t r = wlm_kv_take_row(c, j);
     if (r >= 0) return (uint32_t)r;
     uint32_t h = c->ring_hand, i = 0;
-    while (i < c->n_ring && !row_unseen(c, h, lo)) { h = row_next(c, h); i++; }
+    while (i < c->n_ring && !row_unseen(c, h, lo)) {
+        h = row_next(c, h);
+        i++;
+    }
     if (i == c->n_ring) h = c->ring_hand;
     row_drop(c, h);
     row_give(c, h, j);
@@ -231,7 +248,8 @@ static wlm_status check_seq(const wlm_ctx *c, uint32_t seq, const char *what, wl
 }
 
 wlm_status wlm_seq_truncate(wlm_ctx *c, uint32_t seq, uint32_t pos, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status st = check_seq(c, seq, "wlm_seq_truncate", err);
     if (st) return st;
     if (pos > c->seq_pos[seq])
@@ -240,13 +258,16 @@ wlm_status wlm_seq_truncate(wlm_ctx *c, uint32_t seq, uint32_t pos, wlm_err *err
         return wlm_fail(err, WLM_ERR_STATE, "cannot rewind: positions already slid out of the window");
     if (pos < c->seq_floor[seq] && pos < c->seq_pos[seq])
         return wlm_fail(err, WLM_ERR_STATE, "cannot rewind sequence %u to %u: its sliding-window layers dropped the "
-                        "positions before %u, so %u is the lowest it can go to (evaluate again from 0, or plan with swa_full)",
+                                            "positions before %u, so %u is the lowest it can go to (evaluate again from 0, or plan with swa_full)",
                         seq, pos, c->seq_floor[seq] - c->m->n_swa + 1, c->seq_floor[seq]);
     uint64_t bit = 1ull << seq;
     uint32_t next = 0;
     for (uint32_t j = 0; j < c->n_slots; j++) {
         if (!(c->slot_seq[j] & bit)) continue;
-        if (c->slot_pos[j] < (int32_t)pos) { next = j + 1; continue; }
+        if (c->slot_pos[j] < (int32_t)pos) {
+            next = j + 1;
+            continue;
+        }
         c->slot_seq[j] &= ~bit;
         if (!c->slot_seq[j]) slot_release(c, j);
     }
@@ -258,7 +279,8 @@ wlm_status wlm_seq_truncate(wlm_ctx *c, uint32_t seq, uint32_t pos, wlm_err *err
 }
 
 wlm_status wlm_seq_remove(wlm_ctx *c, uint32_t seq, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status st = check_seq(c, seq, "wlm_seq_remove", err);
     if (st) return st;
     uint64_t bit = 1ull << seq;
@@ -274,7 +296,8 @@ wlm_status wlm_seq_remove(wlm_ctx *c, uint32_t seq, wlm_err *err) {
 }
 
 wlm_status wlm_seq_fork(wlm_ctx *c, uint32_t src, uint32_t dst, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status st = check_seq(c, src, "wlm_seq_fork", err);
     if (st || (st = check_seq(c, dst, "wlm_seq_fork", err))) return st;
     if (src == dst) return WLM_OK;
@@ -346,7 +369,10 @@ static void slots_sift(uint32_t *s, const int32_t *pos, uint32_t n, uint32_t i) 
         if (l < n && pos[s[l]] > pos[s[w]]) w = l;
         if (r < n && pos[s[r]] > pos[s[w]]) w = r;
         if (w == i) return;
-        uint32_t x = s[i]; s[i] = s[w]; s[w] = x; i = w;
+        uint32_t x = s[i];
+        s[i] = s[w];
+        s[w] = x;
+        i = w;
     }
 }
 
@@ -365,7 +391,9 @@ static uint32_t seq_slots(const wlm_ctx *c, uint32_t seq, uint32_t *slots) {
     if (!sorted) {
         for (uint32_t i = n / 2; i-- > 0;) slots_sift(slots, c->slot_pos, n, i);
         for (uint32_t end = n; end > 1; end--) {
-            uint32_t x = slots[0]; slots[0] = slots[end - 1]; slots[end - 1] = x;
+            uint32_t x = slots[0];
+            slots[0] = slots[end - 1];
+            slots[end - 1] = x;
             slots_sift(slots, c->slot_pos, end - 1, 0);
         }
     }
@@ -413,7 +441,10 @@ static uint32_t seq_row_count(const wlm_ctx *c, uint32_t seq, uint32_t *n_win) {
     uint64_t bit = 1ull << seq;
     uint32_t n = 0, w = 0, from = st_window_from(c, c->seq_floor[seq]);
     for (uint32_t j = 0; j < c->n_slots; j++)
-        if (c->slot_seq[j] & bit) { n++; w += (uint32_t)c->slot_pos[j] >= from; }
+        if (c->slot_seq[j] & bit) {
+            n++;
+            w += (uint32_t)c->slot_pos[j] >= from;
+        }
     *n_win = w;
     return n;
 }
@@ -426,7 +457,8 @@ uint64_t wlm_ctx_state_size(const wlm_ctx *c, uint32_t seq, uint32_t n_tokens) {
 
 wlm_status wlm_ctx_state_save(const wlm_ctx *c, uint32_t seq, const int32_t *tokens, uint32_t n_tokens,
                               const wlm_rng *rng, uint8_t *out, uint64_t cap, uint64_t *written, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (written) *written = 0;
     wlm_status st = check_seq(c, seq, "wlm_ctx_state_save", err);
     if (st) return st;
@@ -460,12 +492,20 @@ wlm_status wlm_ctx_state_save(const wlm_ctx *c, uint32_t seq, const int32_t *tok
     wlm_wr64(out + 24, c->m->fingerprint);
     wlm_wr32(out + 32, rng ? ST_FLAG_RNG : 0);
     wlm_wr32(out + 36, c->p.kv_type);
-    wlm_wr32(out + 40, hp->n_layer); wlm_wr32(out + 44, hp->n_head_kv);
-    wlm_wr32(out + 48, hp->head_dim); wlm_wr32(out + 52, hp->head_dim_v);
-    wlm_wr32(out + 56, n_tokens); wlm_wr32(out + 60, n_pos); wlm_wr32(out + 64, n_rows);
-    wlm_wr32(out + 68, slid ? c->n_ctx : 0); wlm_wr32(out + 72, slid ? c->p.n_keep : 0);
+    wlm_wr32(out + 40, hp->n_layer);
+    wlm_wr32(out + 44, hp->n_head_kv);
+    wlm_wr32(out + 48, hp->head_dim);
+    wlm_wr32(out + 52, hp->head_dim_v);
+    wlm_wr32(out + 56, n_tokens);
+    wlm_wr32(out + 60, n_pos);
+    wlm_wr32(out + 64, n_rows);
+    wlm_wr32(out + 68, slid ? c->n_ctx : 0);
+    wlm_wr32(out + 72, slid ? c->p.n_keep : 0);
     wlm_wr32(out + 76, c->seq_floor[seq]);
-    if (rng) { wlm_wr64(out + 80, rng->state); wlm_wr64(out + 88, rng->inc); }
+    if (rng) {
+        wlm_wr64(out + 80, rng->state);
+        wlm_wr64(out + 88, rng->inc);
+    }
     uint8_t *p = out + ST_HDR;
     for (uint32_t i = 0; i < n_tokens; i++, p += 4) wlm_wr32(p, (uint32_t)tokens[i]);
     for (uint32_t i = 0; i < n_rows; i++, p += 4) wlm_wr32(p, (uint32_t)c->slot_pos[slots[i]]);
@@ -491,12 +531,14 @@ wlm_status wlm_ctx_state_save(const wlm_ctx *c, uint32_t seq, const int32_t *tok
 
 static wlm_status slid_elsewhere(wlm_err *err, uint32_t ring, uint32_t keep) {
     return wlm_fail(err, WLM_ERR_CONTEXT_FULL, "the state's sequence slid through a ring of %u positions (%u kept): it continues only in a "
-                    "context of that length with onFull 'slide' and nKeep %u", ring, keep, keep);
+                                               "context of that length with onFull 'slide' and nKeep %u",
+                    ring, keep, keep);
 }
 
 wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *d, uint64_t size,
                               wlm_state_info *info, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status st = check_seq(c, seq, "wlm_ctx_state_load", err);
     if (st) return st;
     if (!d && size) return wlm_fail(err, WLM_ERR_ARG, "wlm_ctx_state_load: NULL data");
@@ -526,7 +568,9 @@ wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *d, uint64
                         wlm_rd32(d + 40), wlm_rd32(d + 44), wlm_rd32(d + 48), wlm_rd32(d + 52), hp->n_layer, hp->n_head_kv, hp->head_dim, hp->head_dim_v);
     if (kv_type != c->p.kv_type)
         return wlm_fail(err, WLM_ERR_UNSUPPORTED, "the state holds a %s cache, this context's is %s (create it with that KV type)",
-                        kv_type == WLM_KV_F16 ? "f16" : kv_type == WLM_KV_F32 ? "f32" : "?", c->p.kv_type == WLM_KV_F16 ? "f16" : "f32");
+                        kv_type == WLM_KV_F16 ? "f16" : kv_type == WLM_KV_F32 ? "f32"
+                                                                              : "?",
+                        c->p.kv_type == WLM_KV_F16 ? "f16" : "f32");
     if (flags & ~ST_FLAG_RNG) return wlm_fail(err, WLM_ERR_FORMAT, "corrupt saved state: unknown flags %x", flags);
     uint32_t n_tokens = wlm_rd32(d + 56), n_pos = wlm_rd32(d + 60), n_rows = wlm_rd32(d + 64);
     uint32_t ring = wlm_rd32(d + 68), keep = wlm_rd32(d + 72), floor = wlm_rd32(d + 76);
@@ -595,13 +639,19 @@ wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *d, uint64
      * ring's), then its window rows in ascending order through the ring */
     wlm_seq_remove(c, seq, err);
     if (ring) {
-        for (uint32_t j = 0; j < c->n_ctx; j++) { c->slot_seq[j] = 1; c->slot_pos[j] = -1; }
+        for (uint32_t j = 0; j < c->n_ctx; j++) {
+            c->slot_seq[j] = 1;
+            c->slot_pos[j] = -1;
+        }
         for (uint32_t i = 0; i < n_rows; i++) {
             uint32_t pos = wlm_rd32(posv + 4ull * i);
             slots[i] = wlm_kv_slide_slot(c, pos);
             c->slot_pos[slots[i]] = (int32_t)pos;
         }
-        c->n_free = 0; c->n_slots = c->n_ctx; c->free_hint = c->n_ctx; c->seq_next[0] = c->n_ctx;
+        c->n_free = 0;
+        c->n_slots = c->n_ctx;
+        c->free_hint = c->n_ctx;
+        c->seq_next[0] = c->n_ctx;
         c->slid = n_pos - c->n_ctx;
     } else {
         for (uint32_t i = 0; i < n_rows; i++) slots[i] = wlm_kv_take(c, seq, (int32_t)i);
@@ -620,7 +670,7 @@ wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *d, uint64
         uint32_t nl = layer_rows(c, l, n_rows, n_win);
         for (int values = 0; values < 2; values++)
             for (uint32_t i = n_rows - nl; i < n_rows; i++) {
-                int32_t row = wlm_kv_row(c, l, slots[i]);   /* -1: a row a smaller ring dropped again */
+                int32_t row = wlm_kv_row(c, l, slots[i]); /* -1: a row a smaller ring dropped again */
                 for (uint32_t h = 0; h < hp->n_head_kv; h++) {
                     uint64_t b = values ? vb : kb;
                     if (row >= 0) wlm_memcpy(kv_at(c, values, l, h, (uint32_t)row), p, b);
@@ -630,7 +680,9 @@ wlm_status wlm_ctx_state_load(wlm_ctx *c, uint32_t seq, const uint8_t *d, uint64
     }
     wlm_sys_free(slots);
     if (info) {
-        info->n_tokens = n_tokens; info->n_pos = n_pos; info->tokens_offset = ST_HDR;
+        info->n_tokens = n_tokens;
+        info->n_pos = n_pos;
+        info->tokens_offset = ST_HDR;
         info->has_rng = (flags & ST_FLAG_RNG) != 0;
         info->rng = info->has_rng ? rng : (wlm_rng){ 0, 0 };
     }

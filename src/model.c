@@ -55,7 +55,10 @@ static int type_ok_for_matmul(uint32_t t) {
  * (mixture-of-experts, extra norms) is refused by name rather than
  * silently ignored. */
 
-typedef struct arch_info { const char *name; uint32_t id, rope_type; } arch_info;
+typedef struct arch_info {
+    const char *name;
+    uint32_t id, rope_type;
+} arch_info;
 static const arch_info k_archs[] = {
     { "llama", WLM_ARCH_LLAMA, WLM_ROPE_NORM },
     { "qwen2", WLM_ARCH_QWEN2, WLM_ROPE_NEOX },
@@ -76,9 +79,20 @@ static const arch_info k_archs[] = {
 static const char *const k_global_tensors[] = { "token_embd.weight", "output_norm.weight", "output.weight", "rope_freqs.weight",
                                                 "rope_factors_long.weight", "rope_factors_short.weight" };
 static const char *const k_block_tensors[] = {
-    "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight", "attn_output.weight",
-    "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias",
-    "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
+    "attn_norm.weight",
+    "attn_q.weight",
+    "attn_k.weight",
+    "attn_v.weight",
+    "attn_qkv.weight",
+    "attn_output.weight",
+    "attn_q.bias",
+    "attn_k.bias",
+    "attn_v.bias",
+    "attn_output.bias",
+    "ffn_norm.weight",
+    "ffn_gate.weight",
+    "ffn_up.weight",
+    "ffn_down.weight",
 };
 /* only in architectures with per-head Q/K norms (qwen3, gemma3) */
 static const char *const k_qk_norm_tensors[] = { "attn_q_norm.weight", "attn_k_norm.weight" };
@@ -90,10 +104,25 @@ static const char *const k_post_norm_tensors[] = { "post_attention_norm.weight",
 static const char *const k_enc_global_tensors[] = { "token_embd.weight", "token_types.weight", "position_embd.weight",
                                                     "token_embd_norm.weight", "token_embd_norm.bias" };
 static const char *const k_enc_block_tensors[] = {
-    "attn_q.weight", "attn_k.weight", "attn_v.weight", "attn_qkv.weight", "attn_output.weight",
-    "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_qkv.bias", "attn_output.bias",
-    "attn_output_norm.weight", "attn_output_norm.bias", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
-    "ffn_up.bias", "ffn_down.bias", "layer_output_norm.weight", "layer_output_norm.bias",
+    "attn_q.weight",
+    "attn_k.weight",
+    "attn_v.weight",
+    "attn_qkv.weight",
+    "attn_output.weight",
+    "attn_q.bias",
+    "attn_k.bias",
+    "attn_v.bias",
+    "attn_qkv.bias",
+    "attn_output.bias",
+    "attn_output_norm.weight",
+    "attn_output_norm.bias",
+    "ffn_gate.weight",
+    "ffn_up.weight",
+    "ffn_down.weight",
+    "ffn_up.bias",
+    "ffn_down.bias",
+    "layer_output_norm.weight",
+    "layer_output_norm.bias",
 };
 
 static int is_gemma(uint32_t arch) { return arch == WLM_ARCH_GEMMA2 || arch == WLM_ARCH_GEMMA3; }
@@ -109,7 +138,11 @@ static int tensor_known(const char *name, uint32_t len, uint32_t n_layer, uint32
         if (wlm_str_is(name, len, glob[i])) return 1;
     if (len < 6 || !wlm_memeq(name, "blk.", 4)) return 0;
     uint32_t p = 4, l = 0, digits = 0;
-    while (p < len && name[p] >= '0' && name[p] <= '9' && digits < 7) { l = l * 10 + (uint32_t)(name[p] - '0'); p++; digits++; }
+    while (p < len && name[p] >= '0' && name[p] <= '9' && digits < 7) {
+        l = l * 10 + (uint32_t)(name[p] - '0');
+        p++;
+        digits++;
+    }
     if (!digits || p >= len || name[p] != '.' || l >= n_layer) return 0;
     p++;
     if (enc) {
@@ -186,7 +219,8 @@ static wlm_status load_gemma_hparams(wlm_model *m, const char *arch, uint32_t al
     m->n_swa = g2 ? 4096 : 0;
     if ((s = wlm_kv_u32(g, key(kb, arch, alen, "attention.sliding_window"), 0, &m->n_swa, err))) return s;
     if (g2) {
-        m->attn_softcap = 50.0f; m->final_softcap = 30.0f;
+        m->attn_softcap = 50.0f;
+        m->final_softcap = 30.0f;
         if ((s = wlm_kv_f32(g, key(kb, arch, alen, "attn_logit_softcapping"), 0, &m->attn_softcap, err))) return s;
         if ((s = wlm_kv_f32(g, key(kb, arch, alen, "final_logit_softcapping"), 0, &m->final_softcap, err))) return s;
         if (!(m->attn_softcap >= 0) || !(m->final_softcap >= 0))
@@ -236,7 +270,9 @@ const char *wlm_arch_name(uint32_t arch) {
 static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     const wlm_gguf *g = &m->g;
     wlm_hparams *hp = &m->hp;
-    const char *arch; uint32_t alen; wlm_status s;
+    const char *arch;
+    uint32_t alen;
+    wlm_status s;
     char kb[128];
     if ((s = wlm_kv_str(g, "general.architecture", 1, &arch, &alen, err))) return s;
     const arch_info *ai = 0;
@@ -252,9 +288,14 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
         return wlm_fail(err, WLM_ERR_UNSUPPORTED, "unsupported architecture '%.*s' (supported: " SUPPORTED_ARCHS ")", (int)WLM_MIN(alen, 64u), arch);
     }
     m->arch = ai->id;
-    hp->n_ctx_train = 2048; hp->rope_freq_base = 10000.0f; hp->rms_eps = is_gemma(ai->id) ? 1e-6f : 1e-5f;
+    hp->n_ctx_train = 2048;
+    hp->rope_freq_base = 10000.0f;
+    hp->rms_eps = is_gemma(ai->id) ? 1e-6f : 1e-5f;
     hp->rope_type = ai->rope_type;
-    m->embd_scale = 1.0f; m->resid_scale = 1.0f; m->attn_scale = 0.0f; m->logit_scale = 1.0f;
+    m->embd_scale = 1.0f;
+    m->resid_scale = 1.0f;
+    m->attn_scale = 0.0f;
+    m->logit_scale = 1.0f;
     if (m->arch == WLM_ARCH_GRANITE) {
         if ((s = wlm_kv_f32(g, key(kb, arch, alen, "embedding_scale"), 0, &m->embd_scale, err))) return s;
         if ((s = wlm_kv_f32(g, key(kb, arch, alen, "residual_scale"), 0, &m->resid_scale, err))) return s;
@@ -303,17 +344,21 @@ static wlm_status load_hparams(wlm_model *m, wlm_err *err) {
     if (!(hp->rms_eps >= 0)) return wlm_fail(err, WLM_ERR_FORMAT, "layer_norm_rms_epsilon must not be negative");
     /* the chat template is rendered by the host (JS), but a template that is
      * not a string is a broken file: say so at load, not at the first chat */
-    const char *tpl; uint32_t tpl_len;
+    const char *tpl;
+    uint32_t tpl_len;
     if ((s = wlm_kv_str(g, "tokenizer.chat_template", 0, &tpl, &tpl_len, err))) return s;
 
     /* RoPE scaling (rope.scaling.*): none, linear (all frequencies divided by
      * the factor) or llama3 (Llama 3.1+: low frequencies divided by the
      * factor, high ones kept, a smooth blend between, by wavelength). A
      * rope_freqs.weight tensor, when present, gives the divisors directly. */
-    const char *st; uint32_t stlen;
+    const char *st;
+    uint32_t stlen;
     if ((s = wlm_kv_str(g, key(kb, arch, alen, "rope.scaling.type"), 0, &st, &stlen, err))) return s;
     m->rope_scaling = WLM_ROPE_SCALING_NONE;
-    m->rope_scale_factor = 1.0f; m->rope_low_freq_factor = 1.0f; m->rope_high_freq_factor = 4.0f;
+    m->rope_scale_factor = 1.0f;
+    m->rope_low_freq_factor = 1.0f;
+    m->rope_high_freq_factor = 4.0f;
     m->rope_orig_ctx = m->arch == WLM_ARCH_PHI3 ? hp->n_ctx_train : 8192;
     if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.factor"), 0, &m->rope_scale_factor, err))) return s;
     if ((s = wlm_kv_f32(g, key(kb, arch, alen, "rope.scaling.low_freq_factor"), 0, &m->rope_low_freq_factor, err))) return s;
@@ -354,8 +399,8 @@ double wlm_rope_freq_divisor(const wlm_model *m, uint32_t i, double theta) {
     const double two_pi = 6.283185307179586476925;
     double wavelen = two_pi / theta, orig = (double)m->rope_orig_ctx;
     double lo = m->rope_low_freq_factor, hi = m->rope_high_freq_factor, f = m->rope_scale_factor;
-    if (wavelen < orig / hi) return 1.0;          /* high frequency: unchanged */
-    if (wavelen > orig / lo) return f;            /* low frequency: divided by the factor */
+    if (wavelen < orig / hi) return 1.0; /* high frequency: unchanged */
+    if (wavelen > orig / lo) return f;   /* low frequency: divided by the factor */
     double smooth = (orig / wavelen - lo) / (hi - lo);
     /* new = (1 - smooth) * theta / f + smooth * theta  ->  divisor = theta / new */
     return 1.0 / ((1.0 - smooth) / f + smooth);
@@ -446,14 +491,14 @@ static wlm_status load_encoder_tensors(wlm_model *m, wlm_err *err) {
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         wlm_layer *L = &m->layers[l];
         wlm_tensor *views = m->views + 5 * l, *bviews = m->bias_views + 3 * l;
-#define T(field, suffix, n0, n1, mat, req) \
-        wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
-        if ((s = get_tensor(m, name, n0, n1, req, mat, &L->field, err))) return s;
-#define B(field, suffix, n) \
-        wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
-        if ((s = get_bias(g, name, n, &L->field, err))) return s;
+#define T(field, suffix, n0, n1, mat, req)           \
+    wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
+    if ((s = get_tensor(m, name, n0, n1, req, mat, &L->field, err))) return s;
+#define B(field, suffix, n)                          \
+    wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
+    if ((s = get_bias(g, name, n, &L->field, err))) return s;
         wlm_fmt(name, sizeof name, "blk.%u.attn_qkv.weight", l);
-        if (wlm_gguf_tensor(g, name)) {   /* fused (nomic-bert): the rows of Q, K, V in turn */
+        if (wlm_gguf_tensor(g, name)) { /* fused (nomic-bert): the rows of Q, K, V in turn */
             const wlm_tensor *qkv, *bqkv;
             if ((s = get_tensor(m, name, d, q_dim + kv_dim + v_dim, 1, 1, &qkv, err))) return s;
             L->wq = row_view(&views[0], qkv, 0, q_dim);
@@ -483,14 +528,14 @@ static wlm_status load_encoder_tensors(wlm_model *m, wlm_err *err) {
         B(bo, "attn_output.bias", d)
         T(ln_attn, "attn_output_norm.weight", d, 0, 0, 1)
         T(ln_attn_b, "attn_output_norm.bias", d, 0, 0, 1)
-        if (!bert) { T(w_gate, "ffn_gate.weight", d, hp->n_ff, 1, 1) }   /* nomic-bert: SwiGLU */
+        if (!bert) { T(w_gate, "ffn_gate.weight", d, hp->n_ff, 1, 1) } /* nomic-bert: SwiGLU */
         T(w_up, "ffn_up.weight", d, hp->n_ff, 1, 1)
         B(b_up, "ffn_up.bias", hp->n_ff)
         T(w_down, "ffn_down.weight", hp->n_ff, d, 1, 1)
         B(b_down, "ffn_down.bias", d)
         T(ln_out, "layer_output_norm.weight", d, 0, 0, 1)
         T(ln_out_b, "layer_output_norm.bias", d, 0, 0, 1)
-        L->no_rope = bert;   /* bert: absolute positions, no RoPE */
+        L->no_rope = bert; /* bert: absolute positions, no RoPE */
 #undef T
 #undef B
     }
@@ -531,16 +576,16 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
     char name[96];
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         wlm_layer *L = &m->layers[l];
-#define T(field, suffix, n0, n1, mat) \
-        wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
-        if ((s = get_tensor(m, name, n0, n1, 1, mat, &L->field, err))) return s;
-#define B(field, suffix, n) \
-        wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
-        if ((s = get_bias(g, name, n, &L->field, err))) return s;
+#define T(field, suffix, n0, n1, mat)                \
+    wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
+    if ((s = get_tensor(m, name, n0, n1, 1, mat, &L->field, err))) return s;
+#define B(field, suffix, n)                          \
+    wlm_fmt(name, sizeof name, "blk.%u." suffix, l); \
+    if ((s = get_bias(g, name, n, &L->field, err))) return s;
         T(attn_norm, "attn_norm.weight", d, 0, 0)
         wlm_tensor *views = m->views + 5 * l;
         wlm_fmt(name, sizeof name, "blk.%u.attn_qkv.weight", l);
-        if (wlm_gguf_tensor(g, name)) {   /* fused: the rows of Q, K, V in turn */
+        if (wlm_gguf_tensor(g, name)) { /* fused: the rows of Q, K, V in turn */
             const wlm_tensor *qkv;
             if ((s = get_tensor(m, name, d, q_dim + kv_dim + v_dim, 1, 1, &qkv, err))) return s;
             static const char *const sep[3] = { "attn_q.weight", "attn_k.weight", "attn_v.weight" };
@@ -563,7 +608,7 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
         B(bo, "attn_output.bias", d)
         T(ffn_norm, "ffn_norm.weight", d, 0, 0)
         wlm_fmt(name, sizeof name, "blk.%u.ffn_gate.weight", l);
-        if (m->arch == WLM_ARCH_PHI3 && !wlm_gguf_tensor(g, name)) {   /* fused: gate rows, then up rows */
+        if (m->arch == WLM_ARCH_PHI3 && !wlm_gguf_tensor(g, name)) { /* fused: gate rows, then up rows */
             const wlm_tensor *gu;
             wlm_fmt(name, sizeof name, "blk.%u.ffn_up.weight", l);
             if ((s = get_tensor(m, name, d, 2ull * hp->n_ff, 1, 1, &gu, err))) return s;
@@ -574,7 +619,7 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
             T(w_up, "ffn_up.weight", d, hp->n_ff, 1)
         }
         T(w_down, "ffn_down.weight", hp->n_ff, d, 1)
-        if (has_qk_norm(m->arch)) {   /* qwen3, gemma3 */
+        if (has_qk_norm(m->arch)) { /* qwen3, gemma3 */
             T(q_norm, "attn_q_norm.weight", hp->head_dim, 0, 0)
             T(k_norm, "attn_k_norm.weight", hp->head_dim, 0, 0)
         }
@@ -584,7 +629,7 @@ static wlm_status load_tensors(wlm_model *m, wlm_err *err) {
             T(post_ffn_norm, "post_ffw_norm.weight", d, 0, 0)
             L->swa = m->n_swa && (m->arch == WLM_ARCH_GEMMA2 ? l % 2 == 0 : l % 6 != 5);
         } else {
-            L->swa = m->n_swa != 0;   /* llama (Mistral-style): every layer; n_swa is 0 for the others */
+            L->swa = m->n_swa != 0; /* llama (Mistral-style): every layer; n_swa is 0 for the others */
         }
 #undef T
 #undef B
@@ -617,8 +662,14 @@ static uint64_t model_fingerprint(const wlm_gguf *g) {
         wlm_wr32(w, t->type);
         wlm_wr32(w + 4, t->n_dims);
         h = wlm_hash64(h, w, 8);
-        for (uint32_t d = 0; d < 4; d++) { wlm_wr64(w, t->ne[d]); h = wlm_hash64(h, w, 8); }
-        if (t->nbytes <= 96) { h = wlm_hash64(h, t->data, t->nbytes); continue; }
+        for (uint32_t d = 0; d < 4; d++) {
+            wlm_wr64(w, t->ne[d]);
+            h = wlm_hash64(h, w, 8);
+        }
+        if (t->nbytes <= 96) {
+            h = wlm_hash64(h, t->data, t->nbytes);
+            continue;
+        }
         h = wlm_hash64(h, t->data, 32);
         h = wlm_hash64(h, t->data + t->nbytes / 2 - 16, 32);
         h = wlm_hash64(h, t->data + t->nbytes - 32, 32);
@@ -630,27 +681,36 @@ uint64_t wlm_model_fingerprint(const wlm_model *m) { return m ? m->fingerprint :
 uint32_t wlm_model_vocab_only(const wlm_model *m) { return m ? m->vocab_only : 0; }
 
 wlm_status wlm_model_load_vocab(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_model_load_vocab: out is NULL");
     *out = 0;
     wlm_gguf g;
     wlm_status s = wlm_gguf_parse_meta(&g, data, size, err);
     if (s) return s;
     wlm_model *m = wlm_sys_alloc(sizeof(wlm_model));
-    if (!m) { wlm_gguf_free(&g); return wlm_fail_nomem(err, "the model tables", sizeof(wlm_model)); }
+    if (!m) {
+        wlm_gguf_free(&g);
+        return wlm_fail_nomem(err, "the model tables", sizeof(wlm_model));
+    }
     wlm_memset(m, 0, sizeof *m);
     m->g = g;
     m->mem = m;
     m->vocab_only = 1;
-    const char *s_val; uint32_t s_len;
+    const char *s_val;
+    uint32_t s_len;
     /* as load_hparams: a chat template that is not a string is a broken file */
     if ((s = wlm_kv_str(&m->g, "tokenizer.chat_template", 0, &s_val, &s_len, err))) goto fail;
     if ((s = wlm_vocab_load(&m->vocab, &m->g, err))) goto fail;
     m->hp.n_vocab = m->vocab.n;
-    m->hp.bos_id = m->vocab.bos; m->hp.eos_id = m->vocab.eos; m->hp.unk_id = m->vocab.unk;
-    m->hp.add_bos = m->vocab.add_bos; m->hp.add_space_prefix = m->vocab.add_space_prefix;
+    m->hp.bos_id = m->vocab.bos;
+    m->hp.eos_id = m->vocab.eos;
+    m->hp.unk_id = m->vocab.unk;
+    m->hp.add_bos = m->vocab.add_bos;
+    m->hp.add_space_prefix = m->vocab.add_space_prefix;
     /* the training context when the file names an architecture and says it (else 0) */
-    const char *arch; uint32_t alen;
+    const char *arch;
+    uint32_t alen;
     wlm_err ignored;
     if (wlm_kv_str(&m->g, "general.architecture", 0, &arch, &alen, &ignored) == WLM_OK && arch && alen <= 64) {
         char kb[128];
@@ -670,19 +730,27 @@ wlm_status wlm_model_load(wlm_model **out, const uint8_t *data, uint64_t size, w
 }
 
 wlm_status wlm_model_load_parts(wlm_model **out, const uint8_t *const *data, const uint64_t *sizes, uint32_t n_parts, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_model_load: out is NULL");
     *out = 0;
     wlm_gguf g;
     wlm_status s = wlm_gguf_parse_parts(&g, data, sizes, n_parts, err);
     if (s) return s;
-    wlm_model tmp; wlm_memset(&tmp, 0, sizeof tmp);
+    wlm_model tmp;
+    wlm_memset(&tmp, 0, sizeof tmp);
     tmp.g = g;
-    if ((s = load_hparams(&tmp, err))) { wlm_gguf_free(&g); return s; }
+    if ((s = load_hparams(&tmp, err))) {
+        wlm_gguf_free(&g);
+        return s;
+    }
     uint64_t layers_bytes = WLM_ALIGN_UP((uint64_t)tmp.hp.n_layer * sizeof(wlm_layer), 64);
     uint64_t bytes = sizeof(wlm_model) + 64 + layers_bytes + (uint64_t)tmp.hp.n_layer * 8 * sizeof(wlm_tensor);
     wlm_model *m = wlm_sys_alloc(bytes);
-    if (!m) { wlm_gguf_free(&g); return wlm_fail_nomem(err, "the model tables", bytes); }
+    if (!m) {
+        wlm_gguf_free(&g);
+        return wlm_fail_nomem(err, "the model tables", bytes);
+    }
     *m = tmp;
     m->mem = m;
     m->layers = (wlm_layer *)((uint8_t *)m + WLM_ALIGN_UP(sizeof(wlm_model), 64));
@@ -690,8 +758,11 @@ wlm_status wlm_model_load_parts(wlm_model **out, const uint8_t *const *data, con
     m->bias_views = m->views + 5 * (uint64_t)tmp.hp.n_layer;
     if ((s = wlm_vocab_load(&m->vocab, &m->g, err))) goto fail;
     m->hp.n_vocab = m->vocab.n;
-    m->hp.bos_id = m->vocab.bos; m->hp.eos_id = m->vocab.eos; m->hp.unk_id = m->vocab.unk;
-    m->hp.add_bos = m->vocab.add_bos; m->hp.add_space_prefix = m->vocab.add_space_prefix;
+    m->hp.bos_id = m->vocab.bos;
+    m->hp.eos_id = m->vocab.eos;
+    m->hp.unk_id = m->vocab.unk;
+    m->hp.add_bos = m->vocab.add_bos;
+    m->hp.add_space_prefix = m->vocab.add_space_prefix;
     if ((s = load_tensors(m, err))) goto fail;
     m->fingerprint = model_fingerprint(&m->g);
     *out = m;
@@ -705,7 +776,7 @@ fail:
  * multiplied and nothing else: the token embeddings are read row by row
  * (and may be the output matrix too). */
 static void repack_matrix(const wlm_model *m, const wlm_tensor *ct) {
-    wlm_tensor *t = (wlm_tensor *)ct;   /* the model owns its tensor table */
+    wlm_tensor *t = (wlm_tensor *)ct; /* the model owns its tensor table */
     if (!t || t->type != GGML_Q4_0 || t->q4g || t == m->tok_embd || t->ne[0] % 32) return;
     uint64_t rb = t->ne[0] / 32 * sizeof(block_q4_0);
     void (*repack)(uint8_t *, uint32_t) = wlm_kernels_best()->q4g_from_q4_0;
@@ -719,7 +790,7 @@ void wlm_model_repack_q4g(wlm_model *m) {
         const wlm_tensor *ws[] = { L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down };
         for (uint32_t i = 0; i < 7; i++) repack_matrix(m, ws[i]);
     }
-    repack_matrix(m, m->output);   /* (skipped when tied: it is tok_embd; encoders have none) */
+    repack_matrix(m, m->output); /* (skipped when tied: it is tok_embd; encoders have none) */
 }
 
 wlm_status wlm_model_load_inplace(wlm_model **out, uint8_t *data, uint64_t size, wlm_err *err) {
@@ -748,19 +819,28 @@ const wlm_hparams *wlm_model_hparams(const wlm_model *m) { return &m->hp; }
 
 uint32_t wlm_meta_count(const wlm_model *m) { return (uint32_t)m->g.n_kv; }
 const char *wlm_meta_key(const wlm_model *m, uint32_t i, uint32_t *len) {
-    if (i >= m->g.n_kv) { if (len) *len = 0; return 0; }
+    if (i >= m->g.n_kv) {
+        if (len) *len = 0;
+        return 0;
+    }
     if (len) *len = m->g.kv[i].key_len;
     return m->g.kv[i].key;
 }
 uint32_t wlm_meta_type(const wlm_model *m, uint32_t i) { return i < m->g.n_kv ? m->g.kv[i].type : 0xffffffffu; }
 const uint8_t *wlm_meta_value(const wlm_model *m, uint32_t i, uint64_t *nbytes) {
-    if (i >= m->g.n_kv) { if (nbytes) *nbytes = 0; return 0; }
+    if (i >= m->g.n_kv) {
+        if (nbytes) *nbytes = 0;
+        return 0;
+    }
     if (nbytes) *nbytes = m->g.kv[i].val_bytes;
     return m->g.kv[i].val;
 }
 uint32_t wlm_tensor_count(const wlm_model *m) { return (uint32_t)m->g.n_tensors; }
 const char *wlm_tensor_name(const wlm_model *m, uint32_t i, uint32_t *len) {
-    if (i >= m->g.n_tensors) { if (len) *len = 0; return 0; }
+    if (i >= m->g.n_tensors) {
+        if (len) *len = 0;
+        return 0;
+    }
     if (len) *len = m->g.tensors[i].name_len;
     return m->g.tensors[i].name;
 }

@@ -8,14 +8,14 @@
 
 typedef struct wlm_layer {
     const wlm_tensor *attn_norm, *wq, *wk, *wv, *wo;
-    const wlm_tensor *bq, *bk, *bv, *bo;    /* optional F32 biases (qwen2 has q/k/v), NULL if absent */
+    const wlm_tensor *bq, *bk, *bv, *bo; /* optional F32 biases (qwen2 has q/k/v), NULL if absent */
     const wlm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
-    const wlm_tensor *q_norm, *k_norm;      /* qwen3, gemma3: per-head RMSNorm weights [head_dim] of Q and K, else NULL */
+    const wlm_tensor *q_norm, *k_norm; /* qwen3, gemma3: per-head RMSNorm weights [head_dim] of Q and K, else NULL */
     /* gemma2 / gemma3: norms of the attention and FFN outputs before they are
      * added to the residual, else NULL */
     const wlm_tensor *post_attn_norm, *post_ffn_norm;
-    uint32_t no_rope;                       /* smollm3: 1 when this layer's Q and K are not rotated */
-    uint32_t swa;                           /* 1: a sliding-window layer (sees the last n_swa positions) */
+    uint32_t no_rope; /* smollm3: 1 when this layer's Q and K are not rotated */
+    uint32_t swa;     /* 1: a sliding-window layer (sees the last n_swa positions) */
     /* bert / nomic-bert (post-norm encoders, wlm_model.encoder): the
      * LayerNorms after attention (attn_output_norm) and after the FFN
      * (layer_output_norm), weight and bias each; the FFN's biases (bert).
@@ -24,18 +24,28 @@ typedef struct wlm_layer {
     const wlm_tensor *b_up, *b_down;
 } wlm_layer;
 
-enum { WLM_ARCH_LLAMA = 0, WLM_ARCH_QWEN2 = 1, WLM_ARCH_QWEN3 = 2, WLM_ARCH_SMOLLM3 = 3, WLM_ARCH_GRANITE = 4,
-       WLM_ARCH_GEMMA2 = 5, WLM_ARCH_GEMMA3 = 6, WLM_ARCH_PHI3 = 7, WLM_ARCH_BERT = 8, WLM_ARCH_NOMIC_BERT = 9 };
-enum { WLM_ROPE_SCALING_NONE = 0, WLM_ROPE_SCALING_LINEAR = 1, WLM_ROPE_SCALING_LLAMA3 = 2 };
+enum { WLM_ARCH_LLAMA = 0,
+       WLM_ARCH_QWEN2 = 1,
+       WLM_ARCH_QWEN3 = 2,
+       WLM_ARCH_SMOLLM3 = 3,
+       WLM_ARCH_GRANITE = 4,
+       WLM_ARCH_GEMMA2 = 5,
+       WLM_ARCH_GEMMA3 = 6,
+       WLM_ARCH_PHI3 = 7,
+       WLM_ARCH_BERT = 8,
+       WLM_ARCH_NOMIC_BERT = 9 };
+enum { WLM_ROPE_SCALING_NONE = 0,
+       WLM_ROPE_SCALING_LINEAR = 1,
+       WLM_ROPE_SCALING_LLAMA3 = 2 };
 
 struct wlm_model {
     wlm_gguf g;
     wlm_hparams hp;
-    uint32_t arch;                          /* WLM_ARCH_* */
+    uint32_t arch; /* WLM_ARCH_* */
     const wlm_tensor *tok_embd, *out_norm, *output;
-    const wlm_tensor *rope_freqs;           /* optional [n_rot/2] F32 divisors of the RoPE frequencies */
+    const wlm_tensor *rope_freqs; /* optional [n_rot/2] F32 divisors of the RoPE frequencies */
     /* rope.scaling.* metadata: used when rope_freqs is absent */
-    uint32_t rope_scaling;                  /* WLM_ROPE_SCALING_* */
+    uint32_t rope_scaling; /* WLM_ROPE_SCALING_* */
     float rope_scale_factor, rope_low_freq_factor, rope_high_freq_factor;
     uint32_t rope_orig_ctx;
     /* x = embed * embd_scale (granite: embedding_scale; gemma: sqrt(n_embd));
@@ -50,30 +60,30 @@ struct wlm_model {
     const wlm_tensor *rope_long, *rope_short;
     float rope_attn_factor;
     /* gemma2 / gemma3 (0 for the others) */
-    float attn_softcap, final_softcap;      /* s -> cap * tanh(s / cap) on attention scores / logits; 0: none */
+    float attn_softcap, final_softcap; /* s -> cap * tanh(s / cap) on attention scores / logits; 0: none */
     /* attention.sliding_window: a query on a sliding-window layer
      * (wlm_layer.swa) sees the last n_swa positions, itself included; 0 = no
      * window. llama (Mistral-style): every layer; gemma2: even layers;
      * gemma3: five of every six */
     uint32_t n_swa;
-    float rope_base_swa;                    /* RoPE base of the sliding-window layers (gemma3: 10000, unscaled); 0: same as the others */
-    uint32_t ffn_gelu;                      /* 1: GeGLU, gelu(gate) * up with tanh-approximated GELU; 0: SwiGLU */
-    wlm_tensor *views;                      /* fused tensors cut into Q/K/V and gate/up rows (phi3, nomic-bert) */
+    float rope_base_swa; /* RoPE base of the sliding-window layers (gemma3: 10000, unscaled); 0: same as the others */
+    uint32_t ffn_gelu;   /* 1: GeGLU, gelu(gate) * up with tanh-approximated GELU; 0: SwiGLU */
+    wlm_tensor *views;   /* fused tensors cut into Q/K/V and gate/up rows (phi3, nomic-bert) */
     /* encoders and embeddings (model.c: load_encoder_tensors; embed.c) */
-    uint32_t encoder;                       /* 1: bert / nomic-bert: post-norm LayerNorm blocks, no output layer */
-    uint32_t causal;                        /* attention.causal: 0 = a token sees every position of its sequence */
-    uint32_t pooling;                       /* pooling_type of the file (WLM_POOLING_*; NONE when absent) */
-    float ln_eps;                           /* attention.layer_norm_epsilon (encoders) */
+    uint32_t encoder; /* 1: bert / nomic-bert: post-norm LayerNorm blocks, no output layer */
+    uint32_t causal;  /* attention.causal: 0 = a token sees every position of its sequence */
+    uint32_t pooling; /* pooling_type of the file (WLM_POOLING_*; NONE when absent) */
+    float ln_eps;     /* attention.layer_norm_epsilon (encoders) */
     /* encoders: token-type row 0 and absolute positions added to the
      * embeddings (bert: position_embd; NULL without), then the embedding
      * LayerNorm (token_embd_norm weight and bias) */
     const wlm_tensor *type_embd, *pos_embd, *tok_norm, *tok_norm_b;
-    wlm_tensor *bias_views;                 /* a fused attn_qkv.bias cut into Q/K/V parts (3 per layer) */
+    wlm_tensor *bias_views; /* a fused attn_qkv.bias cut into Q/K/V parts (3 per layer) */
     wlm_layer *layers;
     wlm_vocab vocab;
     void *mem;
-    uint32_t vocab_only;                    /* wlm_model_load_vocab: metadata and vocabulary only, no layers */
-    uint64_t fingerprint;                   /* wlm_model_fingerprint, computed at load (0 vocabulary-only) */
+    uint32_t vocab_only;  /* wlm_model_load_vocab: metadata and vocabulary only, no layers */
+    uint64_t fingerprint; /* wlm_model_fingerprint, computed at load (0 vocabulary-only) */
 };
 
 /* the GGUF general.architecture name of a WLM_ARCH_* value */

@@ -22,21 +22,26 @@
 
 /* The mixtures: not types, but requests for a base K type with Q6_K for
  * the tensors most sensitive to quantization (nominal_type) */
-static const struct { const char *name; uint32_t id, base, file_type; } MIXTURES[] = {
+static const struct {
+    const char *name;
+    uint32_t id, base, file_type;
+} MIXTURES[] = {
     { "Q4_K_M", WLM_QUANT_Q4_K_M, GGML_Q4_K, 15 },
     { "Q5_K_M", WLM_QUANT_Q5_K_M, GGML_Q5_K, 17 },
 };
 #define N_MIXTURES (sizeof MIXTURES / sizeof MIXTURES[0])
 
 static int mixture_of(uint32_t t) {
-    for (uint32_t i = 0; i < N_MIXTURES; i++) if (MIXTURES[i].id == t) return (int)i;
+    for (uint32_t i = 0; i < N_MIXTURES; i++)
+        if (MIXTURES[i].id == t) return (int)i;
     return -1;
 }
 
 /* how many types are quantize targets (numbered 1.. in their rows) */
 static uint32_t type_targets(void) {
     uint32_t n = 0;
-    for (uint32_t t = 0; t < GGML_TYPE_COUNT; t++) if (wlm_type(t) && wlm_type(t)->quantize) n++;
+    for (uint32_t t = 0; t < GGML_TYPE_COUNT; t++)
+        if (wlm_type(t) && wlm_type(t)->quantize) n++;
     return n;
 }
 
@@ -72,7 +77,8 @@ static uint32_t k_fallback(uint32_t t) {
 static int name_is(const wlm_tensor *t, const char *s) { return wlm_str_is(t->name, t->name_len, s); }
 /* "blk.N.<suffix>": returns N, or -1 when the name is not of that form */
 static int layer_with_suffix(const wlm_tensor *t, const char *suffix) {
-    const char *p = t->name; uint32_t n = t->name_len, i = 4, sl = (uint32_t)wlm_strlen(suffix);
+    const char *p = t->name;
+    uint32_t n = t->name_len, i = 4, sl = (uint32_t)wlm_strlen(suffix);
     if (n < 4 + 2 + sl || !wlm_memeq(p, "blk.", 4)) return -1;
     int v = 0;
     if (p[i] < '0' || p[i] > '9') return -1;
@@ -119,11 +125,20 @@ static wlm_status unsupported_target(uint32_t type, wlm_err *err) {
     return wlm_fail(err, WLM_ERR_UNSUPPORTED, "cannot quantize to type %u (supported: %s)", type, list);
 }
 
-typedef struct wr { uint8_t *out; uint64_t cap, pos; } wr;
-static void put(wr *w, const void *p, uint64_t n) { if (w->out && w->pos + n <= w->cap) wlm_memcpy(w->out + w->pos, p, n); w->pos += n; }
+typedef struct wr {
+    uint8_t *out;
+    uint64_t cap, pos;
+} wr;
+static void put(wr *w, const void *p, uint64_t n) {
+    if (w->out && w->pos + n <= w->cap) wlm_memcpy(w->out + w->pos, p, n);
+    w->pos += n;
+}
 static void put32(wr *w, uint32_t v) { put(w, &v, 4); }
 static void put64(wr *w, uint64_t v) { put(w, &v, 8); }
-static void pad_to(wr *w, uint64_t a) { uint8_t z = 0; while (w->pos % a) put(w, &z, 1); }
+static void pad_to(wr *w, uint64_t a) {
+    uint8_t z = 0;
+    while (w->pos % a) put(w, &z, 1);
+}
 
 static int converts(const wlm_model *m, const wlm_tensor *t, uint32_t req) { return choose_type(m, t, req) != t->type; }
 
@@ -145,20 +160,34 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
     /* the output is one file: a split model's split.* keys stay behind */
     uint64_t n_split_keys = 0;
     for (uint64_t i = 0; i < g->n_kv; i++) n_split_keys += is_split_key(&g->kv[i]);
-    put32(&w, 0x46554747u); put32(&w, 3);
-    put64(&w, g->n_tensors); put64(&w, g->n_kv - n_split_keys + (has_ft ? 0 : 1));
+    put32(&w, 0x46554747u);
+    put32(&w, 3);
+    put64(&w, g->n_tensors);
+    put64(&w, g->n_kv - n_split_keys + (has_ft ? 0 : 1));
     for (uint64_t i = 0; i < g->n_kv; i++) {
         const wlm_kv *kv = &g->kv[i];
         if (is_split_key(kv)) continue;
-        put64(&w, kv->key_len); put(&w, kv->key, kv->key_len);
-        if (wlm_str_is(kv->key, kv->key_len, "general.file_type")) { put32(&w, GGUF_U32); put32(&w, file_type_of(type)); continue; }
-        put32(&w, kv->type); put(&w, kv->val, kv->val_bytes);
+        put64(&w, kv->key_len);
+        put(&w, kv->key, kv->key_len);
+        if (wlm_str_is(kv->key, kv->key_len, "general.file_type")) {
+            put32(&w, GGUF_U32);
+            put32(&w, file_type_of(type));
+            continue;
+        }
+        put32(&w, kv->type);
+        put(&w, kv->val, kv->val_bytes);
     }
-    if (!has_ft) { put64(&w, 17); put(&w, "general.file_type", 17); put32(&w, GGUF_U32); put32(&w, file_type_of(type)); }
+    if (!has_ft) {
+        put64(&w, 17);
+        put(&w, "general.file_type", 17);
+        put32(&w, GGUF_U32);
+        put32(&w, file_type_of(type));
+    }
     uint64_t off = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const wlm_tensor *t = &g->tensors[i];
-        put64(&w, t->name_len); put(&w, t->name, t->name_len);
+        put64(&w, t->name_len);
+        put(&w, t->name, t->name_len);
         put32(&w, t->n_dims);
         for (uint32_t d = 0; d < t->n_dims; d++) put64(&w, t->ne[d]);
         put32(&w, choose_type(m, t, type));
@@ -169,7 +198,8 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
     uint64_t data_start = w.pos;
     float *row = 0;
     uint64_t widest = 0;
-    for (uint64_t i = 0; i < g->n_tensors; i++) if (converts(m, &g->tensors[i], type) && g->tensors[i].ne[0] > widest) widest = g->tensors[i].ne[0];
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (converts(m, &g->tensors[i], type) && g->tensors[i].ne[0] > widest) widest = g->tensors[i].ne[0];
     if (out && widest) {
         row = wlm_sys_alloc(widest * 4);
         if (!row) return wlm_fail_nomem(err, "quantize", widest * 4);
@@ -179,7 +209,7 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
         w.pos = WLM_ALIGN_UP(w.pos - data_start, g->alignment) + data_start;
         uint64_t nb = out_bytes(m, t, type);
         uint32_t tt = choose_type(m, t, type);
-        if (tt == t->type && t->q4g) {   /* repacked at load: the file's Q4_0 blocks again */
+        if (tt == t->type && t->q4g) { /* repacked at load: the file's Q4_0 blocks again */
             uint64_t rb = t->ne[0] / 32 * sizeof(block_q4_0);
             for (uint64_t r = 0; r < t->nbytes / rb; r++, w.pos += rb)
                 if (out && w.pos + rb <= w.cap) wlm_q4g_to_q4_0(t->data + r * rb, (block_q4_0 *)(w.out + w.pos), (uint32_t)t->ne[0]);
@@ -189,11 +219,12 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
         if (tt == t->type) {
             if (report) {
                 uint32_t nom = nominal_type(m, t, type);
-                const char *why = t->n_dims < 2 || t->ne[1] == 1 ? "1-D tensor"
-                                : added_table(t) ? "a table of rows added to the embeddings"
-                                : !wlm_type_supported(wlm_type(t->type)) ? "source type not supported"
-                                : (t->type == nom || t->type == k_fallback(nom)) ? "already the target type"
-                                : !wlm_type_supported(wlm_type(t->type)) ? "source type not supported" : "row length is not a multiple of the block";
+                const char *why = t->n_dims < 2 || t->ne[1] == 1     ? "1-D tensor"
+                    : added_table(t)                                 ? "a table of rows added to the embeddings"
+                    : !wlm_type_supported(wlm_type(t->type))         ? "source type not supported"
+                    : (t->type == nom || t->type == k_fallback(nom)) ? "already the target type"
+                    : !wlm_type_supported(wlm_type(t->type))         ? "source type not supported"
+                                                                     : "row length is not a multiple of the block";
                 rlen += wlm_fmt(report + rlen, report_cap - rlen, "%.*s: kept %s (%s)\n", (int)t->name_len, t->name, wlm_type_name(t->type), why);
             }
             continue;
@@ -222,17 +253,20 @@ static wlm_status build(const wlm_model *m, uint32_t type, uint8_t *out, uint64_
 }
 
 wlm_status wlm_quantize_size(const wlm_model *m, uint32_t type, uint64_t *size, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (m && m->vocab_only) return wlm_fail(err, WLM_ERR_STATE, "a vocabulary-only model has no weights to quantize");
     return build(m, type, 0, 0, size, 0, 0, err);
 }
 
 wlm_status wlm_quantize(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t size,
                         char *report, uint32_t report_cap, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!out) return wlm_fail(err, WLM_ERR_ARG, "wlm_quantize: NULL output");
     if (m && m->vocab_only) return wlm_fail(err, WLM_ERR_STATE, "a vocabulary-only model has no weights to quantize");
-    if (report && report_cap) report[0] = 0; else report = 0;
+    if (report && report_cap) report[0] = 0;
+    else report = 0;
     uint64_t got;
     return build(m, type, out, size, &got, report, report_cap, err);
 }

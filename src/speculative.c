@@ -16,7 +16,8 @@ wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sampler_pa
                            const int32_t *q_ids, const float *q_probs, uint32_t q_n,
                            wlm_rng *rng, int32_t *token, int32_t *accepted, float *logprob,
                            wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!c || !logits || !sp || !token || !accepted || (q_n && (!q_ids || !q_probs)))
         return wlm_fail(err, WLM_ERR_ARG, "wlm_spec_accept: NULL argument");
     uint32_t nv = c->m->hp.n_vocab;
@@ -38,8 +39,12 @@ wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sampler_pa
         return st ? st : wlm_fail(err, WLM_ERR_ARG, "no finite logits to sample from");
     }
     float px = 0.0f;
-    for (uint32_t i = 0; i < k; i++) if (c->cand_id[i] == x) { px = c->cand_val[i]; break; }
-    float *q = c->spec_q;              /* dense q, all zero between calls */
+    for (uint32_t i = 0; i < k; i++)
+        if (c->cand_id[i] == x) {
+            px = c->cand_val[i];
+            break;
+        }
+    float *q = c->spec_q; /* dense q, all zero between calls */
     for (uint32_t i = 0; i < q_n; i++) q[q_ids[i]] += q_probs[i];
     float qx = q[x];
     int32_t out;
@@ -53,7 +58,10 @@ wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sampler_pa
             out = x;
         } else {
             double z = 0;
-            for (uint32_t i = 0; i < k; i++) { float r = c->cand_val[i] - q[c->cand_id[i]]; if (r > 0) z += r; }
+            for (uint32_t i = 0; i < k; i++) {
+                float r = c->cand_val[i] - q[c->cand_id[i]];
+                if (r > 0) z += r;
+            }
             float v = wlm_rng_float(rng);
             out = c->cand_id[k - 1];
             if (z > 1e-12) {
@@ -61,12 +69,19 @@ wlm_status wlm_spec_accept(wlm_ctx *c, const float *logits, const wlm_sampler_pa
                 for (uint32_t i = 0; i < k; i++) {
                     float r = c->cand_val[i] - q[c->cand_id[i]];
                     if (r <= 0) continue;
-                    cum += r; out = c->cand_id[i];
+                    cum += r;
+                    out = c->cand_id[i];
                     if (target < cum) break;
                 }
-            } else {                       /* p == q where it matters: draw from p */
+            } else { /* p == q where it matters: draw from p */
                 double cum = 0;
-                for (uint32_t i = 0; i < k; i++) { cum += c->cand_val[i]; if (v < cum) { out = c->cand_id[i]; break; } }
+                for (uint32_t i = 0; i < k; i++) {
+                    cum += c->cand_val[i];
+                    if (v < cum) {
+                        out = c->cand_id[i];
+                        break;
+                    }
+                }
             }
         }
     }

@@ -18,7 +18,7 @@
 #if defined(__wasm__) && !defined(__wasi__)
 
 typedef struct blk {
-    uint64_t size;      /* bytes after the header */
+    uint64_t size; /* bytes after the header */
     uint32_t free, pad;
     struct blk *next;
 } blk;
@@ -42,8 +42,14 @@ static void sys_init(void) {
 
 static uint64_t mem_end(void) { return (uint64_t)__builtin_wasm_memory_size(0) * 65536; }
 
-WLM_API void wlm_sys_set_limit(uint64_t bytes) { sys_init(); S.limit = bytes; }
-uint64_t wlm_sys_limit(void) { sys_init(); return S.limit; }
+WLM_API void wlm_sys_set_limit(uint64_t bytes) {
+    sys_init();
+    S.limit = bytes;
+}
+uint64_t wlm_sys_limit(void) {
+    sys_init();
+    return S.limit;
+}
 uint64_t wlm_sys_in_use(void) { return S.in_use; }
 
 WLM_API void *wlm_sys_alloc(uint64_t bytes) {
@@ -57,8 +63,11 @@ WLM_API void *wlm_sys_alloc(uint64_t bytes) {
         if (b->free && b->size >= bytes) {
             if (b->size >= bytes + WLM_SYS_HDR + 4096) { /* split */
                 blk *r = (blk *)((uint8_t *)b + WLM_SYS_HDR + bytes);
-                r->size = b->size - bytes - WLM_SYS_HDR; r->free = 1; r->next = b->next;
-                b->size = bytes; b->next = r;
+                r->size = b->size - bytes - WLM_SYS_HDR;
+                r->free = 1;
+                r->next = b->next;
+                b->size = bytes;
+                b->next = r;
             }
             b->free = 0;
             S.in_use += b->size;
@@ -78,8 +87,11 @@ WLM_API void *wlm_sys_alloc(uint64_t bytes) {
         if (__builtin_wasm_memory_grow(0, (size_t)pages) == (size_t)-1) return 0;
     }
     b = (blk *)(uintptr_t)start;
-    b->size = bytes; b->free = 0; b->next = 0;
-    if (prev) prev->next = b; else S.head = b;
+    b->size = bytes;
+    b->free = 0;
+    b->next = 0;
+    if (prev) prev->next = b;
+    else S.head = b;
     S.in_use += bytes;
     return (uint8_t *)b + WLM_SYS_HDR; /* fresh pages are zero */
 }

@@ -41,7 +41,8 @@ static int32_t load32(volatile int32_t *p) { return __atomic_load_n(p, __ATOMIC_
 #define WAIT_NS 100000000LL
 
 static void wait32(volatile int32_t *p, int32_t expected, int spin) {
-    for (int i = 0; i < spin; i++) if (load32(p) != expected) return;
+    for (int i = 0; i < spin; i++)
+        if (load32(p) != expected) return;
 #ifdef __wasm__
     __builtin_wasm_memory_atomic_wait32((int32_t *)p, expected, WAIT_NS);
 #else
@@ -87,7 +88,8 @@ void wlm_pool_free(wlm_pool *p) {
 
 void wlm_worker_loop(wlm_pool *p, uint32_t tid) {
 #ifdef WLM_NO_THREADS
-    (void)p; (void)tid;
+    (void)p;
+    (void)tid;
 #else
     int32_t seen = 0;
     for (;;) {
@@ -107,7 +109,9 @@ void wlm_pool_run(wlm_pool *p, wlm_job_fn fn, void *arg, uint32_t nth) {
 #ifndef WLM_NO_THREADS
     if (p && nth > 1 && p->n_threads > 1) {
         if (nth > p->n_threads) nth = p->n_threads;
-        p->fn = fn; p->arg = arg; p->n_active = nth;
+        p->fn = fn;
+        p->arg = arg;
+        p->n_active = nth;
         __atomic_store_n(&p->done, 0, __ATOMIC_RELEASE);
         int32_t g = load32(&p->gen);
         __atomic_store_n(&p->gen, (g + 1) & 0x3fffffff ? (g + 1) & 0x3fffffff : 1, __ATOMIC_RELEASE);
@@ -118,7 +122,8 @@ void wlm_pool_run(wlm_pool *p, wlm_job_fn fn, void *arg, uint32_t nth) {
         return;
     }
 #endif
-    (void)p; (void)nth;
+    (void)p;
+    (void)nth;
     fn(arg, 0, 1);
 }
 
@@ -138,7 +143,8 @@ void wlm_pool_barrier(wlm_pool *p, uint32_t nth) {
     }
     while (load32(&p->bar_gen) == g) wait32(&p->bar_gen, g, SPIN_BARRIER);
 #else
-    (void)p; (void)nth;
+    (void)p;
+    (void)nth;
 #endif
 }
 
@@ -156,14 +162,18 @@ int wlm_pool_take(volatile int32_t *next, uint32_t n, uint32_t nth, uint32_t min
         if (c < min) c = min;
         if (c > left) c = left;
         if (__atomic_compare_exchange_n(next, &i, i + (int32_t)c, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            *lo = (uint32_t)i; *hi = (uint32_t)i + c;
+            *lo = (uint32_t)i;
+            *hi = (uint32_t)i + c;
             return 1;
         }
     }
 #else
-    (void)nth; (void)min;
+    (void)nth;
+    (void)min;
     if ((uint32_t)*next >= n) return 0;
-    *lo = (uint32_t)*next; *hi = n; *next = (int32_t)n;
+    *lo = (uint32_t)*next;
+    *hi = n;
+    *next = (int32_t)n;
     return 1;
 #endif
 }
@@ -171,5 +181,6 @@ int wlm_pool_take(volatile int32_t *next, uint32_t n, uint32_t nth, uint32_t min
 /* [lo, hi) of n items for thread tid of nth: contiguous, in order */
 void wlm_split(uint32_t n, uint32_t tid, uint32_t nth, uint32_t *lo, uint32_t *hi) {
     uint64_t a = (uint64_t)n * tid / nth, b = (uint64_t)n * (tid + 1) / nth;
-    *lo = (uint32_t)a; *hi = (uint32_t)b;
+    *lo = (uint32_t)a;
+    *hi = (uint32_t)b;
 }

@@ -20,20 +20,30 @@ struct wlm_pool {
     /* written by the coordinating thread once a job, polled by the workers */
     union {
         struct {
-            volatile int32_t gen;      /* job generation, -1 = shut down */
-            uint32_t n_threads;        /* including the coordinating thread */
-            uint32_t n_active;         /* threads taking part in the current job */
-            wlm_job_fn fn; void *arg;
+            volatile int32_t gen; /* job generation, -1 = shut down */
+            uint32_t n_threads;   /* including the coordinating thread */
+            uint32_t n_active;    /* threads taking part in the current job */
+            wlm_job_fn fn;
+            void *arg;
         };
         char job_line[WLM_SYNC_LINE];
     };
     /* each worker adds 1 when it finishes the job; the coordinator polls it */
-    union { volatile int32_t done; char done_line[WLM_SYNC_LINE]; };
+    union {
+        volatile int32_t done;
+        char done_line[WLM_SYNC_LINE];
+    };
     /* wlm_pool_barrier: every thread adds 1 to bar_count as it arrives; the
      * waiters poll bar_gen, which only the last to arrive writes */
-    union { volatile int32_t bar_count; char count_line[WLM_SYNC_LINE]; };
-    union { volatile int32_t bar_gen; char gen_line[WLM_SYNC_LINE]; };
-    volatile int32_t exited;   /* workers that left their loop */
+    union {
+        volatile int32_t bar_count;
+        char count_line[WLM_SYNC_LINE];
+    };
+    union {
+        volatile int32_t bar_gen;
+        char gen_line[WLM_SYNC_LINE];
+    };
+    volatile int32_t exited; /* workers that left their loop */
 };
 /* runs fn(arg, tid, nth) on nth threads (the caller is tid 0) and returns
  * when all are done; p == NULL or nth <= 1 runs it inline */

@@ -71,7 +71,10 @@ static uint32_t utf8_valid_len(const uint8_t *s, uint64_t n) {
 
 static uint32_t fnv1a(const uint8_t *s, uint32_t n) {
     uint32_t h = 2166136261u;
-    for (uint32_t i = 0; i < n; i++) { h ^= s[i]; h *= 16777619u; }
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 16777619u;
+    }
     return h;
 }
 
@@ -95,7 +98,8 @@ static int parse_byte_piece(const char *s, uint32_t len) {
     if (len != 6 || s[0] != '<' || s[1] != '0' || s[2] != 'x' || s[5] != '>') return -1;
     int v = 0;
     for (int i = 3; i < 5; i++) {
-        char c = s[i]; int d;
+        char c = s[i];
+        int d;
         if (c >= '0' && c <= '9') d = c - '0';
         else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
         else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
@@ -169,7 +173,8 @@ static int is_special_type(uint8_t t) { return t == WLM_TOK_CONTROL || t == WLM_
  * ones always, control (and unknown) ones with WLM_TOK_PARSE_SPECIAL. */
 static wlm_status load_specials(wlm_vocab *v, wlm_err *err) {
     uint32_t ns = 0, nl = 0;
-    for (uint32_t i = 0; i < v->n; i++) if (is_special_type(v->type[i]) && v->len[i]) ns++;
+    for (uint32_t i = 0; i < v->n; i++)
+        if (is_special_type(v->type[i]) && v->len[i]) ns++;
     if (ns == 0) return WLM_OK;
     uint32_t cap = 16;
     while (cap < 2 * ns) cap *= 2;
@@ -187,7 +192,10 @@ static wlm_status load_specials(wlm_vocab *v, wlm_err *err) {
         for (;;) {
             uint32_t e = v->sp_hash[h];
             if (e == 0) break;
-            if (v->len[e - 1] == v->len[i] && wlm_memeq(v->text[e - 1], v->text[i], v->len[i])) { dup = 1; break; }
+            if (v->len[e - 1] == v->len[i] && wlm_memeq(v->text[e - 1], v->text[i], v->len[i])) {
+                dup = 1;
+                break;
+            }
             h = (h + 1) & v->sp_mask;
         }
         if (dup) continue; /* the first id of a repeated text wins */
@@ -200,7 +208,9 @@ static wlm_status load_specials(wlm_vocab *v, wlm_err *err) {
     }
     for (uint32_t a = 1; a < nl; a++) /* longest first */
         for (uint32_t b = a; b > 0 && v->sp_lens[b] > v->sp_lens[b - 1]; b--) {
-            uint32_t t = v->sp_lens[b]; v->sp_lens[b] = v->sp_lens[b - 1]; v->sp_lens[b - 1] = t;
+            uint32_t t = v->sp_lens[b];
+            v->sp_lens[b] = v->sp_lens[b - 1];
+            v->sp_lens[b - 1] = t;
         }
     v->n_sp_lens = nl;
     return WLM_OK;
@@ -219,7 +229,10 @@ static int32_t match_special(const wlm_vocab *v, const uint8_t *text, uint32_t p
             uint32_t id = e - 1;
             if (v->len[id] == l && __builtin_memcmp(v->text[id], text + pos, l) == 0) {
                 uint32_t m = v->type[id] == WLM_TOK_USER ? 1 : 2;
-                if (m & mask) { *mlen = l; return (int32_t)id; }
+                if (m & mask) {
+                    *mlen = l;
+                    return (int32_t)id;
+                }
                 break;
             }
             h = (h + 1) & v->sp_mask;
@@ -232,7 +245,8 @@ static const char *const k_eog_text[] = { "<|eot_id|>", "<|im_end|>", "<|end|>",
 
 static void add_eog(wlm_vocab *v, int32_t id) {
     if (id < 0) return;
-    for (uint32_t i = 0; i < v->n_eog; i++) if (v->eog[i] == id) return;
+    for (uint32_t i = 0; i < v->n_eog; i++)
+        if (v->eog[i] == id) return;
     if (v->n_eog < 16) v->eog[v->n_eog++] = id;
 }
 
@@ -249,7 +263,8 @@ static void find_eog(wlm_vocab *v) {
 
 int wlm_vocab_is_eog(const wlm_vocab *v, int32_t token) {
     if (!v || token < 0) return 0;
-    for (uint32_t i = 0; i < v->n_eog; i++) if (v->eog[i] == token) return 1;
+    for (uint32_t i = 0; i < v->n_eog; i++)
+        if (v->eog[i] == token) return 1;
     return 0;
 }
 
@@ -277,7 +292,8 @@ wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
     wlm_memset(v, 0, sizeof *v);
     v->bos = v->eos = v->unk = v->eot = v->eom = v->pad = -1;
 
-    const char *model = NULL; uint32_t model_len = 0;
+    const char *model = NULL;
+    uint32_t model_len = 0;
     st = wlm_kv_str(g, "tokenizer.ggml.model", 0, &model, &model_len, err);
     if (st != WLM_OK) return st;
     if (!model) return wlm_fail(err, WLM_ERR_FORMAT, "missing tokenizer.ggml.model (no vocabulary in this file)");
@@ -337,7 +353,10 @@ wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
     const uint8_t *p = ktok->arr_data;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t rem = kv_remaining(ktok, p);
-        if (rem < 8) { st = wlm_fail(err, WLM_ERR_TRUNCATED, "tokenizer.ggml.tokens: token %u runs past the array", i); goto fail; }
+        if (rem < 8) {
+            st = wlm_fail(err, WLM_ERR_TRUNCATED, "tokenizer.ggml.tokens: token %u runs past the array", i);
+            goto fail;
+        }
         uint64_t l = wlm_rd64(p);
         if (l > rem - 8) {
             st = wlm_fail(err, WLM_ERR_TRUNCATED, "tokenizer.ggml.tokens: token %u has length %llu, past the end of the array",
@@ -368,9 +387,15 @@ wlm_status wlm_vocab_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
         uint32_t h = fnv1a((const uint8_t *)v->text[i], v->len[i]) & v->hash_mask;
         for (;;) {
             uint32_t e = v->hash[h];
-            if (e == 0) { v->hash[h] = i + 1; break; }
+            if (e == 0) {
+                v->hash[h] = i + 1;
+                break;
+            }
             uint32_t j = e - 1;
-            if (v->len[j] == v->len[i] && wlm_memeq(v->text[j], v->text[i], v->len[i])) { v->hash[h] = i + 1; break; }
+            if (v->len[j] == v->len[i] && wlm_memeq(v->text[j], v->text[i], v->len[i])) {
+                v->hash[h] = i + 1;
+                break;
+            }
             h = (h + 1) & v->hash_mask;
         }
     }
@@ -420,7 +445,7 @@ fail:
 /* ---- encoding ------------------------------------------------------------------ */
 
 typedef struct sym {
-    uint32_t off, len;   /* span in the normalized text; len 0 = merged away */
+    uint32_t off, len; /* span in the normalized text; len 0 = merged away */
     int32_t prev, next;
 } sym;
 
@@ -519,10 +544,17 @@ static wlm_status spm_encode(const wlm_vocab *v, const uint8_t *in, uint32_t len
 
     /* normalize: spaces -> U+2581, optional leading U+2581 */
     uint64_t t = 0;
-    if (prefix) { txt[t++] = 0xE2; txt[t++] = 0x96; txt[t++] = 0x81; }
+    if (prefix) {
+        txt[t++] = 0xE2;
+        txt[t++] = 0x96;
+        txt[t++] = 0x81;
+    }
     for (uint32_t i = 0; i < len; i++) {
-        if (in[i] == ' ') { txt[t++] = 0xE2; txt[t++] = 0x96; txt[t++] = 0x81; }
-        else txt[t++] = in[i];
+        if (in[i] == ' ') {
+            txt[t++] = 0xE2;
+            txt[t++] = 0x96;
+            txt[t++] = 0x81;
+        } else txt[t++] = in[i];
     }
 
     /* one symbol per UTF-8 character; bytes outside valid characters alone.
@@ -538,7 +570,8 @@ static wlm_status spm_encode(const wlm_vocab *v, const uint8_t *in, uint32_t len
             max_seg = WLM_MAX(max_seg, ns - seg_start);
             seg_start = ns;
         }
-        s[ns].off = (uint32_t)i; s[ns].len = cl;
+        s[ns].off = (uint32_t)i;
+        s[ns].len = cl;
         s[ns].prev = ns == seg_start ? -1 : (int32_t)ns - 1;
         s[ns].next = (int32_t)ns + 1;
         ns++;
@@ -560,7 +593,10 @@ static wlm_status spm_encode(const wlm_vocab *v, const uint8_t *in, uint32_t len
         spm_merge(v, txt, s, first, last, heap);
         for (int32_t i = (int32_t)first; i >= 0; i = s[i].next) {
             int32_t id = wlm_vocab_find(v, (const char *)txt + s[i].off, s[i].len);
-            if (id >= 0) { emit(o, id); continue; }
+            if (id >= 0) {
+                emit(o, id);
+                continue;
+            }
             for (uint32_t j = 0; j < s[i].len; j++) {
                 int32_t bt = v->byte_tok[txt[s[i].off + j]];
                 if (bt < 0) bt = v->unk;
@@ -607,7 +643,10 @@ wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len
         for (uint32_t pos = 0; pos < len;) {
             uint32_t ml = 0;
             int32_t id = (v->sp_first[in[pos]] & mask) ? match_special(v, in, pos, len, mask, &ml) : -1;
-            if (id < 0) { pos++; continue; }
+            if (id < 0) {
+                pos++;
+                continue;
+            }
             if (pos > seg) {
                 if ((st = encode_text(v, in + seg, pos - seg, flags, &o, err)) != WLM_OK) return st;
             }
@@ -629,7 +668,10 @@ wlm_status wlm_vocab_tokenize(const wlm_vocab *v, const char *text, uint32_t len
 
 WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t len, int flags,
                                 int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err) {
-    if (!m) { if (n_out) *n_out = 0; return wlm_fail(err, WLM_ERR_ARG, "tokenize: model is NULL"); }
+    if (!m) {
+        if (n_out) *n_out = 0;
+        return wlm_fail(err, WLM_ERR_ARG, "tokenize: model is NULL");
+    }
     return wlm_vocab_tokenize(&m->vocab, text, len, flags, out, cap, n_out, err);
 }
 
@@ -637,11 +679,14 @@ WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t l
 
 /* Output buffer that only ever receives whole characters. */
 typedef struct bytesink {
-    char *out; uint32_t cap, n;
+    char *out;
+    uint32_t cap, n;
 } bytesink;
 
 /* How a token's piece turns into bytes. */
-enum { PIECE_SPM = 0, PIECE_BPE = 1, PIECE_RAW = 2 };
+enum { PIECE_SPM = 0,
+       PIECE_BPE = 1,
+       PIECE_RAW = 2 };
 
 static int token_piece(const wlm_vocab *v, int32_t token, const uint8_t **p, uint32_t *n, int *is_byte, int *mode) {
     *is_byte = 0;
@@ -670,22 +715,33 @@ static int is_lower_block(const uint8_t *p, uint32_t i, uint32_t n) {
 /* The next byte of a piece at p[*i..n): "▁" is a space (SPM); a character of
  * the GPT-2 byte mapping is its byte (BPE); anything else is copied. */
 static uint8_t piece_byte(const uint8_t *p, uint32_t n, uint32_t *i, int mode) {
-    if (mode == PIECE_SPM && is_lower_block(p, *i, n)) { *i += 3; return ' '; }
+    if (mode == PIECE_SPM && is_lower_block(p, *i, n)) {
+        *i += 3;
+        return ' ';
+    }
     if (mode == PIECE_BPE && p[*i] >= 0x80) {
         uint32_t k = utf8_valid_len(p + *i, n - *i);
         if (k == 2) {
             int b = wlm_bpe_cp_to_byte(((uint32_t)(p[*i] & 0x1F) << 6) | (p[*i + 1] & 0x3Fu));
-            if (b >= 0) { *i += 2; return (uint8_t)b; }
+            if (b >= 0) {
+                *i += 2;
+                return (uint8_t)b;
+            }
         }
     } else if (mode == PIECE_BPE) {
         int b = wlm_bpe_cp_to_byte(p[*i]);
-        if (b >= 0) { *i += 1; return (uint8_t)b; }
+        if (b >= 0) {
+            *i += 1;
+            return (uint8_t)b;
+        }
     }
     return p[(*i)++];
 }
 
 uint32_t wlm_vocab_token_bytes(const wlm_vocab *v, int32_t token, char *out, uint32_t cap) {
-    const uint8_t *p = 0; uint32_t n = 0; int is_byte, mode;
+    const uint8_t *p = 0;
+    uint32_t n = 0;
+    int is_byte, mode;
     if (!token_piece(v, token, &p, &n, &is_byte, &mode)) return 0;
     if (is_byte) {
         if (cap >= 1 && out) out[0] = (char)n;
@@ -711,7 +767,10 @@ WLM_API void wlm_detok_reset(wlm_detok *d) {
 /* Writes `n` bytes of one whole character, or nothing when it does not fit
  * (the output stays valid UTF-8 either way). */
 static void put_char(bytesink *o, const uint8_t *c, uint32_t n) {
-    if (!o->out || o->n + n > o->cap) { o->cap = o->n; return; } /* full: drop the rest */
+    if (!o->out || o->n + n > o->cap) {
+        o->cap = o->n;
+        return;
+    } /* full: drop the rest */
     for (uint32_t i = 0; i < n; i++) o->out[o->n + i] = (char)c[i];
     o->n += n;
 }
@@ -742,12 +801,17 @@ static void detok_byte(wlm_detok *d, bytesink *o, uint8_t b) {
     uint32_t k = utf8_lead_len(b);
     if (k == 1) put_char(o, &b, 1);
     else if (k == 0) put_char(o, k_fffd, 3);
-    else { d->pending[0] = b; d->n_pending = 1; }
+    else {
+        d->pending[0] = b;
+        d->n_pending = 1;
+    }
 }
 
 uint32_t wlm_vocab_detok_push(const wlm_vocab *v, wlm_detok *d, int32_t token, char *out, uint32_t cap) {
     bytesink o = { out, out ? cap : 0, 0 };
-    const uint8_t *p = 0; uint32_t n = 0; int is_byte, mode;
+    const uint8_t *p = 0;
+    uint32_t n = 0;
+    int is_byte, mode;
     if (!d) return 0;
     if (!token_piece(v, token, &p, &n, &is_byte, &mode)) return 0;
     if (is_byte) {

@@ -44,26 +44,47 @@ int wlm_bpe_cp_to_byte(uint32_t cp) {
 }
 
 static uint32_t utf8_put(uint32_t cp, uint8_t *o) {
-    if (cp < 0x80) { o[0] = (uint8_t)cp; return 1; }
-    if (cp < 0x800) { o[0] = (uint8_t)(0xC0 | (cp >> 6)); o[1] = (uint8_t)(0x80 | (cp & 63)); return 2; }
-    if (cp < 0x10000) {
-        o[0] = (uint8_t)(0xE0 | (cp >> 12)); o[1] = (uint8_t)(0x80 | ((cp >> 6) & 63));
-        o[2] = (uint8_t)(0x80 | (cp & 63)); return 3;
+    if (cp < 0x80) {
+        o[0] = (uint8_t)cp;
+        return 1;
     }
-    o[0] = (uint8_t)(0xF0 | (cp >> 18)); o[1] = (uint8_t)(0x80 | ((cp >> 12) & 63));
-    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 63)); o[3] = (uint8_t)(0x80 | (cp & 63)); return 4;
+    if (cp < 0x800) {
+        o[0] = (uint8_t)(0xC0 | (cp >> 6));
+        o[1] = (uint8_t)(0x80 | (cp & 63));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (uint8_t)(0xE0 | (cp >> 12));
+        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 63));
+        o[2] = (uint8_t)(0x80 | (cp & 63));
+        return 3;
+    }
+    o[0] = (uint8_t)(0xF0 | (cp >> 18));
+    o[1] = (uint8_t)(0x80 | ((cp >> 12) & 63));
+    o[2] = (uint8_t)(0x80 | ((cp >> 6) & 63));
+    o[3] = (uint8_t)(0x80 | (cp & 63));
+    return 4;
 }
 
 /* Decodes the valid UTF-8 character at s[0..n): its length (0 if invalid). */
 static uint32_t utf8_dec(const uint8_t *s, uint32_t n, uint32_t *cp) {
     uint8_t b = s[0];
-    if (b < 0x80) { *cp = b; return 1; }
+    if (b < 0x80) {
+        *cp = b;
+        return 1;
+    }
     uint32_t k, c;
     if (b < 0xC2) return 0;
-    else if (b < 0xE0) { k = 2; c = b & 0x1F; }
-    else if (b < 0xF0) { k = 3; c = b & 0x0F; }
-    else if (b < 0xF5) { k = 4; c = b & 0x07; }
-    else return 0;
+    else if (b < 0xE0) {
+        k = 2;
+        c = b & 0x1F;
+    } else if (b < 0xF0) {
+        k = 3;
+        c = b & 0x0F;
+    } else if (b < 0xF5) {
+        k = 4;
+        c = b & 0x07;
+    } else return 0;
     if (k > n) return 0;
     for (uint32_t i = 1; i < k; i++) {
         if ((s[i] & 0xC0) != 0x80) return 0;
@@ -80,18 +101,32 @@ uint32_t wlm_utf8_put(uint32_t cp, uint8_t *o) { return utf8_put(cp, o); }
 
 /* ---- pre-tokenizer names ------------------------------------------------------ */
 
-static const struct { const char *name; uint32_t pre; } k_pre_names[] = {
+static const struct {
+    const char *name;
+    uint32_t pre;
+} k_pre_names[] = {
     { "default", WLM_PRE_DEFAULT },
-    { "gpt-2", WLM_PRE_GPT2 }, { "gpt2", WLM_PRE_GPT2 }, { "mpt", WLM_PRE_GPT2 },
-    { "olmo", WLM_PRE_GPT2 }, { "jais", WLM_PRE_GPT2 },
-    { "llama-bpe", WLM_PRE_LLAMA3 }, { "llama3", WLM_PRE_LLAMA3 }, { "llama-v3", WLM_PRE_LLAMA3 },
-    { "dbrx", WLM_PRE_LLAMA3 }, { "smaug-bpe", WLM_PRE_LLAMA3 },
-    { "qwen2", WLM_PRE_QWEN2 }, { "stablelm2", WLM_PRE_QWEN2 },
+    { "gpt-2", WLM_PRE_GPT2 },
+    { "gpt2", WLM_PRE_GPT2 },
+    { "mpt", WLM_PRE_GPT2 },
+    { "olmo", WLM_PRE_GPT2 },
+    { "jais", WLM_PRE_GPT2 },
+    { "llama-bpe", WLM_PRE_LLAMA3 },
+    { "llama3", WLM_PRE_LLAMA3 },
+    { "llama-v3", WLM_PRE_LLAMA3 },
+    { "dbrx", WLM_PRE_LLAMA3 },
+    { "smaug-bpe", WLM_PRE_LLAMA3 },
+    { "qwen2", WLM_PRE_QWEN2 },
+    { "stablelm2", WLM_PRE_QWEN2 },
     { "deepseek-llm", WLM_PRE_DEEPSEEK_LLM },
     { "deepseek-coder", WLM_PRE_DEEPSEEK_CODER },
     { "falcon", WLM_PRE_FALCON },
-    { "starcoder", WLM_PRE_STARCODER }, { "refact", WLM_PRE_STARCODER }, { "smollm", WLM_PRE_STARCODER },
-    { "command-r", WLM_PRE_STARCODER }, { "codeshell", WLM_PRE_STARCODER }, { "exaone", WLM_PRE_STARCODER },
+    { "starcoder", WLM_PRE_STARCODER },
+    { "refact", WLM_PRE_STARCODER },
+    { "smollm", WLM_PRE_STARCODER },
+    { "command-r", WLM_PRE_STARCODER },
+    { "codeshell", WLM_PRE_STARCODER },
+    { "exaone", WLM_PRE_STARCODER },
 };
 
 const char *wlm_pre_name(uint32_t pre) {
@@ -107,17 +142,29 @@ const char *wlm_pre_name(uint32_t pre) {
  * match could start (lets patterns avoid rescanning long runs). */
 typedef uint32_t (*pre_fn)(const uint32_t *cp, const uint8_t *cl, uint32_t i, uint32_t end, uint32_t *skip);
 
-#define CAT(c) ((c) & WLM_UC_CAT_MASK)
-#define IS_WS(c) (((c) & WLM_UC_WS) != 0)
+#define CAT(c) ((c)&WLM_UC_CAT_MASK)
+#define IS_WS(c) (((c)&WLM_UC_WS) != 0)
 #define IS_L(c) (CAT(c) == WLM_UC_L)
 #define IS_N(c) (CAT(c) == WLM_UC_N)
 #define IS_P(c) (CAT(c) == WLM_UC_P)
 #define IS_OTHER(c) (!IS_WS(c) && !IS_L(c) && !IS_N(c)) /* [^\s\p{L}\p{N}] */
 
-static uint32_t run_L(const uint8_t *cl, uint32_t i, uint32_t end) { while (i < end && IS_L(cl[i])) i++; return i; }
-static uint32_t run_N(const uint8_t *cl, uint32_t i, uint32_t end) { while (i < end && IS_N(cl[i])) i++; return i; }
-static uint32_t run_other(const uint8_t *cl, uint32_t i, uint32_t end) { while (i < end && IS_OTHER(cl[i])) i++; return i; }
-static uint32_t run_ws(const uint8_t *cl, uint32_t i, uint32_t end) { while (i < end && IS_WS(cl[i])) i++; return i; }
+static uint32_t run_L(const uint8_t *cl, uint32_t i, uint32_t end) {
+    while (i < end && IS_L(cl[i])) i++;
+    return i;
+}
+static uint32_t run_N(const uint8_t *cl, uint32_t i, uint32_t end) {
+    while (i < end && IS_N(cl[i])) i++;
+    return i;
+}
+static uint32_t run_other(const uint8_t *cl, uint32_t i, uint32_t end) {
+    while (i < end && IS_OTHER(cl[i])) i++;
+    return i;
+}
+static uint32_t run_ws(const uint8_t *cl, uint32_t i, uint32_t end) {
+    while (i < end && IS_WS(cl[i])) i++;
+    return i;
+}
 
 /* 's|'t|'re|'ve|'m|'ll|'d, optionally ASCII case-insensitive */
 static uint32_t contraction(const uint32_t *cp, uint32_t i, uint32_t end, int ci) {
@@ -193,7 +240,7 @@ static uint32_t pre_qwen2(const uint32_t *cp, const uint8_t *cl, uint32_t i, uin
 /* [\p{P}\$\+<=>\^~\|`]+ (falcon) and the same without '`' (default) */
 static int is_punct_sym(uint32_t cp, uint8_t cl, int backtick) {
     return IS_P(cl) || cp == '$' || cp == '+' || cp == '<' || cp == '=' || cp == '>' || cp == '^' ||
-           cp == '~' || cp == '|' || (backtick && cp == '`');
+        cp == '~' || cp == '|' || (backtick && cp == '`');
 }
 static uint32_t punct_run(const uint32_t *cp, const uint8_t *cl, uint32_t i, uint32_t end, int bt) {
     uint32_t k = i;
@@ -237,7 +284,7 @@ static int c_dsk_letter(uint32_t cp, uint8_t cl) { return wlm_uc_in_pairs(wlm_uc
 /* [!-/:-~！-／：-～‘-‟　-。] */
 static int c_dsk_punct(uint32_t cp, uint8_t cl) {
     return (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x7E) || (cp >= 0xFF01 && cp <= 0xFF0F) ||
-           (cp >= 0xFF1A && cp <= 0xFF5E) || (cp >= 0x2018 && cp <= 0x201F) || (cp >= 0x3000 && cp <= 0x3002);
+        (cp >= 0xFF1A && cp <= 0xFF5E) || (cp >= 0x2018 && cp <= 0x201F) || (cp >= 0x3000 && cp <= 0x3002);
 }
 /* [一-龥ࠀ-一가-퟿] */
 static int c_cjk(uint32_t cp, uint8_t cl) {
@@ -294,8 +341,11 @@ static void pre_split(uint32_t pre, const uint32_t *cp, const uint8_t *cl, uint8
             for (uint32_t i = a; i < b;) {
                 uint32_t skip = 0;
                 uint32_t l = f(cp, cl, i, b, &skip);
-                if (l) { cut[i] = 1; cut[i + l] = 1; i += l; }
-                else i = WLM_MAX(i + 1, skip);
+                if (l) {
+                    cut[i] = 1;
+                    cut[i + l] = 1;
+                    i += l;
+                } else i = WLM_MAX(i + 1, skip);
             }
             a = b;
         }
@@ -305,7 +355,9 @@ static void pre_split(uint32_t pre, const uint32_t *cp, const uint8_t *cl, uint8
 /* ---- merges --------------------------------------------------------------------- */
 
 static inline uint32_t mg_hash(uint64_t key) {
-    key ^= key >> 33; key *= 0xff51afd7ed558ccdull; key ^= key >> 33;
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
     return (uint32_t)key;
 }
 
@@ -316,7 +368,11 @@ static inline int mg_find(const wlm_vocab *v, int32_t a, int32_t b, uint32_t *ra
     uint32_t h = mg_hash(key) & v->mg_mask;
     for (;;) {
         uint64_t k = v->mg_key[h];
-        if (k == key) { *rank = v->mg_rank[h]; *id = v->mg_id[h]; return 1; }
+        if (k == key) {
+            *rank = v->mg_rank[h];
+            *id = v->mg_id[h];
+            return 1;
+        }
         if (k == ~0ull) return 0;
         h = (h + 1) & v->mg_mask;
     }
@@ -330,7 +386,8 @@ static uint64_t kv_remaining(const wlm_kv *kv, const uint8_t *p) {
 
 wlm_status wlm_bpe_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
     wlm_status st;
-    const char *pre = NULL; uint32_t pre_len = 0;
+    const char *pre = NULL;
+    uint32_t pre_len = 0;
     if ((st = wlm_kv_str(g, "tokenizer.ggml.pre", 0, &pre, &pre_len, err)) != WLM_OK) return st;
     v->pre = WLM_PRE_DEFAULT; /* files written before tokenizer.ggml.pre existed */
     if (pre) {
@@ -395,7 +452,10 @@ wlm_status wlm_bpe_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
             wlm_memcpy(tmp + la, s + sp + 1, lb);
             c = wlm_vocab_find(v, (const char *)tmp, la + lb);
         }
-        if (c < 0) { v->n_merges_skipped++; continue; } /* can never apply to token symbols */
+        if (c < 0) {
+            v->n_merges_skipped++;
+            continue;
+        } /* can never apply to token symbols */
         uint64_t key = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
         uint32_t h = mg_hash(key) & v->mg_mask;
         while (v->mg_key[h] != ~0ull && v->mg_key[h] != key) h = (h + 1) & v->mg_mask;
@@ -416,7 +476,10 @@ wlm_status wlm_bpe_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
 
 /* ---- BPE of one word ---------------------------------------------------------------- */
 
-typedef struct { uint32_t rank, left; int32_t lid, rid; } mgcand;
+typedef struct {
+    uint32_t rank, left;
+    int32_t lid, rid;
+} mgcand;
 
 static inline int mc_before(const mgcand *a, const mgcand *b) {
     return a->rank != b->rank ? a->rank < b->rank : a->left < b->left;
@@ -447,11 +510,11 @@ static mgcand mc_pop(mgcand *h, uint32_t *n) {
 }
 
 typedef struct bpe_work {
-    int32_t *sid;        /* symbol ids */
-    uint32_t *pr;        /* small words: rank of pair (j, j+1) */
-    int32_t *nx, *pv;    /* large words: links */
+    int32_t *sid;     /* symbol ids */
+    uint32_t *pr;     /* small words: rank of pair (j, j+1) */
+    int32_t *nx, *pv; /* large words: links */
     mgcand *heap;
-    uint8_t *mapped;     /* mapped text of a word (ignore_merges lookup) */
+    uint8_t *mapped; /* mapped text of a word (ignore_merges lookup) */
 } bpe_work;
 
 static void put_id(wlm_tok_out *o, int32_t id) {
@@ -470,7 +533,10 @@ static void bpe_word(const wlm_vocab *v, const uint8_t *w, uint32_t m, bpe_work 
         uint32_t t = 0;
         for (uint32_t j = 0; j < m; j++) t += utf8_put(wlm_bpe_byte_to_cp(w[j]), wk->mapped + t);
         int32_t id = wlm_vocab_find(v, (const char *)wk->mapped, t);
-        if (id >= 0) { put_id(o, id); return; }
+        if (id >= 0) {
+            put_id(o, id);
+            return;
+        }
     }
     int32_t *sid = wk->sid;
     for (uint32_t j = 0; j < m; j++) sid[j] = v->byte_sym[w[j]];
@@ -482,12 +548,16 @@ static void bpe_word(const wlm_vocab *v, const uint8_t *w, uint32_t m, bpe_work 
             if (!mg_find(v, sid[j], sid[j + 1], &pr[j], &mid)) pr[j] = 0xFFFFFFFFu;
         while (n > 1) {
             uint32_t best = 0;
-            for (uint32_t j = 1; j + 1 < n; j++) if (pr[j] < pr[best]) best = j;
+            for (uint32_t j = 1; j + 1 < n; j++)
+                if (pr[j] < pr[best]) best = j;
             if (pr[best] == 0xFFFFFFFFu) break;
             uint32_t r;
             mg_find(v, sid[best], sid[best + 1], &r, &mid);
             sid[best] = mid;
-            for (uint32_t j = best + 1; j + 1 < n; j++) { sid[j] = sid[j + 1]; pr[j] = pr[j + 1]; }
+            for (uint32_t j = best + 1; j + 1 < n; j++) {
+                sid[j] = sid[j + 1];
+                pr[j] = pr[j + 1];
+            }
             n--;
             if (best + 1 < n && !mg_find(v, sid[best], sid[best + 1], &pr[best], &mid)) pr[best] = 0xFFFFFFFFu;
             if (best > 0 && !mg_find(v, sid[best - 1], sid[best], &pr[best - 1], &mid)) pr[best - 1] = 0xFFFFFFFFu;
@@ -500,11 +570,17 @@ static void bpe_word(const wlm_vocab *v, const uint8_t *w, uint32_t m, bpe_work 
     int32_t *nx = wk->nx, *pv = wk->pv;
     mgcand *heap = wk->heap;
     uint32_t nh = 0;
-    for (uint32_t j = 0; j < m; j++) { nx[j] = j + 1 < m ? (int32_t)j + 1 : -1; pv[j] = (int32_t)j - 1; }
+    for (uint32_t j = 0; j < m; j++) {
+        nx[j] = j + 1 < m ? (int32_t)j + 1 : -1;
+        pv[j] = (int32_t)j - 1;
+    }
     for (uint32_t j = 0; j + 1 < m; j++) {
-        mgcand c; int32_t mid = -1;
+        mgcand c;
+        int32_t mid = -1;
         if (mg_find(v, sid[j], sid[j + 1], &c.rank, &mid)) {
-            c.left = j; c.lid = sid[j]; c.rid = sid[j + 1];
+            c.left = j;
+            c.lid = sid[j];
+            c.rid = sid[j + 1];
             mc_push(heap, &nh, c);
         }
     }
@@ -512,7 +588,8 @@ static void bpe_word(const wlm_vocab *v, const uint8_t *w, uint32_t m, bpe_work 
         mgcand c = mc_pop(heap, &nh);
         int32_t l = (int32_t)c.left, r = nx[l];
         if (sid[l] != c.lid || r < 0 || sid[r] != c.rid) continue;
-        uint32_t rank; int32_t mid = -1;
+        uint32_t rank;
+        int32_t mid = -1;
         mg_find(v, c.lid, c.rid, &rank, &mid);
         sid[l] = mid;
         sid[r] = -2; /* merged away */
@@ -520,11 +597,15 @@ static void bpe_word(const wlm_vocab *v, const uint8_t *w, uint32_t m, bpe_work 
         if (nx[r] >= 0) pv[nx[r]] = l;
         mgcand d;
         if (pv[l] >= 0 && mg_find(v, sid[pv[l]], sid[l], &d.rank, &mid)) {
-            d.left = (uint32_t)pv[l]; d.lid = sid[pv[l]]; d.rid = sid[l];
+            d.left = (uint32_t)pv[l];
+            d.lid = sid[pv[l]];
+            d.rid = sid[l];
             mc_push(heap, &nh, d);
         }
         if (nx[l] >= 0 && mg_find(v, sid[l], sid[nx[l]], &d.rank, &mid)) {
-            d.left = (uint32_t)l; d.lid = sid[l]; d.rid = sid[nx[l]];
+            d.left = (uint32_t)l;
+            d.lid = sid[l];
+            d.rid = sid[nx[l]];
             mc_push(heap, &nh, d);
         }
     }
@@ -551,15 +632,22 @@ static uint32_t decode_split(uint32_t pre, const uint8_t *text, uint32_t len, ui
     uint32_t n = 0;
     for (uint32_t i = 0; i < len;) {
         uint32_t c, k = utf8_dec(text + i, len - i, &c);
-        if (k == 0) { c = 0x110000u + text[i]; k = 1; } /* a byte outside valid UTF-8: class C, alone */
-        cp[n] = c; off[n] = i; cl[n] = (uint8_t)wlm_uc_class(c);
+        if (k == 0) {
+            c = 0x110000u + text[i];
+            k = 1;
+        } /* a byte outside valid UTF-8: class C, alone */
+        cp[n] = c;
+        off[n] = i;
+        cl[n] = (uint8_t)wlm_uc_class(c);
         cut[n] = 0;
         n++;
         i += k;
     }
     off[n] = len;
-    cp[n] = 0; cl[n] = 0;
-    cut[0] = 1; cut[n] = 1;
+    cp[n] = 0;
+    cl[n] = 0;
+    cut[0] = 1;
+    cut[n] = 1;
     pre_split(pre, cp, cl, cut, n);
     *off_out = off;
     *cut_out = cut;
@@ -570,7 +658,8 @@ uint32_t wlm_bpe_split(uint32_t pre, const uint8_t *text, uint32_t len, uint32_t
     if (len == 0 || pre >= WLM_PRE_COUNT) return 0;
     uint8_t *mem = wlm_sys_alloc(split_bytes(len));
     if (!mem) return 0;
-    uint32_t *off; uint8_t *cut;
+    uint32_t *off;
+    uint8_t *cut;
     uint32_t n = decode_split(pre, text, len, mem, &off, &cut), k = 0;
     for (uint32_t i = 1; i <= n; i++) {
         if (!cut[i]) continue;
@@ -586,7 +675,8 @@ wlm_status wlm_bpe_encode(const wlm_vocab *v, const uint8_t *text, uint32_t len,
     uint64_t total = split_bytes(len);
     uint8_t *mem = wlm_sys_alloc(total);
     if (!mem) return wlm_fail_nomem(err, "tokenize", total);
-    uint32_t *off; uint8_t *cut;
+    uint32_t *off;
+    uint8_t *cut;
     uint32_t n = decode_split(v->pre, text, len, mem, &off, &cut);
 
     uint32_t maxw = 0;

@@ -80,8 +80,8 @@ wlm_status wlm_wpm_load(wlm_vocab *v, const wlm_gguf *g, wlm_err *err) {
  * BERT's tokenizer lists them (each is a word of its own) */
 static int is_cjk(uint32_t cp) {
     return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
-           (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
-           (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+        (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
+        (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
 /* a word of its own: punctuation (P) or an ASCII symbol (S) */
@@ -92,7 +92,8 @@ static int is_punct(uint32_t cp, uint32_t cl) {
 
 /* The word being built: "▁" then its normalized characters */
 typedef struct wpm_word {
-    uint8_t *b; uint32_t n, chars;
+    uint8_t *b;
+    uint32_t n, chars;
 } wpm_word;
 
 /* Greedy longest-match-first pieces of the word into o (the word is
@@ -107,7 +108,10 @@ static void flush_word(const wlm_vocab *v, wpm_word *w, wlm_tok_out *o) {
         int32_t id = -1;
         for (; j > i; j--)
             if ((id = wlm_vocab_find(v, (const char *)w->b + i, j - i)) >= 0) break;
-        if (id < 0) { ok = 0; break; }
+        if (id < 0) {
+            ok = 0;
+            break;
+        }
         if (o->k < o->cap) o->out[o->k] = id;
         o->k++;
         i = j;
@@ -127,7 +131,12 @@ static void word_add(wpm_word *w, uint32_t cp) {
 }
 
 /* Hangul syllables: their jamo (Unicode's algorithmic decomposition) */
-enum { HANGUL_S = 0xAC00, HANGUL_L = 0x1100, HANGUL_V = 0x1161, HANGUL_T = 0x11A7, HANGUL_NV = 21, HANGUL_NT = 28,
+enum { HANGUL_S = 0xAC00,
+       HANGUL_L = 0x1100,
+       HANGUL_V = 0x1161,
+       HANGUL_T = 0x11A7,
+       HANGUL_NV = 21,
+       HANGUL_NT = 28,
        HANGUL_N = 11172 };
 
 wlm_status wlm_wpm_encode(const wlm_vocab *v, const uint8_t *text, uint32_t len, wlm_tok_out *o, wlm_err *err) {
@@ -142,7 +151,10 @@ wlm_status wlm_wpm_encode(const wlm_vocab *v, const uint8_t *text, uint32_t len,
     wlm_memcpy(buf, k_word_mark, 3);
     for (uint32_t i = 0; i < len;) {
         uint32_t cp, k = wlm_utf8_decode(text + i, len - i, &cp);
-        if (k == 0) { i++; continue; }   /* not valid UTF-8: dropped */
+        if (k == 0) {
+            i++;
+            continue;
+        } /* not valid UTF-8: dropped */
         i += k;
         uint32_t parts[3], np = 1;
         parts[0] = cp;
@@ -159,7 +171,10 @@ wlm_status wlm_wpm_encode(const wlm_vocab *v, const uint8_t *text, uint32_t len,
         }
         for (uint32_t p = 0; p < np; p++) {
             uint32_t c = parts[p], cl = wlm_uc_class(c);
-            if (cl & WLM_UC_WS) { flush_word(v, &w, o); continue; }
+            if (cl & WLM_UC_WS) {
+                flush_word(v, &w, o);
+                continue;
+            }
             if (c == 0 || c == 0xFFFD || (cl & WLM_UC_CAT_MASK) == WLM_UC_C) continue;
             if (v->wpm_strip && wlm_uc_in_pairs(wlm_uc_mn, wlm_uc_n_mn, c)) continue;
             if (v->wpm_lower) c = wlm_uc_map(wlm_uc_lower, wlm_uc_n_lower, c);

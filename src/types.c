@@ -139,26 +139,28 @@ void wlm_quantize_act(uint32_t act_type, const float *x, void *y, uint32_t n) {
 /* ---- half / bfloat conversion and the Q8_0 / Q4_0 quantizers ---- */
 
 uint16_t wlm_f32_to_f16(float f) {
-    uint32_t x; __builtin_memcpy(&x, &f, 4);
+    uint32_t x;
+    __builtin_memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000, ax = x & 0x7fffffff;
     if (ax >= 0x7f800000) return (uint16_t)(sign | 0x7c00 | (ax > 0x7f800000 ? 0x200 | ((ax >> 13) & 0x3ff) : 0));
     if (ax >= 0x477ff000) return (uint16_t)(sign | 0x7c00); /* rounds to >= 65520: inf */
-    if (ax < 0x38800000) { /* result is subnormal or zero: align to 2^-24 units */
-        if (ax < 0x33000000) return (uint16_t)sign;   /* < 2^-25: rounds to zero */
+    if (ax < 0x38800000) {                                  /* result is subnormal or zero: align to 2^-24 units */
+        if (ax < 0x33000000) return (uint16_t)sign;         /* < 2^-25: rounds to zero */
         uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000;
-        uint32_t shift = 126 - e;                      /* 14..24 */
+        uint32_t shift = 126 - e; /* 14..24 */
         uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
         if (rem > half || (rem == half && (q & 1))) q++;
         return (uint16_t)(sign | q);
     }
-    uint32_t r = ax - 0x38000000;                      /* rebias exponent 127 -> 15 */
+    uint32_t r = ax - 0x38000000; /* rebias exponent 127 -> 15 */
     uint32_t q = r >> 13, rem = r & 0x1fff;
     if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
     return (uint16_t)(sign | q);
 }
 
 uint16_t wlm_f32_to_bf16(float f) {
-    uint32_t x; __builtin_memcpy(&x, &f, 4);
+    uint32_t x;
+    __builtin_memcpy(&x, &f, 4);
     if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
     x += 0x7fff + ((x >> 16) & 1);
     return (uint16_t)(x >> 16);
@@ -188,7 +190,10 @@ void wlm_quantize_row_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
     for (uint32_t b = 0; b < n / QK8_0; b++) {
         const float *v = x + b * QK8_0;
         float amax = 0;
-        for (int j = 0; j < QK8_0; j++) { float a = v[j] < 0 ? -v[j] : v[j]; if (a > amax) amax = a; }
+        for (int j = 0; j < QK8_0; j++) {
+            float a = v[j] < 0 ? -v[j] : v[j];
+            if (a > amax) amax = a;
+        }
         float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
         y[b].d = wlm_f32_to_f16(d);
         for (int j = 0; j < QK8_0; j++) y[b].qs[j] = round_q8(v[j] * id);
@@ -199,21 +204,27 @@ void wlm_quantize_row_q4_0(const float *x, block_q4_0 *y, uint32_t n) {
     for (uint32_t b = 0; b < n / QK4_0; b++) {
         const float *v = x + b * QK4_0;
         float amax = 0, vmax = 0;
-        for (int j = 0; j < QK4_0; j++) { float a = v[j] < 0 ? -v[j] : v[j]; if (a > amax) { amax = a; vmax = v[j]; } }
+        for (int j = 0; j < QK4_0; j++) {
+            float a = v[j] < 0 ? -v[j] : v[j];
+            if (a > amax) {
+                amax = a;
+                vmax = v[j];
+            }
+        }
         /* the extreme value maps to -8, so the full range [-8, 7] is used */
         float d = vmax / -8.0f, id = d ? 1.0f / d : 0.0f;
         y[b].d = wlm_f32_to_f16(d);
         for (int j = 0; j < QK4_0 / 2; j++) {
             int q0 = (int)(v[j] * id + 8.5f), q1 = (int)(v[j + 16] * id + 8.5f);
-            q0 = q0 < 0 ? 0 : q0 > 15 ? 15 : q0;
-            q1 = q1 < 0 ? 0 : q1 > 15 ? 15 : q1;
+            q0 = q0 < 0 ? 0 : q0 > 15 ? 15
+                                      : q0;
+            q1 = q1 < 0 ? 0 : q1 > 15 ? 15
+                                      : q1;
             y[b].qs[j] = (uint8_t)(q0 | q1 << 4);
         }
     }
 }
 
-
 void wlm_quantize_row_f16(const float *x, uint16_t *y, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) y[i] = wlm_f32_to_f16(x[i]);
 }
-

@@ -7,22 +7,28 @@
 #include <stdint.h>
 
 /* major general category (low 3 bits) */
-enum { WLM_UC_C = 0, WLM_UC_L = 1, WLM_UC_M = 2, WLM_UC_N = 3, WLM_UC_P = 4, WLM_UC_S = 5, WLM_UC_Z = 6 };
+enum { WLM_UC_C = 0,
+       WLM_UC_L = 1,
+       WLM_UC_M = 2,
+       WLM_UC_N = 3,
+       WLM_UC_P = 4,
+       WLM_UC_S = 5,
+       WLM_UC_Z = 6 };
 #define WLM_UC_CAT_MASK 7u
-#define WLM_UC_WS 8u   /* White_Space property */
+#define WLM_UC_WS 8u /* White_Space property */
 
-extern const uint32_t wlm_uc_ranges[];     /* (start << 4) | class, sorted */
+extern const uint32_t wlm_uc_ranges[]; /* (start << 4) | class, sorted */
 extern const uint32_t wlm_uc_n_ranges;
 extern const uint8_t wlm_uc_latin1[256];
 extern const uint32_t wlm_uc_dsk_letters[]; /* inclusive [lo, hi] pairs */
 extern const uint32_t wlm_uc_n_dsk_letters;
 
 /* WordPiece normalizer: (code point, value) pairs sorted by code point */
-extern const uint32_t wlm_uc_lower[];      /* simple lowercase mapping */
+extern const uint32_t wlm_uc_lower[]; /* simple lowercase mapping */
 extern const uint32_t wlm_uc_n_lower;
-extern const uint32_t wlm_uc_nfd_base[];   /* canonical decomposition without its marks */
+extern const uint32_t wlm_uc_nfd_base[]; /* canonical decomposition without its marks */
 extern const uint32_t wlm_uc_n_nfd_base;
-extern const uint32_t wlm_uc_mn[];         /* nonspacing marks (Mn): inclusive [lo, hi] pairs */
+extern const uint32_t wlm_uc_mn[]; /* nonspacing marks (Mn): inclusive [lo, hi] pairs */
 extern const uint32_t wlm_uc_n_mn;
 
 /* class of a code point (category | WLM_UC_WS); values above U+10FFFF give 0 */
@@ -32,7 +38,8 @@ static inline uint32_t wlm_uc_class(uint32_t cp) {
     uint32_t lo = 0, hi = wlm_uc_n_ranges; /* last entry with start <= cp */
     while (hi - lo > 1) {
         uint32_t mid = (lo + hi) / 2;
-        if ((wlm_uc_ranges[mid] >> 4) <= cp) lo = mid; else hi = mid;
+        if ((wlm_uc_ranges[mid] >> 4) <= cp) lo = mid;
+        else hi = mid;
     }
     return wlm_uc_ranges[lo] & 15u;
 }

@@ -83,7 +83,7 @@ WLM_API void wlm_model_free(wlm_model *m);
  * loads this way on its own. The bytes must stay alive, as for
  * wlm_model_load. */
 WLM_API wlm_status wlm_model_load_vocab(wlm_model **out, const uint8_t *data, uint64_t size, wlm_err *err);
-WLM_API uint32_t wlm_model_vocab_only(const wlm_model *m);   /* 1 for a wlm_model_load_vocab model */
+WLM_API uint32_t wlm_model_vocab_only(const wlm_model *m); /* 1 for a wlm_model_load_vocab model */
 /* How many leading bytes of a GGUF file hold its header and metadata, for
  * reading no more of a file than a vocabulary-only load needs: WLM_OK with
  * *need = that count when the `size` bytes at data hold them all;
@@ -112,7 +112,8 @@ typedef struct wlm_hparams {
     uint32_t rope_scaled; /* 1 when per-frequency factors divide the RoPE frequencies
                            * (rope_freqs.weight, or computed for rope.scaling.type llama3/linear) */
 } wlm_hparams;
-enum { WLM_ROPE_NORM = 0, WLM_ROPE_NEOX = 2 };
+enum { WLM_ROPE_NORM = 0,
+       WLM_ROPE_NEOX = 2 };
 WLM_API const wlm_hparams *wlm_model_hparams(const wlm_model *m);
 
 /* Metadata access (for `info`). Values are returned as pointers to the raw
@@ -147,7 +148,7 @@ WLM_API const char *wlm_type_name(uint32_t ggml_type);
 #define WLM_TOK_PARSE_SPECIAL 2
 #define WLM_TOK_NO_SPACE_PREFIX 4 /* text that continues other text: no SentencePiece "▁" in front (BPE adds none) */
 WLM_API wlm_status wlm_tokenize(const wlm_model *m, const char *text, uint32_t len, int flags,
-                        int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err);
+                                int32_t *out, uint32_t cap, uint32_t *n_out, wlm_err *err);
 
 /* 1 when `token` ends generation: EOS, EOT, EOM, or a control token whose
  * text is a known end marker (<|eot_id|>, <|im_end|>, <|end|>,
@@ -175,8 +176,10 @@ WLM_API uint32_t wlm_detok_flush(wlm_detok *d, char *out, uint32_t cap);
 
 /* ---- context ------------------------------------------------------------ */
 
-enum { WLM_KV_F32 = 0, WLM_KV_F16 = 1 };
-enum { WLM_FULL_ERROR = 0, WLM_FULL_SLIDE = 1 };
+enum { WLM_KV_F32 = 0,
+       WLM_KV_F16 = 1 };
+enum { WLM_FULL_ERROR = 0,
+       WLM_FULL_SLIDE = 1 };
 
 typedef struct wlm_ctx_params {
     uint32_t n_ctx;       /* KV cache length; 0 = min(model context, 2048) */
@@ -187,11 +190,11 @@ typedef struct wlm_ctx_params {
     uint32_t logits_all;  /* keep logits for every token of a batch, not only the last */
     uint32_t n_threads;   /* most threads that will run this context's work (0 = 1) */
     /* added with multi-sequence batches (appended: earlier offsets unchanged) */
-    uint32_t n_seq_max;   /* sequences the cache can hold at once, 1..WLM_MAX_SEQ (0 = 1) */
-    uint32_t n_outputs;   /* rows of logits one wlm_eval_batch may ask for
+    uint32_t n_seq_max; /* sequences the cache can hold at once, 1..WLM_MAX_SEQ (0 = 1) */
+    uint32_t n_outputs; /* rows of logits one wlm_eval_batch may ask for
                            * (0 = max(n_seq_max, 1, n_batch if logits_all)) */
     /* added with the window ring (appended: earlier offsets unchanged) */
-    uint32_t swa_full;    /* 1: sliding-window layers keep every position, as the
+    uint32_t swa_full; /* 1: sliding-window layers keep every position, as the
                            * others do (a rewind may go anywhere); 0 (default):
                            * they keep a ring of the positions their window can
                            * still see (less memory; see wlm_seq_truncate) */
@@ -209,7 +212,7 @@ WLM_API uint64_t wlm_ctx_bytes_needed(const wlm_model *m, const wlm_ctx_params *
 
 /* Forgets every position (KV cache emptied); the next eval starts at 0. */
 WLM_API void wlm_ctx_reset(wlm_ctx *c);
-WLM_API uint32_t wlm_ctx_pos(const wlm_ctx *c);   /* tokens evaluated so far */
+WLM_API uint32_t wlm_ctx_pos(const wlm_ctx *c); /* tokens evaluated so far */
 WLM_API uint32_t wlm_ctx_n_ctx(const wlm_ctx *c);
 /* Rows the sliding-window layers keep per KV head: the window ring, n_seq_max
  * x (window - 1) + n_batch, or 0 when they keep one per cache slot (no such
@@ -264,8 +267,8 @@ WLM_API wlm_status wlm_seq_remove(wlm_ctx *c, uint32_t seq, wlm_err *err);
  * the lowest position possible, changing nothing (evaluate again from 0,
  * or plan with swa_full). */
 WLM_API wlm_status wlm_seq_truncate(wlm_ctx *c, uint32_t seq, uint32_t pos, wlm_err *err);
-WLM_API uint32_t wlm_seq_pos(const wlm_ctx *c, uint32_t seq);  /* next position of seq */
-WLM_API uint32_t wlm_ctx_free_slots(const wlm_ctx *c);          /* cache slots no sequence uses */
+WLM_API uint32_t wlm_seq_pos(const wlm_ctx *c, uint32_t seq); /* next position of seq */
+WLM_API uint32_t wlm_ctx_free_slots(const wlm_ctx *c);        /* cache slots no sequence uses */
 
 /* ---- threads ------------------------------------------------------------ */
 
@@ -287,15 +290,18 @@ WLM_API void wlm_ctx_set_pool(wlm_ctx *c, wlm_pool *p, uint32_t n);
 /* ---- sampling ----------------------------------------------------------- */
 
 /* One logit bias: added to the token's logit first of all, after a grammar's mask (-inf bans it). */
-typedef struct wlm_logit_bias { int32_t token; float bias; } wlm_logit_bias;
+typedef struct wlm_logit_bias {
+    int32_t token;
+    float bias;
+} wlm_logit_bias;
 
 typedef struct wlm_sampler_params {
-    float temperature;     /* 0 = greedy (argmax, lowest id wins ties) */
-    uint32_t top_k;        /* 0 = off */
-    float top_p;           /* 1 = off; 0 = the most likely token only */
-    float min_p;           /* 0 = off */
-    float repeat_penalty;  /* 1 = off */
-    uint32_t repeat_last_n;/* window of recent tokens the penalties look at */
+    float temperature;      /* 0 = greedy (argmax, lowest id wins ties) */
+    uint32_t top_k;         /* 0 = off */
+    float top_p;            /* 1 = off; 0 = the most likely token only */
+    float min_p;            /* 0 = off */
+    float repeat_penalty;   /* 1 = off */
+    uint32_t repeat_last_n; /* window of recent tokens the penalties look at */
     /* logit bias, OpenAI's penalties, locally typical sampling: a field
      * left 0 is off, so a zero-filled tail changes nothing */
     float presence_penalty;  /* subtracted once from each token in the window; in [-1e6, 1e6] */
@@ -304,13 +310,15 @@ typedef struct wlm_sampler_params {
     uint32_t n_biases;
     const wlm_logit_bias *biases; /* n_biases entries (ids in range; a bias is finite or -inf;
                                    * a token given twice gets the sum) */
-    const uint32_t *allow;   /* NULL = every token; else a bitset (bit t of word t / 32): only those
+    const uint32_t *allow;        /* NULL = every token; else a bitset (bit t of word t / 32): only those
                               * tokens can be drawn, applied before every other stage (a grammar's mask) */
 } wlm_sampler_params;
 WLM_API void wlm_sampler_default_params(wlm_sampler_params *p);
 
 /* Seeded PRNG (PCG32): the same seed gives the same stream on every platform. */
-typedef struct wlm_rng { uint64_t state, inc; } wlm_rng;
+typedef struct wlm_rng {
+    uint64_t state, inc;
+} wlm_rng;
 WLM_API void wlm_rng_seed(wlm_rng *r, uint64_t seed);
 WLM_API uint32_t wlm_rng_u32(wlm_rng *r);
 WLM_API float wlm_rng_float(wlm_rng *r); /* [0,1), 24 bits */
@@ -323,8 +331,8 @@ WLM_API float wlm_rng_float(wlm_rng *r); /* [0,1), 24 bits */
  * `logprob` receives log P(token) under the model's own distribution
  * (softmax of the raw logits, T = 1, no filters). */
 WLM_API wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
-                      const int32_t *history, uint32_t n_history, wlm_rng *rng,
-                      int32_t *token, float *logprob, wlm_err *err);
+                              const int32_t *history, uint32_t n_history, wlm_rng *rng,
+                              int32_t *token, float *logprob, wlm_err *err);
 
 /* The n most likely tokens of the model's own distribution (softmax of
  * the raw logits, T = 1: before a grammar's mask, bias, penalties and
@@ -338,8 +346,8 @@ WLM_API uint32_t wlm_top_logprobs(wlm_ctx *c, const float *logits, uint32_t n, i
  * `cap` (token, probability) pairs sorted by probability, returns the count.
  * (For UIs that show the next-token distribution.) */
 WLM_API uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
-                         const int32_t *history, uint32_t n_history,
-                         int32_t *ids, float *probs, uint32_t cap);
+                                 const int32_t *history, uint32_t n_history,
+                                 int32_t *ids, float *probs, uint32_t cap);
 
 /* Speculative sampling, one draft token checked against the target.
  * `logits` are the target's logits for the position the draft token x
@@ -455,7 +463,10 @@ WLM_API uint64_t wlm_grammar_stat(const wlm_grammar *g, uint32_t what);
  * output) pooled over the text's tokens. Pooling kinds are the GGUF
  * pooling_type values: MEAN (the average over the tokens), CLS (the first
  * token's), LAST (the last token's). */
-enum { WLM_POOLING_NONE = 0, WLM_POOLING_MEAN = 1, WLM_POOLING_CLS = 2, WLM_POOLING_LAST = 3 };
+enum { WLM_POOLING_NONE = 0,
+       WLM_POOLING_MEAN = 1,
+       WLM_POOLING_CLS = 2,
+       WLM_POOLING_LAST = 3 };
 #define WLM_POOLING_MODEL 0xFFFFFFFFu /* wlm_embed: the model's pooling (wlm_model_pooling) */
 #define WLM_EMBED_NORMALIZE 1         /* wlm_embed flag: divide each vector by its L2 norm */
 
@@ -497,7 +508,7 @@ WLM_API wlm_status wlm_quantize_size(const wlm_model *m, uint32_t type, uint64_t
  * multiple of the block size keep their type. `report` (optional) receives
  * one line per tensor. */
 WLM_API wlm_status wlm_quantize(const wlm_model *m, uint32_t type, uint8_t *out, uint64_t size,
-                        char *report, uint32_t report_cap, wlm_err *err);
+                                char *report, uint32_t report_cap, wlm_err *err);
 /* The targets wlm_quantize accepts, for front ends to list without a copy:
  * the id of target i (types, then mixtures; 0xffffffff past the last) and
  * the name of a target id ("Q4_0", "Q4_K_M"; NULL when it is not one). */

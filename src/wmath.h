@@ -30,11 +30,11 @@ static inline int wlm_isfinite(float x) { return x - x == 0.0f; }
  *   result = p * 2^k (2^k built from the low bits of t: exact)
  * The coefficients are a minimax fit of exp on |r| <= ln2/2 (relative error
  * 3.2e-9 before rounding). */
-#define WLM_EXPF_LO (-0x1.5d589ep+6f)  /* -87.33654: the float just above ln(FLT_MIN) */
-#define WLM_EXPF_HI 88.375f            /* below 127.5 ln2: k <= 127 */
+#define WLM_EXPF_LO (-0x1.5d589ep+6f) /* -87.33654: the float just above ln(FLT_MIN) */
+#define WLM_EXPF_HI 88.375f           /* below 127.5 ln2: k <= 127 */
 #define WLM_EXPF_LOG2E 0x1.715476p+0f
 #define WLM_EXPF_SHIFT 0x1.8p23f
-#define WLM_EXPF_LN2_HI 0x1.62ep-1f    /* 2839/4096 */
+#define WLM_EXPF_LN2_HI 0x1.62ep-1f     /* 2839/4096 */
 #define WLM_EXPF_LN2_LO 0x1.0bfbe8p-15f /* ln2 - LN2_HI, rounded */
 #define WLM_EXPF_C2 0x1.fffffcp-2f
 #define WLM_EXPF_C3 0x1.55548cp-3f
@@ -80,7 +80,5 @@ static inline float wlm_gelu_tanh(float x) {
 
 /* soft-capping: cap tanh(s / cap) */
 static inline float wlm_softcap(float s, float cap) { return cap * wlm_tanhf(s / cap); }
-
-
 
 #endif

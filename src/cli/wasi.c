@@ -28,8 +28,8 @@
 static int usage(void) {
     cli_usage_generate(stderr, "wasmlm-cli", WASI_FLAGS);
     fprintf(stderr,
-        "       wasmlm-cli info MODEL\n"
-        "       wasmlm-cli tokenize -m MODEL -p TEXT\n");
+            "       wasmlm-cli info MODEL\n"
+            "       wasmlm-cli tokenize -m MODEL -p TEXT\n");
     return 2;
 }
 
@@ -52,7 +52,7 @@ typedef struct {
     cli_gen_opts o;
     int32_t *toks;
     uint32_t cap;
-    char *text;            /* generated text of one prompt (for --jsonl) */
+    char *text; /* generated text of one prompt (for --jsonl) */
     size_t text_len, text_cap;
 } gen_state;
 
@@ -60,8 +60,12 @@ static int append_text(gen_state *g, const char *s, uint32_t n) {
     if (g->text_len + n + 1 > g->text_cap) {
         size_t nc = (g->text_len + n + 1) * 2;
         char *t = realloc(g->text, nc);
-        if (!t) { fprintf(stderr, "error: out of memory\n"); return 1; }
-        g->text = t; g->text_cap = nc;
+        if (!t) {
+            fprintf(stderr, "error: out of memory\n");
+            return 1;
+        }
+        g->text = t;
+        g->text_cap = nc;
     }
     memcpy(g->text + g->text_len, s, n);
     g->text_len += n;
@@ -78,8 +82,10 @@ static int emit(void *arg, const char *s, uint32_t n) {
 }
 
 static void print_jsonl(const gen_state *g, const char *prompt, const cli_gen_result *r) {
-    fputs("{\"prompt\":\"", stdout); json_str(stdout, prompt, strlen(prompt));
-    fputs("\",\"text\":\"", stdout); json_str(stdout, g->text ? g->text : "", g->text_len);
+    fputs("{\"prompt\":\"", stdout);
+    json_str(stdout, prompt, strlen(prompt));
+    fputs("\",\"text\":\"", stdout);
+    json_str(stdout, g->text ? g->text : "", g->text_len);
     printf("\",\"tokens\":[");
     for (uint32_t i = r->n_prompt; i < r->n_hist; i++) printf(i > r->n_prompt ? ",%d" : "%d", g->toks[i]);
     printf("],\"finish\":\"%s\"}\n", r->finish);
@@ -111,10 +117,16 @@ static int cmd_generate(int argc, char **argv) {
     g.m = cli_open_model(g.o.model, 0);
     if (!g.m) return 1;
     wlm_err err;
-    if (wlm_ctx_new(&g.c, g.m, &g.o.cp, &err)) { fprintf(stderr, "error: %s\n", err.msg); return 1; }
+    if (wlm_ctx_new(&g.c, g.m, &g.o.cp, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
     g.cap = wlm_ctx_n_ctx(g.c) + (uint32_t)g.o.n_predict + 8;
     g.toks = malloc(sizeof(int32_t) * g.cap);
-    if (!g.toks) { fprintf(stderr, "error: out of memory\n"); return 1; }
+    if (!g.toks) {
+        fprintf(stderr, "error: out of memory\n");
+        return 1;
+    }
     cli_gen_result sum;
     memset(&sum, 0, sizeof sum);
     int n_prompts = 0;
@@ -123,12 +135,15 @@ static int cmd_generate(int argc, char **argv) {
         rc = generate_one(&g, g.o.prompt, &sum);
         n_prompts = 1;
     } else {
-        for (char *line = batch; line && *line && !rc; ) {
+        for (char *line = batch; line && *line && !rc;) {
             char *nl = strchr(line, '\n');
             if (nl) *nl = 0;
             size_t len = strlen(line);
             if (len && line[len - 1] == '\r') line[--len] = 0;
-            if (len) { rc = generate_one(&g, line, &sum); n_prompts++; }
+            if (len) {
+                rc = generate_one(&g, line, &sum);
+                n_prompts++;
+            }
             line = nl ? nl + 1 : NULL;
         }
     }
@@ -168,10 +183,13 @@ static int cmd_tokenize(int argc, char **argv) {
     for (int i = 0; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-m")) model = argv[i + 1];
         else if (!strcmp(argv[i], "-p")) text = argv[i + 1];
-        else { fprintf(stderr, "error: unknown option %s\n", argv[i]); return usage(); }
+        else {
+            fprintf(stderr, "error: unknown option %s\n", argv[i]);
+            return usage();
+        }
     }
     if (!model || !text) return usage();
-    wlm_model *m = cli_open_vocab(model);   /* a model or a vocabulary-only file: the metadata is enough */
+    wlm_model *m = cli_open_vocab(model); /* a model or a vocabulary-only file: the metadata is enough */
     if (!m) return 1;
     uint32_t cap = (uint32_t)strlen(text) + 8, n = 0;
     int32_t *ids = malloc(sizeof(int32_t) * cap);

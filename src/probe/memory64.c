@@ -20,16 +20,18 @@ static uint8_t buf[64];
 /* bytes buf[i] = i * 7 + seed, summed with SIMD, then mixed with the seed by
  * mixes[seed & 1] */
 __attribute__((export_name("probe")))
-uint32_t probe(uint32_t seed) {
+uint32_t
+probe(uint32_t seed) {
     for (int i = 0; i < 64; i++) buf[i] = (uint8_t)(i * 7 + seed);
     v128_t acc = wasm_i32x4_splat(0);
     for (int i = 0; i < 64; i += 16)
         acc = wasm_i32x4_add(acc, wasm_u32x4_extadd_pairwise_u16x8(wasm_u16x8_extadd_pairwise_u8x16(wasm_v128_load(buf + i))));
     uint32_t total = wasm_i32x4_extract_lane(acc, 0) + wasm_i32x4_extract_lane(acc, 1) + wasm_i32x4_extract_lane(acc, 2) +
-                     wasm_i32x4_extract_lane(acc, 3);
+        wasm_i32x4_extract_lane(acc, 3);
     return mixes[seed & 1](total, seed);
 }
 
 /* 8 in a wasm64 build */
 __attribute__((export_name("pointer_bytes")))
-uint32_t pointer_bytes(void) { return (uint32_t)sizeof(void *); }
+uint32_t
+pointer_bytes(void) { return (uint32_t)sizeof(void *); }

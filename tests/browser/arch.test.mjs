@@ -9,8 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launch, ROOT } from './browser.mjs';
-import { hubServer } from '../js/hub-server.mjs';
+import { openPage } from './browser.mjs';
 import { SHAPE, VARIANTS } from '../js/arch-variants.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
@@ -23,22 +22,13 @@ const files = {};
 for (const v of VARIANTS) {
   const file = path.join(DIR, `${v.name}.gguf`);
   makeModel(file, { ...SHAPE, ...v.shape }, v.type, 4321, { qkStd: 0.2, ...v.opts });
-  files[`${v.name}.gguf`] = fs.readFileSync(file);
+  files[`/m/${v.name}.gguf`] = file;
 }
 
-let browser, page, server, base;
-before(async () => {
-  ({ server } = hubServer({ root: ROOT, repo: 'owner/repo', version: 1, files }));
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}`;
-  browser = await launch();
-  page = await browser.context.newPage();
-  await page.goto(`${base}/`);
-});
+let page, base, close;
+before(async () => { ({ page, url: base, close } = await openPage({ files })); });
 after(async () => {
-  await browser?.close();
-  server?.closeAllConnections?.();
-  await new Promise((r) => (server?.listening ? server.close(r) : r()));
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 
@@ -67,7 +57,7 @@ for (const v of VARIANTS) {
       } finally {
         await model.dispose();
       }
-    }, [`${base}/cdn/${encodeURIComponent(`${v.name}.gguf`)}?v=1`, TOKENS, CTX, GREEDY]);
+    }, [`${base}/m/${v.name}.gguf`, TOKENS, CTX, GREEDY]);
     assert.equal(there.arch, here.arch);
     assert.equal(there.tokens.length, 12);
     assert.deepEqual(there.tokens, here.tokens);

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listen, serveFiles } from '../js/servers.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED = path.resolve(ROOT, process.env.WLM_SHARED || '../shared');
@@ -43,6 +44,63 @@ export async function launch(opts = {}) {
       fs.rmSync(userDataDir, { recursive: true, force: true });
     },
   };
+}
+
+const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json', '.wasm': 'application/wasm', '.html': 'text/html' };
+
+/**
+ * A request handler for a test page's origin: a blank page at /, the
+ * package's own files under /web, /wasm and /models from ROOT, `routes`
+ * (URL path -> handler(req, res), for a response of the test's own making),
+ * and `files` as tests/js/servers.mjs's serveFiles serves them (URL path ->
+ * file path or bytes, or a function; `ranges` and `log` as there); anything
+ * else is 404. `headers` go with every response (cross-origin isolation, say).
+ */
+export function rootHandler({ files = {}, routes = {}, headers = {}, ranges, log } = {}) {
+  const serve = serveFiles(files, { ranges, log, headers });
+  return (req, res) => {
+    const p = new URL(req.url, 'http://x').pathname;
+    if (p === '/') { res.writeHead(200, { ...headers, 'content-type': 'text/html' }); res.end('<!doctype html><title>wasmlm test</title>'); return; }
+    if (Object.hasOwn(routes, p)) { routes[p](req, res); return; }
+    if (/^\/(web|wasm|models)\/[\w./-]+$/.test(p) && !p.includes('..')) {
+      const file = path.join(ROOT, p);
+      if (!fs.existsSync(file)) { res.writeHead(404, headers); res.end(); return; }
+      res.writeHead(200, { ...headers, 'content-type': MIME[path.extname(file)] || 'application/octet-stream' });
+      res.end(fs.readFileSync(file));
+      return;
+    }
+    serve(req, res);
+  };
+}
+
+/**
+ * The set-up the browser tests share: a server, Chromium with a fresh
+ * profile, a page on the server's origin. `server` is one already started,
+ * as {url, close()} (startDemoServer's), an http.Server not yet listening
+ * (hubServer's), or left out: then rootHandler(options) is served (the
+ * options `files`, `routes`, `headers`, `ranges`, `log` are its). The page
+ * opens url + `path` (null: it stays blank), after `errors`, when given,
+ * starts collecting its errors (watchPage, with `isOffline`). Resolves
+ * {url, page, context, close()}; close() closes the browser, then the
+ * server, and is safe when a step failed half-way (call it from after()).
+ */
+export async function openPage({ server, path: at = '/', errors, isOffline, launchOptions, ...handlerOptions } = {}) {
+  const served = server?.url ? server : await listen(server || rootHandler(handlerOptions));
+  let browser;
+  const close = async () => {
+    await browser?.close();
+    await served.close();
+  };
+  try {
+    browser = await launch(launchOptions);
+    const page = await browser.context.newPage();
+    if (errors) watchPage(page, errors, isOffline);
+    if (at != null) await page.goto(`${served.url}${at}`);
+    return { url: served.url, page, context: browser.context, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
 }
 
 /**

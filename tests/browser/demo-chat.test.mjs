@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startDemoServer } from '../../web/demo/server.mjs';
-import { launch, watchPage } from './browser.mjs';
+import { openPage } from './browser.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
 
@@ -22,20 +22,17 @@ const CHAT = path.join(DIR, 'a-chat.gguf');
 makeModel(CHAT, SHAPE, 'f32', 21, { arch: 'qwen2' });
 makeModel(path.join(DIR, 'b-plain.gguf'), SHAPE, 'f32', 22, { arch: 'llama' });
 
-let server, browser, page;
+let server, page, close;
 const errors = [];
 const waitState = (states, timeout = 60000) =>
   page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
 
 before(async () => {
   server = await startDemoServer({ modelsDir: DIR });
-  browser = await launch();
-  page = await browser.context.newPage();
-  watchPage(page, errors);
+  ({ page, close } = await openPage({ server, errors, path: null }));
 });
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 

@@ -8,9 +8,9 @@ import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { startDemoServer } from '../../web/demo/server.mjs';
-import { launch, watchPage, MODELS, MODEL_PATH } from './browser.mjs';
+import { openPage, MODELS, MODEL_PATH } from './browser.mjs';
 
-let server, browser, page;
+let server, page, close;
 const errors = [];
 const waitState = (states, timeout = 60000) =>
   page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
@@ -18,10 +18,7 @@ const waitState = (states, timeout = 60000) =>
 before(async () => {
   assert.ok(fs.existsSync(MODEL_PATH), `${MODEL_PATH} is missing (set WASMLM_MODELS or WLM_SHARED)`);
   server = await startDemoServer({ modelsDir: MODELS });
-  browser = await launch();
-  page = await browser.context.newPage();
-  watchPage(page, errors);
-  await page.goto(`${server.url}/web/demo/`);
+  ({ page, close } = await openPage({ server, errors, path: '/web/demo/' }));
   await page.selectOption('#model-select', 'local:stories260K.gguf');
   await waitState(['ready'], 120000);
   if (!(await page.evaluate(() => window.wasmlmDemo.state.modelLabel === 'stories260K'))) {
@@ -30,8 +27,7 @@ before(async () => {
   }
 });
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await close?.();
 });
 
 const SCHEMA = {

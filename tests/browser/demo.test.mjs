@@ -14,10 +14,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startDemoServer } from '../../web/demo/server.mjs';
-import { launch, watchPage, reference, traceMainThread, MODELS, MODEL_PATH, ARTIFACTS } from './browser.mjs';
+import { openPage, reference, traceMainThread, MODELS, MODEL_PATH, ARTIFACTS } from './browser.mjs';
 import { loadModel } from '../../web/index.js';
 
-let server, browser, page;
+let server, page, context, close;
 const errors = [];
 const requests = [];
 const ref = reference().results.find((r) => r.prompt === 'Once upon a time');
@@ -73,14 +73,11 @@ const longTasks = () => page.evaluate(() => new Promise((r) => setTimeout(() => 
 before(async () => {
   assert.ok(fs.existsSync(MODEL_PATH), `${MODEL_PATH} is missing (set WASMLM_MODELS or WLM_SHARED)`);
   server = await startDemoServer({ modelsDir: MODELS, onRequest: (m, u) => requests.push(u) });
-  browser = await launch();
-  page = await browser.context.newPage();
-  watchPage(page, errors, () => offline);
+  ({ page, context, close } = await openPage({ server, errors, isOffline: () => offline, path: null }));
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await close?.();
 });
 
 test('the page loads stories260K in a worker, crossOriginIsolated, more than one thread', async () => {
@@ -121,7 +118,7 @@ test('the long-task observer sees a deliberate 120 ms block (so a zero below mea
 test('greedy generation equals the llama.cpp reference; tokens/s shown; no main-thread long task', async () => {
   await setSampling({ prompt: ref.prompt, temperature: 0, repeatPenalty: 1, maxTokens: 200 });
   await startLongTasks();
-  const trace = await traceMainThread(browser.context, page, async () => {
+  const trace = await traceMainThread(context, page, async () => {
     await page.click('#generate');
     await waitState(['done', 'error', 'stopped']);
   });
@@ -146,7 +143,7 @@ test('greedy generation equals the llama.cpp reference; tokens/s shown; no main-
 test('stop ends a long generation mid-stream; the model stays usable', async () => {
   await setSampling({ temperature: 0.8, repeatPenalty: 1.1, maxTokens: 1000, ignoreEos: true });
   await startLongTasks();
-  const trace = await traceMainThread(browser.context, page, async () => {
+  const trace = await traceMainThread(context, page, async () => {
     await page.click('#generate');
     await page.waitForFunction(() => Number(document.querySelector('#stats [data-live-rate]')?.textContent) > 0 &&
       document.querySelector('#output .gen').textContent.length > 40, null, { timeout: 30000 });
@@ -318,7 +315,7 @@ test('offline: after one visit, a reload with the network off loads the cached m
   assert.match(await page.textContent('#cache-total'), /\(2, 2\.4 MB\)/);
 
   // network blocked twice over: the browser is offline and the server is gone
-  await browser.context.setOffline(true);
+  await context.setOffline(true);
   await server.close();
   offline = true;
   try {
@@ -334,7 +331,7 @@ test('offline: after one visit, a reload with the network off loads the cached m
     assert.equal(out.isolated, true, 'the cached page keeps its COOP/COEP headers');
     assert.ok(out.threads > 1);
   } finally {
-    await browser.context.setOffline(false);
+    await context.setOffline(false);
     offline = false;
   }
 });

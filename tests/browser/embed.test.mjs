@@ -13,11 +13,11 @@ import path from 'node:path';
 import { startDemoServer } from '../../web/demo/server.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
-import { launch, watchPage, MODEL_PATH, ARTIFACTS } from './browser.mjs';
+import { openPage, MODEL_PATH, ARTIFACTS } from './browser.mjs';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-embed-demo-'));
 const BERT = path.join(DIR, 'a-bert-demo.gguf');   // first in the list: the page loads it
-let server, browser, page;
+let server, page, close;
 const errors = [];
 const TEXTS = ['the cat sat on the mat', 'a dog sat on the mat', 'the weather is sunny today', 'rain and music'];
 
@@ -29,14 +29,11 @@ before(async () => {
   makeModel(BERT, { dim: 128, layers: 2, heads: 4, ffn: 256, ctx: 128, vocab: 1000 }, 'f16', 77, { arch: 'bert', qkStd: 0.15 });
   fs.copyFileSync(MODEL_PATH, path.join(DIR, 'stories260K.gguf'));
   server = await startDemoServer({ modelsDir: DIR });
-  browser = await launch();
-  page = await browser.context.newPage();
-  watchPage(page, errors);
+  ({ page, close } = await openPage({ server, errors, path: null }));
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 

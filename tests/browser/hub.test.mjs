@@ -15,8 +15,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launch, ROOT } from './browser.mjs';
+import { openPage } from './browser.mjs';
 import { hubServer } from '../js/hub-server.mjs';
+import { listen } from '../js/servers.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { splitGguf } from '../../models/gguf-split.js';
 
@@ -27,9 +28,8 @@ makeModel(path.join(DIR, 'v2.gguf'), SHAPE, 'f32', 2);
 
 const SPLIT = splitGguf(path.join(DIR, 'v1.gguf'), 200000).parts;
 
-const pageState = { root: ROOT, files: {} };
 const state = { repo: 'owner/repo', version: 1, cuts: 0, files: { 'tiny-F32.gguf': fs.readFileSync(path.join(DIR, 'v1.gguf')), 'other-Q8_0.gguf': Buffer.from('x') } };
-let browser, page, pages, server, log, base;
+let page, closePage, hub, log, base;
 
 // the gated repository: its hub and its CDN, two more origins sharing one log
 const TOKEN = 'hf_BrowserTokenThatMustNeverLeak42';
@@ -38,28 +38,21 @@ const gated = { repo: 'owner/gated', version: 1, cuts: 0, token: TOKEN, hop: tru
 const gatedLog = [];
 let gatedHub, gatedCdn, gatedBase;
 
-const listen = async (srv) => { await new Promise((r) => srv.listen(0, '127.0.0.1', r)); return `http://127.0.0.1:${srv.address().port}`; };
-const close = (srv) => { srv?.closeAllConnections?.(); return new Promise((r) => (srv?.listening ? srv.close(r) : r())); };
-
 before(async () => {
+  let server;
   ({ server, log } = hubServer(state));
-  base = await listen(server);
-  pages = hubServer(pageState).server;
-  const pageUrl = await listen(pages);
-  gatedHub = hubServer(gated, { log: gatedLog }).server;
-  gatedCdn = hubServer(gated, { role: 'cdn', log: gatedLog }).server;
-  gatedBase = await listen(gatedHub);
-  gated.cdnUrl = await listen(gatedCdn);
-  browser = await launch();
-  page = await browser.context.newPage();
-  await page.goto(`${pageUrl}/`);
+  hub = await listen(server);
+  base = hub.url;
+  gatedHub = await listen(hubServer(gated, { log: gatedLog }).server);
+  gatedCdn = await listen(hubServer(gated, { role: 'cdn', log: gatedLog }).server);
+  gatedBase = gatedHub.url;
+  gated.cdnUrl = gatedCdn.url;
+  // the page from a server of its own (another origin than the hub's)
+  ({ page, close: closePage } = await openPage());
 });
 after(async () => {
-  await browser?.close();
-  await close(server);
-  await close(pages);
-  await close(gatedHub);
-  await close(gatedCdn);
+  await closePage?.();
+  for (const s of [hub, gatedHub, gatedCdn]) await s?.close();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 
@@ -106,7 +99,7 @@ test('a hub id loads in the browser; the cache is keyed by URL and ETag', async 
   assert.match(missing.message, /no GGUF file of quantization Q2_K in owner\/repo: it has tiny-F32\.gguf, other-Q8_0\.gguf/);
 
   // the hub is gone: a file id loads from the cache (the HEAD fails; the cached copy is used)
-  await close(server);
+  await hub.close();
   const gone = await loadInPage('hf:owner/repo/tiny-F32.gguf');
   assert.equal(gone.code, undefined, gone.message);
   assert.equal(gone.fromCache, true);

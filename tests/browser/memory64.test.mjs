@@ -12,18 +12,16 @@
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { launch, ROOT, MODEL_PATH, reference } from './browser.mjs';
+import { openPage, ROOT, MODEL_PATH, reference } from './browser.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { Engine } from '../../web/worker/engine.js';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-m64-browser-'));
 const SHAPE = { dim: 256, layers: 2, heads: 4, kvHeads: 2, ffn: 512, ctx: 256, vocab: 600 };
-const MIME = { '.js': 'text/javascript', '.json': 'application/json', '.wasm': 'application/wasm', '.gguf': 'application/octet-stream' };
 const HUGE = 5e9;
-let browser, page, server, base;
+let page, close;
 const huge = { requests: 0, closed: 0, sent: 0 };
 
 before(async () => {
@@ -36,11 +34,10 @@ before(async () => {
   eng.dispose();
   fs.copyFileSync(MODEL_PATH, path.join(DIR, 'stories260K.gguf'));
 
-  server = http.createServer((req, res) => {
-    const u = new URL(req.url, 'http://x').pathname;
-    const iso = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
-    if (u === '/') { res.writeHead(200, { ...iso, 'content-type': 'text/html' }); res.end('<!doctype html><title>memory64</title>'); return; }
-    if (u === '/huge.gguf') {
+  // cross-origin isolated (threads); the models at /t/NAME, whole (no Range)
+  const iso = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+  const routes = {
+    '/huge.gguf': (req, res) => {
       // declares 5 GB, sends the start of a GGUF file, then nothing more
       huge.requests++;
       res.on('close', () => { huge.closed++; });
@@ -48,24 +45,14 @@ before(async () => {
       const head = Buffer.alloc(64 << 10); head.write('GGUF');
       res.write(head);
       huge.sent += head.length;
-      return;
-    }
-    const file = u.startsWith('/t/') ? path.join(DIR, path.basename(u)) : /^\/(web|wasm|models)\/[\w./-]+$/.test(u) && !u.includes('..') ? path.join(ROOT, u) : null;
-    if (!file || !fs.existsSync(file)) { res.writeHead(404, iso); res.end(); return; }
-    res.writeHead(200, { ...iso, 'content-type': MIME[path.extname(file)] || 'application/octet-stream', 'content-length': fs.statSync(file).size });
-    fs.createReadStream(file).pipe(res);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}`;
-  browser = await launch();
-  page = await browser.context.newPage();
-  await page.goto(`${base}/`);
+    },
+  };
+  const files = (p) => (p.startsWith('/t/') ? path.join(DIR, path.basename(p)) : null);
+  ({ page, close } = await openPage({ files, routes, headers: iso, ranges: false }));
 });
 
 after(async () => {
-  await browser?.close();
-  server?.closeAllConnections?.();
-  await new Promise((r) => (server?.listening ? server.close(r) : r()));
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 

@@ -16,10 +16,10 @@ import os from 'node:os';
 import path from 'node:path';
 import Ajv2020Module from 'ajv/dist/2020.js';
 import { startDemoServer } from '../../web/demo/server.mjs';
-import { launch, watchPage } from './browser.mjs';
+import { openPage } from './browser.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
-import { QWEN2_5 } from '../js/fixtures/tool-templates.mjs';
+import { QWEN2_5, WEATHER, CLOCK } from '../js/fixtures/tool-templates.mjs';
 
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const AJV = new Ajv2020({ strict: false });
@@ -35,18 +35,6 @@ const PERSON = {
   properties: { name: { type: 'string', maxLength: 6 }, age: { type: 'integer', minimum: 0, maximum: 120 }, tags: { type: 'array', items: { enum: ['a', 'b'] }, maxItems: 3 } },
   required: ['name', 'age'], additionalProperties: false,
 };
-const WEATHER = {
-  type: 'function',
-  function: {
-    name: 'get_weather', description: 'The weather in a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { enum: ['Paris', 'Rome', 'Oslo'] }, days: { type: 'integer', minimum: 1, maximum: 7 }, unit: { enum: ['c', 'f'] } },
-      required: ['city', 'days'], additionalProperties: false,
-    },
-  },
-};
-const CLOCK = { type: 'function', function: { name: 'now', description: 'The time', parameters: { type: 'object', properties: {}, additionalProperties: false } } };
 const PARAMS = { get_weather: WEATHER.function.parameters, now: CLOCK.function.parameters };
 
 // name -> request; each runs whole and streamed in both places (the tool
@@ -58,20 +46,16 @@ const REQUESTS = {
   tool: { messages: USER, tools: [WEATHER, CLOCK], tool_choice: 'required', temperature: 1, seed: 6, max_tokens: 200 },
 };
 
-let server, browser, page;
+let server, page, close;
 const errors = [];
 
 before(async () => {
   server = await startDemoServer({ modelsDir: DIR });
-  browser = await launch();
-  page = await browser.context.newPage();
-  watchPage(page, errors);
   // any same-origin document will do (the demo page would load a model of its own)
-  await page.goto(`${server.url}/local-models/index.json`);
+  ({ page, close } = await openPage({ server, errors, path: '/local-models/index.json' }));
 });
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 

@@ -10,32 +10,23 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launch, ROOT } from './browser.mjs';
-import { hubServer } from '../js/hub-server.mjs';
+import { openPage } from './browser.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-openai-browser-'));
 const file = path.join(DIR, 'qwen2.gguf');
 makeModel(file, { dim: 64, layers: 2, heads: 4, kvHeads: 2, ffn: 96, ctx: 256, vocab: 320 }, 'f32', 13, { arch: 'qwen2' });
-const state = { root: ROOT, repo: 'none/none', version: 1, files: { 'qwen2.gguf': fs.readFileSync(file) } };
 const REQUESTS = [
   { prompt: 'Hello world', temperature: 0.9, seed: 4, max_tokens: 12, logprobs: 3 },
   { prompt: ['Hello', 'Once upon'], temperature: 1, seed: 8, max_tokens: 6, n: 2 },
 ];
-let browser, page, server;
+let page, close;
 
-before(async () => {
-  ({ server } = hubServer(state));
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  browser = await launch();
-  page = await browser.context.newPage();
-  await page.goto(`http://127.0.0.1:${server.address().port}/`);
-});
+// the page from ROOT, the model at /m/qwen2.gguf
+before(async () => { ({ page, close } = await openPage({ files: { '/m/qwen2.gguf': file } })); });
 after(async () => {
-  await browser?.close();
-  server?.closeAllConnections?.();
-  await new Promise((r) => (server?.listening ? server.close(r) : r()));
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 
@@ -45,7 +36,7 @@ const plain = (r) => JSON.stringify({ ...r, id: undefined, created: undefined })
 test('completions.create in Chromium equals Node: whole, streamed, n > 1, logprobs', async () => {
   const got = await page.evaluate(async (requests) => {
     const { loadModel: load } = await import('/web/index.js');
-    const bytes = new Uint8Array(await (await fetch('/cdn/qwen2.gguf')).arrayBuffer());
+    const bytes = new Uint8Array(await (await fetch('/m/qwen2.gguf')).arrayBuffer());
     const m = await load(bytes, { threads: 1 });
     try {
       const out = [];

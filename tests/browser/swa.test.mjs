@@ -8,36 +8,26 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { launch, ROOT } from './browser.mjs';
-import { hubServer } from '../js/hub-server.mjs';
+import { openPage } from './browser.mjs';
 import { makeModel } from '../../models/make-model.js';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-swa-browser-'));
 const file = path.join(DIR, 'gemma3.gguf');
 makeModel(file, { dim: 64, layers: 7, heads: 4, kvHeads: 2, ffn: 96, ctx: 1024, vocab: 320 }, 'f16', 4321,
   { arch: 'gemma3', embdStd: 0.1, qkStd: 0.2, slidingWindow: 5 });
-// the page from ROOT, the model at /cdn/gemma3.gguf
-const state = { root: ROOT, repo: 'none/none', version: 1, files: { 'gemma3.gguf': fs.readFileSync(file) } };
-let browser, page, server;
+let page, close;
 
-before(async () => {
-  ({ server } = hubServer(state));
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  browser = await launch();
-  page = await browser.context.newPage();
-  await page.goto(`http://127.0.0.1:${server.address().port}/`);
-});
+// the page from ROOT, the model at /m/gemma3.gguf
+before(async () => { ({ page, close } = await openPage({ files: { '/m/gemma3.gguf': file } })); });
 after(async () => {
-  await browser?.close();
-  server?.closeAllConnections?.();
-  await new Promise((r) => (server?.listening ? server.close(r) : r()));
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 
 test('gemma3 in Chromium: the window ring gives the bits of the full cache', async () => {
   const r = await page.evaluate(async () => {
     const { loadModel } = await import('/web/index.js');
-    const bytes = new Uint8Array(await (await fetch('/cdn/gemma3.gguf')).arrayBuffer());
+    const bytes = new Uint8Array(await (await fetch('/m/gemma3.gguf')).arrayBuffer());
     const ids = (n, k = 0) => Array.from({ length: n }, (_, i) => ((i + k) * 37 + 11) % 300 + 5);
     const hex = (rows) => rows.map((f) => Array.from(new Uint8Array(f.buffer, f.byteOffset, f.byteLength), (b) => b.toString(16).padStart(2, '0')).join('')).join('|');
     const run = async (windowCache) => {

@@ -8,56 +8,20 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
-import { launch, ROOT, SHARED, MODEL_PATH } from './browser.mjs';
+import { openPage, SHARED, MODEL_PATH } from './browser.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel, loadTokenizer } from '../../web/index.js';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-tok-browser-'));
 const BIG = path.join(DIR, 'big.gguf');
 makeModel(BIG, { dim: 256, layers: 4, heads: 4, kvHeads: 2, ffn: 1024, ctx: 256, vocab: 320 }, 'f16', 3, { arch: 'qwen2' });
-const FILES = { 'big.gguf': BIG, 'stories.gguf': MODEL_PATH, 'gpt-2.gguf': path.join(SHARED, 'vocab', 'ggml-vocab-gpt-2.gguf') };
-const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.wasm': 'application/wasm', '.json': 'application/json' };
-
-// the page, the package's files, and /files/NAME with Range support; every /files request logged
+// the page, the package's files, and these with Range support; every request for them logged
+const FILES = { '/files/big.gguf': BIG, '/files/stories.gguf': MODEL_PATH, '/files/gpt-2.gguf': path.join(SHARED, 'vocab', 'ggml-vocab-gpt-2.gguf') };
 const log = [];
-const server = http.createServer((req, res) => {
-  const u = new URL(req.url, 'http://x');
-  if (u.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end('<!doctype html><title>tokenizer and state</title>'); return; }
-  const f = /^\/files\/([\w.-]+)$/.exec(u.pathname);
-  if (f && FILES[f[1]]) {
-    const body = fs.readFileSync(FILES[f[1]]);
-    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range || '');
-    log.push({ file: f[1], range: req.headers.range || null });
-    if (m) {
-      const start = Number(m[1]), end = Math.min(Number(m[2]), body.length - 1);
-      res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${body.length}`, 'content-length': end - start + 1, 'content-type': 'application/octet-stream' });
-      res.end(body.subarray(start, end + 1));
-    } else {
-      res.writeHead(200, { 'content-length': body.length, 'content-type': 'application/octet-stream' });
-      res.end(body);
-    }
-    return;
-  }
-  if (/^\/(web|wasm|models)\/[\w./-]+$/.test(u.pathname) && !u.pathname.includes('..')) {
-    const file = path.join(ROOT, u.pathname);
-    if (fs.existsSync(file)) { res.writeHead(200, { 'content-type': MIME[path.extname(file)] || 'application/octet-stream' }); res.end(fs.readFileSync(file)); return; }
-  }
-  res.writeHead(404); res.end();
-});
-
-let browser, page, base;
-before(async () => {
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}`;
-  browser = await launch();
-  page = await browser.context.newPage();
-  await page.goto(`${base}/`);
-});
+let page, close;
+before(async () => { ({ page, close } = await openPage({ files: FILES, log })); });
 after(async () => {
-  await browser?.close();
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
+  await close?.();
   fs.rmSync(DIR, { recursive: true, force: true });
 });
 
@@ -78,7 +42,7 @@ test('loadTokenizer by URL in the browser: one Range request for a model, a voca
     await gpt2.dispose();
     return out;
   }, texts);
-  assert.deepEqual(log.filter((l) => l.file === 'big.gguf'), [{ file: 'big.gguf', range: 'bytes=0-1048575' }]);
+  assert.deepEqual(log.filter((l) => l.path === '/files/big.gguf').map((l) => l.range), ['bytes=0-1048575']);
   assert.ok(r.bytesRead <= 1 << 20 && r.bytesRead < fs.statSync(BIG).size / 4);
   const ref = await loadTokenizer(BIG);
   try {

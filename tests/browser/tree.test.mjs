@@ -10,9 +10,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startDemoServer } from '../../web/demo/server.mjs';
-import { launch, watchPage, MODELS, MODEL_PATH, ARTIFACTS } from './browser.mjs';
+import { openPage, MODELS, MODEL_PATH, ARTIFACTS } from './browser.mjs';
 
-let server, browser, page;
+let server, page, close;
 const errors = [];
 const waitState = (states, timeout = 120000) =>
   page.waitForFunction((s) => s.includes(document.body.dataset.state), states, { timeout });
@@ -20,16 +20,12 @@ const waitState = (states, timeout = 120000) =>
 before(async () => {
   assert.ok(fs.existsSync(MODEL_PATH), `${MODEL_PATH} is missing (set WASMLM_MODELS or WLM_SHARED)`);
   server = await startDemoServer({ modelsDir: MODELS });
-  browser = await launch();
-  page = await browser.context.newPage();
-  watchPage(page, errors);
-  await page.goto(`${server.url}/`);
+  ({ page, close } = await openPage({ server, errors }));
   await waitState(['ready', 'error']);
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await close?.();
 });
 
 async function setTree({ step = '.', expand = 4, keep = 2, depth = 3, strategy = 'beam', scorer = 'word', pattern = 'park' } = {}) {

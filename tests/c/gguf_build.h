@@ -21,7 +21,10 @@
 #define GB_AUTO UINT64_MAX
 
 /* growable byte buffer */
-typedef struct gb_buf { unsigned char *p; size_t len, cap; } gb_buf;
+typedef struct gb_buf {
+    unsigned char *p;
+    size_t len, cap;
+} gb_buf;
 
 static inline void gb_put(gb_buf *b, const void *src, size_t n) {
     if (b->len + n > b->cap) {
@@ -34,14 +37,41 @@ static inline void gb_put(gb_buf *b, const void *src, size_t n) {
     b->len += n;
 }
 static inline void gb_u8(gb_buf *b, uint8_t v) { gb_put(b, &v, 1); }
-static inline void gb_u32(gb_buf *b, uint32_t v) { unsigned char x[4]; for (int i = 0; i < 4; i++) x[i] = (unsigned char)(v >> (8 * i)); gb_put(b, x, 4); }
-static inline void gb_u64(gb_buf *b, uint64_t v) { unsigned char x[8]; for (int i = 0; i < 8; i++) x[i] = (unsigned char)(v >> (8 * i)); gb_put(b, x, 8); }
-static inline void gb_f32(gb_buf *b, float f) { uint32_t v; memcpy(&v, &f, 4); gb_u32(b, v); }
-static inline void gb_strn(gb_buf *b, const char *s, size_t n) { gb_u64(b, n); gb_put(b, s, n); }
+static inline void gb_u32(gb_buf *b, uint32_t v) {
+    unsigned char x[4];
+    for (int i = 0; i < 4; i++) x[i] = (unsigned char)(v >> (8 * i));
+    gb_put(b, x, 4);
+}
+static inline void gb_u64(gb_buf *b, uint64_t v) {
+    unsigned char x[8];
+    for (int i = 0; i < 8; i++) x[i] = (unsigned char)(v >> (8 * i));
+    gb_put(b, x, 8);
+}
+static inline void gb_f32(gb_buf *b, float f) {
+    uint32_t v;
+    memcpy(&v, &f, 4);
+    gb_u32(b, v);
+}
+static inline void gb_strn(gb_buf *b, const char *s, size_t n) {
+    gb_u64(b, n);
+    gb_put(b, s, n);
+}
 static inline void gb_str(gb_buf *b, const char *s) { gb_strn(b, s, strlen(s)); }
 
 /* GGUF value types */
-enum { GB_U8 = 0, GB_I8, GB_U16, GB_I16, GB_U32, GB_I32, GB_F32, GB_BOOL, GB_STRING, GB_ARRAY, GB_U64, GB_I64, GB_F64 };
+enum { GB_U8 = 0,
+       GB_I8,
+       GB_U16,
+       GB_I16,
+       GB_U32,
+       GB_I32,
+       GB_F32,
+       GB_BOOL,
+       GB_STRING,
+       GB_ARRAY,
+       GB_U64,
+       GB_I64,
+       GB_F64 };
 
 typedef struct gb_kv {
     char key[160];
@@ -52,22 +82,26 @@ typedef struct gb_kv {
 typedef struct gb_tensor {
     char name[128];
     uint32_t n_dims, type;
-    uint64_t ne[8];      /* n_dims may be set past 4 to write a bad file */
-    uint64_t offset;   /* relative to the data section; GB_AUTO = next aligned */
-    gb_buf data;       /* the bytes written for it */
+    uint64_t ne[8];  /* n_dims may be set past 4 to write a bad file */
+    uint64_t offset; /* relative to the data section; GB_AUTO = next aligned */
+    gb_buf data;     /* the bytes written for it */
 } gb_tensor;
 
 typedef struct gb_file {
     uint32_t magic, version;
     uint64_t n_kv_override, n_t_override; /* GB_AUTO = the real counts */
     uint32_t alignment;                   /* used for padding and GB_AUTO offsets */
-    gb_kv kv[GB_MAX_KV]; int n_kv;
-    gb_tensor t[GB_MAX_T]; int n_t;
+    gb_kv kv[GB_MAX_KV];
+    int n_kv;
+    gb_tensor t[GB_MAX_T];
+    int n_t;
 } gb_file;
 
 static inline void gb_init(gb_file *f) {
     memset(f, 0, sizeof *f);
-    f->magic = 0x46554747u; f->version = 3; f->alignment = 32;
+    f->magic = 0x46554747u;
+    f->version = 3;
+    f->alignment = 32;
     f->n_kv_override = f->n_t_override = GB_AUTO;
 }
 
@@ -78,11 +112,13 @@ static inline void gb_free(gb_file *f) {
 }
 
 static inline int gb_kv_find(const gb_file *f, const char *key) {
-    for (int i = 0; i < f->n_kv; i++) if (!strcmp(f->kv[i].key, key)) return i;
+    for (int i = 0; i < f->n_kv; i++)
+        if (!strcmp(f->kv[i].key, key)) return i;
     return -1;
 }
 static inline int gb_t_find(const gb_file *f, const char *name) {
-    for (int i = 0; i < f->n_t; i++) if (!strcmp(f->t[i].name, name)) return i;
+    for (int i = 0; i < f->n_t; i++)
+        if (!strcmp(f->t[i].name, name)) return i;
     return -1;
 }
 
@@ -90,7 +126,11 @@ static inline int gb_t_find(const gb_file *f, const char *name) {
  * buffer, emptied, for the caller to fill. */
 static inline gb_buf *gb_kv_set(gb_file *f, const char *key, uint32_t type) {
     int i = gb_kv_find(f, key);
-    if (i < 0) { i = f->n_kv++; memset(&f->kv[i], 0, sizeof f->kv[i]); snprintf(f->kv[i].key, sizeof f->kv[i].key, "%s", key); }
+    if (i < 0) {
+        i = f->n_kv++;
+        memset(&f->kv[i], 0, sizeof f->kv[i]);
+        snprintf(f->kv[i].key, sizeof f->kv[i].key, "%s", key);
+    }
     f->kv[i].type = type;
     f->kv[i].val.len = 0;
     return &f->kv[i].val;
@@ -117,14 +157,19 @@ static inline void gb_set_str(gb_file *f, const char *key, const char *s) { gb_s
 
 /* Adds a tensor; data (nbytes) is copied, or zero-filled when data is NULL. */
 static inline gb_tensor *gb_tensor_add(gb_file *f, const char *name, uint32_t type, uint32_t n_dims, const uint64_t *ne,
-                                const void *data, size_t nbytes) {
+                                       const void *data, size_t nbytes) {
     gb_tensor *t = &f->t[f->n_t++];
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
-    t->type = type; t->n_dims = n_dims; t->offset = GB_AUTO;
+    t->type = type;
+    t->n_dims = n_dims;
+    t->offset = GB_AUTO;
     for (uint32_t d = 0; d < 8; d++) t->ne[d] = d < n_dims && d < 4 ? ne[d] : 1;
     if (data) gb_put(&t->data, data, nbytes);
-    else { unsigned char z[256] = { 0 }; while (t->data.len < nbytes) gb_put(&t->data, z, nbytes - t->data.len < 256 ? nbytes - t->data.len : 256); }
+    else {
+        unsigned char z[256] = { 0 };
+        while (t->data.len < nbytes) gb_put(&t->data, z, nbytes - t->data.len < 256 ? nbytes - t->data.len : 256);
+    }
     return t;
 }
 static inline void gb_tensor_remove(gb_file *f, const char *name) {
@@ -138,7 +183,10 @@ static inline void gb_tensor_remove(gb_file *f, const char *name) {
 /* Sets the number of data bytes of a tensor (zero-filling growth). */
 static inline void gb_data_resize(gb_tensor *t, size_t n) {
     unsigned char z[256] = { 0 };
-    if (n <= t->data.len) { t->data.len = n; return; }
+    if (n <= t->data.len) {
+        t->data.len = n;
+        return;
+    }
     while (t->data.len < n) gb_put(&t->data, z, n - t->data.len < 256 ? n - t->data.len : 256);
 }
 
@@ -148,7 +196,8 @@ static inline void gb_data_resize(gb_tensor *t, size_t n) {
  * outside the data written are simply recorded, not honoured). */
 static unsigned char *gb_serialize(const gb_file *f, size_t *size) {
     gb_buf b = { 0 };
-    gb_u32(&b, f->magic); gb_u32(&b, f->version);
+    gb_u32(&b, f->magic);
+    gb_u32(&b, f->version);
     gb_u64(&b, f->n_t_override != GB_AUTO ? f->n_t_override : (uint64_t)f->n_t);
     gb_u64(&b, f->n_kv_override != GB_AUTO ? f->n_kv_override : (uint64_t)f->n_kv);
     for (int i = 0; i < f->n_kv; i++) {
@@ -185,15 +234,33 @@ static unsigned char *gb_serialize(const gb_file *f, size_t *size) {
 
 typedef struct gb_llama {
     uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff;
-    int tied;          /* omit output.weight */
-    int zero_mix;      /* attn_output and ffn_down all zero (blocks add nothing) */
+    int tied;     /* omit output.weight */
+    int zero_mix; /* attn_output and ffn_down all zero (blocks add nothing) */
     uint32_t seed;
 } gb_llama;
 
 /* vocabulary of the tiny model */
 static const char *const gb_tiny_pieces[] = {
-    "<unk>", "<s>", "</s>", "<0x0A>", "<0x41>", "\xe2\x96\x81", "\xe2\x96\x81" "a", "\xe2\x96\x81" "b",
-    "a", "b", "c", "ab", "\xe2\x96\x81" "ab", "ba", "\xe2\x96\x81" "c", "cab",
+    "<unk>",
+    "<s>",
+    "</s>",
+    "<0x0A>",
+    "<0x41>",
+    "\xe2\x96\x81",
+    "\xe2\x96\x81"
+    "a",
+    "\xe2\x96\x81"
+    "b",
+    "a",
+    "b",
+    "c",
+    "ab",
+    "\xe2\x96\x81"
+    "ab",
+    "ba",
+    "\xe2\x96\x81"
+    "c",
+    "cab",
 };
 #define GB_TINY_NV ((uint32_t)(sizeof gb_tiny_pieces / sizeof gb_tiny_pieces[0]))
 
@@ -227,16 +294,21 @@ static inline void gb_tiny_llama(gb_file *f, const gb_llama *p) {
     gb_set_f32(f, "llama.attention.layer_norm_rms_epsilon", 1e-5f);
     gb_set_str(f, "tokenizer.ggml.model", "llama");
     gb_buf *b = gb_kv_set(f, "tokenizer.ggml.tokens", GB_ARRAY);
-    gb_u32(b, GB_STRING); gb_u64(b, nv);
+    gb_u32(b, GB_STRING);
+    gb_u64(b, nv);
     for (uint32_t i = 0; i < nv; i++) gb_str(b, gb_tiny_pieces[i]);
     b = gb_kv_set(f, "tokenizer.ggml.scores", GB_ARRAY);
-    gb_u32(b, GB_F32); gb_u64(b, nv);
+    gb_u32(b, GB_F32);
+    gb_u64(b, nv);
     for (uint32_t i = 0; i < nv; i++) gb_f32(b, -(float)i);
     b = gb_kv_set(f, "tokenizer.ggml.token_type", GB_ARRAY);
-    gb_u32(b, GB_I32); gb_u64(b, nv);
+    gb_u32(b, GB_I32);
+    gb_u64(b, nv);
     for (uint32_t i = 0; i < nv; i++) {
         const char *s = gb_tiny_pieces[i];
-        gb_u32(b, i == 0 ? 2 : i < 3 ? 3 : (s[0] == '<' && s[1] == '0') ? 6 : 1);
+        gb_u32(b, i == 0 ? 2 : i < 3              ? 3
+                   : (s[0] == '<' && s[1] == '0') ? 6
+                                                  : 1);
     }
     gb_set_u32(f, "tokenizer.ggml.unknown_token_id", 0);
     gb_set_u32(f, "tokenizer.ggml.bos_token_id", 1);
@@ -247,7 +319,9 @@ static inline void gb_tiny_llama(gb_file *f, const gb_llama *p) {
     gb_f32_tensor(f, "output_norm.weight", d, 0, &seed, 1.0f, 0);
     if (!p->tied) gb_f32_tensor(f, "output.weight", d, nv, &seed, 0, 1);
     for (uint32_t l = 0; l < p->n_layer; l++) {
-#define GB_T(suffix, n0, n1, fill, rnd) snprintf(name, sizeof name, "blk.%u." suffix, l); gb_f32_tensor(f, name, n0, n1, &seed, fill, rnd);
+#define GB_T(suffix, n0, n1, fill, rnd)               \
+    snprintf(name, sizeof name, "blk.%u." suffix, l); \
+    gb_f32_tensor(f, name, n0, n1, &seed, fill, rnd);
         GB_T("attn_norm.weight", d, 0, 1.0f, 0)
         GB_T("attn_q.weight", d, d, 0, 1)
         GB_T("attn_k.weight", d, kvd, 0, 1)

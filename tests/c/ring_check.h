@@ -18,7 +18,10 @@ static inline int ring_consistent(const wlm_ctx *c) {
     if (used != c->n_ring - c->ring_free) return 0;
     for (uint32_t j = 0; j < c->n_ctx; j++) {
         if (c->slot_row[j] >= 0 && c->row_slot[c->slot_row[j]] != (int32_t)j) return 0;
-        if (!c->slot_seq[j]) { if (c->slot_row[j] >= 0) return 0; continue; }
+        if (!c->slot_seq[j]) {
+            if (c->slot_row[j] >= 0) return 0;
+            continue;
+        }
         for (uint32_t s = 0; s < c->n_seq_max; s++)
             if ((c->slot_seq[j] >> s & 1) && (int64_t)c->slot_pos[j] + W > c->seq_pos[s] && c->slot_row[j] < 0) return 0;
     }

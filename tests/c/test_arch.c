@@ -16,13 +16,17 @@ typedef struct arch_spec {
     uint32_t key_len, val_len; /* 0 = n_embd / n_head */
     uint32_t n_rot;            /* 0 = key head size */
     float freq_base;
-    int rope_tensor;           /* write rope_freqs.weight (divisors 1, 1.5, 2, ...) */
-    int llama3_scaling;        /* rope.scaling.type llama3 metadata (factor 8, low 1, high 4, orig 512) */
-    int biases;                /* attn_q/k/v.bias (and attn_output.bias when 2) */
+    int rope_tensor;    /* write rope_freqs.weight (divisors 1, 1.5, 2, ...) */
+    int llama3_scaling; /* rope.scaling.type llama3 metadata (factor 8, low 1, high 4, orig 512) */
+    int biases;         /* attn_q/k/v.bias (and attn_output.bias when 2) */
     int tied;
 } arch_spec;
 
-enum { D = 32, NL = 2, NH = 4, NKV = 2, NFF = 48 };
+enum { D = 32,
+       NL = 2,
+       NH = 4,
+       NKV = 2,
+       NFF = 48 };
 
 static void replace_f32(gb_file *f, const char *name, uint64_t ne0, uint64_t ne1, uint32_t *seed) {
     gb_tensor_remove(f, name);
@@ -53,10 +57,14 @@ static unsigned char *build_variant(const arch_spec *a, size_t *size) {
         gb_set_u32(f, "llama.attention.key_length", hk);
         gb_set_u32(f, "llama.attention.value_length", hv);
         for (uint32_t l = 0; l < NL; l++) {
-            snprintf(name, sizeof name, "blk.%u.attn_q.weight", l); replace_f32(f, name, D, NH * hk, &seed);
-            snprintf(name, sizeof name, "blk.%u.attn_k.weight", l); replace_f32(f, name, D, NKV * hk, &seed);
-            snprintf(name, sizeof name, "blk.%u.attn_v.weight", l); replace_f32(f, name, D, NKV * hv, &seed);
-            snprintf(name, sizeof name, "blk.%u.attn_output.weight", l); replace_f32(f, name, NH * hv, D, &seed);
+            snprintf(name, sizeof name, "blk.%u.attn_q.weight", l);
+            replace_f32(f, name, D, NH * hk, &seed);
+            snprintf(name, sizeof name, "blk.%u.attn_k.weight", l);
+            replace_f32(f, name, D, NKV * hk, &seed);
+            snprintf(name, sizeof name, "blk.%u.attn_v.weight", l);
+            replace_f32(f, name, D, NKV * hv, &seed);
+            snprintf(name, sizeof name, "blk.%u.attn_output.weight", l);
+            replace_f32(f, name, NH * hv, D, &seed);
         }
     }
     gb_set_u32(f, "llama.rope.dimension_count", n_rot);
@@ -76,10 +84,16 @@ static unsigned char *build_variant(const arch_spec *a, size_t *size) {
     }
     if (a->biases) {
         for (uint32_t l = 0; l < NL; l++) {
-            snprintf(name, sizeof name, "blk.%u.attn_q.bias", l); gb_f32_tensor(f, name, NH * hk, 0, &seed, 0, 1);
-            snprintf(name, sizeof name, "blk.%u.attn_k.bias", l); gb_f32_tensor(f, name, NKV * hk, 0, &seed, 0, 1);
-            snprintf(name, sizeof name, "blk.%u.attn_v.bias", l); gb_f32_tensor(f, name, NKV * hv, 0, &seed, 0, 1);
-            if (a->biases == 2) { snprintf(name, sizeof name, "blk.%u.attn_output.bias", l); gb_f32_tensor(f, name, D, 0, &seed, 0, 1); }
+            snprintf(name, sizeof name, "blk.%u.attn_q.bias", l);
+            gb_f32_tensor(f, name, NH * hk, 0, &seed, 0, 1);
+            snprintf(name, sizeof name, "blk.%u.attn_k.bias", l);
+            gb_f32_tensor(f, name, NKV * hk, 0, &seed, 0, 1);
+            snprintf(name, sizeof name, "blk.%u.attn_v.bias", l);
+            gb_f32_tensor(f, name, NKV * hv, 0, &seed, 0, 1);
+            if (a->biases == 2) {
+                snprintf(name, sizeof name, "blk.%u.attn_output.bias", l);
+                gb_f32_tensor(f, name, D, 0, &seed, 0, 1);
+            }
         }
     }
     if (strcmp(a->arch, "llama")) rename_arch_keys(f, a->arch);
@@ -92,7 +106,11 @@ static unsigned char *build_variant(const arch_spec *a, size_t *size) {
 static wlm_model *load_bytes(const unsigned char *bytes, size_t size, unsigned char **keep, wlm_err *err) {
     *keep = tst_sys_copy(bytes, size);
     wlm_model *m = NULL;
-    if (wlm_model_load(&m, *keep, size, err) != WLM_OK) { wlm_sys_free(*keep); *keep = NULL; return NULL; }
+    if (wlm_model_load(&m, *keep, size, err) != WLM_OK) {
+        wlm_sys_free(*keep);
+        *keep = NULL;
+        return NULL;
+    }
     return m;
 }
 
@@ -131,7 +149,12 @@ static double llama3_scaled(double theta, double factor, double lo, double hi, d
     return (1 - sm) * theta / factor + sm * theta;
 }
 
-typedef struct ref_cfg { int neox, llama3; uint32_t hk, hv, n_rot; double base; const float *rope_div; } ref_cfg;
+typedef struct ref_cfg {
+    int neox, llama3;
+    uint32_t hk, hv, n_rot;
+    double base;
+    const float *rope_div;
+} ref_cfg;
 
 static void rope_head(double *v, const ref_cfg *c, int pos) {
     uint32_t half = c->n_rot / 2;
@@ -184,7 +207,10 @@ static double *ref_forward(const wlm_model *m, const ref_cfg *c, const int32_t *
                     sc[j] = s / sqrt((double)hk);
                     if (sc[j] > mx) mx = sc[j];
                 }
-                for (int j = 0; j <= p; j++) { sc[j] = exp(sc[j] - mx); sum += sc[j]; }
+                for (int j = 0; j <= p; j++) {
+                    sc[j] = exp(sc[j] - mx);
+                    sum += sc[j];
+                }
                 for (uint32_t i = 0; i < hv; i++) {
                     double a = 0;
                     for (int j = 0; j <= p; j++) a += sc[j] * Vl[((size_t)j * nkv + kh) * hv + i];
@@ -204,7 +230,18 @@ static double *ref_forward(const wlm_model *m, const ref_cfg *c, const int32_t *
         mv(W_out, NULL, nv, d, h, out + (size_t)p * nv);
     }
 #undef W
-    free(K); free(V); free(x); free(h); free(q); free(k); free(v); free(att); free(o); free(g); free(u); free(sc);
+    free(K);
+    free(V);
+    free(x);
+    free(h);
+    free(q);
+    free(k);
+    free(v);
+    free(att);
+    free(o);
+    free(g);
+    free(u);
+    free(sc);
     return out;
 }
 
@@ -216,7 +253,10 @@ static double check_variant(const arch_spec *a, int kv_f16) {
     wlm_err err = { 0 };
     wlm_model *m = load_bytes(bytes, size, &keep, &err);
     free(bytes);
-    if (!m) { fprintf(stderr, "  %s: load failed: %s\n", a->arch, err.msg); return INFINITY; }
+    if (!m) {
+        fprintf(stderr, "  %s: load failed: %s\n", a->arch, err.msg);
+        return INFINITY;
+    }
     const wlm_hparams *hp = &m->hp;
     uint32_t hp_k = hp->head_dim, hp_v = hp->head_dim_v, hp_r = hp->n_rot;
     ref_cfg c = { hp->rope_type == WLM_ROPE_NEOX, a->llama3_scaling, hp->head_dim, hp->head_dim_v, hp->n_rot,
@@ -226,15 +266,29 @@ static double check_variant(const arch_spec *a, int kv_f16) {
     double *ref = ref_forward(m, &c, tok, n);
     double worst = 0;
     for (int mode = 0; mode < 2; mode++) {
-        wlm_ctx_params p; wlm_ctx_default_params(&p);
-        p.n_ctx = 32; p.n_batch = mode ? 5 : 1; p.logits_all = (uint32_t)mode; p.kv_type = kv_f16 ? WLM_KV_F16 : WLM_KV_F32;
+        wlm_ctx_params p;
+        wlm_ctx_default_params(&p);
+        p.n_ctx = 32;
+        p.n_batch = mode ? 5 : 1;
+        p.logits_all = (uint32_t)mode;
+        p.kv_type = kv_f16 ? WLM_KV_F16 : WLM_KV_F32;
         wlm_ctx *ctx = NULL;
-        if (wlm_ctx_new(&ctx, m, &p, &err) != WLM_OK) { fprintf(stderr, "  ctx: %s\n", err.msg); worst = INFINITY; break; }
+        if (wlm_ctx_new(&ctx, m, &p, &err) != WLM_OK) {
+            fprintf(stderr, "  ctx: %s\n", err.msg);
+            worst = INFINITY;
+            break;
+        }
         if (mode == 0) {
             for (int t = 0; t < n; t++) {
-                if (wlm_eval(ctx, &tok[t], 1, &err) != WLM_OK) { worst = INFINITY; break; }
+                if (wlm_eval(ctx, &tok[t], 1, &err) != WLM_OK) {
+                    worst = INFINITY;
+                    break;
+                }
                 const float *lg = wlm_ctx_logits(ctx);
-                for (uint32_t i = 0; i < hp->n_vocab; i++) { double e = fabs(lg[i] - ref[(size_t)t * hp->n_vocab + i]); if (e > worst || e != e) worst = e != e ? INFINITY : e; }
+                for (uint32_t i = 0; i < hp->n_vocab; i++) {
+                    double e = fabs(lg[i] - ref[(size_t)t * hp->n_vocab + i]);
+                    if (e > worst || e != e) worst = e != e ? INFINITY : e;
+                }
             }
         } else {
             /* chunks of 5: the last chunk holds tokens 10 and 11 */
@@ -243,7 +297,10 @@ static double check_variant(const arch_spec *a, int kv_f16) {
             const float *lg = wlm_ctx_logits(ctx);
             for (uint32_t r = 0; r < rows; r++) {
                 int t = n - (int)rows + (int)r;
-                for (uint32_t i = 0; i < hp->n_vocab; i++) { double e = fabs(lg[(size_t)r * hp->n_vocab + i] - ref[(size_t)t * hp->n_vocab + i]); if (e > worst || e != e) worst = e != e ? INFINITY : e; }
+                for (uint32_t i = 0; i < hp->n_vocab; i++) {
+                    double e = fabs(lg[(size_t)r * hp->n_vocab + i] - ref[(size_t)t * hp->n_vocab + i]);
+                    if (e > worst || e != e) worst = e != e ? INFINITY : e;
+                }
             }
         }
         wlm_ctx_free(ctx);
@@ -299,7 +356,9 @@ TEST(arch_llama3_computed_scaling) {
         double dv = wlm_rope_freq_divisor(m, i, th);
         double want = th / llama3_scaled(th, 8, 1, 4, 512);
         CHECKF(fabs(dv - want) < 1e-9, "divisor %u: %g vs %g", i, dv, want);
-        if (dv == 1.0) n_one++; else if (dv == 8.0) n_eight++; else n_mid++;
+        if (dv == 1.0) n_one++;
+        else if (dv == 8.0) n_eight++;
+        else n_mid++;
     }
     CHECK(n_one >= 1 && n_eight >= 1 && n_mid >= 1);
     wlm_model_free(m);
@@ -334,9 +393,12 @@ TEST(arch_rope_convention_matters) {
     unsigned char *ba = build_variant(&a, &sa), *bb = build_variant(&b, &sb), *ka = NULL, *kb = NULL;
     wlm_err err = { 0 };
     wlm_model *ma = load_bytes(ba, sa, &ka, &err), *mb = load_bytes(bb, sb, &kb, &err);
-    free(ba); free(bb);
+    free(ba);
+    free(bb);
     REQUIRE(ma && mb);
-    wlm_ctx_params p; wlm_ctx_default_params(&p); p.n_ctx = 16;
+    wlm_ctx_params p;
+    wlm_ctx_default_params(&p);
+    p.n_ctx = 16;
     wlm_ctx *ca = NULL, *cb = NULL;
     REQUIRE(wlm_ctx_new(&ca, ma, &p, &err) == WLM_OK && wlm_ctx_new(&cb, mb, &p, &err) == WLM_OK);
     const int32_t tok[] = { 1, 5, 8, 11, 3 };
@@ -344,16 +406,20 @@ TEST(arch_rope_convention_matters) {
     double diff = 0;
     for (uint32_t i = 0; i < ma->hp.n_vocab; i++) diff = fmax(diff, fabs(wlm_ctx_logits(ca)[i] - wlm_ctx_logits(cb)[i]));
     CHECKF(diff > 1e-4, "llama vs qwen2 RoPE: logits differ by only %g", diff);
-    wlm_ctx_free(ca); wlm_ctx_free(cb);
-    wlm_model_free(ma); wlm_model_free(mb);
-    wlm_sys_free(ka); wlm_sys_free(kb);
+    wlm_ctx_free(ca);
+    wlm_ctx_free(cb);
+    wlm_model_free(ma);
+    wlm_model_free(mb);
+    wlm_sys_free(ka);
+    wlm_sys_free(kb);
 }
 
 static void expect_refusal(gb_file *f, wlm_status code, const char *sub, const char *what) {
     size_t size = 0;
     unsigned char *bytes = gb_serialize(f, &size), *keep = tst_sys_copy(bytes, size);
     free(bytes);
-    wlm_model *m = NULL; wlm_err err = { 0 };
+    wlm_model *m = NULL;
+    wlm_err err = { 0 };
     wlm_status s = wlm_model_load(&m, keep, size, &err);
     CHECKF(s == code, "%s: status %d, expected %d (%s)", what, s, code, err.msg);
     CHECKF(strstr(err.msg, sub) != NULL, "%s: message '%s' lacks '%s'", what, err.msg, sub);
@@ -441,7 +507,9 @@ TEST(arch_memory_plan_uses_head_sizes) {
     free(bytes);
     REQUIRE(m != NULL);
     CHECK(m->hp.head_dim == 8 && m->hp.head_dim_v == 16);
-    wlm_ctx_params p; wlm_ctx_default_params(&p); p.n_ctx = 64;
+    wlm_ctx_params p;
+    wlm_ctx_default_params(&p);
+    p.n_ctx = 64;
     uint64_t need = wlm_ctx_bytes_needed(m, &p);
     /* K: 2 layers x 2 kv heads x 64 x 8 x 4 bytes; V: x 16 */
     CHECK(need >= (uint64_t)NL * NKV * 64 * (8 + 16) * 4);
@@ -461,7 +529,7 @@ TEST(arch_memory_plan_uses_head_sizes) {
  * WLM_ATT_QB tokens share a pass over the cache, gives the logits decoding
  * it token by token gives, bit for bit: F32 and F16 caches, 1 and 2 threads. */
 TEST(arch_gqa_groups_batch_equals_decode) {
-    static const uint32_t shapes[][3] = { { 64, 16, 2 }, { 132, 66, 1 } };   /* n_embd, n_head, n_head_kv */
+    static const uint32_t shapes[][3] = { { 64, 16, 2 }, { 132, 66, 1 } }; /* n_embd, n_head, n_head_kv */
     enum { T = 21 };
     for (int si = 0; si < 2; si++) {
         gb_file *f = malloc(sizeof *f);
@@ -469,7 +537,8 @@ TEST(arch_gqa_groups_batch_equals_decode) {
         gb_tiny_llama(f, &p);
         size_t size = 0;
         unsigned char *bytes = gb_serialize(f, &size), *keep = NULL;
-        gb_free(f); free(f);
+        gb_free(f);
+        free(f);
         wlm_err err = { 0 };
         wlm_model *m = load_bytes(bytes, size, &keep, &err);
         free(bytes);
@@ -480,8 +549,11 @@ TEST(arch_gqa_groups_batch_equals_decode) {
         float *step = malloc(sizeof(float) * T * V);
         for (int kv = 0; kv < 2; kv++)
             for (uint32_t th = 1; th <= 2; th++) {
-                wlm_ctx_params cp; wlm_ctx_default_params(&cp);
-                cp.n_ctx = 64; cp.kv_type = kv ? WLM_KV_F16 : WLM_KV_F32; cp.n_threads = th;
+                wlm_ctx_params cp;
+                wlm_ctx_default_params(&cp);
+                cp.n_ctx = 64;
+                cp.kv_type = kv ? WLM_KV_F16 : WLM_KV_F32;
+                cp.n_threads = th;
                 wlm_ctx *a = NULL, *b = NULL;
                 cp.n_batch = 1;
                 REQUIRE(wlm_ctx_new(&a, m, &cp, &err) == WLM_OK);
@@ -489,7 +561,8 @@ TEST(arch_gqa_groups_batch_equals_decode) {
                     REQUIRE(wlm_eval(a, &tok[i], 1, &err) == WLM_OK);
                     memcpy(step + (size_t)i * V, wlm_ctx_logits(a), sizeof(float) * V);
                 }
-                cp.n_batch = T; cp.logits_all = 1;
+                cp.n_batch = T;
+                cp.logits_all = 1;
                 REQUIRE(wlm_ctx_new(&b, m, &cp, &err) == WLM_OK);
                 REQUIRE(wlm_eval(b, tok, T, &err) == WLM_OK);
                 REQUIRE(wlm_ctx_n_logits(b) == T);
@@ -497,7 +570,8 @@ TEST(arch_gqa_groups_batch_equals_decode) {
                 for (int i = 0; i < T; i++) bad += memcmp(wlm_ctx_logits(b) + (size_t)i * V, step + (size_t)i * V, sizeof(float) * V) != 0;
                 CHECKF(bad == 0, "%u heads on %u KV heads, kv %s, %u threads: %d of %d positions differ",
                        shapes[si][1], shapes[si][2], kv ? "f16" : "f32", th, bad, T);
-                wlm_ctx_free(a); wlm_ctx_free(b);
+                wlm_ctx_free(a);
+                wlm_ctx_free(b);
             }
         free(step);
         wlm_model_free(m);

@@ -13,10 +13,18 @@
 #define W "\xe2\x96\x81"
 static const char *const k_pieces[] = { "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", W "a", W "b", "a", "b", W "c", "c", W "." };
 #define NV ((uint32_t)(sizeof k_pieces / sizeof k_pieces[0]))
-enum { D = 32, NL = 2, NH = 4, NFF = 48, NCTX = 64 };
+enum { D = 32,
+       NL = 2,
+       NH = 4,
+       NFF = 48,
+       NCTX = 64 };
 
 /* opts: the layout variations refused or tested */
-enum { OPT_GATE_IN_BERT = 1, OPT_NO_OUT_NORM = 2, OPT_POOL_RANK = 4, OPT_POOL_CLS = 8, OPT_FUSED_BIAS = 16 };
+enum { OPT_GATE_IN_BERT = 1,
+       OPT_NO_OUT_NORM = 2,
+       OPT_POOL_RANK = 4,
+       OPT_POOL_CLS = 8,
+       OPT_FUSED_BIAS = 16 };
 
 static void tiny_bert(gb_file *f, int nomic, int opts) {
     gb_init(f);
@@ -37,10 +45,12 @@ static void tiny_bert(gb_file *f, int nomic, int opts) {
 #undef KEY
     gb_set_str(f, "tokenizer.ggml.model", "bert");
     gb_buf *b = gb_kv_set(f, "tokenizer.ggml.tokens", GB_ARRAY);
-    gb_u32(b, GB_STRING); gb_u64(b, NV);
+    gb_u32(b, GB_STRING);
+    gb_u64(b, NV);
     for (uint32_t i = 0; i < NV; i++) gb_str(b, k_pieces[i]);
     b = gb_kv_set(f, "tokenizer.ggml.token_type", GB_ARRAY);
-    gb_u32(b, GB_I32); gb_u64(b, NV);
+    gb_u32(b, GB_I32);
+    gb_u64(b, NV);
     for (uint32_t i = 0; i < NV; i++) gb_u32(b, i < 5 ? 3 : 1);
     gb_set_u32(f, "tokenizer.ggml.token_type_count", 2);
     gb_set_u32(f, "tokenizer.ggml.unknown_token_id", 1);
@@ -53,6 +63,8 @@ static void tiny_bert(gb_file *f, int nomic, int opts) {
     gb_f32_tensor(f, "token_embd_norm.weight", D, 0, &seed, 1.0f, 0);
     gb_f32_tensor(f, "token_embd_norm.bias", D, 0, &seed, 0, 1);
     for (uint32_t l = 0; l < NL; l++) {
+        /* T() is a statement of its own, without a semicolon: kept as written */
+        /* clang-format off */
 #define T(suffix, n0, n1, fill, rnd) snprintf(name, sizeof name, "blk.%u." suffix, l); gb_f32_tensor(f, name, n0, n1, &seed, fill, rnd);
         if (nomic) {
             T("attn_qkv.weight", D, 3 * D, 0, 1)
@@ -71,10 +83,14 @@ static void tiny_bert(gb_file *f, int nomic, int opts) {
         if (!nomic) { T("ffn_up.bias", NFF, 0, 0, 1) T("ffn_down.bias", D, 0, 0, 1) }
         if (!(opts & OPT_NO_OUT_NORM)) { T("layer_output_norm.weight", D, 0, 1.0f, 0) T("layer_output_norm.bias", D, 0, 0, 1) }
 #undef T
+        /* clang-format on */
     }
 }
 
-typedef struct loaded { wlm_model *m; unsigned char *bytes; } loaded;
+typedef struct loaded {
+    wlm_model *m;
+    unsigned char *bytes;
+} loaded;
 
 static wlm_status load_file(gb_file *f, loaded *L, wlm_err *err) {
     size_t size;
@@ -84,17 +100,24 @@ static wlm_status load_file(gb_file *f, loaded *L, wlm_err *err) {
     gb_free(f);
     L->m = NULL;
     wlm_status s = wlm_model_load(&L->m, L->bytes, size, err);
-    if (s) { wlm_sys_free(L->bytes); L->bytes = NULL; }
+    if (s) {
+        wlm_sys_free(L->bytes);
+        L->bytes = NULL;
+    }
     return s;
 }
-static void unload(loaded *L) { wlm_model_free(L->m); wlm_sys_free(L->bytes); }
+static void unload(loaded *L) {
+    wlm_model_free(L->m);
+    wlm_sys_free(L->bytes);
+}
 
 static wlm_ctx *new_ctx(wlm_model *m, uint32_t n_batch, uint32_t n_seq) {
-    wlm_ctx_params p; wlm_ctx_default_params(&p);
-    p.n_ctx = NCTX; p.n_batch = n_batch; p.n_seq_max = n_seq;
-    wlm_ctx *c = NULL; wlm_err err;
-    if (wlm_ctx_new(&c, m, &p, &err)) { fprintf(stderr, "  ctx: %s\n", err.msg); return NULL; }
-    return c;
+    wlm_ctx_params p;
+    wlm_ctx_default_params(&p);
+    p.n_ctx = NCTX;
+    p.n_batch = n_batch;
+    p.n_seq_max = n_seq;
+    return tst_ctx_new(m, &p);
 }
 
 /* four texts of different lengths, [CLS] ... [SEP] as the tokenizer frames them */
@@ -111,7 +134,8 @@ static int embed(wlm_ctx *c, const int32_t *tok, const uint32_t *lens, uint32_t 
 static void check_batch_equals_alone(int nomic) {
     gb_file *f = malloc(sizeof *f);
     tiny_bert(f, nomic, 0);
-    loaded L; wlm_err err;
+    loaded L;
+    wlm_err err;
     REQUIRE(load_file(f, &L, &err) == WLM_OK);
     free(f);
     CHECK(wlm_model_causal(L.m) == 0 && wlm_model_pooling(L.m) == WLM_POOLING_MEAN);
@@ -140,11 +164,16 @@ static void check_batch_equals_alone(int nomic) {
     REQUIRE(embed(batch, k_texts, k_lens, 4, WLM_POOLING_MEAN, WLM_EMBED_NORMALIZE, unit));
     for (int i = 0; i < 4; i++) {
         double n2 = 0, dot = 0, r2 = 0;
-        for (int e = 0; e < D; e++) { n2 += unit[i * D + e] * unit[i * D + e]; dot += unit[i * D + e] * raw[i * D + e]; r2 += raw[i * D + e] * raw[i * D + e]; }
+        for (int e = 0; e < D; e++) {
+            n2 += unit[i * D + e] * unit[i * D + e];
+            dot += unit[i * D + e] * raw[i * D + e];
+            r2 += raw[i * D + e] * raw[i * D + e];
+        }
         CHECKF(fabs(n2 - 1) < 1e-5 && fabs(dot / sqrt(r2) - 1) < 1e-5, "text %d: |v|^2 %g, cos %g", i, n2, dot / sqrt(r2));
     }
     /* a one-token text: mean, cls and last are that token's state */
-    int32_t tok = 5; uint32_t len1 = 1;
+    int32_t tok = 5;
+    uint32_t len1 = 1;
     float mv[D], cv[D], lv[D];
     REQUIRE(embed(batch, &tok, &len1, 1, WLM_POOLING_MEAN, 0, mv));
     REQUIRE(embed(batch, &tok, &len1, 1, WLM_POOLING_CLS, 0, cv));
@@ -160,7 +189,9 @@ static void check_batch_equals_alone(int nomic) {
     CHECK(memcmp(c1, c2, sizeof c1) != 0);
     /* the context stays usable and empty */
     CHECK(wlm_ctx_free_slots(batch) == NCTX && wlm_seq_pos(batch, 0) == 0);
-    wlm_ctx_free(batch); wlm_ctx_free(one); wlm_ctx_free(two);
+    wlm_ctx_free(batch);
+    wlm_ctx_free(one);
+    wlm_ctx_free(two);
     unload(&L);
 }
 
@@ -173,7 +204,8 @@ TEST(embed_decoder_causal_chunks) {
     gb_file *f = malloc(sizeof *f);
     gb_llama p = { D, NL, NH, 2, NFF, 0, 0, 99 };
     gb_tiny_llama(f, &p);
-    loaded L; wlm_err err;
+    loaded L;
+    wlm_err err;
     REQUIRE(load_file(f, &L, &err) == WLM_OK);
     free(f);
     CHECK(wlm_model_causal(L.m) == 1 && wlm_model_pooling(L.m) == WLM_POOLING_LAST);
@@ -210,13 +242,15 @@ TEST(embed_decoder_causal_chunks) {
         if (fabs(s - lg[v]) > worst) worst = fabs(s - lg[v]);
     }
     CHECKF(worst < 1e-4, "logits vs output . last hidden state: %g", worst);
-    wlm_ctx_free(big); wlm_ctx_free(small);
+    wlm_ctx_free(big);
+    wlm_ctx_free(small);
     unload(&L);
 }
 
 TEST(embed_refusals) {
     gb_file *f = malloc(sizeof *f);
-    loaded L; wlm_err err;
+    loaded L;
+    wlm_err err;
     /* a bert layout with a gate: refused by name */
     tiny_bert(f, 0, OPT_GATE_IN_BERT);
     CHECK(load_file(f, &L, &err) == WLM_ERR_UNSUPPORTED);
@@ -258,7 +292,8 @@ TEST(embed_refusals) {
     lens[1] = 0;
     CHECK(wlm_embed(c, toks, lens, 2, WLM_POOLING_MODEL, 0, out, &err) == WLM_ERR_ARG);
     CHECKF(strstr(err.msg, "text 1 has no tokens") != NULL, "%s", err.msg);
-    lens[1] = 2; toks[4] = 99;
+    lens[1] = 2;
+    toks[4] = 99;
     CHECK(wlm_embed(c, toks, lens, 2, WLM_POOLING_MODEL, 0, out, &err) == WLM_ERR_ARG);
     CHECKF(strstr(err.msg, "text 1: token id 99 out of range") != NULL, "%s", err.msg);
     toks[4] = 8;
@@ -270,8 +305,10 @@ TEST(embed_refusals) {
     wlm_ctx_free(c);
     /* a context longer than bert's positions: a longer text is refused, not
      * read past position_embd */
-    wlm_ctx_params cp; wlm_ctx_default_params(&cp);
-    cp.n_ctx = 2 * NCTX; cp.n_batch = 2 * NCTX;
+    wlm_ctx_params cp;
+    wlm_ctx_default_params(&cp);
+    cp.n_ctx = 2 * NCTX;
+    cp.n_batch = 2 * NCTX;
     REQUIRE(wlm_ctx_new(&c, L.m, &cp, &err) == WLM_OK);
     int32_t many[NCTX + 1];
     for (int i = 0; i <= NCTX; i++) many[i] = 5;
@@ -290,7 +327,8 @@ TEST(embed_refusals) {
 TEST(embed_bert_quantized) {
     gb_file *f = malloc(sizeof *f);
     tiny_bert(f, 0, 0);
-    loaded L; wlm_err err;
+    loaded L;
+    wlm_err err;
     REQUIRE(load_file(f, &L, &err) == WLM_OK);
     free(f);
     uint64_t size = 0;
@@ -313,7 +351,9 @@ TEST(embed_bert_quantized) {
         for (int e = 0; e < D; e++) dot += (double)va[i * D + e] * vb[i * D + e];
         CHECKF(dot > 0.999, "text %d: cosine %g between F32 and Q8_0", i, dot);
     }
-    wlm_ctx_free(a); wlm_ctx_free(b);
-    wlm_model_free(mq); wlm_sys_free(q);
+    wlm_ctx_free(a);
+    wlm_ctx_free(b);
+    wlm_model_free(mq);
+    wlm_sys_free(q);
     unload(&L);
 }

@@ -14,35 +14,46 @@
 #define SETS wlm_kernel_sets
 #define N_SETS (int)wlm_kernel_set_count
 
-typedef struct { unsigned char *bytes; wlm_model *m; } tmodel;
+typedef struct {
+    unsigned char *bytes;
+    wlm_model *m;
+} tmodel;
 
 /* Loads a GGUF held in wlm_sys_alloc memory (taken over by the tmodel). */
 static int tm_load_bytes(tmodel *t, unsigned char *bytes, unsigned long long size) {
     wlm_err err = { 0 };
-    t->bytes = bytes; t->m = NULL;
-    if (wlm_model_load(&t->m, bytes, size, &err) != WLM_OK) { fprintf(stderr, "  model load: %s\n", err.msg); return 0; }
+    t->bytes = bytes;
+    t->m = NULL;
+    if (wlm_model_load(&t->m, bytes, size, &err) != WLM_OK) {
+        fprintf(stderr, "  model load: %s\n", err.msg);
+        return 0;
+    }
     return 1;
 }
 
 static int tm_load(tmodel *t) {
     unsigned long long size = 0;
-    unsigned char *file = tst_read_file(tst_path("models/stories260K.gguf"), &size);
     memset(t, 0, sizeof *t);
-    if (!file) { fprintf(stderr, "  cannot read %s\n", tst_path("models/stories260K.gguf")); return 0; }
-    unsigned char *b = tst_sys_copy(file, size);
-    free(file);
+    unsigned char *b = tst_read_sys("models/stories260K.gguf", &size);
     return b && tm_load_bytes(t, b, size);
 }
 
-static void tm_free(tmodel *t) { wlm_model_free(t->m); wlm_sys_free(t->bytes); memset(t, 0, sizeof *t); }
+static void tm_free(tmodel *t) {
+    wlm_model_free(t->m);
+    wlm_sys_free(t->bytes);
+    memset(t, 0, sizeof *t);
+}
 
 static wlm_ctx *new_ctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t kv, uint32_t policy, uint32_t keep, uint32_t all) {
     wlm_ctx_params p;
     wlm_ctx_default_params(&p);
-    p.n_ctx = n_ctx; p.n_batch = n_batch; p.kv_type = kv; p.full_policy = policy; p.n_keep = keep; p.logits_all = all;
-    wlm_ctx *c = NULL; wlm_err err = { 0 };
-    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) { fprintf(stderr, "  ctx_new: %s\n", err.msg); return NULL; }
-    return c;
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    p.kv_type = kv;
+    p.full_policy = policy;
+    p.n_keep = keep;
+    p.logits_all = all;
+    return tst_ctx_new(m, &p);
 }
 
 static int eval(wlm_ctx *c, const int32_t *t, uint32_t n) {
@@ -55,13 +66,17 @@ static int eval(wlm_ctx *c, const int32_t *t, uint32_t n) {
 /* argmax, lowest id wins ties */
 static int32_t argmax(const float *v, uint32_t n) {
     uint32_t b = 0;
-    for (uint32_t i = 1; i < n; i++) if (v[i] > v[b]) b = i;
+    for (uint32_t i = 1; i < n; i++)
+        if (v[i] > v[b]) b = i;
     return (int32_t)b;
 }
 
 static double max_abs_diff_f(const float *a, const float *b, uint32_t n) {
     double m = 0;
-    for (uint32_t i = 0; i < n; i++) { double d = fabs((double)a[i] - b[i]); if (d > m || d != d) m = d != d ? INFINITY : d; }
+    for (uint32_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+    }
     return m;
 }
 
@@ -70,9 +85,13 @@ static double max_abs_diff_f(const float *a, const float *b, uint32_t n) {
 static char *read_text(const char *rel) {
     unsigned long long n = 0;
     unsigned char *b = tst_read_file(tst_path(rel), &n);
-    if (!b) { fprintf(stderr, "  cannot read %s\n", tst_path(rel)); return NULL; }
+    if (!b) {
+        fprintf(stderr, "  cannot read %s\n", tst_path(rel));
+        return NULL;
+    }
     char *s = malloc(n + 1);
-    memcpy(s, b, n); s[n] = 0;
+    memcpy(s, b, n);
+    s[n] = 0;
     free(b);
     return s;
 }
@@ -89,7 +108,7 @@ static double *json_numbers(const char *json, const char *key, int occurrence, i
         p += strlen(pat);
         const char *q = p;
         while (*q == ' ' || *q == '\n' || *q == '\r' || *q == '\t') q++;
-        if (*q != ':') continue;                   /* a string value, not a key */
+        if (*q != ':') continue; /* a string value, not a key */
         if (occurrence-- > 0) continue;
         p = q + 1;
         break;
@@ -100,11 +119,15 @@ static double *json_numbers(const char *json, const char *key, int occurrence, i
     double *v = malloc(sizeof(double) * cap);
     for (; *p; p++) {
         if (*p == '[') depth++;
-        else if (*p == ']') { if (--depth == 0) break; }
-        else if (*p == '-' || (*p >= '0' && *p <= '9')) {
+        else if (*p == ']') {
+            if (--depth == 0) break;
+        } else if (*p == '-' || (*p >= '0' && *p <= '9')) {
             char *end;
             double x = strtod(p, &end);
-            if (n == cap) { cap *= 2; v = realloc(v, sizeof(double) * cap); }
+            if (n == cap) {
+                cap *= 2;
+                v = realloc(v, sizeof(double) * cap);
+            }
             v[n++] = x;
             p = end - 1;
         }
@@ -134,7 +157,10 @@ static int naive_attention(const float *q, const float *K, const float *V, const
     int used = 0;
     for (uint32_t j = 0; j < n_slots; j++) {
         int32_t p = slot_pos[j];
-        if (p < 0 || p > qpos || p < window_lo) { s[j] = NAN; continue; }
+        if (p < 0 || p > qpos || p < window_lo) {
+            s[j] = NAN;
+            continue;
+        }
         double dot = 0;
         for (uint32_t i = 0; i < hd; i++) dot += (double)q[i] * K[(size_t)j * hd + i];
         s[j] = dot * scale;
@@ -149,13 +175,15 @@ static int naive_attention(const float *q, const float *K, const float *V, const
         sum += e;
         for (uint32_t i = 0; i < hd; i++) out[i] += e * V[(size_t)j * hd + i];
     }
-    if (sum > 0) for (uint32_t i = 0; i < hd; i++) out[i] /= sum;
+    if (sum > 0)
+        for (uint32_t i = 0; i < hd; i++) out[i] /= sum;
     free(s);
     return used;
 }
 
 TEST(forward_attention_tiled_vs_naive) {
-    enum { MAXS = 200, MAXHD = 64 };
+    enum { MAXS = 200,
+           MAXHD = 64 };
     float *K = malloc(4 * MAXS * MAXHD), *V = malloc(4 * MAXS * MAXHD), *q = malloc(4 * MAXHD);
     uint16_t *Kh = malloc(2 * MAXS * MAXHD), *Vh = malloc(2 * MAXS * MAXHD);
     int32_t *pos = malloc(4 * MAXS);
@@ -173,13 +201,16 @@ TEST(forward_attention_tiled_vs_naive) {
                 for (uint32_t i = 0; i < hd; i++) {
                     float kv = tst_randf();
                     if (sharp) kv = q[i] * (float)j / (float)len * 3.0f + 0.1f * kv;
-                    K[j * hd + i] = kv; V[j * hd + i] = tst_randf() * 2.0f;
+                    K[j * hd + i] = kv;
+                    V[j * hd + i] = tst_randf() * 2.0f;
                 }
             /* slot positions: in order (a fresh cache), or a rotated ring, with
              * some empty slots; the query position cuts some slots causally */
             uint32_t rot = (variant & 2) ? tst_rand() % len : 0;
             for (uint32_t j = 0; j < len; j++) pos[j] = (int32_t)((j + rot) % len);
-            if (len > 3 && (tst_rand() & 1)) for (uint32_t j = 0; j < len; j++) if (tst_rand() % 5 == 0) pos[j] = -1;
+            if (len > 3 && (tst_rand() & 1))
+                for (uint32_t j = 0; j < len; j++)
+                    if (tst_rand() % 5 == 0) pos[j] = -1;
             int32_t qpos = (int32_t)len - 1;
             if (len > 2 && variant % 3 == 1) qpos = (int32_t)(tst_rand() % len);
             int32_t wlo = (len > 8 && variant == 5) ? (int32_t)(tst_rand() % (len / 2)) : 0;
@@ -188,8 +219,10 @@ TEST(forward_attention_tiled_vs_naive) {
              * then uses the same rounded values) */
             if (f16) {
                 for (uint32_t i = 0; i < len * hd; i++) {
-                    Kh[i] = wlm_f32_to_f16(K[i]); Vh[i] = wlm_f32_to_f16(V[i]);
-                    K[i] = wlm_f16_to_f32(Kh[i]); V[i] = wlm_f16_to_f32(Vh[i]);
+                    Kh[i] = wlm_f32_to_f16(K[i]);
+                    Vh[i] = wlm_f32_to_f16(V[i]);
+                    K[i] = wlm_f16_to_f32(Kh[i]);
+                    V[i] = wlm_f16_to_f32(Vh[i]);
                 }
             }
             int used = naive_attention(q, K, V, pos, len, qpos, wlo, hd, scale, ref);
@@ -213,7 +246,12 @@ TEST(forward_attention_tiled_vs_naive) {
         }
     }
     printf("  %d cases, worst |tiled - naive| / max|v| = %.3g\n", cases, worst);
-    free(K); free(V); free(q); free(Kh); free(Vh); free(pos);
+    free(K);
+    free(V);
+    free(q);
+    free(Kh);
+    free(Vh);
+    free(pos);
 }
 
 /* wlm_attention_block (the queries of one KV head in one pass over its
@@ -224,7 +262,10 @@ TEST(forward_attention_tiled_vs_naive) {
  * empty slots and other sequences' slots between them, query positions
  * anywhere from before the first slot to the last. */
 TEST(forward_attention_block_equals_single_queries) {
-    enum { MAXS = 300, HDK = 48, HDV = 40, MAXQ = 70 };
+    enum { MAXS = 300,
+           HDK = 48,
+           HDV = 40,
+           MAXQ = 70 };
     float *K = malloc(4 * MAXS * HDK), *V = malloc(4 * MAXS * HDV), *Q = malloc(4 * MAXQ * HDK);
     uint16_t *Kh = malloc(2 * MAXS * HDK), *Vh = malloc(2 * MAXS * HDV);
     float *outb = malloc(4 * MAXQ * HDV), *outs = malloc(4 * HDV), *kvt = malloc(4 * 2 * WLM_ATT_TILE * HDK);
@@ -240,17 +281,24 @@ TEST(forward_attention_block_equals_single_queries) {
         int32_t p = 0;
         for (uint32_t j = 0; j < n; j++) {
             uint32_t r = tst_rand() % 8;
-            seq[j] = r == 0 ? 2 : 1;          /* another sequence's slot */
-            pos[j] = r == 1 ? -1 : p++;       /* an empty slot */
+            seq[j] = r == 0 ? 2 : 1;    /* another sequence's slot */
+            pos[j] = r == 1 ? -1 : p++; /* an empty slot */
         }
-        for (uint32_t i = 0; i < n * hdk; i++) { K[i] = tst_randf(); Kh[i] = wlm_f32_to_f16(K[i]); }
-        for (uint32_t i = 0; i < n * hdv; i++) { V[i] = tst_randf(); Vh[i] = wlm_f32_to_f16(V[i]); }
+        for (uint32_t i = 0; i < n * hdk; i++) {
+            K[i] = tst_randf();
+            Kh[i] = wlm_f32_to_f16(K[i]);
+        }
+        for (uint32_t i = 0; i < n * hdv; i++) {
+            V[i] = tst_randf();
+            Vh[i] = wlm_f32_to_f16(V[i]);
+        }
         int32_t qmax = -1;
         for (uint32_t i = 0; i < nq; i++) {
             for (uint32_t d = 0; d < hdk; d++) Q[i * hdk + d] = tst_randf() * 3.0f;
             qpos[i] = (int32_t)(tst_rand() % (uint32_t)(p + 2)) - 1;
             if (qpos[i] > qmax) qmax = qpos[i];
-            qp[i] = Q + i * hdk; op[i] = outb + i * hdv;
+            qp[i] = Q + i * hdk;
+            op[i] = outb + i * hdv;
         }
         wlm_att_mask mk = { pos, seq, 1, n, qmax, 0, 0, 0, 0 };
         CHECK(wlm_att_ascending(&mk));
@@ -274,7 +322,14 @@ TEST(forward_attention_block_equals_single_queries) {
     wlm_att_mask mk2 = { p2, 0, 0, 3, 2, 0, 0, 0, 0 };
     CHECK(!wlm_att_ascending(&mk2));
     printf("  %d cases\n", cases);
-    free(K); free(V); free(Q); free(Kh); free(Vh); free(outb); free(outs); free(kvt);
+    free(K);
+    free(V);
+    free(Q);
+    free(Kh);
+    free(Vh);
+    free(outb);
+    free(outs);
+    free(kvt);
 }
 
 /* ---- 6. llama.cpp's reference logits ------------------------------------------- */
@@ -289,11 +344,17 @@ TEST(forward_reference_logits) {
     double *ref32 = json_numbers(json, "logits_kv_f32", 0, &nl32);
     free(json);
     tmodel t;
-    if (!prompt || !gen || !ref16 || !ref32 || !tm_load(&t)) { CHECK(0); goto out; }
+    if (!prompt || !gen || !ref16 || !ref32 || !tm_load(&t)) {
+        CHECK(0);
+        goto out;
+    }
     uint32_t V = t.m->hp.n_vocab;
     CHECK(np == 5 && prompt[0] == 1 && prompt[1] == 403 && prompt[4] == 378);
     CHECK(ng == 16 && nl == 16 * (int)V && nl32 == 16 * (int)V && V == 512);
-    if (ng != 16 || nl != 16 * (int)V || nl32 != 16 * (int)V) { tm_free(&t); goto out; }
+    if (ng != 16 || nl != 16 * (int)V || nl32 != 16 * (int)V) {
+        tm_free(&t);
+        goto out;
+    }
     /* F32 cache: llama.cpp's F32-cache logits within 1e-4.
      * F16 cache: the engine stores K and V as halves and computes in f32;
      * llama.cpp's F16 path also rounds q (and, in its flash-attention path,
@@ -307,7 +368,10 @@ TEST(forward_reference_logits) {
         const double *ref = kv == WLM_KV_F32 ? ref32 : ref16;
         double tol = kv == WLM_KV_F32 ? 1e-4 : 1.5e-2, worst = 0, worst32 = 0;
         wlm_ctx *c = new_ctx(t.m, 64, 64, (uint32_t)kv, WLM_FULL_ERROR, 0, 0);
-        if (!c) { CHECK(0); continue; }
+        if (!c) {
+            CHECK(0);
+            continue;
+        }
         int ok = eval(c, prompt, (uint32_t)np);
         for (int s = 0; s < 16 && ok; s++) {
             const float *lg = wlm_ctx_logits(c);
@@ -317,7 +381,8 @@ TEST(forward_reference_logits) {
                 e = fmax(e, fabs(lg[i] - ref[(size_t)s * V + i]));
                 e32 = fmax(e32, fabs(lg[i] - ref32[(size_t)s * V + i]));
             }
-            worst = fmax(worst, e); worst32 = fmax(worst32, e32);
+            worst = fmax(worst, e);
+            worst32 = fmax(worst32, e32);
             CHECKF(e <= tol, "kv %s step %d: max |logit - llama.cpp| = %.3g", kv ? "f16" : "f32", s, e);
             CHECKF(argmax(lg, V) == gen[s], "step %d: argmax %d, reference %d", s, argmax(lg, V), gen[s]);
             if (s < 15) ok = eval(c, &gen[s], 1);
@@ -331,7 +396,10 @@ TEST(forward_reference_logits) {
     }
     tm_free(&t);
 out:
-    free(prompt); free(gen); free(ref16); free(ref32);
+    free(prompt);
+    free(gen);
+    free(ref16);
+    free(ref32);
 }
 
 /* ---- 7. greedy generation against llama.cpp ------------------------------------- */
@@ -343,10 +411,17 @@ static int greedy_run(wlm_model *m, const int32_t *prompt, int np, const int32_t
     if (!c) return -1;
     wlm_sampler_params sp;
     wlm_sampler_default_params(&sp);
-    sp.temperature = 0; sp.repeat_penalty = 1; sp.top_k = 0; sp.top_p = 1; sp.min_p = 0;
+    sp.temperature = 0;
+    sp.repeat_penalty = 1;
+    sp.top_k = 0;
+    sp.top_p = 1;
+    sp.min_p = 0;
     int matched = 0, first_bad = -1;
     *sample_agrees = 1;
-    if (!eval(c, prompt, (uint32_t)np)) { wlm_ctx_free(c); return -1; }
+    if (!eval(c, prompt, (uint32_t)np)) {
+        wlm_ctx_free(c);
+        return -1;
+    }
     for (int s = 0; s < n; s++) {
         const float *lg = wlm_ctx_logits(c);
         int32_t tok = argmax(lg, m->hp.n_vocab), st = -1;
@@ -365,12 +440,21 @@ TEST(forward_greedy_matches_llama_cpp) {
     char *json = read_text("reference/stories260K_greedy.json");
     REQUIRE(json);
     tmodel t;
-    if (!tm_load(&t)) { free(json); CHECK(0); return; }
+    if (!tm_load(&t)) {
+        free(json);
+        CHECK(0);
+        return;
+    }
     for (int r = 0; r < 2; r++) {
         int np = 0, ng = 0;
         int32_t *prompt = json_ids(json, "prompt_token_ids", r, &np);
         int32_t *gen = json_ids(json, "generated_token_ids", r, &ng);
-        if (!prompt || !gen) { CHECK(0); free(prompt); free(gen); continue; }
+        if (!prompt || !gen) {
+            CHECK(0);
+            free(prompt);
+            free(gen);
+            continue;
+        }
         CHECK(ng == 200);
         CHECK(np >= 1 && prompt[0] == 1);
         static const uint32_t BATCH[] = { 64, 1 };
@@ -381,7 +465,8 @@ TEST(forward_greedy_matches_llama_cpp) {
             CHECKF(matched == ng, "prompt %d n_batch %u: first difference at step %d", r, BATCH[b], matched);
             CHECKF(agrees, "wlm_sample (temperature 0) disagrees with argmax");
         }
-        free(prompt); free(gen);
+        free(prompt);
+        free(gen);
     }
     tm_free(&t);
     free(json);
@@ -396,12 +481,17 @@ static int32_t *ref_sequence(int *n) {
     int32_t *prompt = json_ids(json, "prompt_token_ids", 0, &np);
     int32_t *gen = json_ids(json, "generated_token_ids", 0, &ng);
     free(json);
-    if (!prompt || !gen) { free(prompt); free(gen); return NULL; }
+    if (!prompt || !gen) {
+        free(prompt);
+        free(gen);
+        return NULL;
+    }
     int32_t *seq = malloc(sizeof(int32_t) * (np + ng));
     memcpy(seq, prompt, sizeof(int32_t) * np);
     memcpy(seq + np, gen, sizeof(int32_t) * ng);
     *n = np + ng;
-    free(prompt); free(gen);
+    free(prompt);
+    free(gen);
     return seq;
 }
 
@@ -413,7 +503,11 @@ TEST(forward_kv_cache_vs_recompute) {
     REQUIRE(seq && n >= 40);
     enum { T = 40 };
     tmodel t;
-    if (!tm_load(&t)) { free(seq); CHECK(0); return; }
+    if (!tm_load(&t)) {
+        free(seq);
+        CHECK(0);
+        return;
+    }
     uint32_t V = t.m->hp.n_vocab;
     for (int kv = 0; kv < 2; kv++) {
         /* A: one token at a time through the cache */
@@ -473,7 +567,11 @@ TEST(forward_kv_cache_vs_recompute) {
 
 /* kind 0 causal, 1 sliding window; kv_f16 rounds each key and value to a
  * half as an F16 cache stores them */
-typedef struct { int kind; int n_ctx, n_keep; int kv_f16; } mask_spec;
+typedef struct {
+    int kind;
+    int n_ctx, n_keep;
+    int kv_f16;
+} mask_spec;
 
 static int mask_allows(const mask_spec *m, int p, int j) {
     if (j > p) return 0;
@@ -485,19 +583,28 @@ static int mask_allows(const mask_spec *m, int p, int j) {
 /* The weights as floats: F32 tensors directly, other types dequantized once
  * (wlm_dequantize_row is checked against hand-written blocks in
  * test_kernels.c) into a small cache that ref_forward frees. */
-static struct { const wlm_tensor *t; float *f; } g_wcache[64];
+static struct {
+    const wlm_tensor *t;
+    float *f;
+} g_wcache[64];
 static int g_nw;
 static const float *f32_tensor(const wlm_tensor *t) {
     if (t->type == GGML_F32) return (const float *)t->data;
-    for (int i = 0; i < g_nw; i++) if (g_wcache[i].t == t) return g_wcache[i].f;
+    for (int i = 0; i < g_nw; i++)
+        if (g_wcache[i].t == t) return g_wcache[i].f;
     if (g_nw == 64) return NULL;
     uint64_t cols = t->ne[0], rows = t->ne[1], row_bytes = t->nbytes / rows;
     float *f = malloc(sizeof(float) * cols * rows);
     for (uint64_t r = 0; r < rows; r++) wlm_dequantize_row(t->type, t->data + r * row_bytes, f + r * cols, (uint32_t)cols);
-    g_wcache[g_nw].t = t; g_wcache[g_nw].f = f; g_nw++;
+    g_wcache[g_nw].t = t;
+    g_wcache[g_nw].f = f;
+    g_nw++;
     return f;
 }
-static void wcache_free(void) { for (int i = 0; i < g_nw; i++) free(g_wcache[i].f); g_nw = 0; }
+static void wcache_free(void) {
+    for (int i = 0; i < g_nw; i++) free(g_wcache[i].f);
+    g_nw = 0;
+}
 static double to_half(double v) { return wlm_f16_to_f32(wlm_f32_to_f16((float)v)); }
 
 /* y[r] = sum_i W[r][i] x[i]; W has `rows` rows of `cols` floats */
@@ -537,7 +644,8 @@ static double *ref_forward(const wlm_model *m, const int32_t *tok, int n, const 
     double *q = calloc((size_t)n * qd, 8), *k = calloc((size_t)n * kvd, 8), *v = calloc((size_t)n * kvd, 8);
     double *att = calloc(qd, 8), *tmp = calloc(d > qd ? d : qd, 8), *g = calloc(ff, 8), *u = calloc(ff, 8);
     double *sc = calloc(n, 8), *logits = calloc((size_t)n * V, 8);
-    free(h); h = hbuf;
+    free(h);
+    h = hbuf;
     for (int p = 0; p < n; p++)
         for (uint32_t i = 0; i < d; i++) x[(size_t)p * d + i] = f32_tensor(m->tok_embd)[(size_t)tok[p] * d + i];
     for (uint32_t l = 0; l < hp->n_layer; l++) {
@@ -550,7 +658,10 @@ static double *ref_forward(const wlm_model *m, const int32_t *tok, int n, const 
             ref_rope(q + (size_t)p * qd, nh, hd, hp->n_rot, hp->rope_freq_base, p);
             ref_rope(k + (size_t)p * kvd, nkv, hd, hp->n_rot, hp->rope_freq_base, p);
             if (mask->kv_f16)
-                for (uint32_t i = 0; i < kvd; i++) { k[(size_t)p * kvd + i] = to_half(k[(size_t)p * kvd + i]); v[(size_t)p * kvd + i] = to_half(v[(size_t)p * kvd + i]); }
+                for (uint32_t i = 0; i < kvd; i++) {
+                    k[(size_t)p * kvd + i] = to_half(k[(size_t)p * kvd + i]);
+                    v[(size_t)p * kvd + i] = to_half(v[(size_t)p * kvd + i]);
+                }
         }
         for (int p = 0; p < n; p++) {
             for (uint32_t hq = 0; hq < nh; hq++) {
@@ -588,14 +699,26 @@ static double *ref_forward(const wlm_model *m, const int32_t *tok, int n, const 
         ref_rmsnorm(x + (size_t)p * d, f32_tensor(m->out_norm), d, eps, h);
         ref_matvec(f32_tensor(m->output), V, d, h, logits + (size_t)p * V);
     }
-    free(x); free(h); free(q); free(k); free(v); free(att); free(tmp); free(g); free(u); free(sc);
+    free(x);
+    free(h);
+    free(q);
+    free(k);
+    free(v);
+    free(att);
+    free(tmp);
+    free(g);
+    free(u);
+    free(sc);
     wcache_free();
     return logits;
 }
 
 static double max_abs_diff_fd(const float *a, const double *b, uint32_t n) {
     double m = 0;
-    for (uint32_t i = 0; i < n; i++) { double d = fabs(a[i] - b[i]); if (!(d <= m)) m = d != d ? INFINITY : d; }
+    for (uint32_t i = 0; i < n; i++) {
+        double d = fabs(a[i] - b[i]);
+        if (!(d <= m)) m = d != d ? INFINITY : d;
+    }
     return m;
 }
 
@@ -605,7 +728,11 @@ TEST(forward_double_reference_causal) {
     REQUIRE(seq);
     enum { T = 48 };
     tmodel t;
-    if (!tm_load(&t)) { free(seq); CHECK(0); return; }
+    if (!tm_load(&t)) {
+        free(seq);
+        CHECK(0);
+        return;
+    }
     uint32_t V = t.m->hp.n_vocab;
     mask_spec causal = { 0, 0, 0, 0 };
     double *ref = ref_forward(t.m, seq, T, &causal);
@@ -665,9 +792,14 @@ TEST(forward_sliding_window_vs_double_reference) {
     int n = 0;
     int32_t *seq = ref_sequence(&n);
     REQUIRE(seq);
-    enum { T = 45, NCTX = 16 };
+    enum { T = 45,
+           NCTX = 16 };
     tmodel t;
-    if (!tm_load(&t)) { free(seq); CHECK(0); return; }
+    if (!tm_load(&t)) {
+        free(seq);
+        CHECK(0);
+        return;
+    }
     uint32_t V = t.m->hp.n_vocab;
     for (int keep = 0; keep <= 1; keep++) {
         mask_spec win = { 1, NCTX, keep, 0 };
@@ -714,7 +846,8 @@ TEST(forward_sliding_window_vs_double_reference) {
         wlm_ctx_free(h);
         printf("  sliding window n_ctx %d n_keep %d, %d positions: max |engine - reference| %.3g (F16 KV last %.3g); differs from full attention by %.3g\n",
                NCTX, keep, T, worst, eh, worst_causal_gap);
-        free(ref); free(full);
+        free(ref);
+        free(full);
     }
     tm_free(&t);
     free(seq);
@@ -725,7 +858,11 @@ TEST(forward_context_full_error) {
     int32_t *seq = ref_sequence(&n);
     REQUIRE(seq && n > 20);
     tmodel t;
-    if (!tm_load(&t)) { free(seq); CHECK(0); return; }
+    if (!tm_load(&t)) {
+        free(seq);
+        CHECK(0);
+        return;
+    }
     uint32_t V = t.m->hp.n_vocab;
     wlm_ctx *c = new_ctx(t.m, 16, 0, WLM_KV_F32, WLM_FULL_ERROR, 0, 0);
     REQUIRE(c);
@@ -767,7 +904,11 @@ TEST(forward_truncate_reeval) {
     int32_t *seq = ref_sequence(&n);
     REQUIRE(seq && n >= 60);
     tmodel t;
-    if (!tm_load(&t)) { free(seq); CHECK(0); return; }
+    if (!tm_load(&t)) {
+        free(seq);
+        CHECK(0);
+        return;
+    }
     uint32_t V = t.m->hp.n_vocab;
     for (int kv = 0; kv < 2; kv++) {
         /* run A: 30 tokens, rewind to 12, continue with a different suffix */
@@ -798,7 +939,8 @@ TEST(forward_truncate_reeval) {
         REQUIRE(eval(a, seq, 12));
         REQUIRE(eval(a, suffix, 14));
         CHECK(max_abs_diff_f(wlm_ctx_logits(a), wlm_ctx_logits(b), V) == 0);
-        wlm_ctx_free(a); wlm_ctx_free(b);
+        wlm_ctx_free(a);
+        wlm_ctx_free(b);
     }
     tm_free(&t);
     free(seq);
@@ -858,7 +1000,8 @@ TEST(sys_nomem_messages_agree) {
     wlm_err err = { 0 };
     /* a limit a few bytes above what is in use: tokenize's work block does not fit */
     wlm_sys_set_limit(used + 100);
-    int32_t ids[64]; uint32_t n_out = 0;
+    int32_t ids[64];
+    uint32_t n_out = 0;
     const char *text = "Once upon a time there was a little girl who liked to play outside";
     wlm_status s = wlm_tokenize(t.m, text, (uint32_t)strlen(text), 0, ids, 64, &n_out, &err);
     wlm_sys_set_limit(old);
@@ -891,7 +1034,11 @@ TEST(forward_quantized_models_accuracy) {
     int32_t *seq = ref_sequence(&n); /* 5 prompt + 200 greedy tokens */
     REQUIRE(seq && n == 205);
     tmodel f32;
-    if (!tm_load(&f32)) { free(seq); CHECK(0); return; }
+    if (!tm_load(&f32)) {
+        free(seq);
+        CHECK(0);
+        return;
+    }
     uint32_t V = f32.m->hp.n_vocab;
     const int np = 5, steps = 200;
     /* the F32 model's logits at every step (teacher-forced on the reference) */
@@ -904,7 +1051,12 @@ TEST(forward_quantized_models_accuracy) {
         if (s + 1 < steps) REQUIRE(eval(c, &seq[np + s], 1));
     }
     wlm_ctx_free(c);
-    static const struct { uint32_t type; const char *name; double max_err; double min_agree; } Q[] = {
+    static const struct {
+        uint32_t type;
+        const char *name;
+        double max_err;
+        double min_agree;
+    } Q[] = {
         /* bounds from measurement (F16 0.0113 / 200 of 200, Q8_0 0.45 /
          * 199 of 200, Q4_0 8.7 / 171 of 200), with margin */
         { GGML_F16, "F16", 2.5e-2, 1.0 },
@@ -920,9 +1072,16 @@ TEST(forward_quantized_models_accuracy) {
         char report[8192];
         wlm_status st = wlm_quantize(f32.m, Q[qi].type, buf, size, report, sizeof report, &err);
         CHECKF(st == WLM_OK, "%s: %s", Q[qi].name, err.msg);
-        if (st != WLM_OK) { wlm_sys_free(buf); continue; }
+        if (st != WLM_OK) {
+            wlm_sys_free(buf);
+            continue;
+        }
         tmodel qm;
-        if (!tm_load_bytes(&qm, buf, size)) { CHECK(0); wlm_sys_free(buf); continue; }
+        if (!tm_load_bytes(&qm, buf, size)) {
+            CHECK(0);
+            wlm_sys_free(buf);
+            continue;
+        }
         /* what was converted and what was kept */
         CHECK(tensor_type_of(qm.m, "blk.0.attn_q.weight") == Q[qi].type);
         CHECK(tensor_type_of(qm.m, "output.weight") == Q[qi].type);
@@ -959,7 +1118,8 @@ TEST(forward_quantized_models_accuracy) {
         for (int s = 0; s < steps; s++) {
             free_run[s] = argmax(wlm_ctx_logits(qc), V);
             if (free_run[s] < 0 || (uint32_t)free_run[s] >= V) valid = 0;
-            if (!diverged && free_run[s] == seq[np + s]) same_prefix++; else diverged = 1;
+            if (!diverged && free_run[s] == seq[np + s]) same_prefix++;
+            else diverged = 1;
             if (s + 1 < steps) REQUIRE(eval(qc, &free_run[s], 1));
         }
         wlm_ctx_free(qc);

@@ -9,7 +9,8 @@
 
 static int status_of(const char *name) {
     static const char *const names[] = { "OK", "ARG", "FORMAT", "TRUNCATED", "UNSUPPORTED", "NOMEM" };
-    for (int i = 0; i < 6; i++) if (!strcmp(name, names[i])) return i;
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(name, names[i])) return i;
     return -1;
 }
 
@@ -18,25 +19,34 @@ static int split_tabs(char *line, char **f, int max) {
     int n = 0;
     f[n++] = line;
     for (char *p = line; *p && n < max; p++)
-        if (*p == '\t') { *p = 0; f[n++] = p + 1; }
+        if (*p == '\t') {
+            *p = 0;
+            f[n++] = p + 1;
+        }
     return n;
 }
 
 /* a loaded model must work: tokenize, two evals, a sample */
 static void exercise(wlm_model *m, const char *file) {
-    int32_t ids[64]; uint32_t n = 0; wlm_err err = { 0 };
+    int32_t ids[64];
+    uint32_t n = 0;
+    wlm_err err = { 0 };
     wlm_status s = wlm_tokenize(m, "Hello world", 11, WLM_TOK_ADD_BOS, ids, 64, &n, &err);
     CHECKF(s == WLM_OK && n > 0 && n <= 64, "%s: tokenize: %s", file, err.msg);
     if (s != WLM_OK || n == 0) return;
-    wlm_ctx_params p; wlm_ctx_default_params(&p); p.n_ctx = 16;
+    wlm_ctx_params p;
+    wlm_ctx_default_params(&p);
+    p.n_ctx = 16;
     wlm_ctx *c = NULL;
     s = wlm_ctx_new(&c, m, &p, &err);
     CHECKF(s == WLM_OK, "%s: ctx: %s", file, err.msg);
     if (s != WLM_OK) return;
     s = wlm_eval(c, ids, n > 8 ? 8 : n, &err);
     CHECKF(s == WLM_OK, "%s: eval: %s", file, err.msg);
-    wlm_sampler_params sp; wlm_sampler_default_params(&sp);
-    wlm_rng r; wlm_rng_seed(&r, 1);
+    wlm_sampler_params sp;
+    wlm_sampler_default_params(&sp);
+    wlm_rng r;
+    wlm_rng_seed(&r, 1);
     int32_t tok = -1;
     if (s == WLM_OK) {
         s = wlm_sample(c, wlm_ctx_logits(c), &sp, ids, n, &r, &tok, NULL, &err);
@@ -53,7 +63,8 @@ TEST(hostile_gguf_corpus) {
     CHECKF(man != NULL, "cannot read %s (make generates it: node tools/make-hostile.mjs %s/hostile)", path, tst_build_dir);
     if (!man) return;
     char *text = malloc(size + 1);
-    memcpy(text, man, size); text[size] = 0;
+    memcpy(text, man, size);
+    text[size] = 0;
     free(man);
     int n_cases = 0, n_ok = 0;
     for (char *line = text, *next; line && *line; line = next) {
@@ -71,7 +82,8 @@ TEST(hostile_gguf_corpus) {
         if (!raw) continue;
         /* exact-size copy: ASan catches any read past the end of the file */
         unsigned char *d = fsize ? raw : NULL;
-        wlm_model *m = NULL; wlm_err err = { 0 };
+        wlm_model *m = NULL;
+        wlm_err err = { 0 };
         wlm_status s = wlm_model_load(&m, d, fsize, &err);
         n_cases++;
         CHECKF((int)s == want, "%s: status %d, expected %s (%s)", file, (int)s, f[1], err.msg);
@@ -79,11 +91,19 @@ TEST(hostile_gguf_corpus) {
             CHECKF(strstr(err.msg, msg) != NULL, "%s: message '%s' lacks '%s'", file, err.msg, msg);
             CHECKF(m == NULL, "%s: failed load left a model", file);
         }
-        if (m) { n_ok++; exercise(m, file); wlm_model_free(m); }
-        if (s == WLM_OK) {   /* again with the load-time repack (Q4_0 matrices rewritten in place) */
+        if (m) {
+            n_ok++;
+            exercise(m, file);
+            wlm_model_free(m);
+        }
+        if (s == WLM_OK) { /* again with the load-time repack (Q4_0 matrices rewritten in place) */
             wlm_model *mi = NULL;
             CHECKF(wlm_model_load_inplace(&mi, d, fsize, &err) == WLM_OK, "%s: in-place load failed: %s", file, err.msg);
-            if (mi) { wlm_model_repack_q4g(mi); exercise(mi, file); wlm_model_free(mi); }
+            if (mi) {
+                wlm_model_repack_q4g(mi);
+                exercise(mi, file);
+                wlm_model_free(mi);
+            }
         }
         free(raw);
     }

@@ -17,9 +17,14 @@ typedef struct split_set {
 } split_set;
 
 static void set_split_keys(gb_file *f, uint16_t no, uint16_t count, int32_t tensors) {
-    gb_buf *b = gb_kv_set(f, "split.no", GB_U16); uint8_t x[2] = { (uint8_t)no, (uint8_t)(no >> 8) }; gb_put(b, x, 2);
-    b = gb_kv_set(f, "split.count", GB_U16); uint8_t y[2] = { (uint8_t)count, (uint8_t)(count >> 8) }; gb_put(b, y, 2);
-    b = gb_kv_set(f, "split.tensors.count", GB_I32); gb_u32(b, (uint32_t)tensors);
+    gb_buf *b = gb_kv_set(f, "split.no", GB_U16);
+    uint8_t x[2] = { (uint8_t)no, (uint8_t)(no >> 8) };
+    gb_put(b, x, 2);
+    b = gb_kv_set(f, "split.count", GB_U16);
+    uint8_t y[2] = { (uint8_t)count, (uint8_t)(count >> 8) };
+    gb_put(b, y, 2);
+    b = gb_kv_set(f, "split.tensors.count", GB_I32);
+    gb_u32(b, (uint32_t)tensors);
 }
 
 static void copy_tensor(gb_file *dst, const gb_tensor *t) {
@@ -48,24 +53,34 @@ static void free_split(split_set *s) {
 /* Loads parts[order[i]] for i < n, each an exact-size wlm_sys_alloc copy
  * (kept in bytes[] for the model's life). */
 static wlm_status load_parts(gb_file *const *files, uint32_t n, wlm_model **m, unsigned char **bytes, wlm_err *err) {
-    const uint8_t *data[8]; uint64_t sizes[8];
+    const uint8_t *data[8];
+    uint64_t sizes[8];
     for (uint32_t i = 0; i < n; i++) {
-        size_t sz; unsigned char *b = gb_serialize(files[i], &sz);
+        size_t sz;
+        unsigned char *b = gb_serialize(files[i], &sz);
         bytes[i] = tst_sys_copy(b, sz);
         free(b);
-        data[i] = bytes[i]; sizes[i] = sz;
+        data[i] = bytes[i];
+        sizes[i] = sz;
     }
     *m = (wlm_model *)0x1;
     memset(err, 0, sizeof *err);
     wlm_status st = wlm_model_load_parts(m, data, sizes, n, err);
-    if (st != WLM_OK && *m) { fprintf(stderr, "  failed load left *out non-NULL\n"); tst_failed_checks++; }
+    if (st != WLM_OK && *m) {
+        fprintf(stderr, "  failed load left *out non-NULL\n");
+        tst_failed_checks++;
+    }
     return st;
 }
 
-static void free_bytes(unsigned char **bytes, uint32_t n) { for (uint32_t i = 0; i < n; i++) wlm_sys_free(bytes[i]); }
+static void free_bytes(unsigned char **bytes, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) wlm_sys_free(bytes[i]);
+}
 
 static void expect_parts_fail(gb_file *const *files, uint32_t n, wlm_status code, const char *sub, const char *what) {
-    wlm_model *m; unsigned char *bytes[8]; wlm_err err;
+    wlm_model *m;
+    unsigned char *bytes[8];
+    wlm_err err;
     wlm_status s = load_parts(files, n, &m, bytes, &err);
     CHECKF(s == code, "%s: status %d, expected %d (%s)", what, (int)s, (int)code, err.msg);
     CHECKF(strstr(err.msg, sub) != NULL, "%s: message '%s' lacks '%s'", what, err.msg, sub);
@@ -74,8 +89,10 @@ static void expect_parts_fail(gb_file *const *files, uint32_t n, wlm_status code
 }
 
 static int logits_of(wlm_model *m, float *out) {
-    wlm_ctx *c = NULL; wlm_err err;
-    wlm_ctx_params cp; wlm_ctx_default_params(&cp);
+    wlm_ctx *c = NULL;
+    wlm_err err;
+    wlm_ctx_params cp;
+    wlm_ctx_default_params(&cp);
     if (wlm_ctx_new(&c, m, &cp, &err) != WLM_OK) return 0;
     int32_t toks[4] = { 1, 6, 12, 9 };
     int ok = wlm_eval(c, toks, 4, &err) == WLM_OK;
@@ -88,15 +105,19 @@ TEST(split_loads_like_the_whole_file) {
     static split_set s;
     make_split(&s);
     /* the single file */
-    size_t wsz; unsigned char *wb = gb_serialize(&s.whole, &wsz);
-    unsigned char *whole = tst_sys_copy(wb, wsz); free(wb);
-    wlm_model *mw = NULL; wlm_err err;
+    size_t wsz;
+    unsigned char *wb = gb_serialize(&s.whole, &wsz);
+    unsigned char *whole = tst_sys_copy(wb, wsz);
+    free(wb);
+    wlm_model *mw = NULL;
+    wlm_err err;
     REQUIRE(wlm_model_load(&mw, whole, wsz, &err) == WLM_OK);
     float want[GB_TINY_NV], got[GB_TINY_NV];
     REQUIRE(logits_of(mw, want));
 
     gb_file *files[NPARTS] = { &s.part[0], &s.part[1], &s.part[2] };
-    wlm_model *m; unsigned char *bytes[NPARTS];
+    wlm_model *m;
+    unsigned char *bytes[NPARTS];
     wlm_status st = load_parts(files, NPARTS, &m, bytes, &err);
     CHECKF(st == WLM_OK, "split load: %s", err.msg);
     if (st == WLM_OK) {
@@ -120,17 +141,30 @@ TEST(split_loads_like_the_whole_file) {
         wlm_model *mq = NULL;
         st = wlm_model_load(&mq, q, qsz, &err);
         CHECKF(st == WLM_OK, "quantized split model: %s", err.msg);
-        if (st == WLM_OK) { CHECK(wlm_meta_count(mq) == wlm_meta_count(mw) || wlm_meta_count(mq) == wlm_meta_count(mw) + 1); wlm_model_free(mq); }
+        if (st == WLM_OK) {
+            CHECK(wlm_meta_count(mq) == wlm_meta_count(mw) || wlm_meta_count(mq) == wlm_meta_count(mw) + 1);
+            wlm_model_free(mq);
+        }
         wlm_sys_free(q);
         wlm_model_free(m);
     }
     free_bytes(bytes, NPARTS);
     /* the inplace variant (the wasm front end's) agrees */
-    uint8_t *data[NPARTS]; uint64_t sizes[NPARTS];
-    for (int i = 0; i < NPARTS; i++) { size_t n; unsigned char *b = gb_serialize(&s.part[i], &n); data[i] = tst_sys_copy(b, n); sizes[i] = n; free(b); }
+    uint8_t *data[NPARTS];
+    uint64_t sizes[NPARTS];
+    for (int i = 0; i < NPARTS; i++) {
+        size_t n;
+        unsigned char *b = gb_serialize(&s.part[i], &n);
+        data[i] = tst_sys_copy(b, n);
+        sizes[i] = n;
+        free(b);
+    }
     st = wlm_model_load_parts_inplace(&m, data, sizes, NPARTS, &err);
     CHECKF(st == WLM_OK, "inplace: %s", err.msg);
-    if (st == WLM_OK) { CHECK(logits_of(m, got) && memcmp(want, got, sizeof want) == 0); wlm_model_free(m); }
+    if (st == WLM_OK) {
+        CHECK(logits_of(m, got) && memcmp(want, got, sizeof want) == 0);
+        wlm_model_free(m);
+    }
     for (int i = 0; i < NPARTS; i++) wlm_sys_free(data[i]);
     wlm_model_free(mw);
     wlm_sys_free(whole);
@@ -153,7 +187,8 @@ TEST(split_parts_that_do_not_belong_together) {
     expect_parts_fail(NULL, 0, WLM_ERR_ARG, "no GGUF parts", "no parts");
 
     /* a part of another split: another count */
-    static gb_file other; gb_init(&other);
+    static gb_file other;
+    gb_init(&other);
     set_split_keys(&other, 2, 4, s.whole.n_t);
     copy_tensor(&other, &p2->t[0]);
     expect_parts_fail((gb_file *[]){ p0, p1, &other }, 3, WLM_ERR_FORMAT, "part 3 belongs to another split GGUF: split.count 4", "another split's part");
@@ -178,9 +213,10 @@ TEST(split_parts_that_do_not_belong_together) {
     /* one tensor in two parts (the counts adjusted so only that is wrong) */
     copy_tensor(p2, &p1->t[0]);
     for (int i = 0; i < NPARTS; i++) set_split_keys(&s.part[i], (uint16_t)i, NPARTS, s.whole.n_t + 1);
-    char want[256]; snprintf(want, sizeof want, "tensor %s is in split parts 2 and 3", p1->t[0].name);
+    char want[256];
+    snprintf(want, sizeof want, "tensor %s is in split parts 2 and 3", p1->t[0].name);
     expect_parts_fail((gb_file *[]){ p0, p1, p2 }, 3, WLM_ERR_FORMAT, want, "a tensor in two parts");
-    gb_tensor_remove(p2, p1->t[0].name);   /* the copy (names are unique within p2) */
+    gb_tensor_remove(p2, p1->t[0].name); /* the copy (names are unique within p2) */
     for (int i = 0; i < NPARTS; i++) set_split_keys(&s.part[i], (uint16_t)i, NPARTS, s.whole.n_t);
     /* a broken part: its own error, named */
     p2->t[p2->n_t - 1].offset = 1u << 20;
@@ -190,7 +226,9 @@ TEST(split_parts_that_do_not_belong_together) {
     expect_parts_fail((gb_file *[]){ p0, p1, p2 }, 3, WLM_ERR_FORMAT, "part 3 of 3: not a GGUF file", "a part that is not GGUF");
     p2->magic = 0x46554747u;
     /* and after all that, the parts still load */
-    wlm_model *m; unsigned char *bytes[NPARTS]; wlm_err err;
+    wlm_model *m;
+    unsigned char *bytes[NPARTS];
+    wlm_err err;
     wlm_status st = load_parts((gb_file *[]){ p0, p1, p2 }, 3, &m, bytes, &err);
     CHECKF(st == WLM_OK, "restored parts: %s", err.msg);
     if (st == WLM_OK) wlm_model_free(m);

@@ -18,7 +18,12 @@
 
 /* a model file: its bytes as written (bytes), the copy the model is loaded
  * from (work: wlm_model_load_inplace may rewrite it, as the JS engine does) */
-typedef struct { unsigned char *bytes, *work; uint64_t size; wlm_model *m; int inplace; } smodel;
+typedef struct {
+    unsigned char *bytes, *work;
+    uint64_t size;
+    wlm_model *m;
+    int inplace;
+} smodel;
 
 static int st_open(smodel *t) {
     wlm_err err = { 0 };
@@ -31,12 +36,9 @@ static int st_open(smodel *t) {
 
 static int st_load(smodel *t) {
     unsigned long long size = 0;
-    unsigned char *file = tst_read_file(tst_path("models/stories260K.gguf"), &size);
     memset(t, 0, sizeof *t);
-    if (!file) { fprintf(stderr, "  cannot read %s\n", tst_path("models/stories260K.gguf")); return 0; }
-    t->bytes = tst_sys_copy(file, size);
+    t->bytes = tst_read_sys("models/stories260K.gguf", &size);
     t->size = size;
-    free(file);
     return t->bytes && st_open(t);
 }
 
@@ -61,29 +63,48 @@ static int st_reload(const smodel *src, smodel *out) {
     return out->bytes && st_open(out);
 }
 
-static void st_free(smodel *t) { wlm_model_free(t->m); wlm_sys_free(t->work); wlm_sys_free(t->bytes); memset(t, 0, sizeof *t); }
+static void st_free(smodel *t) {
+    wlm_model_free(t->m);
+    wlm_sys_free(t->work);
+    wlm_sys_free(t->bytes);
+    memset(t, 0, sizeof *t);
+}
 
 static wlm_ctx *st_ctx(wlm_model *m, uint32_t n_ctx, uint32_t kv_type, uint32_t slide, uint32_t n_keep, uint32_t n_seq) {
     wlm_ctx_params p;
     wlm_ctx_default_params(&p);
-    p.n_ctx = n_ctx; p.n_batch = 16; p.kv_type = kv_type; p.full_policy = slide; p.n_keep = n_keep; p.n_seq_max = n_seq;
-    wlm_ctx *c = NULL; wlm_err err = { 0 };
-    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) { fprintf(stderr, "  ctx_new: %s\n", err.msg); return NULL; }
-    return c;
+    p.n_ctx = n_ctx;
+    p.n_batch = 16;
+    p.kv_type = kv_type;
+    p.full_policy = slide;
+    p.n_keep = n_keep;
+    p.n_seq_max = n_seq;
+    return tst_ctx_new(m, &p);
 }
 
 static void st_sampling(wlm_sampler_params *sp) {
     wlm_sampler_default_params(sp);
-    sp->temperature = 0.9f; sp->top_k = 0; sp->top_p = 1; sp->min_p = 0; sp->repeat_penalty = 1.1f; sp->repeat_last_n = 16;
+    sp->temperature = 0.9f;
+    sp->top_k = 0;
+    sp->top_p = 1;
+    sp->min_p = 0;
+    sp->repeat_penalty = 1.1f;
+    sp->repeat_last_n = 16;
 }
 
 #define MAXTOK 256
-typedef struct { int32_t ids[MAXTOK]; uint32_t n; } toks;
+typedef struct {
+    int32_t ids[MAXTOK];
+    uint32_t n;
+} toks;
 
 /* samples the next token of sequence 0 from the logits left by the last eval */
 static int32_t st_sample(wlm_ctx *c, const toks *t, wlm_rng *rng) {
-    wlm_sampler_params sp; st_sampling(&sp);
-    int32_t tok = -1; float lp; wlm_err err = { 0 };
+    wlm_sampler_params sp;
+    st_sampling(&sp);
+    int32_t tok = -1;
+    float lp;
+    wlm_err err = { 0 };
     uint32_t nh = t->n < 16 ? t->n : 16;
     if (wlm_sample(c, wlm_ctx_logits(c), &sp, t->ids + t->n - nh, nh, rng, &tok, &lp, &err) != WLM_OK) fprintf(stderr, "  sample: %s\n", err.msg);
     return tok;
@@ -95,13 +116,19 @@ static int st_generate(wlm_ctx *c, toks *t, wlm_rng *rng, uint32_t steps) {
     static const char *text = "Once upon a time, there was a little dog named";
     wlm_err err = { 0 };
     if (wlm_tokenize(c->m, text, (uint32_t)strlen(text), WLM_TOK_ADD_BOS, t->ids, MAXTOK, &t->n, &err) != WLM_OK) return 0;
-    if (wlm_eval(c, t->ids, t->n, &err) != WLM_OK) { fprintf(stderr, "  eval: %s\n", err.msg); return 0; }
+    if (wlm_eval(c, t->ids, t->n, &err) != WLM_OK) {
+        fprintf(stderr, "  eval: %s\n", err.msg);
+        return 0;
+    }
     wlm_rng_seed(rng, 7);
     for (uint32_t i = 0; i < steps; i++) {
         int32_t tok = st_sample(c, t, rng);
         if (tok < 0) return 0;
         t->ids[t->n++] = tok;
-        if (i + 1 < steps && wlm_eval(c, &tok, 1, &err) != WLM_OK) { fprintf(stderr, "  eval: %s\n", err.msg); return 0; }
+        if (i + 1 < steps && wlm_eval(c, &tok, 1, &err) != WLM_OK) {
+            fprintf(stderr, "  eval: %s\n", err.msg);
+            return 0;
+        }
     }
     return 1;
 }
@@ -111,13 +138,19 @@ static int st_generate(wlm_ctx *c, toks *t, wlm_rng *rng, uint32_t steps) {
 static int st_continue(wlm_ctx *c, toks *t, wlm_rng *rng, uint32_t steps, float *logits) {
     wlm_err err = { 0 };
     uint32_t nv = wlm_model_hparams(c->m)->n_vocab, pos = wlm_ctx_pos(c);
-    if (pos < t->n && wlm_eval(c, t->ids + pos, t->n - pos, &err) != WLM_OK) { fprintf(stderr, "  eval: %s\n", err.msg); return 0; }
+    if (pos < t->n && wlm_eval(c, t->ids + pos, t->n - pos, &err) != WLM_OK) {
+        fprintf(stderr, "  eval: %s\n", err.msg);
+        return 0;
+    }
     for (uint32_t i = 0; i < steps; i++) {
         memcpy(logits + (size_t)i * nv, wlm_ctx_logits(c), sizeof(float) * nv);
         int32_t tok = st_sample(c, t, rng);
         if (tok < 0) return 0;
         t->ids[t->n++] = tok;
-        if (wlm_eval(c, &tok, 1, &err) != WLM_OK) { fprintf(stderr, "  eval: %s\n", err.msg); return 0; }
+        if (wlm_eval(c, &tok, 1, &err) != WLM_OK) {
+            fprintf(stderr, "  eval: %s\n", err.msg);
+            return 0;
+        }
     }
     return 1;
 }
@@ -125,7 +158,8 @@ static int st_continue(wlm_ctx *c, toks *t, wlm_rng *rng, uint32_t steps, float 
 static uint8_t *st_save(wlm_ctx *c, uint32_t seq, const toks *t, const wlm_rng *rng, uint64_t *size) {
     *size = wlm_ctx_state_size(c, seq, t->n);
     uint8_t *b = malloc(*size ? *size : 1);
-    uint64_t written = 0; wlm_err err = { 0 };
+    uint64_t written = 0;
+    wlm_err err = { 0 };
     if (!b || wlm_ctx_state_save(c, seq, t->ids, t->n, rng, b, *size, &written, &err) != WLM_OK || written != *size) {
         fprintf(stderr, "  save: %s\n", err.msg);
         free(b);
@@ -143,7 +177,8 @@ static uint8_t *st_save(wlm_ctx *c, uint32_t seq, const toks *t, const wlm_rng *
 static void roundtrip(smodel *sm, uint32_t kv_type, const char *name) {
     wlm_ctx *a = st_ctx(sm->m, 256, kv_type, WLM_FULL_ERROR, 0, 1);
     REQUIRE(a);
-    toks ta; wlm_rng ra;
+    toks ta;
+    wlm_rng ra;
     REQUIRE(st_generate(a, &ta, &ra, GEN));
     uint64_t size = 0;
     uint8_t *state = st_save(a, 0, &ta, &ra, &size);
@@ -159,7 +194,8 @@ static void roundtrip(smodel *sm, uint32_t kv_type, const char *name) {
     CHECK(wlm_model_fingerprint(re.m) == wlm_model_fingerprint(sm->m) && wlm_model_fingerprint(sm->m) != 0);
     wlm_ctx *b = st_ctx(re.m, 96, kv_type, WLM_FULL_ERROR, 0, 1);
     REQUIRE(b);
-    wlm_state_info info; wlm_err err = { 0 };
+    wlm_state_info info;
+    wlm_err err = { 0 };
     memset(&info, 0xff, sizeof info);
     REQUIRE(wlm_ctx_state_load(b, 0, state, size, &info, &err) == WLM_OK);
     CHECK(info.n_tokens == ta.n && info.n_pos == ta.n - 1 && info.has_rng == 1);
@@ -174,8 +210,11 @@ static void roundtrip(smodel *sm, uint32_t kv_type, const char *name) {
     CHECKF(tb.n == t_ref.n && memcmp(tb.ids, t_ref.ids, 4 * tb.n) == 0, "%s: continued tokens differ", name);
     CHECKF(memcmp(la, lb, sizeof(float) * nv * MORE) == 0, "%s: continued logits differ", name);
     printf("  %s: %u tokens saved in %llu bytes, %d more identical\n", name, ta.n, (unsigned long long)size, MORE);
-    free(la); free(lb); free(state);
-    wlm_ctx_free(a); wlm_ctx_free(b);
+    free(la);
+    free(lb);
+    free(state);
+    wlm_ctx_free(a);
+    wlm_ctx_free(b);
     st_free(&re);
 }
 
@@ -192,11 +231,16 @@ TEST(state_save_load_continues_exactly) {
     CHECK(wlm_model_fingerprint(q4.m) != wlm_model_fingerprint(q8.m));
     /* taken before the in-place repack: a plain load of the same bytes agrees */
     smodel q4plain = q4;
-    q4plain.inplace = 0; q4plain.m = NULL; q4plain.work = NULL;
+    q4plain.inplace = 0;
+    q4plain.m = NULL;
+    q4plain.work = NULL;
     REQUIRE(st_open(&q4plain));
     CHECK(wlm_model_fingerprint(q4plain.m) == wlm_model_fingerprint(q4.m));
-    wlm_model_free(q4plain.m); wlm_sys_free(q4plain.work);
-    st_free(&q4); st_free(&q8); st_free(&sm);
+    wlm_model_free(q4plain.m);
+    wlm_sys_free(q4plain.work);
+    st_free(&q4);
+    st_free(&q8);
+    st_free(&sm);
 }
 
 TEST(state_size_follows_positions_not_context) {
@@ -250,7 +294,8 @@ TEST(state_refuses_bad_bytes_and_changes_nothing) {
     REQUIRE(st_load(&sm));
     wlm_ctx *a = st_ctx(sm.m, 64, WLM_KV_F32, WLM_FULL_ERROR, 0, 1);
     REQUIRE(a);
-    toks t; wlm_rng r;
+    toks t;
+    wlm_rng r;
     REQUIRE(st_generate(a, &t, &r, 6));
     uint64_t size = 0;
     uint8_t *s = st_save(a, 0, &t, &r, &size);
@@ -265,46 +310,71 @@ TEST(state_refuses_bad_bytes_and_changes_nothing) {
     /* every truncation */
     for (uint64_t n = 0; n < size; n++) {
         wlm_status st = wlm_ctx_state_load(c, 0, s, n, NULL, &err);
-        if (st != WLM_ERR_TRUNCATED) { CHECKF(0, "cut at %llu: status %d: %s", (unsigned long long)n, st, err.msg); break; }
+        if (st != WLM_ERR_TRUNCATED) {
+            CHECKF(0, "cut at %llu: status %d: %s", (unsigned long long)n, st, err.msg);
+            break;
+        }
     }
     refused(c, s, 3, WLM_ERR_TRUNCATED, "cut short", "3 bytes");
     refused(c, s, size - 1, WLM_ERR_TRUNCATED, "cut short", "one byte short");
     CHECK(wlm_ctx_pos(c) == 5);
     /* trailing bytes */
-    memcpy(d, s, size); memset(d + size, 0, 8);
+    memcpy(d, s, size);
+    memset(d + size, 0, 8);
     refused(c, d, size + 8, WLM_ERR_FORMAT, "extra bytes", "trailing bytes");
     /* not a state */
-    memcpy(d, s, size); d[0] = 'X';
+    memcpy(d, s, size);
+    d[0] = 'X';
     refused(c, d, size, WLM_ERR_FORMAT, "not a wasmlm saved state", "magic");
     /* one flipped bit anywhere past the magic: the checksum */
     uint64_t at[] = { 5, 9, 17, 30, 40, 57, 61, 70, 85, 96, 100, size / 2, size - 1 };
     for (uint32_t i = 0; i < sizeof at / sizeof at[0]; i++) {
         memcpy(d, s, size);
         d[at[i]] ^= 0x10;
-        wlm_status want = at[i] < 8 ? WLM_ERR_UNSUPPORTED : at[i] < 16 ? WLM_ERR_TRUNCATED : WLM_ERR_FORMAT;
-        char what[64]; snprintf(what, sizeof what, "bit flip at %llu", (unsigned long long)at[i]);
+        wlm_status want = at[i] < 8 ? WLM_ERR_UNSUPPORTED : at[i] < 16 ? WLM_ERR_TRUNCATED
+                                                                       : WLM_ERR_FORMAT;
+        char what[64];
+        snprintf(what, sizeof what, "bit flip at %llu", (unsigned long long)at[i]);
         if (at[i] >= 8 && at[i] < 16) want = (d[at[i]] ^ 0x10) < d[at[i]] ? WLM_ERR_TRUNCATED : WLM_ERR_FORMAT;
         refused(c, d, size, want, NULL, what);
     }
     /* another version (checksum made consistent) */
-    memcpy(d, s, size); wlm_wr32(d + 4, 2); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr32(d + 4, 2);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_UNSUPPORTED, "version 2", "version");
     /* inconsistent counts behind a valid checksum */
-    memcpy(d, s, size); wlm_wr32(d + 64, wlm_rd32(d + 64) - 1); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr32(d + 64, wlm_rd32(d + 64) - 1);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "corrupt", "rows - 1");
-    memcpy(d, s, size); wlm_wr32(d + 60, wlm_rd32(d + 56) + 1); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr32(d + 60, wlm_rd32(d + 56) + 1);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "corrupt", "positions > tokens");
-    memcpy(d, s, size); wlm_wr32(d + 96, 100000); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr32(d + 96, 100000);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "out of range", "token id");
-    memcpy(d, s, size); wlm_wr32(d + 96 + 4 * t.n + 4, 7); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr32(d + 96 + 4 * t.n + 4, 7);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "holds position", "position");
-    memcpy(d, s, size); wlm_wr64(d + 88, 2); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr64(d + 88, 2);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "increment", "even rng increment");
-    memcpy(d, s, size); wlm_wr32(d + 76, 1); fix_checksum(d, size);   /* a rewind floor, in a model without a window */
+    memcpy(d, s, size);
+    wlm_wr32(d + 76, 1);
+    fix_checksum(d, size); /* a rewind floor, in a model without a window */
     refused(c, d, size, WLM_ERR_FORMAT, "no sliding-window layers", "floor without a window");
-    memcpy(d, s, size); wlm_wr32(d + 32, 0); fix_checksum(d, size);   /* no rng flag, rng bytes left */
+    memcpy(d, s, size);
+    wlm_wr32(d + 32, 0);
+    fix_checksum(d, size); /* no rng flag, rng bytes left */
     refused(c, d, size, WLM_ERR_FORMAT, "must be zero", "rng without its flag");
-    memcpy(d, s, size); wlm_wr32(d + 68, 64); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr32(d + 68, 64);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "ring", "a ring on an unslid state");
     /* another model, another KV type, a context too short */
     REQUIRE(st_quantized(&sm, GGML_Q8_0, 0, &q8));
@@ -324,9 +394,15 @@ TEST(state_refuses_bad_bytes_and_changes_nothing) {
     uint64_t w;
     CHECK(wlm_ctx_state_save(a, 0, t.ids, 2, &r, d, size, &w, &err) == WLM_ERR_ARG);
     CHECK(wlm_ctx_state_save(a, 0, t.ids, t.n, &r, d, size - 1, &w, &err) == WLM_ERR_ARG && strstr(err.msg, "bytes"));
-    free(d); free(s);
-    wlm_ctx_free(a); wlm_ctx_free(c); wlm_ctx_free(cq); wlm_ctx_free(c16); wlm_ctx_free(c8);
-    st_free(&q8); st_free(&sm);
+    free(d);
+    free(s);
+    wlm_ctx_free(a);
+    wlm_ctx_free(c);
+    wlm_ctx_free(cq);
+    wlm_ctx_free(c16);
+    wlm_ctx_free(c8);
+    st_free(&q8);
+    st_free(&sm);
 }
 
 /* onFull 'slide': a sequence past the ring, saved and continued in a
@@ -336,25 +412,29 @@ TEST(state_slid_ring_continues_in_the_same_ring) {
     REQUIRE(st_load(&sm));
     wlm_ctx *a = st_ctx(sm.m, 32, WLM_KV_F32, WLM_FULL_SLIDE, 4, 1);
     REQUIRE(a);
-    toks ta; wlm_rng ra;
-    REQUIRE(st_generate(a, &ta, &ra, 40));   /* ~ 12 prompt tokens + 40: slid by about 20 */
+    toks ta;
+    wlm_rng ra;
+    REQUIRE(st_generate(a, &ta, &ra, 40)); /* ~ 12 prompt tokens + 40: slid by about 20 */
     REQUIRE(wlm_ctx_pos(a) > 32);
     uint64_t size = 0;
     uint8_t *s = st_save(a, 0, &ta, &ra, &size);
     REQUIRE(s);
     uint32_t nv = wlm_model_hparams(sm.m)->n_vocab;
     float *la = malloc(sizeof(float) * nv * MORE), *lb = malloc(sizeof(float) * nv * MORE);
-    toks t_ref = ta; wlm_rng r_ref = ra;
+    toks t_ref = ta;
+    wlm_rng r_ref = ra;
     REQUIRE(st_continue(a, &t_ref, &r_ref, MORE, la));
     wlm_ctx *b = st_ctx(sm.m, 32, WLM_KV_F32, WLM_FULL_SLIDE, 4, 1);
     REQUIRE(b);
-    wlm_state_info info; wlm_err err = { 0 };
+    wlm_state_info info;
+    wlm_err err = { 0 };
     REQUIRE(wlm_ctx_state_load(b, 0, s, size, &info, &err) == WLM_OK);
-    toks tb = ta; wlm_rng rb = info.rng;
+    toks tb = ta;
+    wlm_rng rb = info.rng;
     REQUIRE(st_continue(b, &tb, &rb, MORE, lb));
     CHECK(tb.n == t_ref.n && memcmp(tb.ids, t_ref.ids, 4 * tb.n) == 0);
     CHECK(memcmp(la, lb, sizeof(float) * nv * MORE) == 0);
-    CHECK(wlm_ctx_truncate(b, 3, &err) == WLM_ERR_STATE);   /* slid: no rewinding, as in the original */
+    CHECK(wlm_ctx_truncate(b, 3, &err) == WLM_ERR_STATE); /* slid: no rewinding, as in the original */
     wlm_ctx *plain = st_ctx(sm.m, 256, WLM_KV_F32, WLM_FULL_ERROR, 0, 1);
     wlm_ctx *longer = st_ctx(sm.m, 64, WLM_KV_F32, WLM_FULL_SLIDE, 4, 1);
     wlm_ctx *keep2 = st_ctx(sm.m, 32, WLM_KV_F32, WLM_FULL_SLIDE, 2, 1);
@@ -362,8 +442,14 @@ TEST(state_slid_ring_continues_in_the_same_ring) {
     refused(plain, s, size, WLM_ERR_CONTEXT_FULL, "slid through a ring of 32", "slid into a plain context");
     refused(longer, s, size, WLM_ERR_CONTEXT_FULL, "onFull 'slide'", "slid into a longer ring");
     refused(keep2, s, size, WLM_ERR_CONTEXT_FULL, "nKeep 4", "slid into another n_keep");
-    free(la); free(lb); free(s);
-    wlm_ctx_free(a); wlm_ctx_free(b); wlm_ctx_free(plain); wlm_ctx_free(longer); wlm_ctx_free(keep2);
+    free(la);
+    free(lb);
+    free(s);
+    wlm_ctx_free(a);
+    wlm_ctx_free(b);
+    wlm_ctx_free(plain);
+    wlm_ctx_free(longer);
+    wlm_ctx_free(keep2);
     st_free(&sm);
 }
 
@@ -380,15 +466,21 @@ TEST(state_of_one_sequence_among_several) {
     REQUIRE(wlm_eval(a, prompt, 8, &err) == WLM_OK);
     for (uint32_t s = 1; s < 4; s++) REQUIRE(wlm_seq_fork(a, 0, s, &err) == WLM_OK);
     toks t2;
-    memcpy(t2.ids, prompt, sizeof prompt); t2.n = 8;
+    memcpy(t2.ids, prompt, sizeof prompt);
+    t2.n = 8;
     for (int step = 0; step < 20; step++) {
-        int32_t tk[4]; uint32_t sq[4];
-        for (uint32_t s = 0; s < 4; s++) { tk[s] = (int32_t)(100 + 7 * step + 13 * s) % 512; sq[s] = s; }
+        int32_t tk[4];
+        uint32_t sq[4];
+        for (uint32_t s = 0; s < 4; s++) {
+            tk[s] = (int32_t)(100 + 7 * step + 13 * s) % 512;
+            sq[s] = s;
+        }
         REQUIRE(wlm_eval_batch(a, tk, sq, NULL, 4, &err) == WLM_OK);
         t2.ids[t2.n++] = tk[2];
     }
     /* the next token of sequence 2 in a, and after a reload in b */
-    int32_t next = 77; uint32_t s2 = 2;
+    int32_t next = 77;
+    uint32_t s2 = 2;
     uint64_t size = 0;
     uint8_t *st = st_save(a, 2, &t2, NULL, &size);
     REQUIRE(st);
@@ -422,8 +514,12 @@ TEST(state_of_one_sequence_among_several) {
     REQUIRE(wlm_eval(small, other, 3, &err) == WLM_OK);
     CHECK(wlm_ctx_state_load(small, 1, st, size, NULL, &err) == WLM_ERR_CONTEXT_FULL && strstr(err.msg, "free"));
     CHECK(wlm_ctx_state_load(small, 2, st, size, NULL, &err) == WLM_ERR_ARG);
-    free(la); free(l0); free(st);
-    wlm_ctx_free(a); wlm_ctx_free(b); wlm_ctx_free(small);
+    free(la);
+    free(l0);
+    free(st);
+    wlm_ctx_free(a);
+    wlm_ctx_free(b);
+    wlm_ctx_free(small);
     st_free(&sm);
 }
 
@@ -433,23 +529,31 @@ TEST(state_of_one_sequence_among_several) {
  * does (the ring depends only on which layers have one): every other layer
  * (gemma2), all but one (gemma3-like), every layer (Mistral). */
 
-enum { WPAT_ALTERNATE, WPAT_ONE_GLOBAL, WPAT_ALL, N_WPAT };
+enum { WPAT_ALTERNATE,
+       WPAT_ONE_GLOBAL,
+       WPAT_ALL,
+       N_WPAT };
 static const char *const WPAT_NAME[N_WPAT] = { "gemma2 (every other layer)", "gemma3-like (all but layer 3)", "Mistral (every layer)" };
 
 static void st_set_window(wlm_model *m, uint32_t w, int pattern) {
     m->n_swa = w;
     for (uint32_t l = 0; l < m->hp.n_layer; l++)
-        m->layers[l].swa = pattern == WPAT_ALTERNATE ? l % 2 == 0 : pattern == WPAT_ONE_GLOBAL ? l != 3 : 1;
+        m->layers[l].swa = pattern == WPAT_ALTERNATE ? l % 2 == 0 : pattern == WPAT_ONE_GLOBAL ? l != 3
+                                                                                               : 1;
 }
 
 /* a context; swa_full: the window layers keep a row per slot (windowCache 'full') */
 static wlm_ctx *st_wctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t kv, uint32_t swa_full, uint32_t slide, uint32_t keep, uint32_t n_seq) {
     wlm_ctx_params p;
     wlm_ctx_default_params(&p);
-    p.n_ctx = n_ctx; p.n_batch = n_batch; p.kv_type = kv; p.swa_full = swa_full; p.full_policy = slide; p.n_keep = keep; p.n_seq_max = n_seq;
-    wlm_ctx *c = NULL; wlm_err err = { 0 };
-    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) { fprintf(stderr, "  ctx_new: %s\n", err.msg); return NULL; }
-    return c;
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    p.kv_type = kv;
+    p.swa_full = swa_full;
+    p.full_policy = slide;
+    p.n_keep = keep;
+    p.n_seq_max = n_seq;
+    return tst_ctx_new(m, &p);
 }
 
 /* loads `state` into sequence 0 of c and continues MORE sampled tokens:
@@ -458,8 +562,12 @@ static wlm_ctx *st_wctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t
  * not checked) */
 static int st_resumes(wlm_ctx *c, const uint8_t *state, uint64_t size, const toks *saved, const toks *ref, const float *lref,
                       const uint8_t *same, uint64_t same_size, const char *what) {
-    wlm_state_info info; wlm_err err = { 0 };
-    if (wlm_ctx_state_load(c, 0, state, size, &info, &err) != WLM_OK) { CHECKF(0, "%s: load: %s", what, err.msg); return 0; }
+    wlm_state_info info;
+    wlm_err err = { 0 };
+    if (wlm_ctx_state_load(c, 0, state, size, &info, &err) != WLM_OK) {
+        CHECKF(0, "%s: load: %s", what, err.msg);
+        return 0;
+    }
     CHECKF(ring_consistent(c), "%s: the ring after the load", what);
     if (same) {
         uint64_t sz = 0;
@@ -470,7 +578,8 @@ static int st_resumes(wlm_ctx *c, const uint8_t *state, uint64_t size, const tok
     }
     uint32_t nv = wlm_model_hparams(c->m)->n_vocab;
     float *l = malloc(sizeof(float) * nv * MORE);
-    toks t = *saved; wlm_rng r = info.rng;
+    toks t = *saved;
+    wlm_rng r = info.rng;
     int ok = st_continue(c, &t, &r, MORE, l);
     CHECKF(ok && t.n == ref->n && memcmp(t.ids, ref->ids, 4 * t.n) == 0, "%s: resumed tokens differ", what);
     CHECKF(ok && memcmp(l, lref, sizeof(float) * nv * MORE) == 0, "%s: resumed logits differ", what);
@@ -509,9 +618,10 @@ TEST(state_window_ring_resumes_exactly) {
             wlm_ctx *a = st_wctx(sm.m, 160, 4, kv, 0, WLM_FULL_ERROR, 0, 1), *f = st_wctx(sm.m, 160, 4, kv, 1, WLM_FULL_ERROR, 0, 1);
             REQUIRE(a && f);
             REQUIRE(wlm_ctx_window_rows(a) == W - 1 + 4 && wlm_ctx_window_rows(f) == 0);
-            toks ta, tf; wlm_rng ra, rf;
+            toks ta, tf;
+            wlm_rng ra, rf;
             REQUIRE(st_generate(a, &ta, &ra, WGEN) && st_generate(f, &tf, &rf, WGEN));
-            REQUIRE(ta.n == tf.n && memcmp(ta.ids, tf.ids, 4 * ta.n) == 0);   /* the ring computes what the full cache does */
+            REQUIRE(ta.n == tf.n && memcmp(ta.ids, tf.ids, 4 * ta.n) == 0); /* the ring computes what the full cache does */
             uint32_t n_pos = wlm_ctx_pos(a), floor = a->seq_floor[0];
             /* one by one past the 11-row ring: it holds the last 11 positions, a rewind of 4 (n_batch) is the deepest */
             CHECKF(floor == n_pos - 4, "floor %u at %u positions", floor, n_pos);
@@ -532,7 +642,8 @@ TEST(state_window_ring_resumes_exactly) {
             CHECK(wlm_ctx_truncate(a, floor - 1, &err) == WLM_ERR_STATE);
             snprintf(refusal, sizeof refusal, "%s", err.msg);
             /* the uninterrupted run */
-            toks tref = ta; wlm_rng rref = ra;
+            toks tref = ta;
+            wlm_rng rref = ra;
             REQUIRE(st_continue(a, &tref, &rref, MORE, la));
 
             /* the reloaded model: a ring as the saver's; the bytes save back unchanged */
@@ -578,12 +689,21 @@ TEST(state_window_ring_resumes_exactly) {
                 CHECKF(memcmp(lx, wlm_ctx_logits(rw[k]), sizeof(float) * nv) == 0, "%s: a rewind to the floor after a load into %s",
                        WPAT_NAME[pat], k ? "a full context" : "a ring");
             }
-            free(s); free(sf);
-            wlm_ctx_free(a); wlm_ctx_free(f); wlm_ctx_free(b); wlm_ctx_free(bf); wlm_ctx_free(bw); wlm_ctx_free(small);
-            wlm_ctx_free(rw[0]); wlm_ctx_free(rw[1]);
+            free(s);
+            free(sf);
+            wlm_ctx_free(a);
+            wlm_ctx_free(f);
+            wlm_ctx_free(b);
+            wlm_ctx_free(bf);
+            wlm_ctx_free(bw);
+            wlm_ctx_free(small);
+            wlm_ctx_free(rw[0]);
+            wlm_ctx_free(rw[1]);
         }
-    free(la); free(lx);
-    st_free(&re); st_free(&sm);
+    free(la);
+    free(lx);
+    st_free(&re);
+    st_free(&sm);
 }
 
 /* the sliding policy on top of the ring: a slid sequence with window
@@ -599,13 +719,15 @@ TEST(state_window_ring_under_the_sliding_policy) {
         wlm_ctx *a = st_wctx(sm.m, 32, 4, WLM_KV_F32, full, WLM_FULL_SLIDE, 4, 1);
         REQUIRE(a);
         CHECK(wlm_ctx_window_rows(a) == (full ? 0 : W - 1 + 4));
-        toks ta; wlm_rng ra;
+        toks ta;
+        wlm_rng ra;
         REQUIRE(st_generate(a, &ta, &ra, 40));
         REQUIRE(wlm_ctx_pos(a) > 32 && a->slid);
         uint64_t size = 0;
         uint8_t *s = st_save(a, 0, &ta, &ra, &size);
         REQUIRE(s);
-        toks tref = ta; wlm_rng rref = ra;
+        toks tref = ta;
+        wlm_rng rref = ra;
         REQUIRE(st_continue(a, &tref, &rref, MORE, la));
         for (uint32_t into = 0; into < 2; into++) {
             wlm_ctx *b = st_wctx(sm.m, 32, 4, WLM_KV_F32, into, WLM_FULL_SLIDE, 4, 1);
@@ -639,10 +761,15 @@ TEST(state_window_ring_beside_other_sequences) {
     REQUIRE(wlm_eval(a, prompt, 8, &err) == WLM_OK);
     for (uint32_t s = 1; s < 3; s++) REQUIRE(wlm_seq_fork(a, 0, s, &err) == WLM_OK);
     toks t1;
-    memcpy(t1.ids, prompt, sizeof prompt); t1.n = 8;
+    memcpy(t1.ids, prompt, sizeof prompt);
+    t1.n = 8;
     for (int step = 0; step < 40; step++) {
-        int32_t tk[3]; uint32_t sq[3];
-        for (uint32_t s = 0; s < 3; s++) { tk[s] = (int32_t)(100 + 7 * step + 13 * s) % 512; sq[s] = s; }
+        int32_t tk[3];
+        uint32_t sq[3];
+        for (uint32_t s = 0; s < 3; s++) {
+            tk[s] = (int32_t)(100 + 7 * step + 13 * s) % 512;
+            sq[s] = s;
+        }
         REQUIRE(wlm_eval_batch(a, tk, sq, NULL, 3, &err) == WLM_OK);
         t1.ids[t1.n++] = tk[1];
     }
@@ -650,7 +777,8 @@ TEST(state_window_ring_beside_other_sequences) {
     uint64_t size = 0;
     uint8_t *st = st_save(a, 1, &t1, NULL, &size);
     REQUIRE(st);
-    int32_t next = 77; uint32_t s1 = 1, s2 = 2;
+    int32_t next = 77;
+    uint32_t s1 = 1, s2 = 2;
     REQUIRE(wlm_eval_batch(a, &next, &s1, NULL, 1, &err) == WLM_OK);
     float *la = malloc(sizeof(float) * nv), *l0 = malloc(sizeof(float) * nv);
     memcpy(la, wlm_ctx_logits(a), sizeof(float) * nv);
@@ -668,14 +796,18 @@ TEST(state_window_ring_beside_other_sequences) {
     REQUIRE(wlm_ctx_state_load(b, 2, st, size, NULL, &err) == WLM_OK);
     CHECK(ring_consistent(b));
     CHECK(b->seq_floor[2] == a->seq_floor[1]);
-    CHECK(b->seq_floor[0] > 0);   /* its oldest rows made way */
+    CHECK(b->seq_floor[0] > 0); /* its oldest rows made way */
     REQUIRE(wlm_eval_batch(b, &next, &s2, NULL, 1, &err) == WLM_OK);
     CHECK(memcmp(la, wlm_ctx_logits(b), sizeof(float) * nv) == 0);
     REQUIRE(wlm_eval(b, own + 25, 1, &err) == WLM_OK);
     CHECK(memcmp(l0, wlm_ctx_logits(b), sizeof(float) * nv) == 0);
     CHECK(ring_consistent(b));
-    free(la); free(l0); free(st);
-    wlm_ctx_free(a); wlm_ctx_free(b); wlm_ctx_free(ref);
+    free(la);
+    free(l0);
+    free(st);
+    wlm_ctx_free(a);
+    wlm_ctx_free(b);
+    wlm_ctx_free(ref);
     st_free(&sm);
 }
 
@@ -686,7 +818,8 @@ TEST(state_window_floor_refused_when_impossible) {
     st_set_window(sm.m, W, WPAT_ALL);
     wlm_ctx *a = st_wctx(sm.m, 128, 4, WLM_KV_F32, 0, WLM_FULL_ERROR, 0, 1);
     REQUIRE(a);
-    toks t; wlm_rng r;
+    toks t;
+    wlm_rng r;
     REQUIRE(st_generate(a, &t, &r, 30));
     uint64_t size = 0;
     uint8_t *s = st_save(a, 0, &t, &r, &size);
@@ -702,18 +835,26 @@ TEST(state_window_floor_refused_when_impossible) {
     /* below the window, past the sequence's end */
     uint32_t bad[] = { 1, W - 1, n_pos + 1 };
     for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        memcpy(d, s, size); wlm_wr32(d + 76, bad[i]); fix_checksum(d, size);
+        memcpy(d, s, size);
+        wlm_wr32(d + 76, bad[i]);
+        fix_checksum(d, size);
         refused(c, d, size, WLM_ERR_FORMAT, "rewind floor", "an impossible floor");
     }
     /* another possible floor: its rows do not match the bytes */
-    memcpy(d, s, size); wlm_wr32(d + 76, floor - 1); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr32(d + 76, floor - 1);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "corrupt", "a floor one lower");
-    memcpy(d, s, size); wlm_wr32(d + 76, 0); fix_checksum(d, size);
+    memcpy(d, s, size);
+    wlm_wr32(d + 76, 0);
+    fix_checksum(d, size);
     refused(c, d, size, WLM_ERR_FORMAT, "corrupt", "no floor");
     CHECK(ring_consistent(c) && c->seq_floor[0] == 0);
     REQUIRE(wlm_ctx_state_load(c, 0, s, size, NULL, &err) == WLM_OK);
-    free(d); free(s);
-    wlm_ctx_free(a); wlm_ctx_free(c);
+    free(d);
+    free(s);
+    wlm_ctx_free(a);
+    wlm_ctx_free(c);
     st_free(&sm);
 }
 #undef W
@@ -767,7 +908,8 @@ TEST(vocab_only_load_tokenizes_as_the_vocabulary) {
             wlm_status st = wlm_tokenize(m, inp + ip, len, 0, b, 3 * len + 8, &nb, &err);
             n_all++;
             n_same += a && st == WLM_OK && na == nb && (na == 0 || memcmp(a, b, 4 * na) == 0);
-            free(a); free(b);
+            free(a);
+            free(b);
             ip = e + sl;
         }
         CHECKF(n_same == n_all && n_all == 46, "%s: %d of %d strings the same", k_vocabs[k], n_same, n_all);
@@ -811,7 +953,8 @@ TEST(vocab_only_from_a_model_prefix) {
     const wlm_hparams *hv = wlm_model_hparams(v), *hm = wlm_model_hparams(sm.m);
     CHECK(hv->n_vocab == hm->n_vocab && hv->eos_id == hm->eos_id && hv->add_bos == hm->add_bos && hv->n_ctx_train == hm->n_ctx_train);
     CHECK(hv->n_layer == 0 && wlm_meta_count(v) == wlm_meta_count(sm.m));
-    wlm_detok d; char out[128];
+    wlm_detok d;
+    char out[128];
     wlm_detok_reset(&d);
     uint32_t k = 0;
     for (uint32_t i = 0; i < na; i++) k += wlm_detok_push(v, &d, a[i], out + k, (uint32_t)sizeof out - k);

@@ -23,47 +23,76 @@
 #include "tst.h"
 #include "ring_check.h"
 
-typedef struct { unsigned char *bytes; wlm_model *m; } wmodel;
+typedef struct {
+    unsigned char *bytes;
+    wlm_model *m;
+} wmodel;
 
 static int wm_load(wmodel *t) {
     unsigned long long size = 0;
-    unsigned char *file = tst_read_file(tst_path("models/stories260K.gguf"), &size);
     memset(t, 0, sizeof *t);
-    if (!file) { fprintf(stderr, "  cannot read %s\n", tst_path("models/stories260K.gguf")); return 0; }
-    t->bytes = tst_sys_copy(file, size);
-    free(file);
+    t->bytes = tst_read_sys("models/stories260K.gguf", &size);
+    if (!t->bytes) return 0;
     wlm_err err = { 0 };
-    if (!t->bytes || wlm_model_load(&t->m, t->bytes, size, &err) != WLM_OK) { fprintf(stderr, "  load: %s\n", err.msg); return 0; }
+    if (wlm_model_load(&t->m, t->bytes, size, &err) != WLM_OK) {
+        fprintf(stderr, "  load: %s\n", err.msg);
+        return 0;
+    }
     return 1;
 }
 
-static void wm_free(wmodel *t) { wlm_model_free(t->m); wlm_sys_free(t->bytes); }
+static void wm_free(wmodel *t) {
+    wlm_model_free(t->m);
+    wlm_sys_free(t->bytes);
+}
 
-enum { PAT_ALTERNATE, PAT_ONE_GLOBAL, PAT_ALL, N_PAT };
+enum { PAT_ALTERNATE,
+       PAT_ONE_GLOBAL,
+       PAT_ALL,
+       N_PAT };
 static const char *const PAT_NAME[N_PAT] = { "every other layer (gemma2)", "all but layer 3 (gemma3-like)", "every layer (Mistral)" };
 
 /* a window of w positions on the layers of `pattern` */
 static void set_window(wlm_model *m, uint32_t w, int pattern) {
     m->n_swa = w;
     for (uint32_t l = 0; l < m->hp.n_layer; l++)
-        m->layers[l].swa = pattern == PAT_ALTERNATE ? l % 2 == 0 : pattern == PAT_ONE_GLOBAL ? l != 3 : 1;
+        m->layers[l].swa = pattern == PAT_ALTERNATE ? l % 2 == 0 : pattern == PAT_ONE_GLOBAL ? l != 3
+                                                                                             : 1;
 }
 
 static wlm_ctx *new_ctx(wlm_model *m, uint32_t n_ctx, uint32_t n_batch, uint32_t n_seq, uint32_t kv, uint32_t full,
                         uint32_t policy, uint32_t keep, uint32_t all) {
     wlm_ctx_params p;
     wlm_ctx_default_params(&p);
-    p.n_ctx = n_ctx; p.n_batch = n_batch; p.n_seq_max = n_seq; p.n_outputs = WLM_MAX(n_seq, 16u);
-    p.kv_type = kv; p.swa_full = full; p.full_policy = policy; p.n_keep = keep; p.logits_all = all;
-    wlm_ctx *c = NULL; wlm_err err = { 0 };
-    if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) { fprintf(stderr, "  ctx_new: %s\n", err.msg); return NULL; }
-    return c;
+    p.n_ctx = n_ctx;
+    p.n_batch = n_batch;
+    p.n_seq_max = n_seq;
+    p.n_outputs = WLM_MAX(n_seq, 16u);
+    p.kv_type = kv;
+    p.swa_full = full;
+    p.full_policy = policy;
+    p.n_keep = keep;
+    p.logits_all = all;
+    return tst_ctx_new(m, &p);
 }
 
 /* whether the n_logits rows of a and b are the same bits */
 static int same_logits(const wlm_ctx *a, const wlm_ctx *b, uint32_t V) {
     uint32_t n = wlm_ctx_n_logits(a);
     return n == wlm_ctx_n_logits(b) && memcmp(a->logits, b->logits, sizeof(float) * n * V) == 0;
+}
+
+/* Evaluates the same n tokens in a (the ring) and b (the full cache); with
+ * `bad`, counts one more there when their logits differ. 0 (the message
+ * printed) when an evaluation fails. */
+static int eval_both(wlm_ctx *a, wlm_ctx *b, const int32_t *tok, uint32_t n, uint32_t V, uint32_t *bad) {
+    wlm_err err = { 0 };
+    if (wlm_eval(a, tok, n, &err) != WLM_OK || wlm_eval(b, tok, n, &err) != WLM_OK) {
+        fprintf(stderr, "  eval of %u tokens: %s\n", n, err.msg);
+        return 0;
+    }
+    if (bad) *bad += !same_logits(a, b, V);
+    return 1;
 }
 
 static int32_t tok_at(uint32_t i, uint32_t V) { return (int32_t)((i * 2654435761u >> 7) % (V - 3)) + 3; }
@@ -73,7 +102,10 @@ TEST(swa_ring_one_sequence_equals_full_cache) {
     REQUIRE(wm_load(&t));
     wlm_model *m = t.m;
     uint32_t V = m->hp.n_vocab;
-    enum { W = 16, NB = 7, NCTX = 256, N = 200 };
+    enum { W = 16,
+           NB = 7,
+           NCTX = 256,
+           N = 200 };
     wlm_err err = { 0 };
     for (int pat = 0; pat < N_PAT; pat++)
         for (uint32_t kv = 0; kv < 2; kv++) {
@@ -88,15 +120,14 @@ TEST(swa_ring_one_sequence_equals_full_cache) {
              * 100, a second prompt of 33 in one call, decoding to the end */
             uint32_t bad = 0, evals = 0, i = 0;
             while (i < N) {
-                uint32_t n = i == 0 ? 40 : i == 100 ? 33 : 1;
-                REQUIRE(wlm_eval(a, tok + i, n, &err) == WLM_OK);
-                REQUIRE(wlm_eval(b, tok + i, n, &err) == WLM_OK);
-                bad += !same_logits(a, b, V);
+                uint32_t n = i == 0 ? 40 : i == 100 ? 33
+                                                    : 1;
+                REQUIRE(eval_both(a, b, tok + i, n, V, &bad));
                 evals++;
                 i += n;
             }
             CHECK(ring_consistent(a));
-            CHECK(a->ring_free == 0);   /* the ring went round many times */
+            CHECK(a->ring_free == 0); /* the ring went round many times */
             CHECKF(bad == 0, "%s, %s cache: %u of %u evaluations differ from the full cache",
                    PAT_NAME[pat], kv ? "F16" : "F32", bad, evals);
             /* and the window mattered: the same model without it differs */
@@ -108,7 +139,8 @@ TEST(swa_ring_one_sequence_equals_full_cache) {
                 CHECK(memcmp(f->logits + (size_t)(wlm_ctx_n_logits(f) - 1) * V, a->logits, sizeof(float) * V) != 0);
                 wlm_ctx_free(f);
             }
-            wlm_ctx_free(a); wlm_ctx_free(b);
+            wlm_ctx_free(a);
+            wlm_ctx_free(b);
         }
     wm_free(&t);
 }
@@ -118,7 +150,9 @@ TEST(swa_ring_rewinds_promised_and_refused) {
     REQUIRE(wm_load(&t));
     wlm_model *m = t.m;
     uint32_t V = m->hp.n_vocab;
-    enum { W = 12, NB = 8, NCTX = 200 };
+    enum { W = 12,
+           NB = 8,
+           NCTX = 200 };
     set_window(m, W, PAT_ALTERNATE);
     wlm_err err = { 0 };
     wlm_ctx *a = new_ctx(m, NCTX, NB, 1, WLM_KV_F32, 0, WLM_FULL_ERROR, 0, 0), *b = new_ctx(m, NCTX, NB, 1, WLM_KV_F32, 1, WLM_FULL_ERROR, 0, 0);
@@ -128,7 +162,7 @@ TEST(swa_ring_rewinds_promised_and_refused) {
     for (uint32_t i = 0; i < NCTX; i++) tok[i] = tok_at(i + 7, V);
     /* 60 positions decoded one by one: the ring holds the last 19, so a
      * rewind of up to n_batch (8) positions is possible, 9 is not */
-    for (uint32_t i = 0; i < 60; i++) REQUIRE(wlm_eval(a, &tok[i], 1, &err) == WLM_OK && wlm_eval(b, &tok[i], 1, &err) == WLM_OK);
+    for (uint32_t i = 0; i < 60; i++) REQUIRE(eval_both(a, b, &tok[i], 1, V, NULL));
     CHECK(a->seq_floor[0] == 60 - NB);
     uint32_t free_before = wlm_ctx_free_slots(a), ring_free = a->ring_free;
     CHECK(wlm_seq_truncate(a, 0, 60 - NB - 1, &err) == WLM_ERR_STATE);
@@ -138,20 +172,17 @@ TEST(swa_ring_rewinds_promised_and_refused) {
     CHECK(wlm_seq_pos(a, 0) == 60 && wlm_ctx_free_slots(a) == free_before && a->ring_free == ring_free);
     REQUIRE(wlm_ctx_truncate(a, 60 - NB, &err) == WLM_OK && wlm_ctx_truncate(b, 60 - NB, &err) == WLM_OK);
     CHECK(ring_consistent(a));
-    int bad = 0;
-    for (uint32_t i = 60 - NB; i < 90; i++) {
-        REQUIRE(wlm_eval(a, &tok[i], 1, &err) == WLM_OK && wlm_eval(b, &tok[i], 1, &err) == WLM_OK);
-        bad += !same_logits(a, b, V);
-    }
-    CHECKF(bad == 0, "after a rewind of n_batch: %d steps differ", bad);
+    uint32_t bad = 0;
+    for (uint32_t i = 60 - NB; i < 90; i++) REQUIRE(eval_both(a, b, &tok[i], 1, V, &bad));
+    CHECKF(bad == 0, "after a rewind of n_batch: %u steps differ", bad);
     /* a chunk of 5 (a target's verification pass): a rewind into it, to its
      * first position, always works, the ring full or not */
     for (int round = 0; round < 6; round++) {
         uint32_t p0 = wlm_seq_pos(a, 0);
-        REQUIRE(wlm_eval(a, &tok[p0], 5, &err) == WLM_OK && wlm_eval(b, &tok[p0], 5, &err) == WLM_OK);
-        uint32_t back = p0 + (uint32_t)round % 3;   /* keep 0, 1 or 2 of the 5 */
+        REQUIRE(eval_both(a, b, &tok[p0], 5, V, NULL));
+        uint32_t back = p0 + (uint32_t)round % 3; /* keep 0, 1 or 2 of the 5 */
         REQUIRE(wlm_ctx_truncate(a, back, &err) == WLM_OK && wlm_ctx_truncate(b, back, &err) == WLM_OK);
-        REQUIRE(wlm_eval(a, &tok[back + 1], 1, &err) == WLM_OK && wlm_eval(b, &tok[back + 1], 1, &err) == WLM_OK);
+        REQUIRE(eval_both(a, b, &tok[back + 1], 1, V, NULL));
         CHECKF(same_logits(a, b, V), "round %d: after rewinding into the chunk", round);
         CHECK(ring_consistent(a));
     }
@@ -163,11 +194,12 @@ TEST(swa_ring_rewinds_promised_and_refused) {
     CHECK(a->ring_free == a->n_ring && a->seq_floor[0] == 0);
     int32_t again[NCTX];
     for (uint32_t i = 0; i < deep; i++) again[i] = tok[i];
-    for (uint32_t i = deep; i < end; i++) again[i] = tok_at(i + 1000, V);   /* a different continuation */
+    for (uint32_t i = deep; i < end; i++) again[i] = tok_at(i + 1000, V); /* a different continuation */
     REQUIRE(wlm_eval(a, again, end, &err) == WLM_OK);
     REQUIRE(wlm_eval(b, again + deep, end - deep, &err) == WLM_OK);
     CHECK(same_logits(a, b, V));
-    wlm_ctx_free(a); wlm_ctx_free(b);
+    wlm_ctx_free(a);
+    wlm_ctx_free(b);
     wm_free(&t);
 }
 
@@ -179,7 +211,11 @@ TEST(swa_ring_several_sequences_equal_full_cache) {
     REQUIRE(wm_load(&t));
     wlm_model *m = t.m;
     uint32_t V = m->hp.n_vocab;
-    enum { W = 10, NB = 8, NSEQ = 4, NCTX = 400, STEPS = 400 };
+    enum { W = 10,
+           NB = 8,
+           NSEQ = 4,
+           NCTX = 400,
+           STEPS = 400 };
     wlm_err err = { 0 };
     for (int pat = 0; pat < N_PAT; pat += 2) {
         set_window(m, W, pat);
@@ -191,18 +227,28 @@ TEST(swa_ring_several_sequences_equal_full_cache) {
 #define RND(n) ((rng = rng * 1664525u + 1013904223u) >> 8) % (n)
         int32_t p0[30];
         for (uint32_t i = 0; i < 30; i++) p0[i] = tok_at(i, V);
-        REQUIRE(wlm_eval(a, p0, 30, &err) == WLM_OK && wlm_eval(b, p0, 30, &err) == WLM_OK);
+        REQUIRE(eval_both(a, b, p0, 30, V, NULL));
         for (uint32_t step = 0; step < STEPS; step++) {
             uint32_t op = RND(10), s = RND(NSEQ);
             if (op < 6) {
                 /* a batch of 1..12 tokens over random sequences (several chunks when > NB) */
-                int32_t tok[12]; uint32_t seq[12]; uint8_t want[12];
+                int32_t tok[12];
+                uint32_t seq[12];
+                uint8_t want[12];
                 uint32_t n = 1 + RND(12);
-                for (uint32_t i = 0; i < n; i++) { tok[i] = tok_at(RND(100000), V); seq[i] = RND(NSEQ); want[i] = RND(2) || i + 1 == n; }
+                for (uint32_t i = 0; i < n; i++) {
+                    tok[i] = tok_at(RND(100000), V);
+                    seq[i] = RND(NSEQ);
+                    want[i] = RND(2) || i + 1 == n;
+                }
                 wlm_status sa = wlm_eval_batch(a, tok, seq, want, n, &err), sb = wlm_eval_batch(b, tok, seq, want, n, &err);
                 CHECK(sa == sb);
-                if (sa == WLM_ERR_CONTEXT_FULL) {   /* make room: drop a sequence */
-                    for (uint32_t q = 0; q < NSEQ; q++) if (wlm_seq_pos(a, q) > 80) { wlm_seq_remove(a, q, &err); wlm_seq_remove(b, q, &err); }
+                if (sa == WLM_ERR_CONTEXT_FULL) { /* make room: drop a sequence */
+                    for (uint32_t q = 0; q < NSEQ; q++)
+                        if (wlm_seq_pos(a, q) > 80) {
+                            wlm_seq_remove(a, q, &err);
+                            wlm_seq_remove(b, q, &err);
+                        }
                     continue;
                 }
                 REQUIRE(sa == WLM_OK);
@@ -220,7 +266,7 @@ TEST(swa_ring_several_sequences_equal_full_cache) {
                 uint32_t pos = wlm_seq_pos(a, s), back = RND(2) ? RND(NB + 1) : RND(3 * W);
                 uint32_t to = pos > back ? pos - back : 0;
                 wlm_status st = wlm_seq_truncate(a, s, to, &err);
-                if (st == WLM_ERR_STATE) {   /* only below the floor, and then b is left as a is */
+                if (st == WLM_ERR_STATE) { /* only below the floor, and then b is left as a is */
                     CHECK(to < a->seq_floor[s]);
                     n_refused++;
                     continue;
@@ -238,7 +284,8 @@ TEST(swa_ring_several_sequences_equal_full_cache) {
         CHECK(bad == 0);
         CHECK(broken == 0);
         CHECK(n_eval > 100 && n_fork > 20 && n_rewind > 10 && n_refused > 0);
-        wlm_ctx_free(a); wlm_ctx_free(b);
+        wlm_ctx_free(a);
+        wlm_ctx_free(b);
     }
     wm_free(&t);
 }
@@ -248,36 +295,39 @@ TEST(swa_ring_under_the_sliding_policy) {
     REQUIRE(wm_load(&t));
     wlm_model *m = t.m;
     uint32_t V = m->hp.n_vocab;
-    enum { W = 12, NB = 8, NCTX = 48, N = 150 };
+    enum { W = 12,
+           NB = 8,
+           NCTX = 48,
+           N = 150 };
     set_window(m, W, PAT_ONE_GLOBAL);
-    wlm_err err = { 0 };
     for (uint32_t keep = 0; keep <= 4; keep += 4) {
         wlm_ctx *a = new_ctx(m, NCTX, NB, 1, WLM_KV_F32, 0, WLM_FULL_SLIDE, keep, 0), *b = new_ctx(m, NCTX, NB, 1, WLM_KV_F32, 1, WLM_FULL_SLIDE, keep, 0);
         REQUIRE(a && b);
         CHECK(wlm_ctx_window_rows(a) == W - 1 + NB);
         int32_t tok[N];
         for (uint32_t i = 0; i < N; i++) tok[i] = tok_at(i + 3, V);
-        int bad = 0;
-        REQUIRE(wlm_eval(a, tok, 20, &err) == WLM_OK && wlm_eval(b, tok, 20, &err) == WLM_OK);
-        bad += !same_logits(a, b, V);
-        for (uint32_t i = 20; i < N; i++) {
-            REQUIRE(wlm_eval(a, &tok[i], 1, &err) == WLM_OK && wlm_eval(b, &tok[i], 1, &err) == WLM_OK);
-            bad += !same_logits(a, b, V);
-        }
+        uint32_t bad = 0;
+        REQUIRE(eval_both(a, b, tok, 20, V, &bad));
+        for (uint32_t i = 20; i < N; i++) REQUIRE(eval_both(a, b, &tok[i], 1, V, &bad));
         /* and a long batch in one call past the cache's end */
-        wlm_ctx_reset(a); wlm_ctx_reset(b);
-        REQUIRE(wlm_eval(a, tok, N, &err) == WLM_OK && wlm_eval(b, tok, N, &err) == WLM_OK);
-        bad += !same_logits(a, b, V);
+        wlm_ctx_reset(a);
+        wlm_ctx_reset(b);
+        REQUIRE(eval_both(a, b, tok, N, V, &bad));
         CHECK(ring_consistent(a));
-        CHECKF(bad == 0, "n_keep %u: %d evaluations differ", keep, bad);
-        wlm_ctx_free(a); wlm_ctx_free(b);
+        CHECKF(bad == 0, "n_keep %u: %u evaluations differ", keep, bad);
+        wlm_ctx_free(a);
+        wlm_ctx_free(b);
     }
     wm_free(&t);
 }
 
 /* ---- the memory plan --------------------------------------------------------- */
 
-typedef struct { const char *name; uint32_t vocab, embd, ff, layers, heads, kv_heads, head_dim, window; int gemma3; } shape;
+typedef struct {
+    const char *name;
+    uint32_t vocab, embd, ff, layers, heads, kv_heads, head_dim, window;
+    int gemma3;
+} shape;
 
 /* Published shapes (the models' config files): Gemma 2 2B and Gemma 3 1B. */
 static const shape SHAPES[] = {
@@ -290,16 +340,27 @@ static const shape SHAPES[] = {
 static uint64_t plan_bytes(const shape *s, wlm_layer *layers, uint32_t n_ctx, uint32_t n_seq, uint32_t kv, uint32_t full) {
     wlm_model m;
     memset(&m, 0, sizeof m);
-    m.hp.n_vocab = s->vocab; m.hp.n_ctx_train = 8192; m.hp.n_embd = s->embd; m.hp.n_ff = s->ff;
-    m.hp.n_layer = s->layers; m.hp.n_head = s->heads; m.hp.n_head_kv = s->kv_heads;
+    m.hp.n_vocab = s->vocab;
+    m.hp.n_ctx_train = 8192;
+    m.hp.n_embd = s->embd;
+    m.hp.n_ff = s->ff;
+    m.hp.n_layer = s->layers;
+    m.hp.n_head = s->heads;
+    m.hp.n_head_kv = s->kv_heads;
     m.hp.head_dim = m.hp.head_dim_v = m.hp.n_rot = s->head_dim;
     m.n_swa = s->window;
     m.rope_base_swa = s->gemma3 ? 10000.0f : 0;
-    for (uint32_t l = 0; l < s->layers; l++) { memset(&layers[l], 0, sizeof layers[l]); layers[l].swa = s->gemma3 ? l % 6 != 5 : l % 2 == 0; }
+    for (uint32_t l = 0; l < s->layers; l++) {
+        memset(&layers[l], 0, sizeof layers[l]);
+        layers[l].swa = s->gemma3 ? l % 6 != 5 : l % 2 == 0;
+    }
     m.layers = layers;
     wlm_ctx_params p;
     wlm_ctx_default_params(&p);
-    p.n_ctx = n_ctx; p.n_seq_max = n_seq; p.kv_type = kv; p.swa_full = full;
+    p.n_ctx = n_ctx;
+    p.n_seq_max = n_seq;
+    p.kv_type = kv;
+    p.swa_full = full;
     return wlm_ctx_bytes_needed(&m, &p);
 }
 
@@ -315,7 +376,7 @@ TEST(swa_ring_memory_plan_gemma_shapes) {
         for (unsigned k = 0; k < 3; k++) {
             uint32_t n_ctx = cfg[k][0], n_seq = cfg[k][1], kv = cfg[k][2];
             uint64_t full = plan_bytes(s, layers, n_ctx, n_seq, kv, 1), win = plan_bytes(s, layers, n_ctx, n_seq, kv, 0);
-            uint64_t rows = (uint64_t)n_seq * (s->window - 1) + 64;   /* n_batch 64 by default */
+            uint64_t rows = (uint64_t)n_seq * (s->window - 1) + 64; /* n_batch 64 by default */
             if (rows >= n_ctx) rows = 0;
             /* the saving is exactly the rows not kept, minus the ring's maps
              * (a row per slot, two per ring row, 64-byte aligned) */

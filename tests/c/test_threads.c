@@ -9,11 +9,24 @@
 #if !defined(__wasm__)
 #include <pthread.h>
 
-typedef struct { wlm_pool *p; uint32_t tid; } warg;
-static void *wmain(void *a) { warg *w = a; wlm_worker_loop(w->p, w->tid); return NULL; }
+typedef struct {
+    wlm_pool *p;
+    uint32_t tid;
+} warg;
+static void *wmain(void *a) {
+    warg *w = a;
+    wlm_worker_loop(w->p, w->tid);
+    return NULL;
+}
 
 /* a context of model m on n threads (a pool and n - 1 pthreads when n > 1) */
-typedef struct { wlm_ctx *c; wlm_pool *p; uint32_t n; pthread_t th[8]; warg a[8]; } tctx;
+typedef struct {
+    wlm_ctx *c;
+    wlm_pool *p;
+    uint32_t n;
+    pthread_t th[8];
+    warg a[8];
+} tctx;
 
 static int tctx_new(tctx *t, wlm_model *m, wlm_ctx_params cp, uint32_t n) {
     wlm_err err;
@@ -21,14 +34,21 @@ static int tctx_new(tctx *t, wlm_model *m, wlm_ctx_params cp, uint32_t n) {
     t->n = n;
     if (wlm_ctx_new(&t->c, m, &cp, &err) != WLM_OK) return 0;
     t->p = n > 1 ? wlm_pool_new(n) : NULL;
-    for (uint32_t i = 1; i < n; i++) { t->a[i].p = t->p; t->a[i].tid = i; pthread_create(&t->th[i], NULL, wmain, &t->a[i]); }
+    for (uint32_t i = 1; i < n; i++) {
+        t->a[i].p = t->p;
+        t->a[i].tid = i;
+        pthread_create(&t->th[i], NULL, wmain, &t->a[i]);
+    }
     wlm_ctx_set_pool(t->c, t->p, n);
     return 1;
 }
 
 static void tctx_free(tctx *t) {
     wlm_ctx_free(t->c);
-    if (t->p) { wlm_pool_free(t->p); for (uint32_t i = 1; i < t->n; i++) pthread_join(t->th[i], NULL); }
+    if (t->p) {
+        wlm_pool_free(t->p);
+        for (uint32_t i = 1; i < t->n; i++) pthread_join(t->th[i], NULL);
+    }
 }
 
 static void sum_job(void *arg, uint32_t tid, uint32_t nth) {
@@ -44,11 +64,16 @@ TEST(threads_pool_jobs) {
     for (uint32_t n = 2; n <= 4; n++) {
         wlm_pool *p = wlm_pool_new(n);
         REQUIRE(p && wlm_pool_threads(p) == n);
-        pthread_t th[8]; warg a[8];
-        for (uint32_t t = 1; t < n; t++) { a[t].p = p; a[t].tid = t; pthread_create(&th[t], NULL, wmain, &a[t]); }
+        pthread_t th[8];
+        warg a[8];
+        for (uint32_t t = 1; t < n; t++) {
+            a[t].p = p;
+            a[t].tid = t;
+            pthread_create(&th[t], NULL, wmain, &a[t]);
+        }
         int bad = 0;
         for (int rep = 0; rep < 2000; rep++) {
-            int64_t parts[8] = {0};
+            int64_t parts[8] = { 0 };
             uint32_t nth = 1 + (uint32_t)rep % n;
             wlm_pool_run(p, sum_job, parts, nth);
             int64_t s = 0;
@@ -63,20 +88,22 @@ TEST(threads_pool_jobs) {
 
 TEST(threads_same_logits_any_thread_count) {
     unsigned long long size;
-    unsigned char *raw = tst_read_file(tst_path("models/stories260K.gguf"), &size);
-    REQUIRE(raw);
-    unsigned char *data = tst_sys_copy(raw, size);
-    wlm_model *m; wlm_err err;
+    unsigned char *data = tst_read_sys("models/stories260K.gguf", &size);
+    REQUIRE(data);
+    wlm_model *m;
+    wlm_err err;
     REQUIRE(wlm_model_load(&m, data, size, &err) == WLM_OK);
-    int32_t prompt[] = {1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298};
+    int32_t prompt[] = { 1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298 };
     float *ref = malloc(512 * 4 * 8);
     for (uint32_t n = 1; n <= 3; n++) {
-        wlm_ctx_params cp; wlm_ctx_default_params(&cp);
-        cp.n_batch = 4; cp.n_ctx = 64;
+        wlm_ctx_params cp;
+        wlm_ctx_default_params(&cp);
+        cp.n_batch = 4;
+        cp.n_ctx = 64;
         tctx tc;
         REQUIRE(tctx_new(&tc, m, cp, n));
         wlm_ctx *c = tc.c;
-        REQUIRE(wlm_eval(c, prompt, 11, &err) == WLM_OK);           /* prefill in chunks of 4 */
+        REQUIRE(wlm_eval(c, prompt, 11, &err) == WLM_OK); /* prefill in chunks of 4 */
         int32_t tok = 432;
         for (int s = 0; s < 8; s++) {
             const float *l = wlm_ctx_logits(c);
@@ -89,7 +116,6 @@ TEST(threads_same_logits_any_thread_count) {
     free(ref);
     wlm_model_free(m);
     wlm_sys_free(data);
-    free(raw);
 }
 
 /* A model large enough that every step of the forward pass really runs on
@@ -110,10 +136,14 @@ static unsigned char *big_model(int biases, size_t *size) {
         uint32_t seed = 17;
         char name[96];
         for (uint32_t l = 0; l < p.n_layer; l++) {
-            snprintf(name, sizeof name, "blk.%u.attn_q.bias", l); gb_f32_tensor(f, name, 256, 0, &seed, 0, 1);
-            snprintf(name, sizeof name, "blk.%u.attn_k.bias", l); gb_f32_tensor(f, name, 64, 0, &seed, 0, 1);
-            snprintf(name, sizeof name, "blk.%u.attn_v.bias", l); gb_f32_tensor(f, name, 64, 0, &seed, 0, 1);
-            snprintf(name, sizeof name, "blk.%u.attn_output.bias", l); gb_f32_tensor(f, name, 256, 0, &seed, 0, 1);
+            snprintf(name, sizeof name, "blk.%u.attn_q.bias", l);
+            gb_f32_tensor(f, name, 256, 0, &seed, 0, 1);
+            snprintf(name, sizeof name, "blk.%u.attn_k.bias", l);
+            gb_f32_tensor(f, name, 64, 0, &seed, 0, 1);
+            snprintf(name, sizeof name, "blk.%u.attn_v.bias", l);
+            gb_f32_tensor(f, name, 64, 0, &seed, 0, 1);
+            snprintf(name, sizeof name, "blk.%u.attn_output.bias", l);
+            gb_f32_tensor(f, name, 256, 0, &seed, 0, 1);
         }
     }
     unsigned char *bytes = gb_serialize(f, size);
@@ -123,18 +153,27 @@ static unsigned char *big_model(int biases, size_t *size) {
 }
 
 TEST(threads_same_logits_every_weight_type) {
-    static const struct { uint32_t type; const char *name; } T[] = {
-        { GGML_F32, "F32" }, { GGML_F16, "F16" }, { GGML_Q8_0, "Q8_0" }, { GGML_Q4_0, "Q4_0" },
-        { GGML_Q5_0, "Q5_0" }, { WLM_QUANT_Q4_K_M, "Q4_K_M" },
+    static const struct {
+        uint32_t type;
+        const char *name;
+    } T[] = {
+        { GGML_F32, "F32" },
+        { GGML_F16, "F16" },
+        { GGML_Q8_0, "Q8_0" },
+        { GGML_Q4_0, "Q4_0" },
+        { GGML_Q5_0, "Q5_0" },
+        { WLM_QUANT_Q4_K_M, "Q4_K_M" },
     };
-    enum { NV = GB_TINY_NV, STEPS = 6 };
+    enum { NV = GB_TINY_NV,
+           STEPS = 6 };
     int32_t prompt[] = { 1, 6, 12, 9, 15, 7, 11, 14, 8, 13, 10 };
     for (int variant = 0; variant < 2; variant++) {
         size_t size;
         unsigned char *raw = big_model(variant, &size);
         unsigned char *f32data = tst_sys_copy(raw, size);
         free(raw);
-        wlm_model *f32m; wlm_err err;
+        wlm_model *f32m;
+        wlm_err err;
         REQUIRE(wlm_model_load(&f32m, f32data, size, &err) == WLM_OK);
         for (unsigned ti = 0; ti < sizeof T / sizeof T[0]; ti++) {
             wlm_model *m = f32m;
@@ -146,14 +185,16 @@ TEST(threads_same_logits_every_weight_type) {
                 REQUIRE(qdata && wlm_quantize(f32m, T[ti].type, qdata, qsize, NULL, 0, &err) == WLM_OK);
                 REQUIRE(wlm_model_load(&m, qdata, qsize, &err) == WLM_OK);
             }
-            if (T[ti].type == WLM_QUANT_Q4_K_M) {   /* the mixture this test is after */
+            if (T[ti].type == WLM_QUANT_Q4_K_M) { /* the mixture this test is after */
                 CHECK(m->layers[0].wq->type == GGML_Q4_K && m->layers[0].w_gate->type == GGML_Q4_K);
                 CHECK(wlm_act_type(m->layers[0].w_down->type) == GGML_Q8_0);
             }
             float ref[STEPS][NV];
             for (uint32_t n = 1; n <= 4; n++) {
-                wlm_ctx_params cp; wlm_ctx_default_params(&cp);
-                cp.n_batch = 4; cp.n_ctx = 64;
+                wlm_ctx_params cp;
+                wlm_ctx_default_params(&cp);
+                cp.n_batch = 4;
+                cp.n_ctx = 64;
                 cp.kv_type = variant ? WLM_KV_F16 : WLM_KV_F32;
                 tctx tc;
                 REQUIRE(tctx_new(&tc, m, cp, n));
@@ -169,7 +210,10 @@ TEST(threads_same_logits_every_weight_type) {
                 }
                 tctx_free(&tc);
             }
-            if (qdata) { wlm_model_free(m); wlm_sys_free(qdata); }
+            if (qdata) {
+                wlm_model_free(m);
+                wlm_sys_free(qdata);
+            }
         }
         wlm_model_free(f32m);
         wlm_sys_free(f32data);
@@ -182,27 +226,33 @@ TEST(threads_same_logits_every_weight_type) {
 TEST(threads_same_logprob_any_thread_count) {
     enum { NV = 50000 };
     unsigned long long size;
-    unsigned char *raw = tst_read_file(tst_path("models/stories260K.gguf"), &size);
-    REQUIRE(raw);
-    unsigned char *data = tst_sys_copy(raw, size);
-    free(raw);
-    wlm_model *m; wlm_err err;
+    unsigned char *data = tst_read_sys("models/stories260K.gguf", &size);
+    REQUIRE(data);
+    wlm_model *m;
+    wlm_err err;
     REQUIRE(wlm_model_load(&m, data, size, &err) == WLM_OK);
     float *lg = malloc(NV * sizeof(float));
     for (int i = 0; i < NV; i++) lg[i] = tst_randf() * 12.0f;
-    lg[77] = NAN; lg[4000] = -INFINITY; lg[49999] = 30.0f;
+    lg[77] = NAN;
+    lg[4000] = -INFINITY;
+    lg[49999] = 30.0f;
     int32_t toks[] = { 0, 1, 1234, 4000, 25000, 49999 };
     float ref[6];
     for (int k = 0; k < 6; k++) ref[k] = wlm_token_logprob(wlm_kernels_best(), lg, NV, toks[k]);
     double mx = 30.0, sum = 0;
-    for (int i = 0; i < NV; i++) if (i != 77 && i != 4000) sum += exp((double)lg[i] - mx);
+    for (int i = 0; i < NV; i++)
+        if (i != 77 && i != 4000) sum += exp((double)lg[i] - mx);
     for (int k = 0; k < 6; k++) {
-        if (toks[k] == 4000) { CHECK(ref[k] == -INFINITY); continue; }
+        if (toks[k] == 4000) {
+            CHECK(ref[k] == -INFINITY);
+            continue;
+        }
         double want = (double)lg[toks[k]] - mx - log(sum);
         CHECKF(fabs(ref[k] - want) < 1e-4, "token %d: logprob %g, want %g", toks[k], ref[k], want);
     }
     for (uint32_t n = 1; n <= 4; n++) {
-        wlm_ctx_params cp; wlm_ctx_default_params(&cp);
+        wlm_ctx_params cp;
+        wlm_ctx_default_params(&cp);
         cp.n_ctx = 16;
         tctx tc;
         REQUIRE(tctx_new(&tc, m, cp, n));

@@ -6,7 +6,6 @@
 
 /* ---- helpers ----------------------------------------------------------------- */
 
-
 /* Independent UTF-8 reference: decodes the code point of a k-byte sequence
  * and checks it is in range for k. */
 static int ref_seq_len(unsigned char b) {
@@ -18,7 +17,9 @@ static int ref_seq_len(unsigned char b) {
 }
 static int ref_valid_full(const unsigned char *s, int k) {
     static const unsigned min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-    unsigned cp = k == 1 ? s[0] : k == 2 ? (s[0] & 0x1Fu) : k == 3 ? (s[0] & 0x0Fu) : (s[0] & 0x07u);
+    unsigned cp = k == 1 ? s[0] : k == 2 ? (s[0] & 0x1Fu)
+        : k == 3                         ? (s[0] & 0x0Fu)
+                                         : (s[0] & 0x07u);
     for (int i = 1; i < k; i++) {
         if ((s[i] & 0xC0) != 0x80) return 0;
         cp = (cp << 6) | (s[i] & 0x3Fu);
@@ -46,12 +47,20 @@ static size_t ref_sanitize(const unsigned char *s, size_t n, unsigned char *out)
     size_t o = 0;
     for (size_t i = 0; i < n;) {
         int k = ref_char_len(s + i, n - i);
-        if (k) { memcpy(out + o, s + i, (size_t)k); o += (size_t)k; i += (size_t)k; continue; }
+        if (k) {
+            memcpy(out + o, s + i, (size_t)k);
+            o += (size_t)k;
+            i += (size_t)k;
+            continue;
+        }
         int kk = ref_seq_len(s[i]);
         size_t m = 1;
-        if (kk > 1) while (m < (size_t)kk && i + m < n && ref_valid_prefix(s + i, (int)m + 1, kk)) m++;
+        if (kk > 1)
+            while (m < (size_t)kk && i + m < n && ref_valid_prefix(s + i, (int)m + 1, kk)) m++;
         if (kk > 1 && !ref_valid_prefix(s + i, 1, kk)) m = 1;
-        out[o++] = 0xEF; out[o++] = 0xBF; out[o++] = 0xBD;
+        out[o++] = 0xEF;
+        out[o++] = 0xBF;
+        out[o++] = 0xBD;
         i += m;
     }
     return o;
@@ -70,25 +79,38 @@ static int ref_is_valid_utf8(const unsigned char *s, size_t n) {
 static uint32_t ref_tokenize(const wlm_vocab *v, const unsigned char *s, size_t len, int32_t *out) {
     unsigned char *t = malloc(len * 3 + 4);
     size_t tl = 0;
-    if (len && v->add_space_prefix) { t[tl++] = 0xE2; t[tl++] = 0x96; t[tl++] = 0x81; }
+    if (len && v->add_space_prefix) {
+        t[tl++] = 0xE2;
+        t[tl++] = 0x96;
+        t[tl++] = 0x81;
+    }
     for (size_t i = 0; i < len; i++) {
-        if (s[i] == ' ') { t[tl++] = 0xE2; t[tl++] = 0x96; t[tl++] = 0x81; }
-        else t[tl++] = s[i];
+        if (s[i] == ' ') {
+            t[tl++] = 0xE2;
+            t[tl++] = 0x96;
+            t[tl++] = 0x81;
+        } else t[tl++] = s[i];
     }
     size_t *st = malloc(sizeof(size_t) * (tl + 1)), *ln = malloc(sizeof(size_t) * (tl + 1));
     size_t ns = 0;
     for (size_t i = 0; i < tl;) {
         int k = ref_char_len(t + i, tl - i);
         if (!k) k = 1;
-        st[ns] = i; ln[ns] = (size_t)k; ns++;
+        st[ns] = i;
+        ln[ns] = (size_t)k;
+        ns++;
         i += (size_t)k;
     }
     for (;;) {
-        long best = -1; float bs = 0;
+        long best = -1;
+        float bs = 0;
         for (size_t i = 0; i + 1 < ns; i++) {
             int32_t id = wlm_vocab_find(v, (const char *)t + st[i], (uint32_t)(ln[i] + ln[i + 1]));
             if (id < 0) continue;
-            if (best < 0 || v->score[id] > bs) { best = (long)i; bs = v->score[id]; }
+            if (best < 0 || v->score[id] > bs) {
+                best = (long)i;
+                bs = v->score[id];
+            }
         }
         if (best < 0) break;
         ln[best] += ln[best + 1];
@@ -99,25 +121,110 @@ static uint32_t ref_tokenize(const wlm_vocab *v, const unsigned char *s, size_t 
     uint32_t n = 0;
     for (size_t i = 0; i < ns; i++) {
         int32_t id = wlm_vocab_find(v, (const char *)t + st[i], (uint32_t)ln[i]);
-        if (id >= 0) { out[n++] = id; continue; }
+        if (id >= 0) {
+            out[n++] = id;
+            continue;
+        }
         for (size_t j = 0; j < ln[i]; j++) {
             int32_t b = v->byte_tok[t[st[i] + j]];
             if (b < 0) b = v->unk;
             if (b >= 0) out[n++] = b;
         }
     }
-    free(t); free(st); free(ln);
+    free(t);
+    free(st);
+    free(ln);
     return n;
 }
 
 /* random text from pieces of many scripts */
 static const char *const k_pieces[] = {
-    "a", "b", "e", "t", "h", "the", "ing", "Hello", "world", "W", "Q", "z", "0", "1", "42", "3.14",
-    " ", " ", " ", "  ", "   ", "\n", "\n\n", "\t", " \n", "!", "?", ",", ".", "'", "\"", "(", ")",
-    "-", "_", "/", "\\", "#", "@", "{", "}", "<s>", "</s>", "<0x41>", "▅",
-    "é", "à", "ü", "ñ", "ç", "Ø", "ß", "Führer", "naïve", "café", "ε", "Ω", "Привет", "мир",
-    "中", "文", "字", "日本語", "한국어", "ไทย", "עברית", "العربية", "हिन्दी", "∑", "∞", "≠", "€", "£",
-    "😀", "🦙", "🎉", "𝔘", "𠀀", "👍🏽", "👨‍👩‍👧‍👦", "🏳️‍🌈", "❤️", "\xc2\xa0", "\xe3\x80\x80", "\x7f", "\x01",
+    "a",
+    "b",
+    "e",
+    "t",
+    "h",
+    "the",
+    "ing",
+    "Hello",
+    "world",
+    "W",
+    "Q",
+    "z",
+    "0",
+    "1",
+    "42",
+    "3.14",
+    " ",
+    " ",
+    " ",
+    "  ",
+    "   ",
+    "\n",
+    "\n\n",
+    "\t",
+    " \n",
+    "!",
+    "?",
+    ",",
+    ".",
+    "'",
+    "\"",
+    "(",
+    ")",
+    "-",
+    "_",
+    "/",
+    "\\",
+    "#",
+    "@",
+    "{",
+    "}",
+    "<s>",
+    "</s>",
+    "<0x41>",
+    "▅",
+    "é",
+    "à",
+    "ü",
+    "ñ",
+    "ç",
+    "Ø",
+    "ß",
+    "Führer",
+    "naïve",
+    "café",
+    "ε",
+    "Ω",
+    "Привет",
+    "мир",
+    "中",
+    "文",
+    "字",
+    "日本語",
+    "한국어",
+    "ไทย",
+    "עברית",
+    "العربية",
+    "हिन्दी",
+    "∑",
+    "∞",
+    "≠",
+    "€",
+    "£",
+    "😀",
+    "🦙",
+    "🎉",
+    "𝔘",
+    "𠀀",
+    "👍🏽",
+    "👨‍👩‍👧‍👦",
+    "🏳️‍🌈",
+    "❤️",
+    "\xc2\xa0",
+    "\xe3\x80\x80",
+    "\x7f",
+    "\x01",
 };
 static size_t rand_text(unsigned char *buf, size_t max_pieces) {
     size_t n = 0, np = 1 + tst_rand() % max_pieces;
@@ -139,7 +246,11 @@ static int has_lower_block(const unsigned char *s, size_t n) {
 
 TEST(tokenizer_llama_spm_vectors) {
     tvocab t;
-    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) { tst_failed_checks++; tv_free(&t); return; }
+    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) {
+        tst_failed_checks++;
+        tv_free(&t);
+        return;
+    }
     CHECK(t.v.n == 32000);
     CHECK(t.v.bos == 1 && t.v.eos == 2 && t.v.unk == 0);
     CHECK(t.v.add_bos == 1 && t.v.add_space_prefix == 1);
@@ -149,7 +260,8 @@ TEST(tokenizer_llama_spm_vectors) {
     char *inp = (char *)tst_read_file(tst_path("vocab/ggml-vocab-llama-spm.gguf.inp"), &ni);
     char *outp = (char *)tst_read_file(tst_path("vocab/ggml-vocab-llama-spm.gguf.out"), &no);
     REQUIRE(inp && outp);
-    outp = realloc(outp, no + 1); outp[no] = 0;
+    outp = realloc(outp, no + 1);
+    outp[no] = 0;
     const char *sep = "\n__ggml_vocab_test__\n";
     size_t sl = strlen(sep);
     size_t ip = 0, op = 0;
@@ -161,7 +273,8 @@ TEST(tokenizer_llama_spm_vectors) {
         /* expected line */
         size_t le = op;
         while (le < no && outp[le] != '\n') le++;
-        int32_t expect[1024]; uint32_t ne = 0;
+        int32_t expect[1024];
+        uint32_t ne = 0;
         char *q = outp + op;
         while (q < outp + le) {
             while (q < outp + le && *q == ' ') q++;
@@ -187,7 +300,8 @@ TEST(tokenizer_llama_spm_vectors) {
     printf("  llama-spm vectors: %d/%d pass\n", pass, total);
     CHECK(total == 46);
     CHECK(pass == total);
-    free(inp); free(outp);
+    free(inp);
+    free(outp);
     tv_free(&t);
 }
 
@@ -195,10 +309,16 @@ TEST(tokenizer_llama_spm_vectors) {
 
 TEST(tokenizer_stories260k) {
     tvocab t;
-    if (!tv_load(&t, "models/stories260K.gguf")) { tst_failed_checks++; tv_free(&t); return; }
+    if (!tv_load(&t, "models/stories260K.gguf")) {
+        tst_failed_checks++;
+        tv_free(&t);
+        return;
+    }
     CHECK(t.v.n == 512);
     CHECK(t.v.add_bos == 1);
-    int32_t out[16]; uint32_t n = 0; wlm_err err = { 0 };
+    int32_t out[16];
+    uint32_t n = 0;
+    wlm_err err = { 0 };
     const char *s = "Once upon a time";
     CHECK(wlm_vocab_tokenize(&t.v, s, (uint32_t)strlen(s), 1, out, 16, &n, &err) == WLM_OK);
     int32_t want[] = { 1, 403, 407, 261, 378 };
@@ -211,7 +331,8 @@ TEST(tokenizer_stories260k) {
     /* WLM_TOK_NO_SPACE_PREFIX: text that continues other text gets no "▁"
      * in front, so " Once upon" gives what "Once upon" gives with the
      * prefix, and "Once" alone another piece than "▁Once" */
-    int32_t a[16], b2[16]; uint32_t na = 0, nb = 0;
+    int32_t a[16], b2[16];
+    uint32_t na = 0, nb = 0;
     CHECK(wlm_vocab_tokenize(&t.v, " Once upon", 10, WLM_TOK_NO_SPACE_PREFIX, a, 16, &na, &err) == WLM_OK);
     CHECK(wlm_vocab_tokenize(&t.v, "Once upon", 9, 0, b2, 16, &nb, &err) == WLM_OK);
     CHECK(na == 2 && nb == 2 && memcmp(a, b2, 8) == 0 && a[0] == 403 && a[1] == 407);
@@ -228,15 +349,15 @@ TEST(tokenizer_stories260k) {
 
     /* token bytes */
     char b[64];
-    CHECK(wlm_vocab_token_bytes(&t.v, 1, b, sizeof b) == 0);   /* <s> */
-    CHECK(wlm_vocab_token_bytes(&t.v, 2, b, sizeof b) == 0);   /* </s> */
-    CHECK(wlm_vocab_token_bytes(&t.v, 0, b, sizeof b) == 0);   /* <unk> */
+    CHECK(wlm_vocab_token_bytes(&t.v, 1, b, sizeof b) == 0); /* <s> */
+    CHECK(wlm_vocab_token_bytes(&t.v, 2, b, sizeof b) == 0); /* </s> */
+    CHECK(wlm_vocab_token_bytes(&t.v, 0, b, sizeof b) == 0); /* <unk> */
     CHECK(wlm_vocab_token_bytes(&t.v, -1, b, sizeof b) == 0);
     CHECK(wlm_vocab_token_bytes(&t.v, 512, b, sizeof b) == 0);
     CHECK(wlm_vocab_token_bytes(&t.v, 3 + 0x41, b, sizeof b) == 1 && b[0] == 'A');
     uint32_t l = wlm_vocab_token_bytes(&t.v, 403, b, sizeof b);
     CHECK(l == 5 && memcmp(b, " Once", 5) == 0);
-    CHECK(wlm_vocab_token_bytes(&t.v, 403, b, 2) == 5);        /* needed count */
+    CHECK(wlm_vocab_token_bytes(&t.v, 403, b, 2) == 5); /* needed count */
     CHECK(wlm_vocab_find(&t.v, "\xe2\x96\x81Once", 7) == 403);
     CHECK(wlm_vocab_find(&t.v, "no such piece", 13) == -1);
     tv_free(&t);
@@ -246,7 +367,11 @@ TEST(tokenizer_stories260k) {
 
 TEST(tokenizer_matches_naive_bpe) {
     tvocab t;
-    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) { tst_failed_checks++; tv_free(&t); return; }
+    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) {
+        tst_failed_checks++;
+        tv_free(&t);
+        return;
+    }
     unsigned char buf[4096];
     int32_t ref[4096 * 3];
     int bad = 0;
@@ -271,22 +396,28 @@ TEST(tokenizer_matches_naive_bpe) {
 static void roundtrip_checks(const wlm_vocab *v, const unsigned char *s, size_t n, int *fails) {
     uint32_t nt = 0;
     int32_t *ids = tv_tokenize(v, (const char *)s, (uint32_t)n, 1, &nt);
-    if (!ids) { (*fails)++; return; }
+    if (!ids) {
+        (*fails)++;
+        return;
+    }
     size_t cap = n * 3 + 64;
     unsigned char *cat = malloc(cap), *stream = malloc(cap * 2 + 256), *san = malloc(n * 3 + 16);
     size_t nc = 0, ns = 0;
     int ok = nt >= 1 && ids[0] == v->bos;
-    wlm_detok d; wlm_detok_reset(&d);
+    wlm_detok d;
+    wlm_detok_reset(&d);
     uint32_t dcap = 64 + v->max_len;
     char *piece = malloc(dcap);
     for (uint32_t i = 0; i < nt; i++) {
         if (i > 0) nc += wlm_vocab_token_bytes(v, ids[i], (char *)cat + nc, (uint32_t)(cap - nc));
         uint32_t w = wlm_vocab_detok_push(v, &d, ids[i], piece, dcap);
         if (!ref_is_valid_utf8((unsigned char *)piece, w)) ok = 0;
-        memcpy(stream + ns, piece, w); ns += w;
+        memcpy(stream + ns, piece, w);
+        ns += w;
     }
     uint32_t w = wlm_detok_flush(&d, piece, dcap);
-    memcpy(stream + ns, piece, w); ns += w;
+    memcpy(stream + ns, piece, w);
+    ns += w;
     if (d.n_pending) ok = 0;
     /* token bytes: the input byte-exactly, after the one added space */
     if (n == 0) ok = ok && nc == 0;
@@ -302,12 +433,20 @@ static void roundtrip_checks(const wlm_vocab *v, const unsigned char *s, size_t 
         if (*fails < 3) fprintf(stderr, "  round trip failed for '%.*s' (%zu bytes)\n", (int)n, s, n);
         (*fails)++;
     }
-    free(ids); free(cat); free(stream); free(san); free(piece);
+    free(ids);
+    free(cat);
+    free(stream);
+    free(san);
+    free(piece);
 }
 
 TEST(tokenizer_roundtrip_text) {
     tvocab t;
-    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) { tst_failed_checks++; tv_free(&t); return; }
+    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) {
+        tst_failed_checks++;
+        tv_free(&t);
+        return;
+    }
     unsigned char buf[8192];
     int fails = 0, tried = 0;
     for (int it = 0; it < 500; it++) {
@@ -319,7 +458,10 @@ TEST(tokenizer_roundtrip_text) {
     }
     const char *fixed[] = { "", " ", "  ", "\n", " leading", "trailing ", " both ", "\xf0\x9f\xa6\x99",
                             "👨‍👩‍👧‍👦 family", "日本語のテキスト", "e\xcc\x81" };
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) { roundtrip_checks(&t.v, (const unsigned char *)fixed[i], strlen(fixed[i]), &fails); tried++; }
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        roundtrip_checks(&t.v, (const unsigned char *)fixed[i], strlen(fixed[i]), &fails);
+        tried++;
+    }
     printf("  %d text round trips, %d failed\n", tried, fails);
     CHECK(fails == 0);
     tv_free(&t);
@@ -327,7 +469,11 @@ TEST(tokenizer_roundtrip_text) {
 
 TEST(tokenizer_roundtrip_bytes) {
     tvocab t;
-    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) { tst_failed_checks++; tv_free(&t); return; }
+    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) {
+        tst_failed_checks++;
+        tv_free(&t);
+        return;
+    }
     unsigned char buf[512];
     int fails = 0, tried = 0;
     static const unsigned char special[] = { 0xC0, 0xC1, 0xE0, 0xED, 0xF0, 0xF4, 0xF5, 0xFF, 0x80, 0xBF, 0xA0, 0x9F, 0x90, 0x8F, 0x20, 0x41 };
@@ -342,7 +488,10 @@ TEST(tokenizer_roundtrip_bytes) {
     /* a few hand-picked invalid sequences */
     const char *fixed[] = { "\xed\xa0\x80", "\xe0\x80\xaf", "\xf4\x90\x80\x80", "\xf0\x9f\x98", "a\xe2\x96", "\xc3",
                             "\xf8\x88\x80\x80\x80", "\xe2\x28\xa1", "\xf0\x9f\x98\x80\x80", "\xfe\xff" };
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) { roundtrip_checks(&t.v, (const unsigned char *)fixed[i], strlen(fixed[i]), &fails); tried++; }
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        roundtrip_checks(&t.v, (const unsigned char *)fixed[i], strlen(fixed[i]), &fails);
+        tried++;
+    }
     printf("  %d byte round trips, %d failed\n", tried, fails);
     CHECK(fails == 0);
     tv_free(&t);
@@ -356,9 +505,14 @@ static void feed(const wlm_vocab *v, wlm_detok *d, int32_t id, const char *want,
 
 TEST(tokenizer_detok_stream) {
     tvocab t;
-    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) { tst_failed_checks++; tv_free(&t); return; }
+    if (!tv_load(&t, "vocab/ggml-vocab-llama-spm.gguf")) {
+        tst_failed_checks++;
+        tv_free(&t);
+        return;
+    }
     const wlm_vocab *v = &t.v;
-    wlm_detok d; wlm_detok_reset(&d);
+    wlm_detok d;
+    wlm_detok_reset(&d);
     char out[128];
     /* a 4-byte emoji split over byte tokens is held until complete */
     feed(v, &d, v->byte_tok[0xF0], "", 0);
@@ -427,16 +581,21 @@ static const float k_small_score[] = { 0, 0, 0, -1, -2, -3, -2, -1, 0, 0 };
 static const int32_t k_small_type[] = { 2, 3, 3, 1, 1, 1, 1, 1, 6, 6 };
 
 static wlm_status small_vocab(tvocab *t, int variant, wlm_err *err) {
-    gbuf b; gb_begin(&b);
+    gbuf b;
+    gb_begin(&b);
     uint32_t n = 10;
-    gb_kv_str(&b, "tokenizer.ggml.model", variant == 3 ? "t5" : variant == 7 ? "gpt2" : "llama");
+    gb_kv_str(&b, "tokenizer.ggml.model", variant == 3 ? "t5" : variant == 7 ? "gpt2"
+                                                                             : "llama");
     gb_tokens(&b, k_small_tok, n);
     gb_scores(&b, k_small_score, variant == 1 ? n - 1 : n);
     gb_types(&b, k_small_type, variant == 4 ? n + 1 - 1 - 2 : n);
     gb_kv_u32(&b, "tokenizer.ggml.bos_token_id", variant == 2 ? 10 : 1);
     gb_kv_u32(&b, "tokenizer.ggml.eos_token_id", 2);
     gb_kv_u32(&b, "tokenizer.ggml.unknown_token_id", variant == 5 ? 99 : 0);
-    if (variant == 6) { gb_kv_bool(&b, "tokenizer.ggml.add_space_prefix", 0); gb_kv_bool(&b, "tokenizer.ggml.add_bos_token", 0); }
+    if (variant == 6) {
+        gb_kv_bool(&b, "tokenizer.ggml.add_space_prefix", 0);
+        gb_kv_bool(&b, "tokenizer.ggml.add_bos_token", 0);
+    }
     unsigned long long size;
     unsigned char *data = gb_end(&b, &size);
     memset(err, 0, sizeof *err);
@@ -445,10 +604,12 @@ static wlm_status small_vocab(tvocab *t, int variant, wlm_err *err) {
 }
 
 TEST(tokenizer_small_vocab_merges) {
-    tvocab t; wlm_err err;
+    tvocab t;
+    wlm_err err;
     REQUIRE(small_vocab(&t, 0, &err) == WLM_OK);
     CHECK(t.v.byte_tok['a'] == 8 && t.v.byte_tok['\n'] == 9 && t.v.byte_tok['b'] == -1);
-    int32_t out[32]; uint32_t n = 0;
+    int32_t out[32];
+    uint32_t n = 0;
     /* "▁aaa": "aa" pairs tie, the leftmost merges first */
     CHECK(wlm_vocab_tokenize(&t.v, "aaa", 3, 1, out, 32, &n, &err) == WLM_OK);
     CHECK(n == 4 && out[0] == 1 && out[1] == 3 && out[2] == 5 && out[3] == 4);
@@ -472,7 +633,8 @@ TEST(tokenizer_small_vocab_merges) {
 }
 
 TEST(tokenizer_bad_vocab) {
-    tvocab t; wlm_err err;
+    tvocab t;
+    wlm_err err;
     CHECK(small_vocab(&t, 1, &err) == WLM_ERR_FORMAT);
     CHECKF(strstr(err.msg, "tokenizer.ggml.scores has 9 entries") && strstr(err.msg, "tokens has 10"), "%s", err.msg);
     tv_free(&t);
@@ -501,7 +663,9 @@ TEST(tokenizer_bad_vocab) {
     }
 
     /* no tokenizer at all */
-    gbuf b; gb_begin(&b); gb_kv_str(&b, "general.name", "x");
+    gbuf b;
+    gb_begin(&b);
+    gb_kv_str(&b, "general.name", "x");
     file = gb_end(&b, &size);
     CHECK(!tv_load_bytes(&t, file, size, &err));
     CHECKF(strstr(err.msg, "tokenizer.ggml.model") != NULL, "%s", err.msg);

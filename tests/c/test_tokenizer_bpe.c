@@ -19,7 +19,10 @@ static unsigned char *detok_all(const wlm_vocab *v, const int32_t *ids, uint32_t
     unsigned char *b = malloc(cap);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t need = wlm_vocab_token_bytes(v, ids[i], NULL, 0);
-        if (k + need + 1 > cap) { cap = (k + need + 1) * 2; b = realloc(b, cap); }
+        if (k + need + 1 > cap) {
+            cap = (k + need + 1) * 2;
+            b = realloc(b, cap);
+        }
         k += wlm_vocab_token_bytes(v, ids[i], (char *)b + k, (uint32_t)(cap - k));
     }
     *len = k;
@@ -32,15 +35,24 @@ static int run_vectors(const char *name, int *total_out) {
     tvocab t;
     int total = 0, pass = 0;
     *total_out = 0;
-    if (!bv_load(&t, name)) { tv_free(&t); return -1; }
+    if (!bv_load(&t, name)) {
+        tv_free(&t);
+        return -1;
+    }
     char rel[256];
     unsigned long long ni = 0, no = 0;
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.inp", name);
     char *inp = (char *)tst_read_file(tst_path(rel), &ni);
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.out", name);
     char *outp = (char *)tst_read_file(tst_path(rel), &no);
-    if (!inp || !outp) { free(inp); free(outp); tv_free(&t); return -1; }
-    outp = realloc(outp, no + 1); outp[no] = 0;
+    if (!inp || !outp) {
+        free(inp);
+        free(outp);
+        tv_free(&t);
+        return -1;
+    }
+    outp = realloc(outp, no + 1);
+    outp[no] = 0;
     const char *sep = "\n__ggml_vocab_test__\n";
     size_t sl = strlen(sep), ip = 0, op = 0;
     int32_t *expect = malloc(sizeof(int32_t) * (no + 1));
@@ -75,7 +87,9 @@ static int run_vectors(const char *name, int *total_out) {
     }
     printf("  %s vectors: %d/%d pass (tokenizer.ggml.pre -> %s, %u merges used, %u skipped)\n", name, pass, total,
            t.v.kind == WLM_VOCAB_BPE ? wlm_pre_name(t.v.pre) : "(spm)", t.v.n_merges, t.v.n_merges_skipped);
-    free(expect); free(inp); free(outp);
+    free(expect);
+    free(inp);
+    free(outp);
     tv_free(&t);
     *total_out = total;
     return pass;
@@ -143,13 +157,19 @@ static int split_is(uint32_t pre, const char *text, const char *const *want, int
     if (!ok) {
         fprintf(stderr, "  split(%s) of '%s':", wlm_pre_name(pre), text);
         a = 0;
-        for (uint32_t i = 0; i < n && i < 256; i++) { fprintf(stderr, " [%.*s]", (int)(ends[i] - a), text + a); a = ends[i]; }
+        for (uint32_t i = 0; i < n && i < 256; i++) {
+            fprintf(stderr, " [%.*s]", (int)(ends[i] - a), text + a);
+            a = ends[i];
+        }
         fputc('\n', stderr);
     }
     return ok;
 }
-#define SPLIT(pre, text, ...) do { static const char *const w_[] = { __VA_ARGS__ }; \
-    CHECK(split_is(pre, text, w_, (int)(sizeof w_ / sizeof w_[0]))); } while (0)
+#define SPLIT(pre, text, ...)                                            \
+    do {                                                                 \
+        static const char *const w_[] = { __VA_ARGS__ };                 \
+        CHECK(split_is(pre, text, w_, (int)(sizeof w_ / sizeof w_[0]))); \
+    } while (0)
 
 TEST(tokenizer_bpe_pretokenizers) {
     const char *s = "Hello world 12345 don't\n\n  x";
@@ -174,11 +194,77 @@ TEST(tokenizer_bpe_pretokenizers) {
 /* ---- 4. round trips ------------------------------------------------------------------ */
 
 static const char *const k_bpe_pieces[] = {
-    "a", "b", "the", "Hello", " world", "W", "0", "1", "42", "3.14", " ", " ", "  ", "   ", "\n", "\n\n", "\t", "\r\n",
-    "!", "?", ",", ".", "'", "'s", "'ll", "\"", "(", ")", "-", "_", "/", "\\", "#", "@", "{", "}", "<|endoftext|>",
-    "é", "ü", "ñ", "ß", "Führer", "naïve", "café", "ε", "Ω", "Привет", "мир", "中", "文", "日本語", "한국어", "ไทย",
-    "עברית", "العربية", "हिन्दी", "∑", "∞", "€", "😀", "🦙", "👍🏽", "👨‍👩‍👧‍👦", "\xc2\xa0", "\xe3\x80\x80", "\x7f", "\x01", "\x00",
-    "ø", "[PAD100015]", ">>TITLE<<",
+    "a",
+    "b",
+    "the",
+    "Hello",
+    " world",
+    "W",
+    "0",
+    "1",
+    "42",
+    "3.14",
+    " ",
+    " ",
+    "  ",
+    "   ",
+    "\n",
+    "\n\n",
+    "\t",
+    "\r\n",
+    "!",
+    "?",
+    ",",
+    ".",
+    "'",
+    "'s",
+    "'ll",
+    "\"",
+    "(",
+    ")",
+    "-",
+    "_",
+    "/",
+    "\\",
+    "#",
+    "@",
+    "{",
+    "}",
+    "<|endoftext|>",
+    "é",
+    "ü",
+    "ñ",
+    "ß",
+    "Führer",
+    "naïve",
+    "café",
+    "ε",
+    "Ω",
+    "Привет",
+    "мир",
+    "中",
+    "文",
+    "日本語",
+    "한국어",
+    "ไทย",
+    "עברית",
+    "العربية",
+    "हिन्दी",
+    "∑",
+    "∞",
+    "€",
+    "😀",
+    "🦙",
+    "👍🏽",
+    "👨‍👩‍👧‍👦",
+    "\xc2\xa0",
+    "\xe3\x80\x80",
+    "\x7f",
+    "\x01",
+    "\x00",
+    "ø",
+    "[PAD100015]",
+    ">>TITLE<<",
 };
 
 static size_t rand_bpe_text(unsigned char *buf, size_t max_pieces) {
@@ -200,19 +286,25 @@ static int roundtrip(const wlm_vocab *v, const unsigned char *s, size_t n, int f
     unsigned char *d = detok_all(v, ids, nt, &dl);
     int ok = dl == n && memcmp(d, s, n) == 0;
     /* the streaming detokenizer gives the same bytes for valid UTF-8 */
-    wlm_detok st; wlm_detok_reset(&st);
+    wlm_detok st;
+    wlm_detok_reset(&st);
     uint32_t dcap = 64 + v->max_len;
     char *piece = malloc(dcap);
     unsigned char *stream = malloc(n * 3 + 64);
     size_t ns = 0;
     for (uint32_t i = 0; i < nt; i++) {
         uint32_t w = wlm_vocab_detok_push(v, &st, ids[i], piece, dcap);
-        memcpy(stream + ns, piece, w); ns += w;
+        memcpy(stream + ns, piece, w);
+        ns += w;
     }
     uint32_t w = wlm_detok_flush(&st, piece, dcap);
-    memcpy(stream + ns, piece, w); ns += w;
+    memcpy(stream + ns, piece, w);
+    ns += w;
     if (!(flags & 4) && (ns != n || memcmp(stream, s, n) != 0)) ok = 0;
-    free(piece); free(stream); free(d); free(ids);
+    free(piece);
+    free(stream);
+    free(d);
+    free(ids);
     return ok;
 }
 
@@ -221,11 +313,17 @@ TEST(tokenizer_bpe_roundtrip) {
     unsigned char buf[4096];
     for (int vi = 0; vi < 3; vi++) {
         tvocab t;
-        if (!bv_load(&t, names[vi])) { tst_failed_checks++; tv_free(&t); continue; }
+        if (!bv_load(&t, names[vi])) {
+            tst_failed_checks++;
+            tv_free(&t);
+            continue;
+        }
         int fails = 0, tried = 0;
         for (int it = 0; it < 400; it++) { /* valid UTF-8 from pieces of many scripts */
             size_t n = rand_bpe_text(buf, 40);
-            if (!roundtrip(&t.v, buf, n, 0)) { if (fails++ < 3) fprintf(stderr, "  %s: round trip failed for '%.*s'\n", names[vi], (int)n, buf); }
+            if (!roundtrip(&t.v, buf, n, 0)) {
+                if (fails++ < 3) fprintf(stderr, "  %s: round trip failed for '%.*s'\n", names[vi], (int)n, buf);
+            }
             tried++;
         }
         /* random bytes (mostly invalid UTF-8): token bytes are exact. Only
@@ -233,14 +331,17 @@ TEST(tokenizer_bpe_roundtrip) {
          * (03, 04, ..., C0, C1, F2, F5..FF: dropped, it has no unknown token)
          * and deepseek-llm has C0, C1, F5..FF only as user-defined tokens,
          * whose text ("ÿ") decodes verbatim (as llama.cpp does). */
-        unsigned char ok_bytes[256]; int n_ok = 0;
+        unsigned char ok_bytes[256];
+        int n_ok = 0;
         for (int c = 0; c < 256; c++)
             if (t.v.byte_sym[c] >= 0 && t.v.type[t.v.byte_sym[c]] == WLM_TOK_NORMAL) ok_bytes[n_ok++] = (unsigned char)c;
         if (vi == 0) CHECK(n_ok == 256);
         for (int it = 0; it < 400; it++) {
             size_t n = tst_rand() % 48;
             for (size_t i = 0; i < n; i++) buf[i] = ok_bytes[tst_rand() % n_ok];
-            if (!roundtrip(&t.v, buf, n, 4)) { if (fails++ < 3) fprintf(stderr, "  %s: byte round trip failed (%zu bytes)\n", names[vi], n); }
+            if (!roundtrip(&t.v, buf, n, 4)) {
+                if (fails++ < 3) fprintf(stderr, "  %s: byte round trip failed (%zu bytes)\n", names[vi], n);
+            }
             tried++;
         }
         printf("  %s: %d round trips, %d failed\n", names[vi], tried, fails);
@@ -252,7 +353,8 @@ TEST(tokenizer_bpe_roundtrip) {
 /* ---- 5. special tokens and EOG ---------------------------------------------------------- */
 
 static int has_id(const int32_t *ids, uint32_t n, int32_t id) {
-    for (uint32_t i = 0; i < n; i++) if (ids[i] == id) return 1;
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i] == id) return 1;
     return 0;
 }
 
@@ -264,8 +366,8 @@ TEST(tokenizer_bpe_special) {
     int32_t *a = tv_tokenize(&t.v, s, (uint32_t)strlen(s), 0, &n);
     int32_t *b = tv_tokenize(&t.v, s, (uint32_t)strlen(s), WLM_TOK_PARSE_SPECIAL, &n2);
     REQUIRE(a && b);
-    CHECK(!has_id(a, n, 50256) && n > 3);          /* plain text */
-    CHECK(n2 == 3 && b[1] == 50256);                /* Hi, <|endoftext|>, there */
+    CHECK(!has_id(a, n, 50256) && n > 3); /* plain text */
+    CHECK(n2 == 3 && b[1] == 50256);      /* Hi, <|endoftext|>, there */
     int32_t *hi = tv_tokenize(&t.v, "Hi", 2, 0, &n);
     CHECK(n == 1 && b[0] == hi[0]);
     free(hi);
@@ -273,7 +375,9 @@ TEST(tokenizer_bpe_special) {
     size_t dl;
     unsigned char *d = detok_all(&t.v, b, n2, &dl);
     CHECK(dl == 7 && memcmp(d, "Hithere", 7) == 0);
-    free(d); free(a); free(b);
+    free(d);
+    free(a);
+    free(b);
     /* add-special flag: BOS when asked (gpt-2 has bos = eos = 50256), no EOS (add_eos_token unset) */
     a = tv_tokenize(&t.v, "x", 1, WLM_TOK_ADD_BOS, &n);
     CHECK(n == 2 && a[0] == 50256);
@@ -309,12 +413,14 @@ TEST(tokenizer_bpe_special) {
     REQUIRE(bv_load(&t, "llama-spm"));
     s = "Hello<s>world</s>";
     uint32_t nh = 0, nw = 0;
-    int32_t *h = tv_tokenize(&t.v, "Hello", 5, 0, &nh);  /* "▁Hello" */
-    int32_t *w = tv_tokenize(&t.v, "world", 5, 0, &nw);  /* "▁world" */
+    int32_t *h = tv_tokenize(&t.v, "Hello", 5, 0, &nh); /* "▁Hello" */
+    int32_t *w = tv_tokenize(&t.v, "world", 5, 0, &nw); /* "▁world" */
     a = tv_tokenize(&t.v, s, (uint32_t)strlen(s), WLM_TOK_PARSE_SPECIAL, &n);
     CHECK(h && w && nh == 1 && nw == 1);
     CHECK(a && n == 4 && a[0] == h[0] && a[1] == 1 && a[2] == w[0] && a[3] == 2);
-    free(a); free(h); free(w);
+    free(a);
+    free(h);
+    free(w);
     a = tv_tokenize(&t.v, s, (uint32_t)strlen(s), 0, &n);
     CHECK(a && !has_id(a, n, 1) && !has_id(a, n, 2));
     free(a);
@@ -332,23 +438,48 @@ static wlm_status tiny_bpe(tvocab *t, const char *pre, const char *const *merges
     uint32_t n = 0;
     for (int b = 0; b < 256; b++) {
         uint32_t cp = wlm_bpe_byte_to_cp((uint8_t)b);
-        if (cp < 0x80) { chars[b][0] = (char)cp; chars[b][1] = 0; }
-        else { chars[b][0] = (char)(0xC0 | (cp >> 6)); chars[b][1] = (char)(0x80 | (cp & 63)); chars[b][2] = 0; }
-        tok[n] = chars[b]; types[n++] = 1;
+        if (cp < 0x80) {
+            chars[b][0] = (char)cp;
+            chars[b][1] = 0;
+        } else {
+            chars[b][0] = (char)(0xC0 | (cp >> 6));
+            chars[b][1] = (char)(0x80 | (cp & 63));
+            chars[b][2] = 0;
+        }
+        tok[n] = chars[b];
+        types[n++] = 1;
     }
     static const char *const extra[] = { "ab", "abc", "bc", "\xc4\xa0\x61", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|im" };
     static const int32_t extra_type[] = { 1, 1, 1, 1, 3, 3, 3, 4 };
-    for (int i = 0; i < 8; i++) { tok[n] = extra[i]; types[n++] = extra_type[i]; }
-    gbuf b; gb_begin(&b);
-    gb_key(&b, "tokenizer.ggml.model", GGUF_STRING); gb_str(&b, "gpt2");
-    if (pre) { gb_key(&b, "tokenizer.ggml.pre", GGUF_STRING); gb_str(&b, pre); }
+    for (int i = 0; i < 8; i++) {
+        tok[n] = extra[i];
+        types[n++] = extra_type[i];
+    }
+    gbuf b;
+    gb_begin(&b);
+    gb_key(&b, "tokenizer.ggml.model", GGUF_STRING);
+    gb_str(&b, "gpt2");
+    if (pre) {
+        gb_key(&b, "tokenizer.ggml.pre", GGUF_STRING);
+        gb_str(&b, pre);
+    }
     gb_strs(&b, "tokenizer.ggml.tokens", tok, n);
-    gb_key(&b, "tokenizer.ggml.token_type", GGUF_ARRAY); gb_u32(&b, GGUF_I32); gb_u64(&b, n); gb_put(&b, types, 4 * n);
+    gb_key(&b, "tokenizer.ggml.token_type", GGUF_ARRAY);
+    gb_u32(&b, GGUF_I32);
+    gb_u64(&b, n);
+    gb_put(&b, types, 4 * n);
     gb_strs(&b, "tokenizer.ggml.merges", merges, nm);
-    gb_key(&b, "tokenizer.ggml.eos_token_id", GGUF_U32); gb_u32(&b, 256 + 5);
-    gb_key(&b, "tokenizer.ggml.bos_token_id", GGUF_U32); gb_u32(&b, 256 + 4);
-    gb_key(&b, "tokenizer.ggml.eot_token_id", GGUF_U32); gb_u32(&b, 256 + 6);
-    gb_key(&b, "tokenizer.ggml.add_eos_token", GGUF_BOOL); { unsigned char one = 1; gb_put(&b, &one, 1); }
+    gb_key(&b, "tokenizer.ggml.eos_token_id", GGUF_U32);
+    gb_u32(&b, 256 + 5);
+    gb_key(&b, "tokenizer.ggml.bos_token_id", GGUF_U32);
+    gb_u32(&b, 256 + 4);
+    gb_key(&b, "tokenizer.ggml.eot_token_id", GGUF_U32);
+    gb_u32(&b, 256 + 6);
+    gb_key(&b, "tokenizer.ggml.add_eos_token", GGUF_BOOL);
+    {
+        unsigned char one = 1;
+        gb_put(&b, &one, 1);
+    }
     unsigned long long size;
     unsigned char *data = gb_end(&b, &size);
     memset(err, 0, sizeof *err);
@@ -357,7 +488,8 @@ static wlm_status tiny_bpe(tvocab *t, const char *pre, const char *const *merges
 }
 
 TEST(tokenizer_bpe_tiny_vocab) {
-    tvocab t; wlm_err err;
+    tvocab t;
+    wlm_err err;
     /* "b c" has a lower rank than "a b": "abc" -> a + bc, then no "a bc" merge */
     static const char *const m1[] = { "b c", "a b", "ab c", "\xc4\xa0 a", "x y" };
     REQUIRE(tiny_bpe(&t, "gpt-2", m1, 5, &err) == WLM_OK);
@@ -431,16 +563,21 @@ TEST(tokenizer_spm_split_identical) {
         for (size_t i = 0; i < np && n + 64 < cap; i++) {
             const char *p = k_bpe_pieces[tst_rand() % (sizeof k_bpe_pieces / sizeof k_bpe_pieces[0])];
             size_t l = p[0] ? strlen(p) : 1;
-            memcpy(buf + n, p, l); n += l;
+            memcpy(buf + n, p, l);
+            n += l;
             if (tst_rand() % 3 == 0) { buf[n++] = ' '; }
-            if (tst_rand() % 17 == 0) { memcpy(buf + n, "\xe2\x96\x81", 3); n += 3; } /* literal ▁ too */
+            if (tst_rand() % 17 == 0) {
+                memcpy(buf + n, "\xe2\x96\x81", 3);
+                n += 3;
+            } /* literal ▁ too */
         }
         uint32_t n1 = 0, n2 = 0;
         int32_t *a = tv_tokenize(&t.v, (const char *)buf, (uint32_t)n, 0, &n1);
         int32_t *b = tv_tokenize(&t.v, (const char *)buf, (uint32_t)n, (int)WLM_TOK_NO_SPLIT_, &n2);
         if (!a || !b || n1 != n2 || memcmp(a, b, n1 * 4) != 0) bad++;
         tried++;
-        free(a); free(b);
+        free(a);
+        free(b);
     }
     printf("  %d random texts: segment path == whole-text path (%d differ)\n", tried, bad);
     CHECK(bad == 0);
@@ -468,19 +605,24 @@ TEST(tokenizer_throughput) {
     unsigned char *buf = malloc(cap + 256);
     /* mixed text: mostly English-like words, some punctuation, numbers, other scripts */
     static const char *const words[] = { "the", "of", "and", "tokenizer", "model", "inference", "WebAssembly", "is", "a",
-        "fast", "engine", "running", "in", "browsers", "with", "SIMD", "kernels", "2024", "3.14", "(see", "below).",
-        "Führer", "café", "Привет", "мир", "日本語の", "テキスト", "中文", "😀", "don't", "it's", "x+y=z;", "\n", "\n\n", "  " };
+                                         "fast", "engine", "running", "in", "browsers", "with", "SIMD", "kernels", "2024", "3.14", "(see", "below).",
+                                         "Führer", "café", "Привет", "мир", "日本語の", "テキスト", "中文", "😀", "don't", "it's", "x+y=z;", "\n", "\n\n", "  " };
     while (n < cap) {
         const char *w = words[tst_rand() % (sizeof words / sizeof words[0])];
         size_t l = strlen(w);
-        memcpy(buf + n, w, l); n += l;
+        memcpy(buf + n, w, l);
+        n += l;
         buf[n++] = ' ';
     }
     int32_t *out = malloc(sizeof(int32_t) * (n + 16));
     for (int i = 0; i < 4; i++) {
         tvocab t;
-        if (!bv_load(&t, names[i])) { tv_free(&t); continue; }
-        uint32_t nt = 0; wlm_err err;
+        if (!bv_load(&t, names[i])) {
+            tv_free(&t);
+            continue;
+        }
+        uint32_t nt = 0;
+        wlm_err err;
         double t0 = now_s();
         wlm_status st = wlm_vocab_tokenize(&t.v, (const char *)buf, (uint32_t)n, 0, out, (uint32_t)n + 16, &nt, &err);
         double dt = now_s() - t0;
@@ -499,5 +641,6 @@ TEST(tokenizer_throughput) {
         }
         tv_free(&t);
     }
-    free(out); free(buf);
+    free(out);
+    free(buf);
 }

@@ -7,19 +7,20 @@
 #define W "\xe2\x96\x81" /* U+2581 */
 
 static const char *const k_pieces[] = {
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",                               /* 0-4 */
-    W "the", W "un", "aff", "able", W "play", "ing", W "!", W ",", W ".",       /* 5-13 */
-    W "hello", W "world", W "cafe", W "a", "b", W "b",                          /* 14-19 */
-    W "\xe4\xb8\xad", W "\xe5\x9b\xbd", W "$", "5", W "5", W "naive",           /* 20-25: 中 国 $ */
-    W "\xe1\x84\x92", "\xe1\x85\xa1", "\xe1\x86\xab",                           /* 26-28: jamo ᄒ ᅡ ᆫ */
-    W "caf\xc3\xa9", "a", W "Hello", W "playing", W "x",                        /* 29-33 */
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",                         /* 0-4 */
+    W "the", W "un", "aff", "able", W "play", "ing", W "!", W ",", W ".", /* 5-13 */
+    W "hello", W "world", W "cafe", W "a", "b", W "b",                    /* 14-19 */
+    W "\xe4\xb8\xad", W "\xe5\x9b\xbd", W "$", "5", W "5", W "naive",     /* 20-25: 中 国 $ */
+    W "\xe1\x84\x92", "\xe1\x85\xa1", "\xe1\x86\xab",                     /* 26-28: jamo ᄒ ᅡ ᆫ */
+    W "caf\xc3\xa9", "a", W "Hello", W "playing", W "x",                  /* 29-33 */
 };
 #define NP ((uint32_t)(sizeof k_pieces / sizeof k_pieces[0]))
 
 /* opts: bit 0 lowercase=false, bit 1 strip_accents=true written, bit 2 no
  * special-id keys (BERT's defaults apply: out of range here, so unk fails) */
 static int bert_vocab(tvocab *t, int opts, wlm_err *err) {
-    gbuf b; gb_begin(&b);
+    gbuf b;
+    gb_begin(&b);
     gb_kv_str(&b, "tokenizer.ggml.model", "bert");
     gb_tokens(&b, k_pieces, NP);
     int32_t types[NP];
@@ -39,13 +40,21 @@ static int bert_vocab(tvocab *t, int opts, wlm_err *err) {
     return tv_load_bytes(t, data, size, err);
 }
 
-typedef struct { const char *text; int flags; int32_t ids[24]; int n; } wvec;
+typedef struct {
+    const char *text;
+    int flags;
+    int32_t ids[24];
+    int n;
+} wvec;
 
 static void run_vectors(const tvocab *t, const wvec *v, int count, const char *what) {
     for (int i = 0; i < count; i++) {
         uint32_t n = 0;
         int32_t *out = tv_tokenize(&t->v, v[i].text, (uint32_t)strlen(v[i].text), v[i].flags, &n);
-        if (!out) { CHECKF(0, "%s vector %d failed", what, i); continue; }
+        if (!out) {
+            CHECKF(0, "%s vector %d failed", what, i);
+            continue;
+        }
         int same = (int)n == v[i].n;
         for (int j = 0; same && j < v[i].n; j++) same = out[j] == v[i].ids[j];
         if (!same) {
@@ -59,7 +68,8 @@ static void run_vectors(const tvocab *t, const wvec *v, int count, const char *w
 }
 
 TEST(wpm_vectors) {
-    tvocab t; wlm_err err;
+    tvocab t;
+    wlm_err err;
     REQUIRE(bert_vocab(&t, 0, &err));
     CHECK(t.v.kind == WLM_VOCAB_WPM && t.v.bos == 2 && t.v.sep == 3 && t.v.unk == 1 && t.v.add_bos == 1 && t.v.add_sep == 1);
     CHECK(t.v.wpm_lower == 1 && t.v.wpm_strip == 1);
@@ -100,7 +110,8 @@ TEST(wpm_vectors) {
 
     /* WordPiece's 100-character limit: 100 a's are pieces, 101 are [UNK] */
     char word[128];
-    memset(word, 'a', 101); word[101] = 0;
+    memset(word, 'a', 101);
+    word[101] = 0;
     uint32_t n = 0;
     int32_t *out = tv_tokenize(&t.v, word, 100, 0, &n);
     REQUIRE(out);
@@ -113,7 +124,9 @@ TEST(wpm_vectors) {
 
     /* detokenization: word starts become spaces, continuations join */
     int32_t ids[] = { 2, 6, 7, 8, 12, 14, 3 };
-    char s[64]; wlm_detok d; wlm_detok_reset(&d);
+    char s[64];
+    wlm_detok d;
+    wlm_detok_reset(&d);
     uint32_t k = 0;
     for (int i = 0; i < 7; i++) k += wlm_vocab_detok_push(&t.v, &d, ids[i], s + k, sizeof s - k);
     CHECKF(k == 18 && memcmp(s, " unaffable , hello", 18) == 0, "%.*s", (int)k, s);
@@ -121,14 +134,15 @@ TEST(wpm_vectors) {
 }
 
 TEST(wpm_normalizer_options) {
-    tvocab t; wlm_err err;
+    tvocab t;
+    wlm_err err;
     /* lowercase false: strip_accents follows it (false) */
     REQUIRE(bert_vocab(&t, 1, &err));
     CHECK(t.v.wpm_lower == 0 && t.v.wpm_strip == 0);
     static const wvec cased[] = {
         { "Hello hello", 0, { 31, 14 }, 2 },
         { "caf\xc3\xa9 cafe", 0, { 29, 16 }, 2 },
-        { "\xed\x95\x9c", 0, { 1 }, 1 },   /* no decomposition: 한 is no piece */
+        { "\xed\x95\x9c", 0, { 1 }, 1 }, /* no decomposition: 한 is no piece */
     };
     run_vectors(&t, cased, 3, "cased");
     tv_free(&t);

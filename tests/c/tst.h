@@ -16,24 +16,49 @@ extern int tst_failed_checks;
 extern const char *tst_data_dir; /* ../shared (models, reference, vocab) */
 extern const char *tst_build_dir;
 
-#define TEST(name) \
-    static void name(void); \
+#define TEST(name)                                                                           \
+    static void name(void);                                                                  \
     __attribute__((constructor)) static void name##_reg(void) { tst_register(#name, name); } \
     static void name(void)
 
-#define CHECK(cond) do { if (!(cond)) { tst_failed_checks++; \
-    fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #cond); } } while (0)
-#define CHECKF(cond, ...) do { if (!(cond)) { tst_failed_checks++; \
-    fprintf(stderr, "  CHECK failed %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
-#define REQUIRE(cond) do { if (!(cond)) { tst_failed_checks++; \
-    fprintf(stderr, "  REQUIRE failed %s:%d: %s\n", __FILE__, __LINE__, #cond); return; } } while (0)
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            tst_failed_checks++;                                                      \
+            fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                             \
+    } while (0)
+#define CHECKF(cond, ...)                                                             \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            tst_failed_checks++;                                                      \
+            fprintf(stderr, "  CHECK failed %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                             \
+            fputc('\n', stderr);                                                      \
+        }                                                                             \
+    } while (0)
+#define REQUIRE(cond)                                                                   \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            tst_failed_checks++;                                                        \
+            fprintf(stderr, "  REQUIRE failed %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            return;                                                                     \
+        }                                                                               \
+    } while (0)
 
 /* helpers (test_main.c) */
 unsigned char *tst_read_file(const char *path, unsigned long long *size); /* malloc'd, NULL if missing */
-char *tst_path(const char *rel); /* tst_data_dir + "/" + rel, static buffer rotation */
+char *tst_path(const char *rel);                                          /* tst_data_dir + "/" + rel, static buffer rotation */
 /* Copies `size` bytes into memory from wlm_sys_alloc (as the JS glue does). */
 unsigned char *tst_sys_copy(const unsigned char *data, unsigned long long size);
+/* The file tst_data_dir/rel read into memory from wlm_sys_alloc; NULL (the
+ * reason printed) when it cannot be read. */
+unsigned char *tst_read_sys(const char *rel, unsigned long long *size);
+/* wlm_ctx_new, or NULL with its message printed */
+struct wlm_model;
+struct wlm_ctx;
+struct wlm_ctx_params;
+struct wlm_ctx *tst_ctx_new(struct wlm_model *m, const struct wlm_ctx_params *p);
 /* deterministic test RNG */
 unsigned tst_rand(void);
 float tst_randf(void); /* [-1, 1) */

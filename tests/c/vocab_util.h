@@ -31,8 +31,14 @@ VU_HELPER int tv_load(tvocab *t, const char *rel) {
     unsigned char *file = tst_read_file(tst_path(rel), &size);
     wlm_err err = { 0 };
     memset(t, 0, sizeof *t);
-    if (!file) { fprintf(stderr, "  cannot read %s\n", tst_path(rel)); return 0; }
-    if (!tv_load_bytes(t, file, size, &err)) { fprintf(stderr, "  %s: %s\n", rel, err.msg); return 0; }
+    if (!file) {
+        fprintf(stderr, "  cannot read %s\n", tst_path(rel));
+        return 0;
+    }
+    if (!tv_load_bytes(t, file, size, &err)) {
+        fprintf(stderr, "  %s: %s\n", rel, err.msg);
+        return 0;
+    }
     return 1;
 }
 
@@ -58,33 +64,67 @@ VU_HELPER int32_t *tv_tokenize(const wlm_vocab *v, const char *s, uint32_t len, 
 
 /* ---- hand-built GGUF metadata (no tensors) ---------------------------------- */
 
-typedef struct { unsigned char *p; size_t n, cap; uint64_t n_kv; } gbuf;
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+    uint64_t n_kv;
+} gbuf;
 VU_HELPER void gb_put(gbuf *b, const void *d, size_t n) {
-    if (b->n + n > b->cap) { b->cap = (b->n + n) * 2 + 64; b->p = realloc(b->p, b->cap); }
-    memcpy(b->p + b->n, d, n); b->n += n;
+    if (b->n + n > b->cap) {
+        b->cap = (b->n + n) * 2 + 64;
+        b->p = realloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, d, n);
+    b->n += n;
 }
 VU_HELPER void gb_u32(gbuf *b, uint32_t v) { gb_put(b, &v, 4); }
 VU_HELPER void gb_u64(gbuf *b, uint64_t v) { gb_put(b, &v, 8); }
-VU_HELPER void gb_str(gbuf *b, const char *s) { gb_u64(b, strlen(s)); gb_put(b, s, strlen(s)); }
+VU_HELPER void gb_str(gbuf *b, const char *s) {
+    gb_u64(b, strlen(s));
+    gb_put(b, s, strlen(s));
+}
 VU_HELPER void gb_begin(gbuf *b) {
     memset(b, 0, sizeof *b);
-    gb_put(b, "GGUF", 4); gb_u32(b, 3); gb_u64(b, 0); gb_u64(b, 0); /* n_kv patched by gb_end */
+    gb_put(b, "GGUF", 4);
+    gb_u32(b, 3);
+    gb_u64(b, 0);
+    gb_u64(b, 0); /* n_kv patched by gb_end */
 }
-VU_HELPER void gb_key(gbuf *b, const char *k, uint32_t type) { gb_str(b, k); gb_u32(b, type); b->n_kv++; }
-VU_HELPER void gb_kv_str(gbuf *b, const char *k, const char *v) { gb_key(b, k, GGUF_STRING); gb_str(b, v); }
-VU_HELPER void gb_kv_u32(gbuf *b, const char *k, uint32_t v) { gb_key(b, k, GGUF_U32); gb_u32(b, v); }
-VU_HELPER void gb_kv_bool(gbuf *b, const char *k, int v) { unsigned char c = (unsigned char)v; gb_key(b, k, GGUF_BOOL); gb_put(b, &c, 1); }
+VU_HELPER void gb_key(gbuf *b, const char *k, uint32_t type) {
+    gb_str(b, k);
+    gb_u32(b, type);
+    b->n_kv++;
+}
+VU_HELPER void gb_kv_str(gbuf *b, const char *k, const char *v) {
+    gb_key(b, k, GGUF_STRING);
+    gb_str(b, v);
+}
+VU_HELPER void gb_kv_u32(gbuf *b, const char *k, uint32_t v) {
+    gb_key(b, k, GGUF_U32);
+    gb_u32(b, v);
+}
+VU_HELPER void gb_kv_bool(gbuf *b, const char *k, int v) {
+    unsigned char c = (unsigned char)v;
+    gb_key(b, k, GGUF_BOOL);
+    gb_put(b, &c, 1);
+}
 VU_HELPER void gb_strs(gbuf *b, const char *key, const char *const *t, uint32_t n) {
-    gb_key(b, key, GGUF_ARRAY); gb_u32(b, GGUF_STRING); gb_u64(b, n);
+    gb_key(b, key, GGUF_ARRAY);
+    gb_u32(b, GGUF_STRING);
+    gb_u64(b, n);
     for (uint32_t i = 0; i < n; i++) gb_str(b, t[i]);
 }
 VU_HELPER void gb_tokens(gbuf *b, const char *const *t, uint32_t n) { gb_strs(b, "tokenizer.ggml.tokens", t, n); }
 VU_HELPER void gb_scores(gbuf *b, const float *s, uint32_t n) {
-    gb_key(b, "tokenizer.ggml.scores", GGUF_ARRAY); gb_u32(b, GGUF_F32); gb_u64(b, n);
+    gb_key(b, "tokenizer.ggml.scores", GGUF_ARRAY);
+    gb_u32(b, GGUF_F32);
+    gb_u64(b, n);
     gb_put(b, s, 4 * n);
 }
 VU_HELPER void gb_types(gbuf *b, const int32_t *s, uint32_t n) {
-    gb_key(b, "tokenizer.ggml.token_type", GGUF_ARRAY); gb_u32(b, GGUF_I32); gb_u64(b, n);
+    gb_key(b, "tokenizer.ggml.token_type", GGUF_ARRAY);
+    gb_u32(b, GGUF_I32);
+    gb_u64(b, n);
     gb_put(b, s, 4 * n);
 }
 VU_HELPER unsigned char *gb_end(gbuf *b, unsigned long long *size) {

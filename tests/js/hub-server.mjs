@@ -7,16 +7,12 @@
 // the real hub does (401 without it or with another token, 403 while the
 // licence is not accepted); the CDN may run on another origin (state.cdn)
 // and every request's Authorization header is logged, so the tests check
-// that the CDN never saw one. Optionally it serves the package's own files
-// too (the browser tests load web/index.js from it).
+// that the CDN never saw one.
 import http from 'node:http';
-import fs from 'node:fs';
-import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { listen } from './servers.mjs';
 
 export const sha = (b) => createHash('sha256').update(b).digest('hex');
-
-const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'application/json', '.wasm': 'application/wasm', '.html': 'text/html' };
 
 /**
  * A hub imitation. `state.files` maps repository paths of state.repo to
@@ -25,8 +21,7 @@ const MIME = { '.js': 'text/javascript', '.mjs': 'text/javascript', '.json': 'ap
  * `state.cutAt` bytes; `state.ignoreRange` answers 200 to a Range request;
  * `state.rangeEtag` sends that ETag on a 206; `state.listedSizes` gives
  * the listing a size for a path other than its bytes' (a file too large to
- * hold in a test); `state.root` serves
- * /web, /wasm and /models from that directory and a blank page at /.
+ * hold in a test).
  * Gated repository: `state.token` is the one token the listing and resolve
  * endpoints accept (`state.licence === false`: 403 even with it).
  * `state.cdnUrl` (set by withHub for `state.cdn`) is the CDN's origin the
@@ -69,14 +64,6 @@ export function hubServer(state, { role = 'hub', log = [] } = {}) {
       return true;
     };
     const cdn = state.cdnUrl || '';
-    if (state.root && (u.pathname === '/' || /^\/(web|wasm|models)\/[\w./-]+$/.test(u.pathname)) && !u.pathname.includes('..')) {
-      if (u.pathname === '/') { res.writeHead(200, { 'content-type': 'text/html' }); res.end('<!doctype html><title>hub test</title>'); return; }
-      const file = path.join(state.root, u.pathname);
-      if (!fs.existsSync(file)) { res.writeHead(404); res.end(); return; }
-      res.writeHead(200, { 'content-type': MIME[path.extname(file)] || 'application/octet-stream' });
-      res.end(fs.readFileSync(file));
-      return;
-    }
     let m = /^\/api\/models\/([^/]+)\/([^/]+)\/tree\/([^/]+)$/.exec(u.pathname);
     if (m) {
       if (`${m[1]}/${m[2]}` !== state.repo || decodeURIComponent(m[3]) !== 'main') { res.writeHead(404, { 'content-type': 'application/json' }); res.end('{"error":"Repository not found"}'); return; }
@@ -144,17 +131,12 @@ export function hubServer(state, { role = 'hub', log = [] } = {}) {
 export async function withHub(state, fn) {
   for (const [k, v] of Object.entries({ repo: 'owner/repo', version: 1, cuts: 0, cutAt: 100000 })) if (!(k in state)) state[k] = v;
   const log = [];
-  const servers = [hubServer(state, { log }).server];
-  if (state.cdn) servers.push(hubServer(state, { role: 'cdn', log }).server);
-  const urls = [];
-  for (const s of servers) {
-    await new Promise((r) => s.listen(0, '127.0.0.1', r));
-    urls.push(`http://127.0.0.1:${s.address().port}`);
-  }
-  if (state.cdn) state.cdnUrl = urls[1];
+  const servers = [await listen(hubServer(state, { log }).server)];
   try {
-    return await fn(urls[0], log, urls[1] || null);
+    if (state.cdn) servers.push(await listen(hubServer(state, { role: 'cdn', log }).server));
+    if (state.cdn) state.cdnUrl = servers[1].url;
+    return await fn(servers[0].url, log, servers[1]?.url || null);
   } finally {
-    for (const s of servers) { s.closeAllConnections?.(); await new Promise((r) => s.close(r)); }
+    for (const s of servers) await s.close();
   }
 }

@@ -8,7 +8,6 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import util from 'node:util';
@@ -20,6 +19,7 @@ import { resolveHubModel } from '../../models/registry.js';
 import { makeModel } from '../../models/make-model.js';
 import { splitGguf } from '../../models/gguf-split.js';
 import { withHub, sha } from './hub-server.mjs';
+import { listen } from './servers.mjs';
 
 const LONG = { timeout: 180000 };
 const TOKEN = 'hf_TestTokenThatMustNeverLeak0123456789';
@@ -126,20 +126,17 @@ test('hubAuth: the option, else WASMLM_HUB_TOKEN, else HF_TOKEN for huggingface.
 test('Node: the token goes along same-origin redirects and is dropped at the first hop to another origin, for good', async () => {
   const seen = [];
   const servers = [];
-  const listen = async (handler) => {
-    const s = http.createServer((req, res) => { seen.push(`${s.name} ${req.url} ${req.headers.authorization || '-'}`); handler(req, res); });
+  const start = async (name, handler) => {
+    const s = await listen((req, res) => { seen.push(`${name} ${req.url} ${req.headers.authorization || '-'}`); handler(req, res); });
     servers.push(s);
-    await new Promise((r) => s.listen(0, '127.0.0.1', r));
     return s;
   };
-  const a = await listen((req, res) => {
+  const a = await start('A', (req, res) => {
     const to = { '/start': '/same', '/same': `${b.url}/x`, '/back': '/end' }[req.url];
     if (to) { res.writeHead(302, { location: to }); res.end(); return; }
     res.end('a');
   });
-  const b = await listen((req, res) => { res.writeHead(307, { location: `${a.url}/back` }); res.end(); });
-  a.name = 'A'; b.name = 'B';
-  a.url = `http://127.0.0.1:${a.address().port}`; b.url = `http://127.0.0.1:${b.address().port}`;
+  const b = await start('B', (req, res) => { res.writeHead(307, { location: `${a.url}/back` }); res.end(); });
   // a fetch that follows redirects keeping every header: the token must still not leave A
   const leaky = async (url, init = {}) => {
     let res = await fetch(url, { ...init, redirect: 'manual' });
@@ -163,7 +160,7 @@ test('Node: the token goes along same-origin redirects and is dropped at the fir
     timer.done(); await response.text();
     assert.deepEqual(seen, ['B /x -', 'A /back -', 'A /end -']);
   } finally {
-    for (const s of servers) { s.closeAllConnections?.(); await new Promise((r) => s.close(r)); }
+    for (const s of servers) await s.close();
   }
 });
 

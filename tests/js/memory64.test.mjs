@@ -12,7 +12,6 @@
 import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { ROOT, MODEL_PATH } from './helpers.mjs';
@@ -20,6 +19,7 @@ import { loadModel, memory64Support } from '../../web/index.js';
 import { describeModule, wrapExports, WASM32_MAX_BYTES } from '../../web/memory64.js';
 import { Engine } from '../../web/worker/engine.js';
 import { withHub } from './hub-server.mjs';
+import { withServer } from './servers.mjs';
 
 const DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-m64-'));
 after(() => fs.rmSync(DIR, { recursive: true, force: true }));
@@ -151,9 +151,9 @@ test('a stream without a length that outgrows wasm32: TOO_LARGE from the engine\
 
 /** A server whose /huge.gguf declares 5 GB (each part of /split-0000N-of-00002.gguf 2.5 GB) and sends
  * 64 KiB of it, then waits; HEAD requests get the length only. */
-async function hugeServer(fn) {
+function hugeServer(fn) {
   const seen = { requests: 0, closed: 0, log: [] };
-  const server = http.createServer((req, res) => {
+  return withServer((req, res) => {
     seen.log.push(`${req.method} ${req.url}`);
     const size = req.url.startsWith('/split-') ? HUGE / 2 : HUGE;
     const headers = { 'content-type': 'application/octet-stream', 'content-length': String(size), etag: '"huge"', 'accept-ranges': 'bytes' };
@@ -163,11 +163,7 @@ async function hugeServer(fn) {
     res.writeHead(200, headers);
     const head = Buffer.alloc(64 << 10); head.write('GGUF');
     res.write(head);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  try { return await fn(`http://127.0.0.1:${server.address().port}/huge.gguf`, seen); } finally {
-    server.closeAllConnections?.(); await new Promise((r) => server.close(r));
-  }
+  }, (url) => fn(`${url}/huge.gguf`, seen));
 }
 
 const closedSoon = async (seen) => { for (let i = 0; i < 50 && seen.closed < seen.requests; i++) await new Promise((r) => setTimeout(r, 100)); return seen.closed; };

@@ -4,12 +4,12 @@
 // test timeout, and the load's own stall timeout is short.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { MODEL_PATH, ROOT, isError } from './helpers.mjs';
+import { listen, withServer } from './servers.mjs';
 import { resolveModel } from '../../models/registry.js';
 import { loadModel, deleteCachedModel, REGISTRY_TIMEOUT_MS } from '../../web/index.js';
 import { Engine, DECLARED_FIRST_BYTES } from '../../web/worker/engine.js';
@@ -22,15 +22,6 @@ const LONG = { timeout: 120000 }; // a test-level deadline: only reached when so
 
 function tmpdir() { return fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-net-')); }
 
-/** Runs fn(base, counter) with a server on 127.0.0.1; counter.n counts requests. */
-async function withServer(handler, fn) {
-  const counter = { n: 0 };
-  const server = http.createServer((req, res) => { counter.n++; handler(req, res); });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${server.address().port}`;
-  try { return await fn(base, counter); } finally { server.closeAllConnections?.(); await new Promise((r) => server.close(r)); }
-}
-
 const serveModel = (req, res) => {
   res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': SIZE });
   res.end(MODEL);
@@ -41,7 +32,7 @@ const esc = (s) => new RegExp(s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
 // ---- finding 8: network loading -------------------------------------------
 
 test('a malformed sha256 is refused before any request reaches the server', async () => {
-  await withServer(serveModel, async (base, counter) => {
+  await withServer(serveModel, async (base, served) => {
     for (const bad of ['abc', 'zz'.repeat(32), SHA + '0', 42]) {
       await assert.rejects(loadModel(`${base}/m.gguf`, { sha256: bad }), isError('BAD_OPTION', /option sha256: must be 64 hex digits/));
     }
@@ -50,7 +41,7 @@ test('a malformed sha256 is refused before any request reaches the server', asyn
       isError('BAD_OPTION', /registry\.tiny\.sha256: must be 64 hex digits/));
     await assert.rejects(loadModel('tiny', { modelDir: tmpdir(), cacheDir: tmpdir(), registry, offline: false }),
       isError('BAD_OPTION', /registry\.tiny\.sha256/));
-    assert.equal(counter.n, 0, 'no request was made');
+    assert.equal(served.requests, 0, 'no request was made');
     assert.equal(checkSha256(SHA.toUpperCase()), SHA);
     assert.equal(checkSha256(undefined), null);
   });
@@ -104,10 +95,9 @@ test('a truncated body names the URL and "received N of M bytes"', LONG, async (
 });
 
 test('a connection error is NETWORK naming the URL and the reason', LONG, async () => {
-  const server = http.createServer();
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${server.address().port}/m.gguf`;
-  await new Promise((r) => server.close(r)); // nothing listens there now
+  const server = await listen(() => {});
+  const url = `${server.url}/m.gguf`;
+  await server.close(); // nothing listens there now
   await assert.rejects(loadModel(url), isError('NETWORK', esc(url), /ECONNREFUSED/));
   await withServer((req, res) => { res.writeHead(503, 'Busy'); res.end('later'); }, async (base) => {
     await assert.rejects(loadModel(`${base}/m.gguf`), (e) => isError('NETWORK', /HTTP 503 Busy/, esc(base))(e) && e.status === 503);
@@ -150,7 +140,7 @@ test('a body longer than its declared length is refused with both numbers', LONG
 // ---- finding 7: the Node download cache -------------------------------------
 
 test('a cached file corrupted in place is re-verified: evicted and downloaded again (INTEGRITY offline)', LONG, async () => {
-  await withServer(serveModel, async (base, counter) => {
+  await withServer(serveModel, async (base, served) => {
     for (const sha256 of [SHA, undefined]) { // with a registry digest, and with only the recorded one
       const cacheDir = tmpdir();
       const registry = { tiny: { url: `${base}/m.gguf`, sha256 } };
@@ -160,10 +150,10 @@ test('a cached file corrupted in place is re-verified: evicted and downloaded ag
       assert.equal((await resolveModel('tiny', opts)).source, 'cache');
       const corrupt = () => { const fd = fs.openSync(r.path, 'r+'); fs.writeSync(fd, Buffer.from([0x55]), 0, 1, SIZE - 10); fs.closeSync(fd); };
       corrupt();
-      const before = counter.n;
+      const before = served.requests;
       const r2 = await resolveModel('tiny', opts);
       assert.equal(r2.source, 'download', 'the corrupted copy was not used');
-      assert.equal(counter.n, before + 1);
+      assert.equal(served.requests, before + 1);
       assert.ok(fs.readFileSync(r2.path).equals(MODEL));
       corrupt();
       await assert.rejects(resolveModel('tiny', { ...opts, offline: true }), isError('INTEGRITY', /sha256 [0-9a-f]{64}, expected [0-9a-f]{64}/, /tiny/));

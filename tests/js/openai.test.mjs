@@ -22,7 +22,7 @@ import {
   argumentProblem, templateMessages, templateTools,
 } from '../../web/tools.js';
 import { parseGbnf, Recognizer, Generator } from './gbnf-reference.mjs';
-import { QWEN2_5, LLAMA3_1 } from './fixtures/tool-templates.mjs';
+import { QWEN2_5, LLAMA3_1, WEATHER, CLOCK } from './fixtures/tool-templates.mjs';
 
 const Ajv2020 = Ajv2020Module.default ?? Ajv2020Module;
 const AJV = new Ajv2020({ strict: false });
@@ -53,18 +53,6 @@ test.after(async () => {
 const USER = [{ role: 'user', content: 'Hello' }];
 const GREEDY = { temperature: 0 };
 
-const WEATHER = {
-  type: 'function',
-  function: {
-    name: 'get_weather', description: 'The weather in a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { enum: ['Paris', 'Rome', 'Oslo'] }, days: { type: 'integer', minimum: 1, maximum: 7 }, unit: { enum: ['c', 'f'] } },
-      required: ['city', 'days'], additionalProperties: false,
-    },
-  },
-};
-const CLOCK = { type: 'function', function: { name: 'now', description: 'The time', parameters: { type: 'object', properties: {}, additionalProperties: false } } };
 const TOOLS = [WEATHER, CLOCK];
 const paramsOf = Object.fromEntries(TOOLS.map((t) => [t.function.name, t.function.parameters]));
 

@@ -2,11 +2,11 @@
 // local HTTP server on 127.0.0.1: never the network.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MODELS, MODEL_PATH } from './helpers.mjs';
+import { withServer, serveFiles } from './servers.mjs';
 import { resolveModel, loadRegistry, isRegistryName } from '../../models/registry.js';
 import { loadModel } from '../../web/index.js';
 
@@ -14,22 +14,8 @@ const SHA = '270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d';
 
 function tmpdir() { return fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-reg-')); }
 
-async function withServer(handler, fn) {
-  const server = http.createServer(handler);
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${server.address().port}`;
-  try { return await fn(base); } finally { server.closeAllConnections?.(); await new Promise((r) => server.close(r)); }
-}
-
-function serveFile(file, counter) {
-  return (req, res) => {
-    counter.n++;
-    if (req.url !== '/m.gguf') { res.writeHead(404); res.end('nope'); return; }
-    const st = fs.statSync(file);
-    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': st.size });
-    fs.createReadStream(file).pipe(res);
-  };
-}
+// the model at /m.gguf, whole (no Range)
+const serveModel = serveFiles({ '/m.gguf': MODEL_PATH }, { ranges: false });
 
 test('registry.json has stories260K with url, sha256, size, license', async () => {
   const reg = await loadRegistry();
@@ -59,8 +45,7 @@ test('resolveModel: unknown name gives a clear error', async () => {
 
 test('resolveModel: download from a local server, sha256 verified, cached atomically', async () => {
   const cacheDir = tmpdir();
-  const counter = { n: 0 };
-  await withServer(serveFile(MODEL_PATH, counter), async (base) => {
+  await withServer(serveModel, async (base, served) => {
     const registry = { tiny: { url: `${base}/m.gguf`, sha256: SHA, size: 1185376 } };
     const progress = [];
     const r = await resolveModel('tiny', { modelDir: tmpdir(), cacheDir, registry, offline: false, onProgress: (p) => progress.push(p) });
@@ -72,10 +57,10 @@ test('resolveModel: download from a local server, sha256 verified, cached atomic
     const rec = JSON.parse(fs.readFileSync(path.join(cacheDir, 'tiny.gguf.json'), 'utf8'));
     assert.deepEqual([rec.url, rec.size, rec.sha256], [`${base}/m.gguf`, 1185376, SHA]);
     // second time: from the cache, no request
-    const before = counter.n;
+    const before = served.requests;
     const r2 = await resolveModel('tiny', { modelDir: tmpdir(), cacheDir, registry, offline: false });
     assert.equal(r2.source, 'cache');
-    assert.equal(counter.n, before);
+    assert.equal(served.requests, before);
     // offline with a cache hit still works; offline without one fails clearly
     await assert.rejects(resolveModel('tiny', { cacheDir: tmpdir(), registry, offline: true }), /not available offline/);
   });
@@ -83,8 +68,7 @@ test('resolveModel: download from a local server, sha256 verified, cached atomic
 
 test('resolveModel: sha256 mismatch is a clear error and leaves nothing in the cache', async () => {
   const cacheDir = tmpdir();
-  const counter = { n: 0 };
-  await withServer(serveFile(MODEL_PATH, counter), async (base) => {
+  await withServer(serveModel, async (base) => {
     const bad = 'ab'.repeat(32);
     const registry = { tiny: { url: `${base}/m.gguf`, sha256: bad, size: 1185376 } };
     await assert.rejects(resolveModel('tiny', { cacheDir, registry, offline: false }),
@@ -99,8 +83,7 @@ test('resolveModel: sha256 mismatch is a clear error and leaves nothing in the c
 
 test('loadModel: registry name through a local server download, and from a URL', async () => {
   const cacheDir = tmpdir();
-  const counter = { n: 0 };
-  await withServer(serveFile(MODEL_PATH, counter), async (base) => {
+  await withServer(serveModel, async (base) => {
     const registry = { tiny: { url: `${base}/m.gguf`, sha256: SHA, size: 1185376 } };
     const m = await loadModel('tiny', { modelDir: tmpdir(), cacheDir, registry, offline: false });
     assert.equal(m.info.hparams.nVocab, 512);

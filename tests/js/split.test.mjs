@@ -4,11 +4,11 @@
 // part missing, twice, out of order or of another split is refused naming it.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MODEL_PATH, runCli } from './helpers.mjs';
+import { withServer, serveFiles } from './servers.mjs';
 import { loadModel } from '../../web/index.js';
 import { parseSplitName, splitPartNames, splitPartUrls, checkSplitNames } from '../../web/split.js';
 import { splitGguf, mergeGguf, parseSize, readGgufHeader } from '../../models/gguf-split.js';
@@ -58,20 +58,10 @@ async function rejectsWith(p, code, ...patterns) {
   });
 }
 
-async function withServer(dir, fn, { missing = new Set() } = {}) {
-  const server = http.createServer((req, res) => {
-    const name = decodeURIComponent(new URL(req.url, 'http://x').pathname.slice(1));
-    const file = path.join(dir, path.basename(name));
-    if (missing.has(path.basename(name)) || !fs.existsSync(file)) { res.writeHead(404); res.end('no'); return; }
-    const body = fs.readFileSync(file);
-    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': body.length });
-    res.end(body);
-  });
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  try { return await fn(`http://127.0.0.1:${server.address().port}`); } finally {
-    server.closeAllConnections?.();
-    await new Promise((r) => server.close(r));
-  }
+/** Runs fn(url) with the files of `dir` served at /NAME (whole, no Range); `missing` names are 404. */
+function withDir(dir, fn, { missing = new Set() } = {}) {
+  const file = (p) => (missing.has(path.basename(p)) ? null : path.join(dir, path.basename(p)));
+  return withServer(serveFiles(file, { ranges: false }), fn);
 }
 
 // ---- names and sizes ------------------------------------------------------------------
@@ -229,7 +219,7 @@ test('paths: a missing part, a later part, parts out of order or of another spli
 
 test('a URL of the first part fetches every part in turn; a part the server lacks is BAD_FILE naming its URL', LONG, async () => {
   const s = splitCopy(400 * 1024);
-  await withServer(s.dir, async (base) => {
+  await withDir(s.dir, async (base) => {
     const seen = [];
     const { rows, info } = await logitsOf(`${base}/story-00001-of-00003.gguf`, { onProgress: (p) => seen.push(p) });
     sameRows(rows, await referenceRows());
@@ -237,7 +227,7 @@ test('a URL of the first part fetches every part in turn; a part the server lack
     assert.equal(seen.at(-1).loaded, info.fileSize);
     await rejectsWith(loadModel(`${base}/story-00002-of-00003.gguf`), 'BAD_FILE', /load the first part/);
   });
-  await withServer(s.dir, async (base) => {
+  await withDir(s.dir, async (base) => {
     const url = `${base}/story-00003-of-00003.gguf`;
     await assert.rejects(loadModel(`${base}/story-00001-of-00003.gguf`), (e) => {
       assert.equal(e.code, 'BAD_FILE');

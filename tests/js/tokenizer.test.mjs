@@ -10,11 +10,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import http from 'node:http';
 import { SHARED, MODEL_PATH, runCli, isError, ROOT } from './helpers.mjs';
 import { makeModel, CHAT_TEMPLATES } from '../../models/make-model.js';
 import { splitGguf } from '../../models/gguf-split.js';
 import { withHub } from './hub-server.mjs';
+import { listen, serveFiles } from './servers.mjs';
 import { loadModel, loadTokenizer, Tokenizer, Model } from '../../web/index.js';
 import { spawnSync, execFileSync } from 'node:child_process';
 
@@ -140,43 +140,13 @@ test('a model file over the 4 GiB of wasm32: its tokenizer reads the metadata in
   }
 });
 
-// An HTTP server of one file that logs requests and the bytes it sent;
-// `ranges` false answers 200 with the whole file to a Range request.
-function fileServer(file, { ranges = true } = {}) {
-  const body = fs.readFileSync(file);
+// One file at /model.gguf in 64 KiB pieces (a cancelled download stops
+// early), every request logged with the bytes sent; `ranges` false answers
+// 200 with the whole file to a Range request.
+async function fileServer(file, { ranges = true } = {}) {
   const log = [];
-  const server = http.createServer((req, res) => {
-    const entry = { range: req.headers.range || null, status: 200, sent: 0 };
-    log.push(entry);
-    const m = /^bytes=(\d+)-(\d+)?$/.exec(req.headers.range || '');
-    let start = 0, end = body.length - 1;
-    if (ranges && m) {
-      start = Number(m[1]);
-      end = m[2] ? Math.min(Number(m[2]), body.length - 1) : body.length - 1;
-      if (start >= body.length) { entry.status = 416; res.writeHead(416, { 'content-range': `bytes */${body.length}` }); res.end(); return; }
-      entry.status = 206;
-      res.writeHead(206, { 'content-range': `bytes ${start}-${end}/${body.length}`, 'content-length': end - start + 1, 'accept-ranges': 'bytes' });
-    } else {
-      res.writeHead(200, { 'content-length': body.length });
-    }
-    // in 64 KiB pieces, so that a cancelled download stops early
-    let at = start;
-    const next = () => {
-      while (at <= end) {
-        const piece = body.subarray(at, Math.min(at + 65536, end + 1));
-        at += piece.length;
-        entry.sent += piece.length;
-        if (!res.write(piece)) { res.once('drain', next); return; }
-      }
-      res.end();
-    };
-    res.on('close', () => { at = end + 1; });
-    next();
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({
-    url: `http://127.0.0.1:${server.address().port}/model.gguf`, log, size: body.length,
-    close: () => new Promise((r) => { server.closeAllConnections(); server.close(r); }),
-  })));
+  const served = await listen(serveFiles({ '/model.gguf': file }, { ranges, log, chunk: 65536 }));
+  return { url: `${served.url}/model.gguf`, log, size: fs.statSync(file).size, close: served.close };
 }
 
 const BIG = path.join(DIR, 'big.gguf');   // ~8 MB of weights behind a few KB of metadata
