@@ -1693,9 +1693,10 @@ TEST(kernels_gemv_q4g_equals_row_dots) {
 /* The q4gb form (batches of q4g rows, relaxed SIMD) against its documented
  * layout, and every set's writer against the reference; then gemm_q4gb
  * equals the scalar dot_q4_0 of the rows before the repack, bit for bit,
- * for any row count and any token count (whole chunks of four and the
- * remainders), with extreme values, tail blocks after the last group and
- * subnormal, infinite or NaN weight scales */
+ * for every row count 1..9 and any token count (whole chunks of four and
+ * the remainders), with extreme values, tail blocks after the last group
+ * and subnormal, infinite or NaN weight scales (also in single rows between
+ * finite ones: such a row takes the exact conversion, its neighbours not) */
 TEST(kernels_gemm_q4gb_equals_row_dots) {
     enum { MAXB = 41, MAXR = 9, MAXT = 11, YS = MAXR + 3 };
     static block_q8_0 x8[MAXT][MAXB];
@@ -1739,9 +1740,15 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
                 CHECKF(memcmp(got, ref, (MAXT + 3) / 4 * cs) == 0, "%s act_q4gb nb=%u", SETS[k]->name, nb);
             }
             rand_q4g_rows(&w4[0][0], &wg[0][0], MAXB, MAXR, nb, rep);
+            if (rep == 0)   /* rows 1, 4, 7 with an infinite scale in their first group, the others finite */
+                for (uint32_t r = 1; r < MAXR; r += 3) {
+                    w4[r][0].d = 0x7c00;
+                    memcpy(wg[r], w4[r], nb * sizeof(block_q4_0));
+                    wlm_q4g_from_q4_0(wg[r], n);
+                }
             for (int k = 0; k < N_SETS; k++) {
                 if (!SETS[k]->gemm_q4gb) continue;
-                for (uint32_t nr = 1; nr <= MAXR; nr += 4)
+                for (uint32_t nr = 1; nr <= MAXR; nr++)
                     for (uint32_t nt = 1; nt <= MAXT; nt++) {
                         float y[MAXT * YS];
                         for (int i = 0; i < MAXT * YS; i++) y[i] = -1.0f;
