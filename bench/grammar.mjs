@@ -150,16 +150,22 @@ for (const shape of shapes) {
   const { llama, why } = await openLlama(file);
   if (!llama) console.error(`${shape}: no llama.cpp row: ${why}`);
   const plain = [], constrained = [], lPlain = [], lConstrained = [], outputs = [];
+  // the order within a rep alternates (odd reps constrained first), so
+  // neither side is always the one that runs second
+  const inOrder = async (rep, first, second) => (rep % 2 ? (await second(), await first()) : (await first(), await second()));
   for (let rep = 0; rep < reps; rep++) {
-    const a = await model.complete(prompt, { ...base, seed: rep + 1 });
-    const b = await model.complete(prompt, { ...base, seed: rep + 1, grammar: `${grammar}\n# ${shape} runs\n` });
-    plain.push(a.stats.decodeMs / a.stats.generatedTokens);
-    constrained.push(b.stats.decodeMs / b.stats.generatedTokens);
-    outputs.push(b.text);
+    await inOrder(rep, async () => {
+      const a = await model.complete(prompt, { ...base, seed: rep + 1 });
+      plain.push(a.stats.decodeMs / a.stats.generatedTokens);
+    }, async () => {
+      const b = await model.complete(prompt, { ...base, seed: rep + 1, grammar: `${grammar}\n# ${shape} runs\n` });
+      constrained.push(b.stats.decodeMs / b.stats.generatedTokens);
+      outputs.push(b.text);
+    });
     if (llama) {
       const sampling = { threads: 1, prompt: 16, gen: tokens, seed: rep + 1, temperature: base.temperature, topK: base.topK, topP: base.topP, minP: base.minP };
-      lPlain.push((await llama.sample(1, sampling)).msPerToken);
-      lConstrained.push((await llama.sample(1, { ...sampling, grammar })).msPerToken);
+      await inOrder(rep, async () => lPlain.push((await llama.sample(1, sampling)).msPerToken),
+        async () => lConstrained.push((await llama.sample(1, { ...sampling, grammar })).msPerToken));
     }
   }
   await model.dispose();
@@ -189,7 +195,7 @@ for (const shape of shapes) {
 const f = (x, d = 2) => Number(x).toFixed(d);
 const pct = (x) => `${(100 * x).toFixed(1)} %`;
 let md = `# Grammar-constrained decoding\n\n${new Date().toISOString()} · ${os.cpus()[0].model} × ${os.cpus().length} · Node ${process.version}${smoke ? ' · SMOKE RUN (tiny layers: overheads not meaningful)' : ''}\n\n`;
-md += `Per generated token, the same sampling (T 0.8, top-k 40, top-p 0.95, min-p 0.05, ignoreEos, ${tokens} tokens after a 16-token prompt, 1 thread) without and with ${args.grammar ? `the grammar of ${path.basename(String(args.grammar))}` : 'the nested JSON-like grammar of bench/grammar.mjs'}, ${reps} seeds, runs interleaved rep by rep. ` +
+md += `Per generated token, the same sampling (T 0.8, top-k 40, top-p 0.95, min-p 0.05, ignoreEos, ${tokens} tokens after a 16-token prompt, 1 thread) without and with ${args.grammar ? `the grammar of ${path.basename(String(args.grammar))}` : 'the nested JSON-like grammar of bench/grammar.mjs'}, ${reps} seeds, runs interleaved rep by rep (odd reps constrained first). ` +
   'overhead = the median over reps after the first of (constrained / unconstrained − 1) of the two runs of a rep (the compiled grammar and its caches are kept between calls); first run = that ratio for the first rep, where every state is met for the first time. ' +
   'These end-to-end ratios carry the forward pass\'s run-to-run noise (several %, even on a quiet host). ' +
   'grammar itself = what the grammar adds inside the decode step, timed on an engine in the benchmark\'s thread: mask + accept + (sampler with the mask − sampler without), per token, against the unconstrained decode step (medians). ' +

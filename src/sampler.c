@@ -31,7 +31,16 @@
  * excluded; +inf always wins; finite logits keep their values (the argmax
  * is the true argmax). The logprobs reported beside a token
  * (wlm_sample's *logprob, wlm_top_logprobs) are the model's own
- * distribution, before any of these stages. */
+ * distribution, before any of these stages.
+ *
+ * Cost per token: when stages 1-2 have nothing to do and top-k keeps fewer
+ * than 256 (the defaults) or the draw is greedy, stages 0 and 4 run
+ * together on the logits (top_k_direct: no copy of the vocabulary, a SIMD
+ * scan for the few tokens that beat the worst kept one, or a sparse mask
+ * read by its bits), and the same tokens come out in the same order as
+ * through the general stages. What remains per token is then mostly the
+ * reported logprob's normalizer: a max and a sum of exponentials over the
+ * whole vocabulary (model_lse). */
 #include "ctx.h"
 #include "wmath.h"
 #if WLM_SIMD128
