@@ -116,7 +116,8 @@ export function nodeLlamaCppInstalled() {
 /**
  * node-llama-cpp in a child process with `config`'s environment. Methods
  * resolve with the child's answers: open(file), rep(threads, {prompt, gen})
- * -> {prefill, decode}, close(), exit().
+ * -> {prefill, decode}, sample(threads, {prompt, gen, grammar, seed, ...})
+ * -> {msPerToken, tokens}, close(), exit().
  */
 export function nodeLlamaCpp(config) {
   const child = fork(path.join(here, 'llamacpp-child.mjs'), [], { env: { ...process.env, ...config.env }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
@@ -128,6 +129,7 @@ export function nodeLlamaCpp(config) {
     config: config.name,
     open: (file) => ask({ op: 'open', file }),
     rep: (threads, o = {}) => ask({ op: 'rep', threads, ...o }),
+    sample: (threads, o = {}) => ask({ op: 'sample', threads, ...o }),
     close: () => ask({ op: 'close' }),
     exit: async () => { try { await ask({ op: 'exit' }); } catch { /* it exits */ } },
   };

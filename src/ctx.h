@@ -92,6 +92,10 @@ float wlm_token_logprob(const wlm_kernels *k, const float *logits, uint32_t n, i
  * v/id (ids ascending), larger value first, ties by smaller id; tmp (12 n
  * bytes, or NULL for the heap path) lets it radix-sort when k >= 256 */
 uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *tmp);
+/* the first j in [i, n) with x[j] > thr, else n (sampler.c): the scalar
+ * reference and the version the sampler uses (SIMD where built) */
+uint32_t wlm_first_above_ref(const float *x, uint32_t i, uint32_t n, float thr);
+uint32_t wlm_first_above(const float *x, uint32_t i, uint32_t n, float thr);
 float wlm_ctx_token_logprob(wlm_ctx *c, const float *logits, uint32_t n, int32_t tok);
 /* The first stages of the sampler (sampler.c): the usable tokens' logits
  * after the logit bias and the penalties, in cand_val / cand_id in ascending

@@ -31,9 +31,21 @@
  * excluded; +inf always wins; finite logits keep their values (the argmax
  * is the true argmax). The logprobs reported beside a token
  * (wlm_sample's *logprob, wlm_top_logprobs) are the model's own
- * distribution, before any of these stages. */
+ * distribution, before any of these stages.
+ *
+ * Cost per token: when stages 1-2 have nothing to do and top-k keeps fewer
+ * than 256 (the defaults) or the draw is greedy, stages 0 and 4 run
+ * together on the logits (top_k_direct: no copy of the vocabulary, a SIMD
+ * scan for the few tokens that beat the worst kept one, or a sparse mask
+ * read by its bits), and the same tokens come out in the same order as
+ * through the general stages. What remains per token is then mostly the
+ * reported logprob's normalizer: a max and a sum of exponentials over the
+ * whole vocabulary (model_lse). */
 #include "ctx.h"
 #include "wmath.h"
+#if WLM_SIMD128
+#include "simd128.h"
+#endif
 
 /* The defaults of llama.cpp's common sampling parameters (penalties off),
  * which web/options.js repeats (tests/js/options.test.mjs holds them equal). */
@@ -214,6 +226,79 @@ uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_pa
     return k;
 }
 
+/* The first j in [i, n) with x[j] > thr, else n (a NaN is never above).
+ * The scalar reference; wlm_first_above gives the same answer, skipping
+ * sixteen entries at a time with SIMD where the build has it. */
+uint32_t wlm_first_above_ref(const float *x, uint32_t i, uint32_t n, float thr) {
+    for (; i < n; i++) if (x[i] > thr) return i;
+    return n;
+}
+
+uint32_t wlm_first_above(const float *x, uint32_t i, uint32_t n, float thr) {
+#if WLM_SIMD128
+    v128_t t = wasm_f32x4_splat(thr);
+    for (; i + 16 <= n; i += 16) {
+        v128_t a = wasm_v128_or(wasm_f32x4_gt(wasm_v128_load(x + i), t), wasm_f32x4_gt(wasm_v128_load(x + i + 4), t));
+        v128_t b = wasm_v128_or(wasm_f32x4_gt(wasm_v128_load(x + i + 8), t), wasm_f32x4_gt(wasm_v128_load(x + i + 12), t));
+        if (wasm_v128_any_true(wasm_v128_or(a, b))) break;   /* the reference finds which one */
+    }
+#endif
+    return wlm_first_above_ref(x, i, n, thr);
+}
+
+static int allowed(const uint32_t *allow, uint32_t t) { return !allow || ((allow[t >> 5] >> (t & 31)) & 1); }
+
+/* Stages 0-2 and 4 at once when stages 1-2 have nothing to do (no logit
+ * bias, an empty penalty window) and top-k keeps a few (k < 256): the best
+ * k usable allowed tokens straight from the logits, sorted best first, with
+ * no copy of the vocabulary. The same tokens in the same order as stages
+ * 0-2 then wlm_top_k_sorted: ids are visited in ascending order, so a token
+ * enters the heap exactly when it beats the worst kept one (a tie never
+ * does: the kept one has the smaller id). A mask with few tokens is read
+ * by its set bits; otherwise the logits are scanned for values above the
+ * worst kept one (wlm_first_above), which after the first few hundred
+ * tokens almost none are. Returns the count kept (0: no usable token). */
+static uint32_t top_k_direct(wlm_ctx *c, const float *logits, const uint32_t *allow, uint32_t k) {
+    uint32_t n = c->m->hp.n_vocab, m = 0;
+    float *v = c->cand_val; int32_t *id = c->cand_id;
+    if (allow) {
+        uint32_t nw = (n + 31) / 32, count = 0;
+        for (uint32_t w = 0; w < nw; w++) count += (uint32_t)__builtin_popcount(allow[w]);
+        if (count <= n / 8) {   /* few allowed: gather them, then the heap */
+            for (uint32_t w = 0; w < nw; w++)
+                for (uint32_t b = allow[w]; b; b &= b - 1) {
+                    uint32_t t = w * 32 + (uint32_t)__builtin_ctz(b);
+                    if (t < n && !excluded(logits[t])) { v[m] = logits[t]; id[m] = (int32_t)t; m++; }
+                }
+            return m ? wlm_top_k_sorted(v, id, m, k, NULL) : 0;
+        }
+    }
+    uint32_t i = 0;
+    for (; i < n && m < k; i++) {   /* the first k usable allowed tokens fill the heap */
+        if (!allowed(allow, i) || excluded(logits[i])) continue;
+        v[m] = logits[i]; id[m] = (int32_t)i; m++;
+    }
+    if (m < k) return m ? wlm_top_k_sorted(v, id, m, m, NULL) : 0;
+    for (uint32_t j = k / 2; j-- > 0;) sift_down(v, id, k, j);
+    for (;; i++) {   /* v[0], id[0]: the worst kept */
+        i = wlm_first_above(logits, i, n, v[0]);
+        if (i >= n) break;
+        if (allowed(allow, i)) { v[0] = logits[i]; id[0] = (int32_t)i; sift_down(v, id, k, 0); }
+    }
+    return wlm_top_k_sorted(v, id, k, k, NULL);   /* sorts the heap */
+}
+
+/* The candidates of stages 0-2 (ascending ids), or, when top_k_direct
+ * applies, already cut to the best top_k (1 when greedy) and sorted. */
+static uint32_t candidates(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
+                           const int32_t *hist, uint32_t n_hist) {
+    uint32_t k = sp->temperature == 0.0f ? 1 : sp->top_k;
+    int penalize = sp->repeat_penalty != 1.0f || sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f;
+    int window = penalize && hist && n_hist && sp->repeat_last_n;
+    if (!sp->n_biases && !window && k >= 1 && k < 256) return top_k_direct(c, logits, sp->allow, k);
+    return wlm_sample_logits(c, logits, sp, hist, n_hist);
+}
+
 static uint32_t argmax(const float *v, uint32_t n) {
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++) if (v[i] > v[best]) best = i;
@@ -355,7 +440,7 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
     if (!c || !logits || !sp || !token) return wlm_fail(err, WLM_ERR_ARG, "wlm_sample: NULL argument");
     uint32_t n = c->m->hp.n_vocab;
     if ((s = check_params(sp, n, err))) return s;
-    uint32_t m = wlm_sample_logits(c, logits, sp, history, n_history);
+    uint32_t m = candidates(c, logits, sp, history, n_history);
     if (m == 0) return wlm_fail(err, WLM_ERR_ARG, sp->allow ? "no allowed token has a finite logit" : "no finite logits to sample from");
     int32_t tok;
     if (sp->temperature == 0.0f) {
@@ -375,7 +460,7 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
 uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                          const int32_t *history, uint32_t n_history, int32_t *ids, float *probs, uint32_t cap) {
     if (!c || !logits || !sp || check_params(sp, c->m->hp.n_vocab, 0) || cap == 0) return 0;
-    uint32_t m = wlm_sample_logits(c, logits, sp, history, n_history);
+    uint32_t m = candidates(c, logits, sp, history, n_history);
     if (m == 0) return 0;
     if (sp->temperature == 0.0f) { ids[0] = c->cand_id[argmax(c->cand_val, m)]; probs[0] = 1.0f; return 1; }
     uint32_t k = filtered_dist(c, sp, m);

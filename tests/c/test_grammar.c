@@ -641,3 +641,83 @@ TEST(grammar_dead_end) {
     wlm_gvocab_free(gv);
     tv_free(&t);
 }
+
+/* ---- seeded generations pinned to their tokens ------------------------------------- */
+
+/* stories260K generating from BOS with a seed, with and without a grammar,
+ * through the whole loop (mask, sample, accept, eval). The tokens were
+ * recorded before the sampler's fast paths (gathering a sparse mask's
+ * tokens, the SIMD threshold scans): they hold every path of the sampler to
+ * the distribution and order it had, natively and in wasm (make test-wasm).
+ * A mismatch prints the tokens got. */
+#define PIN_TOKENS 40
+typedef struct pin_case {
+    const char *what, *grammar;
+    float temperature, repeat_penalty, typical_p; uint32_t top_k; float top_p, min_p;
+    int bias;         /* a logit bias on a few tokens, one of them -inf */
+    uint64_t seed;
+    int32_t want[PIN_TOKENS];
+} pin_case;
+
+static const char k_pin_list[] = "root ::= (\"[\" [a-z]{1,8} (\",\" \" \"? [a-z]{1,8}){0,4} \"]\" \"\\n\")*";
+static const char k_pin_text[] = "root ::= ([A-Z] [a-z ,.]{0,60} \"\\n\")*";
+
+static pin_case k_pins[] = {
+    { "plain, default filters", NULL, 0.8f, 1.0f, 1.0f, 40, 0.95f, 0.05f, 0, 42, { 403, 407, 261, 378, 432, 383, 286, 261, 376, 268, 414, 422, 395, 405, 426, 405, 401, 396, 267, 337, 322, 265, 282, 295, 433, 335, 345, 357, 426, 385, 328, 432, 366, 272, 277, 264, 261, 370, 262, 415 } },
+    { "plain, every token (radix sort)", NULL, 1.3f, 1.0f, 1.0f, 0, 1.0f, 0.0f, 0, 5, { 403, 407, 261, 378, 432, 322, 261, 410, 456, 425, 417, 316, 297, 316, 432, 383, 286, 261, 268, 414, 419, 419, 422, 270, 277, 372, 426, 359, 413, 286, 399, 262, 417, 340, 269, 404, 330, 344, 294, 302 } },
+    { "plain, penalty, typical, bias", NULL, 0.9f, 1.3f, 0.9f, 40, 0.95f, 0.05f, 1, 11, { 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292, 411, 269, 279, 420, 412, 424, 335, 311, 374, 419, 426, 385, 328, 432, 358, 394 } },
+    { "list grammar, default filters", k_pin_list, 0.8f, 1.0f, 1.0f, 40, 0.95f, 0.05f, 0, 7, { 508, 419, 432, 383, 432, 383, 432, 261, 416, 288, 412, 421, 419, 432, 298, 276, 302, 285, 422, 509, 13, 94, 421, 417, 411, 276, 419, 432, 344, 419, 427, 411, 429, 417, 302, 432, 269, 431, 411, 295 } },
+    { "list grammar, every token", k_pin_list, 1.5f, 1.0f, 1.0f, 0, 1.0f, 0.0f, 0, 3, { 94, 433, 331, 432, 261, 431, 413, 285, 380, 411, 432, 383, 276, 419, 432, 383, 432, 383, 419, 293, 509, 13, 508, 422, 412, 341, 419, 419, 432, 268, 421, 425, 411, 422, 432, 398, 413, 289, 429, 444 } },
+    { "text grammar, penalty, typical, bias", k_pin_text, 0.9f, 1.3f, 0.9f, 40, 0.95f, 0.05f, 1, 9, { 441, 416, 411, 328, 432, 261, 376, 298, 315, 421, 395, 410, 293, 311, 357, 343, 269, 279, 380, 418, 422, 426, 13, 448, 415, 290, 411, 366, 382, 276, 337, 299, 322, 265, 282, 295, 433, 432, 358, 394 } },
+    { "text grammar, greedy", k_pin_text, 0.0f, 1.1f, 1.0f, 40, 0.95f, 0.05f, 0, 1, { 441, 328, 432, 261, 376, 298, 315, 421, 395, 410, 293, 261, 416, 334, 341, 284, 303, 263, 415, 414, 401, 396, 267, 337, 322, 13, 440, 411, 394, 261, 370, 259, 276, 411, 426, 410, 13, 434, 260, 268 } },
+};
+
+TEST(grammar_pinned_generations) {
+    unsigned long long size;
+    unsigned char *raw = tst_read_file(tst_path("models/stories260K.gguf"), &size);
+    REQUIRE(raw);
+    unsigned char *file = tst_sys_copy(raw, size);
+    free(raw);
+    wlm_model *m = NULL; wlm_ctx *c = NULL; wlm_gvocab *gv = NULL; wlm_err err = { 0 };
+    REQUIRE(wlm_model_load(&m, file, size, &err) == WLM_OK);
+    wlm_ctx_params cp; wlm_ctx_default_params(&cp); cp.n_ctx = 64;
+    REQUIRE(wlm_ctx_new(&c, m, &cp, &err) == WLM_OK);
+    REQUIRE(wlm_gvocab_new(&gv, m, &err) == WLM_OK);
+    for (uint32_t k = 0; k < sizeof k_pins / sizeof k_pins[0]; k++) {
+        const pin_case *pc = &k_pins[k];
+        wlm_grammar *g = NULL; uint32_t gs = 0;
+        if (pc->grammar) {
+            REQUIRE(wlm_grammar_compile(&g, gv, pc->grammar, (uint32_t)strlen(pc->grammar), &err) == WLM_OK);
+            REQUIRE(wlm_grammar_state_new(g, &gs, &err) == WLM_OK);
+        }
+        wlm_sampler_params sp; wlm_sampler_default_params(&sp);
+        sp.temperature = pc->temperature; sp.repeat_penalty = pc->repeat_penalty; sp.typical_p = pc->typical_p;
+        sp.top_k = pc->top_k; sp.top_p = pc->top_p; sp.min_p = pc->min_p;
+        wlm_logit_bias biases[] = { { 13, 2.5f }, { 300, -1.0f }, { 29, -__builtin_inff() }, { 66, 4.0f } };
+        if (pc->bias) { sp.biases = biases; sp.n_biases = 4; }
+        wlm_rng rng; wlm_rng_seed(&rng, pc->seed);
+        wlm_ctx_reset(c);
+        int32_t hist[PIN_TOKENS + 1], got[PIN_TOKENS]; uint32_t nh = 0;
+        hist[nh++] = 1;
+        REQUIRE(wlm_eval(c, hist, 1, &err) == WLM_OK);
+        for (int i = 0; i < PIN_TOKENS; i++) {
+            if (g) REQUIRE(wlm_grammar_mask(g, gs, WLM_GRAMMAR_NO_EOG, &sp.allow, NULL, &err) == WLM_OK);
+            int32_t t = -1;
+            REQUIRE(wlm_sample(c, wlm_ctx_logits(c), &sp, hist, nh, &rng, &t, NULL, &err) == WLM_OK);
+            if (g) REQUIRE(wlm_grammar_accept(g, gs, t, &err) == WLM_OK);
+            got[i] = t; hist[nh++] = t;
+            REQUIRE(wlm_eval(c, &t, 1, &err) == WLM_OK);
+        }
+        if (memcmp(got, pc->want, sizeof got)) {
+            tst_failed_checks++;
+            fprintf(stderr, "  %s (seed %llu): got {", pc->what, (unsigned long long)pc->seed);
+            for (int i = 0; i < PIN_TOKENS; i++) fprintf(stderr, " %d,", got[i]);
+            fprintf(stderr, " }\n");
+        }
+        wlm_grammar_free(g);
+    }
+    wlm_gvocab_free(gv);
+    wlm_ctx_free(c);
+    wlm_model_free(m);
+    wlm_sys_free(file);
+}

@@ -1331,3 +1331,77 @@ TEST(sampler_mask_before_bias) {
     }
     sctx_close(&s);
 }
+
+/* ---- the fast paths: the SIMD scan, the direct top-k ----------------------------------------- */
+
+static float odd_value(void) {
+    switch (tst_rand() % 10) {
+    case 0: return 0.0f;
+    case 1: return -0.0f;
+    case 2: return (float)(int)(tst_rand() % 5) - 2.0f;   /* many ties */
+    case 3: return (tst_rand() & 1) ? __builtin_inff() : -__builtin_inff();
+    case 4: return __builtin_nanf("");
+    case 5: return (tst_rand() & 1 ? -1.0f : 1.0f) * 1e-40f;   /* denormals */
+    case 6: return (tst_rand() & 1 ? -3.0e38f : 3.0e38f);
+    default: return tst_randf() * 20.0f;
+    }
+}
+
+/* wlm_first_above (SIMD where built) gives the scalar reference's index for
+ * every start, length and threshold, NaN and infinities included */
+TEST(sampler_first_above_simd_equals_scalar) {
+    enum { N = 200 };
+    float x[N];
+    for (int trial = 0; trial < 300; trial++) {
+        int sparse = trial % 3;   /* 0: odd values anywhere; 1, 2: a few values above a high threshold */
+        for (int i = 0; i < N; i++) x[i] = sparse ? tst_randf() : odd_value();
+        if (sparse) for (int j = 0; j < sparse; j++) x[tst_rand() % N] = 5.0f + (float)j;
+        float thr = sparse ? 1.0f + (float)(tst_rand() % 6) : odd_value();
+        uint32_t i0 = tst_rand() % N, n = i0 + tst_rand() % (N - i0 + 1);
+        CHECKF(wlm_first_above(x, i0, n, thr) == wlm_first_above_ref(x, i0, n, thr), "trial %d: [%u, %u) above %g", trial, i0, n, thr);
+    }
+}
+
+/* wlm_sample's direct top-k (no bias, no penalty window, top_k < 256, or
+ * greedy) against the general stages: a logit bias of +0 on a NaN logit
+ * changes no value but takes the general path. Same candidates, the same
+ * probabilities to the bit, the same draws, with no mask, a sparse mask
+ * (gathered by its bits) and a dense one (scanned). */
+TEST(sampler_direct_top_k_equals_stages) {
+    sctx s; REQUIRE(sctx_open(&s));
+    static float l[NV]; static uint32_t allow[3][NV / 32];
+    static int32_t ia[NV], ib[NV]; static float pa[NV], pb[NV];
+    static const uint32_t ks[] = { 1, 2, 40, 255, 600 };
+    static const float temps[] = { 0.0f, 0.7f, 1.0f, 2.5f };
+    for (int trial = 0; trial < 120; trial++) {
+        for (int i = 0; i < NV; i++) l[i] = trial % 4 ? tst_randf() * 8.0f : odd_value();
+        int nan_at = (int)(tst_rand() % NV);
+        l[nan_at] = __builtin_nanf("");
+        memset(allow, 0, sizeof allow);
+        for (int i = 0; i < NV; i++) {
+            if (tst_rand() % 40 == 0) allow[1][i >> 5] |= 1u << (i & 31);   /* about 13 of 512 */
+            if (tst_rand() % 10 != 0) allow[2][i >> 5] |= 1u << (i & 31);   /* about 460 */
+        }
+        int which = trial % 3;
+        wlm_sampler_params p; wlm_sampler_default_params(&p);
+        p.top_k = ks[(trial / 3) % 5]; p.temperature = temps[(trial / 15) % 4];
+        p.top_p = trial % 2 ? 0.9f : 1.0f; p.min_p = trial % 5 ? 0.05f : 0.0f;
+        p.allow = which ? allow[which] : NULL;
+        wlm_logit_bias zero = { nan_at, 0.0f };
+        wlm_sampler_params q = p; q.biases = &zero; q.n_biases = 1;
+        uint32_t na = wlm_sample_dist(s.c, l, &p, NULL, 0, ia, pa, NV), nb = wlm_sample_dist(s.c, l, &q, NULL, 0, ib, pb, NV);
+        CHECKF(na == nb, "trial %d: %u candidates direct, %u by the stages", trial, na, nb);
+        for (uint32_t i = 0; i < na && i < nb; i++)
+            if (ia[i] != ib[i] || memcmp(&pa[i], &pb[i], 4)) { CHECKF(0, "trial %d: position %u: %d %g vs %d %g", trial, i, ia[i], pa[i], ib[i], pb[i]); break; }
+        wlm_rng ra, rb; wlm_rng_seed(&ra, (uint64_t)trial); wlm_rng_seed(&rb, (uint64_t)trial);
+        for (int d = 0; d < 20; d++) {
+            int32_t ta = -1, tb = -1; float la = 0, lb = 0; wlm_err e1 = { 0 }, e2 = { 0 };
+            wlm_status sa = wlm_sample(s.c, l, &p, NULL, 0, &ra, &ta, &la, &e1), sb = wlm_sample(s.c, l, &q, NULL, 0, &rb, &tb, &lb, &e2);
+            CHECK(sa == sb);
+            if (sa != WLM_OK) { CHECK(!strcmp(e1.msg, e2.msg)); break; }
+            CHECKF(ta == tb && !memcmp(&la, &lb, 4), "trial %d draw %d: %d vs %d", trial, d, ta, tb);
+            if (ta != tb) break;
+        }
+    }
+    sctx_close(&s);
+}

@@ -173,6 +173,36 @@ test('seeds are deterministic and the compiled grammar is cached', async () => {
   assert.equal((await stories.complete('x', { temperature: 0, maxTokens: 2 })).stats.grammar, undefined);
 });
 
+// Seeded generations on a 32 000-token vocabulary (the s110m vocabulary's
+// size: the sampler's SIMD scans, its sparse-mask gathering and the radix
+// sort all run), pinned to the tokens recorded before the sampler's fast
+// paths went in: the same seed gives the same tokens as it did, with and
+// without a grammar (tests/c/test_grammar.c pins stories260K natively and in
+// wasm the same way).
+test('seeded generations at a 32k vocabulary keep their recorded tokens', async () => {
+  const file = path.join(tmp, 'v32k.gguf');
+  makeModel(file, { ...SHAPE, vocab: 32000 }, 'f32', 77, { outStd: 0.5 });
+  const m = await loadModel(file, { threads: 1, contextLength: 128 });
+  try {
+    const G = String.raw`root ::= ("{" ws "\"k\":" ws "\"" [^"\\\x00-\x1F]{0,12} "\"," ws "\"n\":" ws [0-9]{1,4} ws "}" "\n")*
+ws ::= [ \n]{0,2}`;
+    const all = { topK: 0, topP: 1, minP: 0, temperature: 1.3 };
+    const cases = [
+      [null, 1, {}, [30225,4767,8486,3824,26209,29446,7144,9209,17492,3639,19306,12153,29321,25030,14383,27904,24086,15356,6074,2515,22645,20644,11808,26711,14873,12425,22790,17465,12144,1738,16671,3245]],
+      [null, 2, all, [27370,4623,15413,19121,12758,13111,22731,7172,27031,3547,30187,26105,11054,31889,12641,8992,28370,11755,16389,22291,12958,27670,23532,5658,15533,2813,28566,16389,10086,3750,24175,17933]],
+      [G, 1, {}, [126,13,13,37,110,37,61,37,392,269,19109,20799,213,177,37,47,35,13,37,113,37,61,58,54,128,13,126,13,37,110,37,61]],
+      [G, 2, all, [126,13,259,37,110,37,61,37,392,22776,11783,467,37,47,35,13,37,113,37,61,57,56,56,56,13,128,13,126,37,110,37,61]],
+      [G, 3, { repeatPenalty: 1.3, typicalP: 0.9, logitBias: { 5: 3, 300: -2 } }, [126,13,35,37,110,37,61,37,7466,13648,30450,37,47,35,13,37,113,37,61,58,54,128,13,126,13,13,37,280,37,61,37,12578]],
+    ];
+    for (const [grammar, seed, o, want] of cases) {
+      const r = await m.complete('ab cd ef', { maxTokens: 32, temperature: 0.8, seed, ignoreEos: true, ...o, ...(grammar ? { grammar } : {}) });
+      assert.deepEqual(r.tokens, want, `${grammar ? 'grammar' : 'plain'}, seed ${seed}`);
+    }
+  } finally {
+    await m.dispose();
+  }
+});
+
 test('streaming emits only whole UTF-8 characters, joined equal to the result', async () => {
   const own = await ownRecognizer(MODEL_PATH);
   for (let seed = 1; seed <= 4; seed++) {
