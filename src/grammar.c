@@ -18,14 +18,24 @@
  * line:column, what was expected and what was found. */
 #include "grammar.h"
 
-enum { A_EMPTY, A_TERM, A_CALL, A_SEQ, A_ALT, A_REP };
-typedef struct ast { uint32_t kind, a, b, c; } ast; /* SEQ/ALT: a = first in kids, b = count; REP: a = child, b = min, c = max */
+enum { A_EMPTY,
+       A_TERM,
+       A_CALL,
+       A_SEQ,
+       A_ALT,
+       A_REP };
+typedef struct ast {
+    uint32_t kind, a, b, c;
+} ast; /* SEQ/ALT: a = first in kids, b = count; REP: a = child, b = min, c = max */
 #define INF 0xffffffffu
 #define MAX_CP 0x10FFFFu
 
 /* ---- growable arrays (compile time only) ------------------------------------- */
 
-typedef struct gvec { void *p; uint32_t n, cap, size; } gvec;
+typedef struct gvec {
+    void *p;
+    uint32_t n, cap, size;
+} gvec;
 
 static int vgrow(gvec *v, uint64_t need) {
     if (need <= v->cap) return 1;
@@ -36,52 +46,68 @@ static int vgrow(gvec *v, uint64_t need) {
     if (!q) return 0;
     if (v->n) wlm_memcpy(q, v->p, (size_t)v->n * v->size);
     wlm_sys_free(v->p);
-    v->p = q; v->cap = (uint32_t)cap;
+    v->p = q;
+    v->cap = (uint32_t)cap;
     return 1;
 }
-static void vfree(gvec *v) { wlm_sys_free(v->p); v->p = 0; v->n = v->cap = 0; }
+static void vfree(gvec *v) {
+    wlm_sys_free(v->p);
+    v->p = 0;
+    v->n = v->cap = 0;
+}
 #define VAT(v, T, i) (((T *)(v).p)[i])
 
 /* ---- the parser ------------------------------------------------------------------- */
 
 typedef struct grule {
-    uint32_t name, name_len;     /* in the text */
-    uint32_t body;               /* syntax tree, INF until defined */
-    uint32_t def_at, ref_at;     /* where it is defined / first referenced */
-    uint32_t next;               /* name hash chain (index + 1) */
+    uint32_t name, name_len; /* in the text */
+    uint32_t body;           /* syntax tree, INF until defined */
+    uint32_t def_at, ref_at; /* where it is defined / first referenced */
+    uint32_t next;           /* name hash chain (index + 1) */
     /* analysis */
     uint32_t recursive, loops, size, idepth, inl, prog;
 } grule;
 
 typedef struct parser {
-    const uint8_t *s; uint32_t len, pos;
-    wlm_err *err; int failed;
+    const uint8_t *s;
+    uint32_t len, pos;
+    wlm_err *err;
+    int failed;
     gvec ast, kids, sets, ranges, rules, cls;
     uint32_t *rhash, rmask;
     uint32_t nest;
-    uint32_t single[128];        /* set id + 1 of each one-character ASCII set */
+    uint32_t single[128]; /* set id + 1 of each one-character ASCII set */
 } parser;
 
 static void where(const parser *P, uint32_t at, uint32_t *line, uint32_t *col) {
     uint32_t l = 1, c = 1;
     for (uint32_t i = 0; i < at && i < P->len; i++) {
-        if (P->s[i] == '\n') { l++; c = 1; }
-        else if ((P->s[i] & 0xC0) != 0x80) c++;
+        if (P->s[i] == '\n') {
+            l++;
+            c = 1;
+        } else if ((P->s[i] & 0xC0) != 0x80) c++;
     }
-    *line = l; *col = c;
+    *line = l;
+    *col = c;
 }
 
 static void hex_cp(char *b, uint32_t cp) { /* "U+00E9" */
     static const char H[] = "0123456789ABCDEF";
-    int n = cp > 0xFFFFF ? 6 : cp > 0xFFFF ? 5 : 4, k = 0;
-    b[k++] = 'U'; b[k++] = '+';
+    int n = cp > 0xFFFFF ? 6 : cp > 0xFFFF ? 5
+                                           : 4,
+        k = 0;
+    b[k++] = 'U';
+    b[k++] = '+';
     for (int i = n - 1; i >= 0; i--) b[k++] = H[(cp >> (4 * i)) & 15];
     b[k] = 0;
 }
 
 /* what stands at `at`, for "found ..." */
 static void found(const parser *P, uint32_t at, char *b, uint32_t cap) {
-    if (at >= P->len) { wlm_fmt(b, cap, "the end of the grammar"); return; }
+    if (at >= P->len) {
+        wlm_fmt(b, cap, "the end of the grammar");
+        return;
+    }
     uint8_t c = P->s[at];
     if (c == '\n' || c == '\r') wlm_fmt(b, cap, "the end of the line");
     else if (c > 32 && c < 127) wlm_fmt(b, cap, "'%c'", c);
@@ -119,8 +145,9 @@ static uint32_t skip_ws_from(const parser *P, uint32_t i) {
     while (i < P->len) {
         uint8_t c = P->s[i];
         if (c == ' ' || c == '\t' || c == '\r' || c == '\n') i++;
-        else if (c == '#') { while (i < P->len && P->s[i] != '\n') i++; }
-        else break;
+        else if (c == '#') {
+            while (i < P->len && P->s[i] != '\n') i++;
+        } else break;
     }
     return i;
 }
@@ -139,11 +166,20 @@ static int rule_ahead(const parser *P, uint32_t i) {
 static uint32_t text_cp(parser *P) {
     const uint8_t *s = P->s + P->pos;
     uint32_t left = P->len - P->pos, c = s[0], n, cp;
-    if (c < 0x80) { P->pos++; return c; }
-    if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
-    else if (c >= 0xE0 && c <= 0xEF) { n = 3; cp = c & 0x0F; }
-    else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07; }
-    else return perr(P, P->pos, "invalid UTF-8 in the grammar text");
+    if (c < 0x80) {
+        P->pos++;
+        return c;
+    }
+    if (c >= 0xC2 && c <= 0xDF) {
+        n = 2;
+        cp = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        cp = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        cp = c & 0x07;
+    } else return perr(P, P->pos, "invalid UTF-8 in the grammar text");
     if (left < n) return perr(P, P->pos, "invalid UTF-8 in the grammar text");
     for (uint32_t k = 1; k < n; k++) {
         if ((s[k] & 0xC0) != 0x80) return perr(P, P->pos, "invalid UTF-8 in the grammar text");
@@ -172,9 +208,20 @@ static uint32_t escape(parser *P) {
     case 'n': return '\n';
     case 't': return '\t';
     case 'r': return '\r';
-    case '\\': case '"': case '\'': case '[': case ']': case '-': case '^': case '/': return c;
-    case 'x': case 'u': case 'U': {
-        uint32_t n = c == 'x' ? 2 : c == 'u' ? 4 : 8, v = 0;
+    case '\\':
+    case '"':
+    case '\'':
+    case '[':
+    case ']':
+    case '-':
+    case '^':
+    case '/': return c;
+    case 'x':
+    case 'u':
+    case 'U': {
+        uint32_t n = c == 'x' ? 2 : c == 'u' ? 4
+                                             : 8,
+                 v = 0;
         for (uint32_t k = 0; k < n; k++) {
             int h = P->pos < P->len ? hexval(P->s[P->pos]) : -1;
             if (h < 0) {
@@ -182,7 +229,8 @@ static uint32_t escape(parser *P) {
                 wlm_fmt(m, sizeof m, "escape \\%c needs %u hex digits", c, n);
                 return perr(P, at, m);
             }
-            v = v * 16 + (uint32_t)h; P->pos++;
+            v = v * 16 + (uint32_t)h;
+            P->pos++;
         }
         if (v > MAX_CP || (v >= 0xD800 && v <= 0xDFFF)) {
             char m[96];
@@ -216,8 +264,9 @@ static uint32_t make_set(parser *P, int negate) {
     wlm_sort_u64(r, n);
     for (uint32_t i = 0; i < n; i++) { /* merge overlapping and adjacent ranges */
         uint32_t lo = (uint32_t)(r[i] >> 32), hi = (uint32_t)r[i];
-        if (k && lo <= (uint32_t)r[k - 1] + 1) { if (hi > (uint32_t)r[k - 1]) r[k - 1] = (r[k - 1] & 0xFFFFFFFF00000000ull) | hi; }
-        else r[k++] = ((uint64_t)lo << 32) | hi;
+        if (k && lo <= (uint32_t)r[k - 1] + 1) {
+            if (hi > (uint32_t)r[k - 1]) r[k - 1] = (r[k - 1] & 0xFFFFFFFF00000000ull) | hi;
+        } else r[k++] = ((uint64_t)lo << 32) | hi;
     }
     n = k;
     if (negate) { /* complement in [0, MAX_CP]: at most n + 1 ranges */
@@ -268,21 +317,24 @@ int wlm_gset_has(const wlm_gprog *p, uint32_t set, uint32_t cp) {
     uint32_t lo = 0, hi = S->n;
     while (lo < hi) { /* first range whose end is >= cp */
         uint32_t m = (lo + hi) / 2;
-        if (r[2 * m + 1] < cp) lo = m + 1; else hi = m;
+        if (r[2 * m + 1] < cp) lo = m + 1;
+        else hi = m;
     }
     return lo < S->n && r[2 * lo] <= cp;
 }
 
 int wlm_gset_meets(const wlm_gprog *p, uint32_t set, uint32_t lo, uint32_t hi) {
     const wlm_gset *S = &p->sets[set];
-    for (uint32_t c = lo; c < 128 && c <= hi; c++) if ((S->ascii[c >> 5] >> (c & 31)) & 1) return 1;
+    for (uint32_t c = lo; c < 128 && c <= hi; c++)
+        if ((S->ascii[c >> 5] >> (c & 31)) & 1) return 1;
     if (hi < 128) return 0;
     if (lo < 128) lo = 128;
     const uint32_t *r = p->ranges + 2 * (uint64_t)S->off;
     uint32_t a = 0, b = S->n;
     while (a < b) {
         uint32_t m = (a + b) / 2;
-        if (r[2 * m + 1] < lo) a = m + 1; else b = m;
+        if (r[2 * m + 1] < lo) a = m + 1;
+        else b = m;
     }
     return a < S->n && r[2 * a] <= hi;
 }
@@ -292,11 +344,17 @@ static uint32_t parse_class(parser *P) {
     uint32_t at = P->pos;
     P->pos++;
     int neg = 0;
-    if (cur(P) == '^') { neg = 1; P->pos++; }
+    if (cur(P) == '^') {
+        neg = 1;
+        P->pos++;
+    }
     P->cls.n = 0;
     for (;;) {
         if (at_end(P)) return perr(P, at, "unterminated character class: ']' expected");
-        if (cur(P) == ']') { P->pos++; break; }
+        if (cur(P) == ']') {
+            P->pos++;
+            break;
+        }
         uint32_t a = cur(P) == '\\' ? escape(P) : text_cp(P);
         if (P->failed) return INF;
         uint32_t b = a;
@@ -307,7 +365,8 @@ static uint32_t parse_class(parser *P) {
             if (P->failed) return INF;
             if (b < a) {
                 char m[120], x[12], y[12];
-                hex_cp(x, a); hex_cp(y, b);
+                hex_cp(x, a);
+                hex_cp(y, b);
                 wlm_fmt(m, sizeof m, "range %s-%s in a character class ends below its start", x, y);
                 return perr(P, rat, m);
             }
@@ -329,7 +388,10 @@ static uint32_t parse_string(parser *P) {
     for (;;) {
         if (at_end(P) || cur(P) == '\n' || cur(P) == '\r')
             return perr(P, at, "unterminated string literal: '\"' expected before the end of the line (write a line break as \\n)");
-        if (cur(P) == '"') { P->pos++; break; }
+        if (cur(P) == '"') {
+            P->pos++;
+            break;
+        }
         uint32_t c = cur(P) == '\\' ? escape(P) : text_cp(P);
         if (P->failed) return INF;
         uint32_t s = set_of(P, c, c);
@@ -340,7 +402,10 @@ static uint32_t parse_string(parser *P) {
         n++;
     }
     if (n == 0) return new_ast(P, A_EMPTY, 0, 0, 0);
-    if (n == 1) { P->kids.n = first; return VAT(P->kids, uint32_t, first); }
+    if (n == 1) {
+        P->kids.n = first;
+        return VAT(P->kids, uint32_t, first);
+    }
     return new_ast(P, A_SEQ, first, n, 0);
 }
 
@@ -368,18 +433,25 @@ static uint32_t rule_id(parser *P, uint32_t at, uint32_t n) {
         uint32_t *h2 = wlm_sys_alloc((uint64_t)cap * 4);
         if (!h2) return pnomem(P);
         wlm_sys_free(P->rhash);
-        P->rhash = h2; P->rmask = cap - 1;
+        P->rhash = h2;
+        P->rmask = cap - 1;
         for (uint32_t i = 0; i < P->rules.n; i++) {
             grule *r = &VAT(P->rules, grule, i);
             uint32_t k = name_hash(P->s + r->name, r->name_len) & P->rmask;
-            r->next = P->rhash[k]; P->rhash[k] = i + 1;
+            r->next = P->rhash[k];
+            P->rhash[k] = i + 1;
         }
     }
     uint32_t id = P->rules.n++;
     grule *r = &VAT(P->rules, grule, id);
     wlm_memset(r, 0, sizeof *r);
-    r->name = at; r->name_len = n; r->body = INF; r->def_at = INF; r->ref_at = INF;
-    r->next = P->rhash[h & P->rmask]; P->rhash[h & P->rmask] = id + 1;
+    r->name = at;
+    r->name_len = n;
+    r->body = INF;
+    r->def_at = INF;
+    r->ref_at = INF;
+    r->next = P->rhash[h & P->rmask];
+    P->rhash[h & P->rmask] = id + 1;
     return id;
 }
 
@@ -408,8 +480,11 @@ static uint32_t parse_item(parser *P) {
     uint8_t c = cur(P);
     if (c == '"') node = parse_string(P);
     else if (c == '[') node = parse_class(P);
-    else if (c == '.') { P->pos++; uint32_t s = set_of(P, 0, MAX_CP); node = s == INF ? INF : new_ast(P, A_TERM, s, 0, 0); }
-    else if (c == '(') {
+    else if (c == '.') {
+        P->pos++;
+        uint32_t s = set_of(P, 0, MAX_CP);
+        node = s == INF ? INF : new_ast(P, A_TERM, s, 0, 0);
+    } else if (c == '(') {
         if (++P->nest > WLM_G_MAX_NEST) {
             char m[96];
             wlm_fmt(m, sizeof m, "groups and repetitions nested deeper than %u", WLM_G_MAX_NEST);
@@ -443,20 +518,36 @@ static uint32_t parse_item(parser *P) {
         skip_ws(P);
         c = cur(P);
         uint32_t lo, hi;
-        if (c == '*') { lo = 0; hi = INF; P->pos++; }
-        else if (c == '+') { lo = 1; hi = INF; P->pos++; }
-        else if (c == '?') { lo = 0; hi = 1; P->pos++; }
-        else if (c == '{') {
+        if (c == '*') {
+            lo = 0;
+            hi = INF;
+            P->pos++;
+        } else if (c == '+') {
+            lo = 1;
+            hi = INF;
+            P->pos++;
+        } else if (c == '?') {
+            lo = 0;
+            hi = 1;
+            P->pos++;
+        } else if (c == '{') {
             uint32_t bat = P->pos;
-            P->pos++; skip_ws(P);
+            P->pos++;
+            skip_ws(P);
             int has_lo = is_digit(cur(P));
             lo = has_lo ? rep_number(P) : 0;
             if (P->failed) return INF;
             skip_ws(P);
             if (cur(P) == ',') {
-                P->pos++; skip_ws(P);
-                if (is_digit(cur(P))) { hi = rep_number(P); if (P->failed) return INF; }
-                else { if (!has_lo) return pexpect(P, "a count in {m}, {m,}, {m,n} or {,n}"); hi = INF; }
+                P->pos++;
+                skip_ws(P);
+                if (is_digit(cur(P))) {
+                    hi = rep_number(P);
+                    if (P->failed) return INF;
+                } else {
+                    if (!has_lo) return pexpect(P, "a count in {m}, {m,}, {m,n} or {,n}");
+                    hi = INF;
+                }
                 skip_ws(P);
             } else {
                 if (!has_lo) return pexpect(P, "a count in {m}, {m,}, {m,n} or {,n}");
@@ -469,7 +560,10 @@ static uint32_t parse_item(parser *P) {
                 wlm_fmt(m, sizeof m, "repetition {%u,%u}: the maximum is below the minimum", lo, hi);
                 return perr(P, bat, m);
             }
-        } else { P->pos = save; break; }
+        } else {
+            P->pos = save;
+            break;
+        }
         if (++depth > WLM_G_MAX_NEST) {
             char m[96];
             wlm_fmt(m, sizeof m, "groups and repetitions nested deeper than %u", WLM_G_MAX_NEST);
@@ -502,8 +596,14 @@ static uint32_t parse_seq(parser *P, uint32_t open_at) {
             break;
         }
         uint32_t it = parse_item(P);
-        if (P->failed) { vfree(&items); return INF; }
-        if (!vgrow(&items, (uint64_t)n + 1)) { vfree(&items); return pnomem(P); }
+        if (P->failed) {
+            vfree(&items);
+            return INF;
+        }
+        if (!vgrow(&items, (uint64_t)n + 1)) {
+            vfree(&items);
+            return pnomem(P);
+        }
         VAT(items, uint32_t, n++) = it;
         items.n = n;
     }
@@ -524,8 +624,14 @@ static uint32_t parse_alts(parser *P, uint32_t open_at) {
     uint32_t n = 0, node;
     for (;;) {
         uint32_t s = parse_seq(P, open_at);
-        if (P->failed) { vfree(&alts); return INF; }
-        if (!vgrow(&alts, (uint64_t)n + 1)) { vfree(&alts); return pnomem(P); }
+        if (P->failed) {
+            vfree(&alts);
+            return INF;
+        }
+        if (!vgrow(&alts, (uint64_t)n + 1)) {
+            vfree(&alts);
+            return pnomem(P);
+        }
         VAT(alts, uint32_t, n++) = s;
         alts.n = n;
         skip_ws(P);
@@ -544,13 +650,19 @@ static uint32_t parse_alts(parser *P, uint32_t open_at) {
 
 static void parse_grammar(parser *P) {
     skip_ws(P);
-    if (at_end(P)) { perr(P, 0, "the grammar is empty: it needs at least a rule 'root ::= ...'"); return; }
+    if (at_end(P)) {
+        perr(P, 0, "the grammar is empty: it needs at least a rule 'root ::= ...'");
+        return;
+    }
     while (!P->failed) {
         skip_ws(P);
         if (at_end(P)) break;
         uint32_t at = P->pos;
         if (!name_char(cur(P))) {
-            if (cur(P) == ')') { perr(P, at, "')' without a '(' before it"); return; }
+            if (cur(P) == ')') {
+                perr(P, at, "')' without a '(' before it");
+                return;
+            }
             pexpect(P, "a rule name (letters, digits, '-' and '_') to start a rule 'name ::= ...'");
             return;
         }
@@ -580,7 +692,10 @@ static void parse_grammar(parser *P) {
         VAT(P->rules, grule, r).body = body;
         skip_ws(P);
         if (at_end(P)) break;
-        if (cur(P) == ')') { perr(P, P->pos, "')' without a '(' before it"); return; }
+        if (cur(P) == ')') {
+            perr(P, P->pos, "')' without a '(' before it");
+            return;
+        }
         /* parse_seq stopped at a rule start: the loop goes on with it */
     }
 }
@@ -595,8 +710,10 @@ static int tree_calls(parser *P, uint32_t node, gvec *out, uint32_t *loops) {
         if (!vgrow(out, (uint64_t)out->n + 1)) return 0;
         VAT(*out, uint32_t, out->n++) = a.a;
         return 1;
-    case A_SEQ: case A_ALT:
-        for (uint32_t i = 0; i < a.b; i++) if (!tree_calls(P, VAT(P->kids, uint32_t, a.a + i), out, loops)) return 0;
+    case A_SEQ:
+    case A_ALT:
+        for (uint32_t i = 0; i < a.b; i++)
+            if (!tree_calls(P, VAT(P->kids, uint32_t, a.a + i), out, loops)) return 0;
         return 1;
     case A_REP:
         if (a.c == INF) *loops = 1;
@@ -613,8 +730,12 @@ static uint32_t tree_size(parser *P, uint32_t node) {
     ast a = VAT(P->ast, ast, node);
     switch (a.kind) {
     case A_TERM: return 1;
-    case A_CALL: { grule *r = &VAT(P->rules, grule, a.a); return r->inl ? r->size : 1; }
-    case A_SEQ: case A_ALT: {
+    case A_CALL: {
+        grule *r = &VAT(P->rules, grule, a.a);
+        return r->inl ? r->size : 1;
+    }
+    case A_SEQ:
+    case A_ALT: {
         uint32_t s = a.kind == A_ALT ? a.b - 1 : 0;
         for (uint32_t i = 0; i < a.b; i++) s = sat_add(s, tree_size(P, VAT(P->kids, uint32_t, a.a + i)));
         return s;
@@ -630,7 +751,10 @@ static uint32_t tree_size(parser *P, uint32_t node) {
 static uint32_t tree_idepth(parser *P, uint32_t node) {
     ast a = VAT(P->ast, ast, node);
     uint32_t d = 0;
-    if (a.kind == A_CALL) { grule *r = &VAT(P->rules, grule, a.a); return r->inl ? r->idepth + 1 : 0; }
+    if (a.kind == A_CALL) {
+        grule *r = &VAT(P->rules, grule, a.a);
+        return r->inl ? r->idepth + 1 : 0;
+    }
     if (a.kind == A_SEQ || a.kind == A_ALT)
         for (uint32_t i = 0; i < a.b; i++) d = WLM_MAX(d, tree_idepth(P, VAT(P->kids, uint32_t, a.a + i)));
     if (a.kind == A_REP && a.c) d = tree_idepth(P, a.a);
@@ -643,25 +767,41 @@ static uint32_t tree_idepth(parser *P, uint32_t node) {
  * receives the vertices in that order. Work arrays: 4 n u32. */
 static uint32_t scc(uint32_t n, const uint32_t *at, const uint32_t *adj, uint32_t *comp, uint32_t *order, uint32_t *work) {
     uint32_t *idx = work, *low = work + n, *stk = work + 2 * n, *cs = work + 3 * n; /* cs: the DFS path */
-    uint32_t *edge = order; /* each vertex's next edge, until `order` is written */
+    uint32_t *edge = order;                                                         /* each vertex's next edge, until `order` is written */
     uint32_t counter = 1, sp = 0, csp = 0, nc = 0;
-    for (uint32_t v = 0; v < n; v++) { idx[v] = 0; comp[v] = INF; }
+    for (uint32_t v = 0; v < n; v++) {
+        idx[v] = 0;
+        comp[v] = INF;
+    }
     for (uint32_t root = 0; root < n; root++) {
         if (idx[root]) continue;
-        cs[csp++] = root; idx[root] = low[root] = counter++; stk[sp++] = root; edge[root] = at[root];
+        cs[csp++] = root;
+        idx[root] = low[root] = counter++;
+        stk[sp++] = root;
+        edge[root] = at[root];
         while (csp) {
             uint32_t v = cs[csp - 1];
             if (edge[v] < at[v + 1]) {
                 uint32_t w = adj[edge[v]++];
-                if (!idx[w]) { idx[w] = low[w] = counter++; stk[sp++] = w; edge[w] = at[w]; cs[csp++] = w; }
-                else if (comp[w] == INF && idx[w] < low[v]) low[v] = idx[w];
+                if (!idx[w]) {
+                    idx[w] = low[w] = counter++;
+                    stk[sp++] = w;
+                    edge[w] = at[w];
+                    cs[csp++] = w;
+                } else if (comp[w] == INF && idx[w] < low[v]) low[v] = idx[w];
                 continue;
             }
             csp--;
-            if (csp) { uint32_t u = cs[csp - 1]; if (low[v] < low[u]) low[u] = low[v]; }
+            if (csp) {
+                uint32_t u = cs[csp - 1];
+                if (low[v] < low[u]) low[u] = low[v];
+            }
             if (low[v] == idx[v]) {
                 uint32_t w;
-                do { w = stk[--sp]; comp[w] = nc; } while (w != v);
+                do {
+                    w = stk[--sp];
+                    comp[w] = nc;
+                } while (w != v);
                 nc++;
             }
         }
@@ -679,9 +819,9 @@ static uint32_t scc(uint32_t n, const uint32_t *at, const uint32_t *adj, uint32_
 
 typedef struct builder {
     parser *P;
-    gvec ins, todo;              /* instructions; rules still to compile */
-    uint32_t n_prog;             /* program rules so far */
-    gvec prog_rule;              /* program rule -> parser rule */
+    gvec ins, todo;  /* instructions; rules still to compile */
+    uint32_t n_prog; /* program rules so far */
+    gvec prog_rule;  /* program rule -> parser rule */
 } builder;
 
 static uint32_t emit(builder *B, uint32_t op, uint32_t a, uint32_t b) {
@@ -759,7 +899,10 @@ static uint32_t build(builder *B, uint32_t node, uint32_t next) {
 static void fixpoint(const wlm_ginstr *ins, uint32_t n, const uint32_t *rule_start, const uint32_t *rat, const uint32_t *rdep,
                      int terms, uint8_t *ok, uint32_t *queue) {
     uint32_t qh = 0, qt = 0;
-    for (uint32_t i = 0; i < n; i++) { ok[i] = ins[i].op == WLM_GI_FINAL; if (ok[i]) queue[qt++] = i; }
+    for (uint32_t i = 0; i < n; i++) {
+        ok[i] = ins[i].op == WLM_GI_FINAL;
+        if (ok[i]) queue[qt++] = i;
+    }
     while (qh < qt) {
         uint32_t x = queue[qh++];
         for (uint32_t e = rat[x]; e < rat[x + 1]; e++) {
@@ -770,7 +913,10 @@ static void fixpoint(const wlm_ginstr *ins, uint32_t n, const uint32_t *rule_sta
             if (I->op == WLM_GI_SPLIT) now = 1;
             else if (I->op == WLM_GI_TERM) now = terms && ok[I->b];
             else if (I->op == WLM_GI_CALL) now = ok[I->b] && ok[rule_start[I->a]];
-            if (now) { ok[d] = 1; queue[qt++] = d; }
+            if (now) {
+                ok[d] = 1;
+                queue[qt++] = d;
+            }
         }
     }
 }
@@ -794,20 +940,33 @@ static void check_program(builder *B, wlm_gprog *p) {
     uint32_t *eat = wlm_sys_alloc(((uint64_t)nr + 1) * 4), *work = wlm_sys_alloc((uint64_t)4 * nr * 4 + 16);
     uint32_t *comp = wlm_sys_alloc((uint64_t)nr * 4 + 4), *order = wlm_sys_alloc((uint64_t)nr * 4 + 4);
     gvec edges = { 0, 0, 0, 8 }; /* (from << 32 | to), tail flag in the top bit of to */
-    if (!rat || !rdep || !queue || !prod || !null || !eat || !work || !comp || !order) { pnomem(P); goto done; }
+    if (!rat || !rdep || !queue || !prod || !null || !eat || !work || !comp || !order) {
+        pnomem(P);
+        goto done;
+    }
     for (uint32_t i = 0; i < n; i++) {
         const wlm_ginstr *I = &ins[i];
         if (I->op == WLM_GI_TERM) rat[I->b + 1]++;
-        else if (I->op == WLM_GI_SPLIT) { rat[I->a + 1]++; rat[I->b + 1]++; }
-        else if (I->op == WLM_GI_CALL) { rat[I->b + 1]++; rat[p->rule_start[I->a] + 1]++; }
+        else if (I->op == WLM_GI_SPLIT) {
+            rat[I->a + 1]++;
+            rat[I->b + 1]++;
+        } else if (I->op == WLM_GI_CALL) {
+            rat[I->b + 1]++;
+            rat[p->rule_start[I->a] + 1]++;
+        }
     }
     for (uint32_t i = 0; i < n; i++) rat[i + 1] += rat[i];
     for (uint32_t i = 0; i < n; i++) queue[i] = rat[i];
     for (uint32_t i = 0; i < n; i++) {
         const wlm_ginstr *I = &ins[i];
         if (I->op == WLM_GI_TERM) rdep[queue[I->b]++] = i;
-        else if (I->op == WLM_GI_SPLIT) { rdep[queue[I->a]++] = i; rdep[queue[I->b]++] = i; }
-        else if (I->op == WLM_GI_CALL) { rdep[queue[I->b]++] = i; rdep[queue[p->rule_start[I->a]]++] = i; }
+        else if (I->op == WLM_GI_SPLIT) {
+            rdep[queue[I->a]++] = i;
+            rdep[queue[I->b]++] = i;
+        } else if (I->op == WLM_GI_CALL) {
+            rdep[queue[I->b]++] = i;
+            rdep[queue[p->rule_start[I->a]]++] = i;
+        }
     }
     fixpoint(ins, n, p->rule_start, rat, rdep, 1, prod, queue);
     for (uint32_t r = 0; r < nr; r++) {
@@ -823,18 +982,28 @@ static void check_program(builder *B, wlm_gprog *p) {
     for (uint32_t i = 0; i <= n; i++) seen[i] = INF;
     for (uint32_t r = 0; r < nr; r++) {
         uint32_t qt = 0;
-        queue[qt++] = p->rule_start[r]; seen[p->rule_start[r]] = r;
+        queue[qt++] = p->rule_start[r];
+        seen[p->rule_start[r]] = r;
         while (qt) {
             const wlm_ginstr *I = &ins[queue[--qt]];
             uint32_t nx[2], k = 0;
-            if (I->op == WLM_GI_SPLIT) { nx[k++] = I->a; nx[k++] = I->b; }
-            else if (I->op == WLM_GI_CALL) {
-                if (!vgrow(&edges, (uint64_t)edges.n + 1)) { pnomem(P); goto done; }
+            if (I->op == WLM_GI_SPLIT) {
+                nx[k++] = I->a;
+                nx[k++] = I->b;
+            } else if (I->op == WLM_GI_CALL) {
+                if (!vgrow(&edges, (uint64_t)edges.n + 1)) {
+                    pnomem(P);
+                    goto done;
+                }
                 uint32_t tail = ins[I->b].op == WLM_GI_FINAL;
                 VAT(edges, uint64_t, edges.n++) = ((uint64_t)r << 32) | I->a | (tail ? 0x80000000u : 0);
                 if (null[p->rule_start[I->a]]) nx[k++] = I->b;
             }
-            for (uint32_t j = 0; j < k; j++) if (seen[nx[j]] != r) { seen[nx[j]] = r; queue[qt++] = nx[j]; }
+            for (uint32_t j = 0; j < k; j++)
+                if (seen[nx[j]] != r) {
+                    seen[nx[j]] = r;
+                    queue[qt++] = nx[j];
+                }
         }
     }
     /* components of the left-call graph: a call that is not a tail call
@@ -842,7 +1011,10 @@ static void check_program(builder *B, wlm_gprog *p) {
     for (uint32_t i = 0; i < edges.n; i++) eat[(VAT(edges, uint64_t, i) >> 32) + 1]++;
     for (uint32_t r = 0; r < nr; r++) eat[r + 1] += eat[r];
     for (uint32_t r = 0; r < nr; r++) comp[r] = eat[r];
-    for (uint32_t i = 0; i < edges.n; i++) { uint64_t e = VAT(edges, uint64_t, i); queue[comp[e >> 32]++] = (uint32_t)e & 0x7fffffffu; }
+    for (uint32_t i = 0; i < edges.n; i++) {
+        uint64_t e = VAT(edges, uint64_t, i);
+        queue[comp[e >> 32]++] = (uint32_t)e & 0x7fffffffu;
+    }
     scc(nr, eat, queue, comp, order, work);
     for (uint32_t i = 0; i < edges.n; i++) {
         uint64_t e = VAT(edges, uint64_t, i);
@@ -861,8 +1033,16 @@ static void check_program(builder *B, wlm_gprog *p) {
         goto done;
     }
 done:
-    wlm_sys_free(rat); wlm_sys_free(rdep); wlm_sys_free(queue); wlm_sys_free(prod); wlm_sys_free(null);
-    wlm_sys_free(eat); wlm_sys_free(work); wlm_sys_free(comp); wlm_sys_free(order); vfree(&edges);
+    wlm_sys_free(rat);
+    wlm_sys_free(rdep);
+    wlm_sys_free(queue);
+    wlm_sys_free(prod);
+    wlm_sys_free(null);
+    wlm_sys_free(eat);
+    wlm_sys_free(work);
+    wlm_sys_free(comp);
+    wlm_sys_free(order);
+    vfree(&edges);
 }
 
 /* rule analysis: recursion (components of the call graph), loops, sizes, which to inline */
@@ -872,12 +1052,18 @@ static void analyse_rules(parser *P) {
     uint32_t *at = wlm_sys_alloc(((uint64_t)nr + 1) * 4), *comp = wlm_sys_alloc((uint64_t)nr * 4 + 4);
     uint32_t *order = wlm_sys_alloc((uint64_t)nr * 4 + 4), *work = wlm_sys_alloc((uint64_t)4 * nr * 4 + 16);
     uint32_t *csize = wlm_sys_alloc((uint64_t)nr * 4 + 8);
-    if (!at || !comp || !order || !work || !csize) { pnomem(P); goto done; }
+    if (!at || !comp || !order || !work || !csize) {
+        pnomem(P);
+        goto done;
+    }
     for (uint32_t r = 0; r < nr; r++) {
         grule *R = &VAT(P->rules, grule, r);
         at[r] = calls.n;
         uint32_t loops = 0;
-        if (!tree_calls(P, R->body, &calls, &loops)) { pnomem(P); goto done; }
+        if (!tree_calls(P, R->body, &calls, &loops)) {
+            pnomem(P);
+            goto done;
+        }
         R->loops = loops;
     }
     at[nr] = calls.n;
@@ -887,7 +1073,8 @@ static void analyse_rules(parser *P) {
     for (uint32_t r = 0; r < nr; r++) {
         grule *R = &VAT(P->rules, grule, r);
         R->recursive = csize[comp[r]] > 1;
-        for (uint32_t e = at[r]; e < at[r + 1]; e++) if (VAT(calls, uint32_t, e) == r) R->recursive = 1;
+        for (uint32_t e = at[r]; e < at[r + 1]; e++)
+            if (VAT(calls, uint32_t, e) == r) R->recursive = 1;
     }
     /* callees first: sizes and inline depths of the rules they inline are known */
     for (uint32_t i = 0; i < nr; i++) {
@@ -895,11 +1082,16 @@ static void analyse_rules(parser *P) {
         R->inl = 0;
         if (R->recursive || R->loops) continue;
         uint32_t size = tree_size(P, R->body), depth = tree_idepth(P, R->body);
-        R->size = size; R->idepth = depth;
+        R->size = size;
+        R->idepth = depth;
         R->inl = size <= WLM_G_INLINE && depth < 8;
     }
 done:
-    wlm_sys_free(at); wlm_sys_free(comp); wlm_sys_free(order); wlm_sys_free(work); wlm_sys_free(csize);
+    wlm_sys_free(at);
+    wlm_sys_free(comp);
+    wlm_sys_free(order);
+    wlm_sys_free(work);
+    wlm_sys_free(csize);
     vfree(&calls);
 }
 
@@ -910,21 +1102,34 @@ void wlm_gprog_free(wlm_gprog *p) {
 }
 
 wlm_status wlm_gprog_compile(wlm_gprog *p, const char *text, uint32_t len, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!p || (!text && len)) return wlm_fail(err, WLM_ERR_ARG, "wlm_gprog_compile: NULL argument");
     wlm_memset(p, 0, sizeof *p);
     if (len > WLM_G_MAX_TEXT) return wlm_fail(err, WLM_ERR_ARG, "grammar: the text has %u bytes, more than the limit (%u)", len, WLM_G_MAX_TEXT);
     parser P;
     wlm_memset(&P, 0, sizeof P);
-    P.s = (const uint8_t *)text; P.len = len; P.err = err;
-    P.ast.size = sizeof(ast); P.kids.size = 4; P.sets.size = sizeof(wlm_gset); P.ranges.size = 4;
-    P.rules.size = sizeof(grule); P.cls.size = 8;
+    P.s = (const uint8_t *)text;
+    P.len = len;
+    P.err = err;
+    P.ast.size = sizeof(ast);
+    P.kids.size = 4;
+    P.sets.size = sizeof(wlm_gset);
+    P.ranges.size = 4;
+    P.rules.size = sizeof(grule);
+    P.cls.size = 8;
     P.rmask = 63;
     P.rhash = wlm_sys_alloc(64 * 4);
     builder B;
     wlm_memset(&B, 0, sizeof B);
-    B.P = &P; B.ins.size = sizeof(wlm_ginstr); B.todo.size = 4; B.prog_rule.size = 4;
-    if (!P.rhash) { pnomem(&P); goto done; }
+    B.P = &P;
+    B.ins.size = sizeof(wlm_ginstr);
+    B.todo.size = 4;
+    B.prog_rule.size = 4;
+    if (!P.rhash) {
+        pnomem(&P);
+        goto done;
+    }
     parse_grammar(&P);
     if (P.failed) goto done;
     /* every rule referenced is defined; root exists */
@@ -940,7 +1145,10 @@ wlm_status wlm_gprog_compile(wlm_gprog *p, const char *text, uint32_t len, wlm_e
         }
         if (R->name_len == 4 && wlm_memeq(P.s + R->name, "root", 4)) root = r;
     }
-    if (root == INF) { perr(&P, P.len, "the grammar has no rule 'root' (generation starts there)"); goto done; }
+    if (root == INF) {
+        perr(&P, P.len, "the grammar has no rule 'root' (generation starts there)");
+        goto done;
+    }
     analyse_rules(&P);
     if (P.failed) goto done;
     VAT(P.rules, grule, root).inl = 0;
@@ -961,22 +1169,40 @@ wlm_status wlm_gprog_compile(wlm_gprog *p, const char *text, uint32_t len, wlm_e
     uint64_t bi = WLM_ALIGN_UP((uint64_t)B.ins.n * sizeof(wlm_ginstr), 64), bs = WLM_ALIGN_UP((uint64_t)P.sets.n * sizeof(wlm_gset), 64);
     uint64_t br = WLM_ALIGN_UP((uint64_t)P.ranges.n * 4 + 4, 64), bp = WLM_ALIGN_UP((uint64_t)B.n_prog * 4, 64);
     uint8_t *mem = wlm_sys_alloc(bi + bs + br + bp);
-    if (!mem) { wlm_fail_nomem(err, "the compiled grammar", bi + bs + br + bp); P.failed = 1; goto done; }
+    if (!mem) {
+        wlm_fail_nomem(err, "the compiled grammar", bi + bs + br + bp);
+        P.failed = 1;
+        goto done;
+    }
     p->mem = mem;
-    p->ins = (wlm_ginstr *)mem; p->n_ins = B.ins.n;
-    p->sets = (wlm_gset *)(mem + bi); p->n_sets = P.sets.n;
+    p->ins = (wlm_ginstr *)mem;
+    p->n_ins = B.ins.n;
+    p->sets = (wlm_gset *)(mem + bi);
+    p->n_sets = P.sets.n;
     p->ranges = (uint32_t *)(mem + bi + bs);
     rs = (uint32_t *)(mem + bi + bs + br);
-    p->rule_start = rs; p->n_rules = B.n_prog; p->root = 0;
+    p->rule_start = rs;
+    p->n_rules = B.n_prog;
+    p->root = 0;
     if (B.ins.n) wlm_memcpy(p->ins, B.ins.p, (size_t)B.ins.n * sizeof(wlm_ginstr));
     if (P.sets.n) wlm_memcpy(p->sets, P.sets.p, (size_t)P.sets.n * sizeof(wlm_gset));
     if (P.ranges.n) wlm_memcpy(p->ranges, P.ranges.p, (size_t)P.ranges.n * 4);
     for (uint32_t k = 0; k < B.n_prog; k++) rs[k] = VAT(B.todo, uint32_t, k);
     check_program(&B, p);
 done:
-    vfree(&P.ast); vfree(&P.kids); vfree(&P.sets); vfree(&P.ranges); vfree(&P.rules); vfree(&P.cls);
+    vfree(&P.ast);
+    vfree(&P.kids);
+    vfree(&P.sets);
+    vfree(&P.ranges);
+    vfree(&P.rules);
+    vfree(&P.cls);
     wlm_sys_free(P.rhash);
-    vfree(&B.ins); vfree(&B.todo); vfree(&B.prog_rule);
-    if (P.failed) { wlm_gprog_free(p); return err->code ? err->code : WLM_ERR_ARG; }
+    vfree(&B.ins);
+    vfree(&B.todo);
+    vfree(&B.prog_rule);
+    if (P.failed) {
+        wlm_gprog_free(p);
+        return err->code ? err->code : WLM_ERR_ARG;
+    }
     return WLM_OK;
 }

@@ -50,7 +50,8 @@ static int cont_ok(uint8_t lead, uint32_t k, uint8_t b) {
     return 1;
 }
 static uint32_t decode(const uint8_t *p, uint32_t n) {
-    uint32_t cp = n == 2 ? p[0] & 0x1F : n == 3 ? p[0] & 0x0F : p[0] & 0x07;
+    uint32_t cp = n == 2 ? p[0] & 0x1F : n == 3 ? p[0] & 0x0F
+                                                : p[0] & 0x07;
     for (uint32_t i = 1; i < n; i++) cp = (cp << 6) | (p[i] & 0x3F);
     return cp;
 }
@@ -59,8 +60,12 @@ static void pend_range(const uint8_t *p, uint32_t k, uint32_t *lo, uint32_t *hi)
     uint32_t n = lead_len(p[0]);
     uint8_t a[4] = { 0 }, b[4] = { 0 };
     for (uint32_t i = 0; i < n; i++) {
-        if (i < k) { a[i] = b[i] = p[i]; continue; }
-        a[i] = 0x80; b[i] = 0xBF;
+        if (i < k) {
+            a[i] = b[i] = p[i];
+            continue;
+        }
+        a[i] = 0x80;
+        b[i] = 0xBF;
         if (i == 1) {
             if (p[0] == 0xE0) a[i] = 0xA0;
             if (p[0] == 0xED) b[i] = 0x9F;
@@ -68,12 +73,18 @@ static void pend_range(const uint8_t *p, uint32_t k, uint32_t *lo, uint32_t *hi)
             if (p[0] == 0xF4) b[i] = 0x8F;
         }
     }
-    *lo = decode(a, n); *hi = decode(b, n);
+    *lo = decode(a, n);
+    *hi = decode(b, n);
 }
 
 /* ---- the vocabulary trie ---------------------------------------------------------- */
 
-typedef struct gv_full { wlm_gvocab pub; const wlm_vocab *voc; uint32_t *elig; uint32_t max_bytes; } gv_full;
+typedef struct gv_full {
+    wlm_gvocab pub;
+    const wlm_vocab *voc;
+    uint32_t *elig;
+    uint32_t max_bytes;
+} gv_full;
 
 static int token_usable(const wlm_vocab *v, int32_t t) {
     uint8_t ty = v->type[t];
@@ -83,7 +94,8 @@ static int token_usable(const wlm_vocab *v, int32_t t) {
 static int bytes_less(const uint8_t *blob, const uint32_t *off, int32_t a, int32_t b) {
     uint32_t la = off[a + 1] - off[a], lb = off[b + 1] - off[b], n = WLM_MIN(la, lb);
     const uint8_t *x = blob + off[a], *y = blob + off[b];
-    for (uint32_t i = 0; i < n; i++) if (x[i] != y[i]) return x[i] < y[i];
+    for (uint32_t i = 0; i < n; i++)
+        if (x[i] != y[i]) return x[i] < y[i];
     return la < lb || (la == lb && a < b);
 }
 
@@ -97,13 +109,17 @@ static void sort_tokens(int32_t *ids, int32_t *tmp, uint32_t n, const uint8_t *b
             while (i < mid) dst[k++] = src[i++];
             while (j < hi) dst[k++] = src[j++];
         }
-        int32_t *t = src; src = dst; dst = t;
+        int32_t *t = src;
+        src = dst;
+        dst = t;
     }
-    if (src != ids) for (uint32_t i = 0; i < n; i++) ids[i] = src[i];
+    if (src != ids)
+        for (uint32_t i = 0; i < n; i++) ids[i] = src[i];
 }
 
 wlm_status wlm_gvocab_build(wlm_gvocab **out, const wlm_vocab *v, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!out || !v) return wlm_fail(err, WLM_ERR_ARG, "wlm_gvocab_build: NULL argument");
     *out = 0;
     uint32_t n = v->n, total = 0, maxb = 1;
@@ -111,16 +127,23 @@ wlm_status wlm_gvocab_build(wlm_gvocab **out, const wlm_vocab *v, wlm_err *err) 
     int32_t *ids = wlm_sys_alloc((uint64_t)n * 4 + 4), *tmp = wlm_sys_alloc((uint64_t)n * 4 + 4);
     uint8_t *blob = 0, *mem = 0;
     wlm_status st = WLM_OK;
-    if (!off || !ids || !tmp) { st = wlm_fail_nomem(err, "the vocabulary trie", (uint64_t)n * 12); goto done; }
+    if (!off || !ids || !tmp) {
+        st = wlm_fail_nomem(err, "the vocabulary trie", (uint64_t)n * 12);
+        goto done;
+    }
     for (uint32_t t = 0; t < n; t++) {
         uint32_t k = token_usable(v, (int32_t)t) ? wlm_vocab_token_bytes(v, (int32_t)t, 0, 0) : 0;
         if (k > 65535) k = 0; /* a token longer than the trie's depth field: never matched */
-        off[t] = total; total += k;
+        off[t] = total;
+        total += k;
         if (k > maxb) maxb = k;
     }
     off[n] = total;
     blob = wlm_sys_alloc((uint64_t)total + 1);
-    if (!blob) { st = wlm_fail_nomem(err, "the vocabulary trie", total); goto done; }
+    if (!blob) {
+        st = wlm_fail_nomem(err, "the vocabulary trie", total);
+        goto done;
+    }
     uint32_t m = 0;
     for (uint32_t t = 0; t < n; t++) {
         uint32_t k = off[t + 1] - off[t];
@@ -145,18 +168,31 @@ wlm_status wlm_gvocab_build(wlm_gvocab **out, const wlm_vocab *v, wlm_err *err) 
     uint64_t sz_elig = WLM_ALIGN_UP((uint64_t)nw * 4 + 4, 64);
     uint64_t bytes = sz_full + sz_byte + sz_depth + sz_end + sz_at + sz_tok + sz_elig;
     mem = wlm_sys_alloc(bytes);
-    if (!mem) { st = wlm_fail_nomem(err, "the vocabulary trie", bytes); goto done; }
+    if (!mem) {
+        st = wlm_fail_nomem(err, "the vocabulary trie", bytes);
+        goto done;
+    }
     gv_full *F = (gv_full *)mem;
     wlm_gvocab *G = &F->pub;
     uint8_t *p = mem + sz_full;
-    G->mem = mem; F->voc = v; F->max_bytes = maxb;
-    G->byte = p; p += sz_byte;
-    G->depth = (uint16_t *)p; p += sz_depth;
-    G->end = (uint32_t *)p; p += sz_end;
-    G->tok_at = (uint32_t *)p; p += sz_at;
-    G->tok = (int32_t *)p; p += sz_tok;
+    G->mem = mem;
+    F->voc = v;
+    F->max_bytes = maxb;
+    G->byte = p;
+    p += sz_byte;
+    G->depth = (uint16_t *)p;
+    p += sz_depth;
+    G->end = (uint32_t *)p;
+    p += sz_end;
+    G->tok_at = (uint32_t *)p;
+    p += sz_at;
+    G->tok = (int32_t *)p;
+    p += sz_tok;
     F->elig = (uint32_t *)p;
-    G->n_vocab = n; G->n_words = nw; G->n_nodes = (uint32_t)n_nodes; G->n_tokens = m;
+    G->n_vocab = n;
+    G->n_words = nw;
+    G->n_nodes = (uint32_t)n_nodes;
+    G->n_tokens = m;
     /* Sorted order is the trie's preorder: each token opens the nodes past
      * its common prefix with the previous token and sits on the last one
      * (a token with the previous one's bytes shares its node), so the
@@ -169,7 +205,8 @@ wlm_status wlm_gvocab_build(wlm_gvocab **out, const wlm_vocab *v, wlm_err *err) 
             while (lcp < la && lcp < lb && blob[off[a] + lcp] == blob[off[b] + lcp]) lcp++;
         }
         for (uint32_t d = lcp; d < la; d++) {
-            G->byte[k] = blob[off[a] + d]; G->depth[k] = (uint16_t)(d + 1);
+            G->byte[k] = blob[off[a] + d];
+            G->depth[k] = (uint16_t)(d + 1);
             node = k++;
         }
         G->tok_at[node + 1]++;
@@ -180,7 +217,11 @@ wlm_status wlm_gvocab_build(wlm_gvocab **out, const wlm_vocab *v, wlm_err *err) 
     for (uint32_t i = 0; i < k; i++) G->tok_at[i + 1] += G->tok_at[i];
     /* subtree ends from depths */
     uint32_t *open = wlm_sys_alloc(((uint64_t)depth_max + 2) * 4), sp = 0; /* one node per depth */
-    if (!open) { wlm_sys_free(mem); st = wlm_fail_nomem(err, "the vocabulary trie", (uint64_t)depth_max * 4); goto done; }
+    if (!open) {
+        wlm_sys_free(mem);
+        st = wlm_fail_nomem(err, "the vocabulary trie", (uint64_t)depth_max * 4);
+        goto done;
+    }
     for (uint32_t i = 0; i < k; i++) {
         while (sp && G->depth[open[sp - 1]] >= G->depth[i]) G->end[open[--sp]] = i;
         open[sp++] = i;
@@ -189,20 +230,27 @@ wlm_status wlm_gvocab_build(wlm_gvocab **out, const wlm_vocab *v, wlm_err *err) 
     wlm_sys_free(open);
     G->max_depth = depth_max;
     G->n_eog = 0;
-    for (uint32_t t = 0; t < n && G->n_eog < 16; t++) if (wlm_vocab_is_eog(v, (int32_t)t)) G->eog[G->n_eog++] = (int32_t)t;
+    for (uint32_t t = 0; t < n && G->n_eog < 16; t++)
+        if (wlm_vocab_is_eog(v, (int32_t)t)) G->eog[G->n_eog++] = (int32_t)t;
     *out = G;
 done:
-    wlm_sys_free(off); wlm_sys_free(ids); wlm_sys_free(tmp); wlm_sys_free(blob);
+    wlm_sys_free(off);
+    wlm_sys_free(ids);
+    wlm_sys_free(tmp);
+    wlm_sys_free(blob);
     return st;
 }
 
 WLM_API wlm_status wlm_gvocab_new(wlm_gvocab **out, const wlm_model *m, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!out || !m) return wlm_fail(err, WLM_ERR_ARG, "wlm_gvocab_new: NULL argument");
     return wlm_gvocab_build(out, &m->vocab, err);
 }
 
-WLM_API void wlm_gvocab_free(wlm_gvocab *v) { if (v) wlm_sys_free(v->mem); }
+WLM_API void wlm_gvocab_free(wlm_gvocab *v) {
+    if (v) wlm_sys_free(v->mem);
+}
 
 /* ---- the recognizer --------------------------------------------------------------- */
 
@@ -210,7 +258,11 @@ WLM_API void wlm_gvocab_free(wlm_gvocab *v) { if (v) wlm_sys_free(v->mem); }
 
 static uint32_t hmix(uint32_t a, uint32_t b) {
     uint32_t h = a * 0x9E3779B1u ^ (b + 0x7F4A7C15u + (a << 6) + (a >> 2));
-    h ^= h >> 15; h *= 0x2C1B3C6Du; h ^= h >> 12; h *= 0x297A2D39u; h ^= h >> 15;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    h *= 0x297A2D39u;
+    h ^= h >> 15;
     return h;
 }
 
@@ -224,11 +276,17 @@ static uint32_t gfail(wlm_grammar *g, const char *what, uint32_t limit) {
 }
 
 static uint32_t mknode(wlm_grammar *g, uint32_t ins, uint32_t parent) {
-    if (g->nodes[parent].depth >= WLM_G_MAX_DEPTH) { g->stat[WLM_GS_TRUNCATED]++; return INF; }
+    if (g->nodes[parent].depth >= WLM_G_MAX_DEPTH) {
+        g->stat[WLM_GS_TRUNCATED]++;
+        return INF;
+    }
     uint32_t h = hmix(ins, parent) & (WLM_G_NODES - 1);
     for (uint32_t i = g->node_head[h]; i; i = g->nodes[i].next)
         if (g->nodes[i].ins == ins && g->nodes[i].parent == parent) return i;
-    if (g->n_nodes >= WLM_G_NODES) { gfail(g, "parse stack nodes", WLM_G_NODES); return INF; }
+    if (g->n_nodes >= WLM_G_NODES) {
+        gfail(g, "parse stack nodes", WLM_G_NODES);
+        return INF;
+    }
     uint32_t id = g->n_nodes++;
     g->nodes[id] = (wlm_gnode){ ins, parent, g->node_head[h], g->nodes[parent].depth + 1 };
     g->node_head[h] = id;
@@ -258,9 +316,13 @@ static uint32_t intern(wlm_grammar *g, const uint32_t *s, uint32_t n, const uint
     uint32_t id = g->n_cfgs++;
     wlm_gcfg *C = &g->cfgs[id];
     wlm_memset(C, 0, sizeof *C);
-    C->hash = h; C->off = g->n_stk; C->n = n; C->next = g->cfg_head[k];
-    C->n_pend = (uint8_t)np; C->ended = (uint8_t)ended;
-    for (uint32_t j = 0; j < np && j < sizeof C->pend; j++) C->pend[j] = pend[j];   /* np <= 3: a code point's first bytes */
+    C->hash = h;
+    C->off = g->n_stk;
+    C->n = n;
+    C->next = g->cfg_head[k];
+    C->n_pend = (uint8_t)np;
+    C->ended = (uint8_t)ended;
+    for (uint32_t j = 0; j < np && j < sizeof C->pend; j++) C->pend[j] = pend[j]; /* np <= 3: a code point's first bytes */
     for (uint32_t j = 0; j < n; j++) g->stk[g->n_stk++] = s[j];
     g->cfg_head[k] = id;
     g->cfg_dense[id] = 0;
@@ -271,8 +333,13 @@ static uint32_t intern(wlm_grammar *g, const uint32_t *s, uint32_t n, const uint
 /* ---- closure: the stacks reached from (instruction, parent) pairs without reading ---- */
 
 static void clo_begin(wlm_grammar *g) {
-    g->n_out = 0; g->n_visit = 0; g->ended = 0;
-    if (++g->seen_stamp == 0) { wlm_memset(g->seen_tag, 0, SEEN * 4); g->seen_stamp = 1; }
+    g->n_out = 0;
+    g->n_visit = 0;
+    g->ended = 0;
+    if (++g->seen_stamp == 0) {
+        wlm_memset(g->seen_tag, 0, SEEN * 4);
+        g->seen_stamp = 1;
+    }
 }
 
 static int visit(wlm_grammar *g, uint64_t key) {
@@ -281,7 +348,8 @@ static int visit(wlm_grammar *g, uint64_t key) {
         if (g->seen[h] == key) return 0;
         h = (h + 1) & (SEEN - 1);
     }
-    g->seen_tag[h] = g->seen_stamp; g->seen[h] = key;
+    g->seen_tag[h] = g->seen_stamp;
+    g->seen[h] = key;
     return 1;
 }
 
@@ -298,7 +366,10 @@ static void clo_add(wlm_grammar *g, uint64_t start) {
     w[sp++] = start;
     while (sp) {
         uint64_t x = w[--sp];
-        if (g->n_visit >= WLM_G_MAX_EXPAND) { g->stat[WLM_GS_TRUNCATED]++; return; }
+        if (g->n_visit >= WLM_G_MAX_EXPAND) {
+            g->stat[WLM_GS_TRUNCATED]++;
+            return;
+        }
         if (!visit(g, x)) continue;
         g->n_visit++;
         uint32_t at = (uint32_t)x, par = (uint32_t)(x >> 32);
@@ -309,10 +380,16 @@ static void clo_add(wlm_grammar *g, uint64_t start) {
             if (s != INF) g->out[g->n_out++] = s;
             break;
         }
-        case WLM_GI_SPLIT: w[sp++] = PAIR(I->b, par); w[sp++] = PAIR(I->a, par); break;
+        case WLM_GI_SPLIT:
+            w[sp++] = PAIR(I->b, par);
+            w[sp++] = PAIR(I->a, par);
+            break;
         case WLM_GI_CALL: {
             uint32_t entry = g->p.rule_start[I->a];
-            if (ins[I->b].op == WLM_GI_FINAL) { w[sp++] = PAIR(entry, par); break; }
+            if (ins[I->b].op == WLM_GI_FINAL) {
+                w[sp++] = PAIR(entry, par);
+                break;
+            }
             uint32_t r = mknode(g, I->b, par);
             if (r != INF) w[sp++] = PAIR(entry, r);
             break;
@@ -328,7 +405,10 @@ static uint32_t clo_end(wlm_grammar *g) {
     if (g->fail) return 0;
     uint32_t n = g->n_out;
     wlm_sort_u32(g->out, n);
-    if (n > WLM_G_MAX_STACKS) { n = WLM_G_MAX_STACKS; g->stat[WLM_GS_TRUNCATED]++; }
+    if (n > WLM_G_MAX_STACKS) {
+        n = WLM_G_MAX_STACKS;
+        g->stat[WLM_GS_TRUNCATED]++;
+    }
     return intern(g, g->out, n, 0, 0, g->ended);
 }
 
@@ -373,11 +453,18 @@ static uint32_t step(wlm_grammar *g, uint32_t c, uint8_t b) {
     }
     if (d) {
         row = g->dense + (uint64_t)(d - 1) * 256;
-        if (row[b] != 0xffff) { g->stat[WLM_GS_TRANS_HITS]++; return row[b]; }
+        if (row[b] != 0xffff) {
+            g->stat[WLM_GS_TRANS_HITS]++;
+            return row[b];
+        }
     } else {
-        key = ((c << 8) | b) + 1; slot = (key * 2654435761u) >> (32 - 15);
+        key = ((c << 8) | b) + 1;
+        slot = (key * 2654435761u) >> (32 - 15);
         uint64_t e = g->trans[slot];
-        if ((uint32_t)(e >> 32) == key) { g->stat[WLM_GS_TRANS_HITS]++; return (uint32_t)e; }
+        if ((uint32_t)(e >> 32) == key) {
+            g->stat[WLM_GS_TRANS_HITS]++;
+            return (uint32_t)e;
+        }
     }
     g->stat[WLM_GS_TRANS_MISSES]++;
     const wlm_gcfg C = g->cfgs[c];
@@ -385,7 +472,10 @@ static uint32_t step(wlm_grammar *g, uint32_t c, uint8_t b) {
     if (!C.n_pend) {
         if (b < 0x80) r = step_cp(g, c, b);
         else if (!lead_len(b)) r = 0;
-        else { uint8_t p[4] = { b, 0, 0, 0 }; r = with_pending(g, c, p, 1); }
+        else {
+            uint8_t p[4] = { b, 0, 0, 0 };
+            r = with_pending(g, c, p, 1);
+        }
     } else {
         uint32_t k = C.n_pend, need = lead_len(C.pend[0]);
         if (!cont_ok(C.pend[0], k, b)) r = 0;
@@ -415,10 +505,17 @@ static int tpush(wlm_grammar *g, uint32_t v) {
         uint64_t cap = g->cap_tdata ? 2 * (uint64_t)g->cap_tdata : 4096;
         if (cap > 0x40000000u) return gfail(g, "words of token tables", 0x40000000u);
         uint32_t *q = wlm_sys_alloc(cap * 4);
-        if (!q) { if (!g->fail) { g->fail = 1; wlm_fail_nomem(&g->ferr, "the grammar's token tables", cap * 4); } return 0; }
+        if (!q) {
+            if (!g->fail) {
+                g->fail = 1;
+                wlm_fail_nomem(&g->ferr, "the grammar's token tables", cap * 4);
+            }
+            return 0;
+        }
         if (g->n_tdata) wlm_memcpy(q, g->tdata, (size_t)g->n_tdata * 4);
         wlm_sys_free(g->tdata);
-        g->tdata = q; g->cap_tdata = (uint32_t)cap;
+        g->tdata = q;
+        g->cap_tdata = (uint32_t)cap;
     }
     g->tdata[g->n_tdata++] = v;
     return 1;
@@ -439,9 +536,15 @@ static int walk(wlm_grammar *g, uint32_t from, uint32_t c0, uint32_t *mask, uint
         uint32_t d = V->depth[i], c = step(g, cfg_at[d - 1], V->byte[i]);
         walked++;
         if (g->fail) return 0;
-        if (!c) { i = V->end[i]; continue; }
+        if (!c) {
+            i = V->end[i];
+            continue;
+        }
         cfg_at[d] = c;
-        for (uint32_t j = V->tok_at[i]; j < V->tok_at[i + 1]; j++) { set_bit(mask, V->tok[j]); set++; }
+        for (uint32_t j = V->tok_at[i]; j < V->tok_at[i + 1]; j++) {
+            set_bit(mask, V->tok[j]);
+            set++;
+        }
         if (pops && g->cfg_ended[c] && V->end[i] > i + 1 && !tpush(g, i)) return 0;
         i++;
     }
@@ -463,13 +566,17 @@ static int term_compute(wlm_grammar *g, uint32_t s) {
     uint64_t n_acc = 0;
     uint32_t pop = g->n_tdata;
     if (!walk(g, 0, c0, g->marks, &n_acc, 1)) return 0;
-    T->pop = pop; T->n_pop = g->n_tdata - pop;
+    T->pop = pop;
+    T->n_pop = g->n_tdata - pop;
     T->acc = g->n_tdata;
     if (n_acc > nw) { /* a bitset is smaller */
-        T->flags = 2; T->n_acc = nw;
-        for (uint32_t w = 0; w < nw; w++) if (!tpush(g, g->marks[w])) return 0;
+        T->flags = 2;
+        T->n_acc = nw;
+        for (uint32_t w = 0; w < nw; w++)
+            if (!tpush(g, g->marks[w])) return 0;
     } else {
-        T->flags = 0; T->n_acc = (uint32_t)n_acc;
+        T->flags = 0;
+        T->n_acc = (uint32_t)n_acc;
         for (uint32_t w = 0; w < nw; w++)
             for (uint32_t m = g->marks[w]; m; m &= m - 1)
                 if (!tpush(g, w * 32 + (uint32_t)__builtin_ctz(m))) return 0;
@@ -506,8 +613,10 @@ static int mask_compute(wlm_grammar *g, uint32_t c, uint32_t *mask, uint32_t *co
             const wlm_gnode N = g->nodes[g->stk[C.off + i]];
             const wlm_gterm *T = &g->term[N.ins];
             const uint32_t *acc = g->tdata + T->acc;
-            if (T->flags & 2) for (uint32_t w = 0; w < nw; w++) mask[w] |= acc[w];
-            else for (uint32_t j = 0; j < T->n_acc; j++) set_bit(mask, (int32_t)acc[j]);
+            if (T->flags & 2)
+                for (uint32_t w = 0; w < nw; w++) mask[w] |= acc[w];
+            else
+                for (uint32_t j = 0; j < T->n_acc; j++) set_bit(mask, (int32_t)acc[j]);
             if (!T->n_pop || N.parent == 0) continue;
             if (N.parent != last) { /* the closure of the frame below */
                 last = N.parent;
@@ -556,7 +665,8 @@ static void gc(wlm_grammar *g) {
     wlm_memset(g->node_head, 0, (size_t)WLM_G_NODES * 4);
     for (uint32_t i = 1; i < k; i++) {
         uint32_t h = hmix(g->nodes[i].ins, g->nodes[i].parent) & (WLM_G_NODES - 1);
-        g->nodes[i].next = g->node_head[h]; g->node_head[h] = i;
+        g->nodes[i].next = g->node_head[h];
+        g->node_head[h] = i;
     }
     uint32_t kc = 1, ns = 0;
     wlm_memset(g->cfg_head, 0, (size_t)WLM_G_CFGS * 4);
@@ -564,18 +674,22 @@ static void gc(wlm_grammar *g) {
         if (!cm[c]) continue;
         wlm_gcfg C = g->cfgs[c];
         for (uint32_t j = 0; j < C.n; j++) g->stk[ns + j] = nm[g->stk[C.off + j]];
-        C.off = ns; ns += C.n;
+        C.off = ns;
+        ns += C.n;
         C.hash = cfg_hash(g->stk + C.off, C.n, C.pend, C.n_pend, C.ended);
         uint32_t h = C.hash & (WLM_G_CFGS - 1);
-        C.next = g->cfg_head[h]; g->cfg_head[h] = kc;
+        C.next = g->cfg_head[h];
+        g->cfg_head[h] = kc;
         g->cfgs[kc] = C;
         g->cfg_ended[kc] = C.ended;
         cm[c] = kc++;
     }
     wlm_memset(g->cfg_dense, 0, (size_t)WLM_G_CFGS * 2);
     g->n_dense = 0;
-    g->n_cfgs = kc; g->n_stk = ns;
-    for (uint32_t s = 0; s < WLM_G_STATES; s++) if (g->state[s] != INF && g->state[s]) g->state[s] = cm[g->state[s]];
+    g->n_cfgs = kc;
+    g->n_stk = ns;
+    for (uint32_t s = 0; s < WLM_G_STATES; s++)
+        if (g->state[s] != INF && g->state[s]) g->state[s] = cm[g->state[s]];
     if (g->start_cfg) g->start_cfg = cm[g->start_cfg];
     wlm_memset(g->trans, 0, (size_t)WLM_G_TRANS * 8);
     for (uint32_t m = 0; m < WLM_G_MASKS; m++) g->mask_cfg[m] = 0;
@@ -591,7 +705,8 @@ static void gc_maybe(wlm_grammar *g) {
 static const gv_full *full(const wlm_gvocab *v) { return (const gv_full *)v; }
 
 wlm_status wlm_grammar_new(wlm_grammar **out, const wlm_gvocab *v, const char *text, uint32_t len, uint32_t precompute, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!out || !v) return wlm_fail(err, WLM_ERR_ARG, "wlm_grammar_compile: NULL argument");
     *out = 0;
     wlm_gprog p;
@@ -599,37 +714,80 @@ wlm_status wlm_grammar_new(wlm_grammar **out, const wlm_gvocab *v, const char *t
     if (st) return st;
     uint32_t nw = v->n_words, n_ins = p.n_ins;
     uint64_t sizes[] = {
-        sizeof(wlm_grammar), (uint64_t)n_ins * sizeof(wlm_gterm), (uint64_t)WLM_G_NODES * sizeof(wlm_gnode),
-        (uint64_t)WLM_G_NODES * 4, (uint64_t)WLM_G_CFGS * sizeof(wlm_gcfg), (uint64_t)WLM_G_CFGS * 4,
-        (uint64_t)WLM_G_CFG_STK * 4, (uint64_t)WLM_G_TRANS * 8, (uint64_t)WLM_G_MASKS * nw * 4, (uint64_t)nw * 4,
-        (uint64_t)(2 * WLM_G_MAX_EXPAND + 8) * 8, (uint64_t)SEEN * 8, (uint64_t)SEEN * 4, (uint64_t)WLM_G_MAX_EXPAND * 4,
-        ((uint64_t)v->max_depth + 2) * 4, (uint64_t)nw * 4, (uint64_t)WLM_G_NODES * 4, (uint64_t)WLM_G_CFGS * 4,
-        (uint64_t)full(v)->max_bytes + 8, (uint64_t)WLM_G_DENSE * 512, (uint64_t)WLM_G_CFGS * 2, (uint64_t)WLM_G_CFGS,
+        sizeof(wlm_grammar),
+        (uint64_t)n_ins * sizeof(wlm_gterm),
+        (uint64_t)WLM_G_NODES * sizeof(wlm_gnode),
+        (uint64_t)WLM_G_NODES * 4,
+        (uint64_t)WLM_G_CFGS * sizeof(wlm_gcfg),
+        (uint64_t)WLM_G_CFGS * 4,
+        (uint64_t)WLM_G_CFG_STK * 4,
+        (uint64_t)WLM_G_TRANS * 8,
+        (uint64_t)WLM_G_MASKS * nw * 4,
+        (uint64_t)nw * 4,
+        (uint64_t)(2 * WLM_G_MAX_EXPAND + 8) * 8,
+        (uint64_t)SEEN * 8,
+        (uint64_t)SEEN * 4,
+        (uint64_t)WLM_G_MAX_EXPAND * 4,
+        ((uint64_t)v->max_depth + 2) * 4,
+        (uint64_t)nw * 4,
+        (uint64_t)WLM_G_NODES * 4,
+        (uint64_t)WLM_G_CFGS * 4,
+        (uint64_t)full(v)->max_bytes + 8,
+        (uint64_t)WLM_G_DENSE * 512,
+        (uint64_t)WLM_G_CFGS * 2,
+        (uint64_t)WLM_G_CFGS,
     };
     uint64_t total = 0;
     for (uint32_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) total += WLM_ALIGN_UP(sizes[i], 64);
     uint8_t *mem = wlm_sys_alloc(total);
-    if (!mem) { wlm_gprog_free(&p); return wlm_fail_nomem(err, "the compiled grammar", total); }
+    if (!mem) {
+        wlm_gprog_free(&p);
+        return wlm_fail_nomem(err, "the compiled grammar", total);
+    }
     uint8_t *q = mem;
     void *part[sizeof sizes / sizeof sizes[0]];
-    for (uint32_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) { part[i] = q; q += WLM_ALIGN_UP(sizes[i], 64); }
+    for (uint32_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        part[i] = q;
+        q += WLM_ALIGN_UP(sizes[i], 64);
+    }
     wlm_grammar *g = part[0];
-    g->mem = mem; g->v = v; g->p = p;
-    g->term = part[1]; g->nodes = part[2]; g->node_head = part[3]; g->cfgs = part[4]; g->cfg_head = part[5];
-    g->stk = part[6]; g->trans = part[7]; g->masks = part[8]; g->scratch_mask = part[9]; g->work = part[10];
-    g->seen = part[11]; g->seen_tag = part[12]; g->out = part[13]; g->walk_cfg = part[14]; g->marks = part[15];
-    g->node_map = part[16]; g->cfg_map = part[17]; g->tokbuf = part[18];
-    g->dense = part[19]; g->cfg_dense = part[20]; g->cfg_ended = part[21];
-    g->n_nodes = 1; g->n_cfgs = 1; /* node 0: the bottom; configuration 0: dead */
+    g->mem = mem;
+    g->v = v;
+    g->p = p;
+    g->term = part[1];
+    g->nodes = part[2];
+    g->node_head = part[3];
+    g->cfgs = part[4];
+    g->cfg_head = part[5];
+    g->stk = part[6];
+    g->trans = part[7];
+    g->masks = part[8];
+    g->scratch_mask = part[9];
+    g->work = part[10];
+    g->seen = part[11];
+    g->seen_tag = part[12];
+    g->out = part[13];
+    g->walk_cfg = part[14];
+    g->marks = part[15];
+    g->node_map = part[16];
+    g->cfg_map = part[17];
+    g->tokbuf = part[18];
+    g->dense = part[19];
+    g->cfg_dense = part[20];
+    g->cfg_ended = part[21];
+    g->n_nodes = 1;
+    g->n_cfgs = 1; /* node 0: the bottom; configuration 0: dead */
     for (uint32_t s = 0; s < WLM_G_STATES; s++) g->state[s] = INF;
-    for (uint32_t i = 0; i < n_ins; i++) if (p.ins[i].op == WLM_GI_TERM) g->stat[WLM_GS_TERMS]++;
+    for (uint32_t i = 0; i < n_ins; i++)
+        if (p.ins[i].op == WLM_GI_TERM) g->stat[WLM_GS_TERMS]++;
     g->stat[WLM_GS_BYTES] = total;
     clo_begin(g);
     clo_add(g, PAIR(p.rule_start[p.root], 0));
     g->start_cfg = clo_end(g);
     if (g->fail || !g->start_cfg) {
         st = g->fail ? g->ferr.code : WLM_ERR_ARG;
-        if (g->fail) *err = g->ferr; else wlm_fail(err, st, "grammar: the root rule matches nothing");
+        if (g->fail) *err = g->ferr;
+        else wlm_fail(err, st, "grammar: the root rule matches nothing");
         wlm_grammar_free(g);
         return st;
     }
@@ -641,7 +799,12 @@ wlm_status wlm_grammar_new(wlm_grammar **out, const wlm_gvocab *v, const char *t
         for (uint32_t i = 0; i < n_ins && g->stat[WLM_GS_WALK_NODES] < budget; i++) {
             if (p.ins[i].op != WLM_GI_TERM) continue;
             gc_maybe(g);
-            if (!term_compute(g, i)) { st = g->ferr.code; *err = g->ferr; wlm_grammar_free(g); return st; }
+            if (!term_compute(g, i)) {
+                st = g->ferr.code;
+                *err = g->ferr;
+                wlm_grammar_free(g);
+                return st;
+            }
         }
         gc(g);
     }
@@ -669,7 +832,8 @@ static wlm_status bad_state(wlm_grammar *g, uint32_t state, wlm_err *err) {
 }
 
 WLM_API wlm_status wlm_grammar_state_new(wlm_grammar *g, uint32_t *state, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     if (!g || !state) return wlm_fail(err, WLM_ERR_ARG, "wlm_grammar_state_new: NULL argument");
     for (uint32_t s = 0; s < WLM_G_STATES; s++) {
         if (g->state[s] != INF) continue;
@@ -681,7 +845,8 @@ WLM_API wlm_status wlm_grammar_state_new(wlm_grammar *g, uint32_t *state, wlm_er
 }
 
 WLM_API wlm_status wlm_grammar_state_copy(wlm_grammar *g, uint32_t dst, uint32_t src, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status st;
     if ((st = bad_state(g, src, err)) || (st = bad_state(g, dst, err))) return st;
     g->state[dst] = g->state[src];
@@ -699,7 +864,8 @@ WLM_API int wlm_grammar_can_end(const wlm_grammar *g, uint32_t state) {
 }
 
 static int is_eog(const wlm_gvocab *V, int32_t t) {
-    for (uint32_t i = 0; i < V->n_eog; i++) if (V->eog[i] == t) return 1;
+    for (uint32_t i = 0; i < V->n_eog; i++)
+        if (V->eog[i] == t) return 1;
     return 0;
 }
 
@@ -708,15 +874,22 @@ static wlm_status run_bytes(wlm_grammar *g, uint32_t state, const uint8_t *b, ui
     uint32_t c = g->state[state];
     for (uint32_t i = 0; i < n; i++) {
         c = step(g, c, b[i]);
-        if (g->fail) { *err = g->ferr; return g->ferr.code; }
-        if (!c) { *at = i; return WLM_ERR_ARG; }
+        if (g->fail) {
+            *err = g->ferr;
+            return g->ferr.code;
+        }
+        if (!c) {
+            *at = i;
+            return WLM_ERR_ARG;
+        }
     }
     g->state[state] = c;
     return WLM_OK;
 }
 
 WLM_API wlm_status wlm_grammar_accept_bytes(wlm_grammar *g, uint32_t state, const char *bytes, uint32_t n, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status st = bad_state(g, state, err);
     if (st) return st;
     if (!bytes && n) return wlm_fail(err, WLM_ERR_ARG, "wlm_grammar_accept_bytes: NULL bytes");
@@ -728,7 +901,8 @@ WLM_API wlm_status wlm_grammar_accept_bytes(wlm_grammar *g, uint32_t state, cons
 }
 
 WLM_API wlm_status wlm_grammar_accept(wlm_grammar *g, uint32_t state, int32_t token, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status st = bad_state(g, state, err);
     if (st) return st;
     const wlm_gvocab *V = g->v;
@@ -736,7 +910,10 @@ WLM_API wlm_status wlm_grammar_accept(wlm_grammar *g, uint32_t state, int32_t to
     if (is_eog(V, token)) {
         if (!wlm_grammar_can_end(g, state)) return wlm_fail(err, WLM_ERR_ARG, "grammar: end of generation (token %d) before the grammar is complete", token);
         uint32_t done = intern(g, 0, 0, 0, 0, 1);
-        if (g->fail) { *err = g->ferr; return g->ferr.code; }
+        if (g->fail) {
+            *err = g->ferr;
+            return g->ferr.code;
+        }
         g->state[state] = done;
         return WLM_OK;
     }
@@ -751,13 +928,15 @@ WLM_API wlm_status wlm_grammar_accept(wlm_grammar *g, uint32_t state, int32_t to
 }
 
 WLM_API wlm_status wlm_grammar_mask(wlm_grammar *g, uint32_t state, uint32_t flags, const uint32_t **mask, uint32_t *n_allowed, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status st = bad_state(g, state, err);
     if (st) return st;
     if (!mask) return wlm_fail(err, WLM_ERR_ARG, "wlm_grammar_mask: NULL argument");
     gc_maybe(g);
     uint32_t c = g->state[state], nw = g->v->n_words, slot = INF, victim = 0;
-    for (uint32_t k = 0; k < WLM_G_MASKS && slot == INF; k++) if (g->mask_cfg[k] == c + 1) slot = k;
+    for (uint32_t k = 0; k < WLM_G_MASKS && slot == INF; k++)
+        if (g->mask_cfg[k] == c + 1) slot = k;
     for (uint32_t k = 1; k < WLM_G_MASKS; k++) /* an empty slot, else the least recently used */
         if (g->mask_cfg[victim] && (!g->mask_cfg[k] || g->mask_used[k] < g->mask_used[victim])) victim = k;
     uint32_t *m;
@@ -768,7 +947,10 @@ WLM_API wlm_status wlm_grammar_mask(wlm_grammar *g, uint32_t state, uint32_t fla
         slot = victim;
         m = g->masks + (uint64_t)slot * nw;
         g->mask_cfg[slot] = 0;
-        if (!mask_compute(g, c, m, &g->mask_count[slot])) { *err = g->ferr; return g->ferr.code; }
+        if (!mask_compute(g, c, m, &g->mask_count[slot])) {
+            *err = g->ferr;
+            return g->ferr.code;
+        }
         g->mask_cfg[slot] = c + 1;
     }
     g->mask_used[slot] = ++g->mask_clock;
@@ -790,7 +972,10 @@ wlm_status wlm_grammar_mask_direct(wlm_grammar *g, uint32_t cfg, uint32_t *mask,
         if (!((F->elig[t >> 5] >> (t & 31)) & 1)) continue;
         uint32_t n = wlm_vocab_token_bytes(F->voc, (int32_t)t, (char *)g->tokbuf, F->max_bytes), c = cfg;
         for (uint32_t i = 0; i < n && c; i++) c = step(g, c, g->tokbuf[i]);
-        if (g->fail) { if (err) *err = g->ferr; return g->ferr.code; }
+        if (g->fail) {
+            if (err) *err = g->ferr;
+            return g->ferr.code;
+        }
         if (c) set_bit(mask, (int32_t)t);
     }
     if (g->cfgs[cfg].ended && !g->cfgs[cfg].n_pend) add_eog(g->v, mask);

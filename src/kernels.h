@@ -16,7 +16,7 @@ typedef void (*wlm_gemv_fn)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t 
 
 typedef struct wlm_kernels {
     const char *name;
-    uint32_t set;   /* WLM_SET_*: which dot of each type row this set uses */
+    uint32_t set; /* WLM_SET_*: which dot of each type row this set uses */
     /* the float kernels by name (attention and tests use them directly) */
     float (*dot_f32)(uint32_t n, const float *w, const float *x);
     float (*dot_f16)(uint32_t n, const uint16_t *w, const float *x);

@@ -17,7 +17,7 @@ float wlm_fold16(const float s[16]) {
 }
 
 static float dot_f32(uint32_t n, const float *w, const float *x) {
-    float s[16] = {0};
+    float s[16] = { 0 };
     uint32_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) s[j] += w[i + j] * x[i + j];
@@ -27,7 +27,7 @@ static float dot_f32(uint32_t n, const float *w, const float *x) {
 }
 
 static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
-    float s[16] = {0};
+    float s[16] = { 0 };
     uint32_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) s[j] += wlm_f16_to_f32(w[i + j]) * x[i + j];
@@ -37,7 +37,7 @@ static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
 }
 
 static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
-    float s[16] = {0};
+    float s[16] = { 0 };
     uint32_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) s[j] += wlm_bf16_to_f32(w[i + j]) * x[i + j];
@@ -52,7 +52,7 @@ static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
  * in order. Integer block sums are exact. */
 static float dot_q8_0(uint32_t n, const block_q8_0 *w, const block_q8_0 *x) {
     uint32_t nb = n / QK8_0;
-    float a[4] = {0, 0, 0, 0}, r;
+    float a[4] = { 0, 0, 0, 0 }, r;
     uint32_t b = 0;
     for (; b + 4 <= nb; b += 4)
         for (int j = 0; j < 4; j++) {
@@ -80,7 +80,7 @@ static int32_t q4_0_isum(const block_q4_0 *w, const block_q8_0 *x) {
 
 static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
     uint32_t nb = n / QK4_0;
-    float a[4] = {0, 0, 0, 0}, r;
+    float a[4] = { 0, 0, 0, 0 }, r;
     uint32_t b = 0;
     for (; b + 4 <= nb; b += 4)
         for (int j = 0; j < 4; j++)
@@ -91,13 +91,12 @@ static float dot_q4_0(uint32_t n, const block_q4_0 *w, const block_q8_0 *x) {
     return r;
 }
 
-
 /* one pair of i16x4 rows: dot_q8_0's order (lane = block mod 4) */
 static float dot_i16x4(uint32_t n, const uint8_t *wr, const uint8_t *xr) {
     uint32_t nb = n / 32, b = 0;
     const int16_t *w = (const int16_t *)wr, *x = (const int16_t *)xr;
     const float *dw = (const float *)(wr + (uint64_t)n * 2), *dx = (const float *)(xr + (uint64_t)n * 2);
-    float a[4] = {0, 0, 0, 0}, r;
+    float a[4] = { 0, 0, 0, 0 }, r;
     for (; b + 4 <= nb; b += 4)
         for (int i = 0; i < 4; i++) {
             int32_t s = 0;
@@ -128,7 +127,7 @@ static void gemv_q(int q4, uint32_t n, const uint8_t *w, uint64_t ws, uint32_t n
     const int16_t *xq = (const int16_t *)x16;
     const float *dx = (const float *)(x16 + (uint64_t)n * 2);
     for (uint32_t r = 0; r < nr; r++) {
-        float a[4] = {0, 0, 0, 0}, res = 0;
+        float a[4] = { 0, 0, 0, 0 }, res = 0;
         for (uint32_t b = 0; b < nb; b++) {
             int32_t s = 0;
             float dw;
@@ -155,7 +154,8 @@ static void gemv_q(int q4, uint32_t n, const uint8_t *w, uint64_t ws, uint32_t n
 /* q4g rows against the Q8_0 blocks of each token: wlm_dot_q4g */
 static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
                      const uint8_t *x16, uint64_t x16s, uint32_t nt, float *y, uint64_t ys) {
-    (void)x16; (void)x16s;
+    (void)x16;
+    (void)x16s;
     for (uint32_t t = 0; t < nt; t++)
         for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = wlm_dot_q4g(n, w + r * ws, (const block_q8_0 *)(x8 + t * x8s));
 }
@@ -178,12 +178,14 @@ static void cvt_f16(uint32_t n, const uint16_t *h, float *y) {
 
 static void gemv_q8_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
                       const uint8_t *x16, uint64_t x16s, uint32_t nt, float *y, uint64_t ys) {
-    (void)x8; (void)x8s;
+    (void)x8;
+    (void)x8s;
     for (uint32_t t = 0; t < nt; t++) gemv_q(0, n, w, ws, nr, x16 + t * x16s, y + t * ys);
 }
 static void gemv_q4_0(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, const uint8_t *x8, uint64_t x8s,
                       const uint8_t *x16, uint64_t x16s, uint32_t nt, float *y, uint64_t ys) {
-    (void)x8; (void)x8s;
+    (void)x8;
+    (void)x8s;
     for (uint32_t t = 0; t < nt; t++) gemv_q(1, n, w, ws, nr, x16 + t * x16s, y + t * ys);
 }
 
@@ -248,7 +250,7 @@ static void silu_mul(uint32_t n, float *a, const float *b) {
 
 /* sum of x[i] (sq: of (x[i] - m)^2) in dot_f32's order */
 static float row_sum(uint32_t n, const float *x, int sq, float m) {
-    float s[16] = {0};
+    float s[16] = { 0 };
     uint32_t i = 0;
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 16; j++) {
@@ -284,12 +286,31 @@ float wlm_row_dot_q4_0(uint32_t n, const void *w, const void *x) { return dot_q4
 const wlm_kernels wlm_kernels_scalar = {
     .name = "scalar",
     .set = WLM_SET_SCALAR,
-    .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = wlm_unpack_i16x4,
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = wlm_q4g_from_q4_0, .gemv_f16 = gemv_f16, .gemm_f32 = gemm_f32, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .dot_bf16 = dot_bf16,
+    .dot_q8_0 = dot_q8_0,
+    .dot_q4_0 = dot_q4_0,
+    .gemm_i16x4 = gemm_i16x4,
+    .unpack_i16x4 = wlm_unpack_i16x4,
+    .gemv_q8_0 = gemv_q8_0,
+    .gemv_q4_0 = gemv_q4_0,
+    .gemv_q4g = gemv_q4g,
+    .q4g_from_q4_0 = wlm_q4g_from_q4_0,
+    .gemv_f16 = gemv_f16,
+    .gemm_f32 = gemm_f32,
+    .cvt_f16 = cvt_f16,
+    .axpy_f32 = axpy_f32,
+    .axpy_f16 = axpy_f16,
+    .scale = scale,
     .kq_rows = wlm_kq_rows, /* K-quants */
     .quantize_q8_0 = wlm_quantize_row_q8_0,
-    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
+    .sum_exp = sum_exp,
+    .logit_max = logit_max,
+    .exp_shift = exp_shift,
+    .silu_mul = silu_mul,
+    .att_accum = att_accum,
+    .att_scores = att_scores,
     .layer_norm = layer_norm,
 };
 

@@ -13,7 +13,7 @@
 static inline float fold4(v128_t a0, v128_t a1, v128_t a2, v128_t a3) {
     v128_t l = wasm_f32x4_add(wasm_f32x4_add(a0, a1), wasm_f32x4_add(a2, a3));
     return (wasm_f32x4_extract_lane(l, 0) + wasm_f32x4_extract_lane(l, 1)) +
-           (wasm_f32x4_extract_lane(l, 2) + wasm_f32x4_extract_lane(l, 3));
+        (wasm_f32x4_extract_lane(l, 2) + wasm_f32x4_extract_lane(l, 3));
 }
 
 static float dot_f32(uint32_t n, const float *w, const float *x) {
@@ -133,7 +133,7 @@ static inline v128_t half4_fast(v128_t h8, int high) {
 /* one F16 row against T float rows (T <= 2): 16 halves converted once per
  * step for every token, per token dot_f16's lanes and fold */
 static inline __attribute__((always_inline)) void gemv_f16_row(int T, uint32_t n, const uint16_t *w,
-                                                              const float *x, uint64_t xs, float *y, uint64_t ys) {
+                                                               const float *x, uint64_t xs, float *y, uint64_t ys) {
     v128_t a[2][4], mx = wasm_i32x4_splat(0), m = wasm_i16x8_splat(0x7fff);
     for (int t = 0; t < T; t++) a[t][0] = a[t][1] = a[t][2] = a[t][3] = wasm_f32x4_splat(0);
     uint32_t i = 0;
@@ -152,7 +152,10 @@ static inline __attribute__((always_inline)) void gemv_f16_row(int T, uint32_t n
     int exact = !wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00)));
     for (int t = 0; t < T; t++) {
         const float *xt = x + t * xs;
-        if (exact) { y[t * ys] = dot_f16_exact(n, w, xt); continue; } /* an infinite or NaN half */
+        if (exact) {
+            y[t * ys] = dot_f16_exact(n, w, xt);
+            continue;
+        } /* an infinite or NaN half */
         float r = fold4(a[t][0], a[t][1], a[t][2], a[t][3]);
         for (uint32_t k = i; k < n; k++) r += wlm_f16_to_f32(w[k]) * xt[k];
         y[t * ys] = r;
@@ -192,7 +195,8 @@ static void cvt_f16(uint32_t n, const uint16_t *h, float *y) {
         for (uint32_t k = 0; k + 8 <= n; k += 8) {
             v128_t lo, hi;
             load_half8(h + k, &lo, &hi);
-            wasm_v128_store(y + k, lo); wasm_v128_store(y + k + 4, hi);
+            wasm_v128_store(y + k, lo);
+            wasm_v128_store(y + k + 4, hi);
         }
     for (; i < n; i++) y[i] = wlm_f16_to_f32(h[i]);
 }
@@ -265,40 +269,42 @@ static inline v128_t isum_q4(const uint8_t *qs, const int8_t *x) {
 /* the f16 scales of four blocks (stride in bytes) as floats */
 static inline v128_t scales4(const uint8_t *d0, uint32_t stride) {
     uint16_t a, b, c, e;
-    __builtin_memcpy(&a, d0, 2); __builtin_memcpy(&b, d0 + stride, 2);
-    __builtin_memcpy(&c, d0 + 2 * stride, 2); __builtin_memcpy(&e, d0 + 3 * stride, 2);
+    __builtin_memcpy(&a, d0, 2);
+    __builtin_memcpy(&b, d0 + stride, 2);
+    __builtin_memcpy(&c, d0 + 2 * stride, 2);
+    __builtin_memcpy(&e, d0 + 3 * stride, 2);
     return half4_to_f32(wasm_i32x4_make(a, b, c, e));
 }
 
 static inline float fold_lanes(v128_t a) {
     return (wasm_f32x4_extract_lane(a, 0) + wasm_f32x4_extract_lane(a, 1)) +
-           (wasm_f32x4_extract_lane(a, 2) + wasm_f32x4_extract_lane(a, 3));
+        (wasm_f32x4_extract_lane(a, 2) + wasm_f32x4_extract_lane(a, 3));
 }
 
 static inline int32_t lanes_sum_i32(v128_t s) {
     return wasm_i32x4_extract_lane(s, 0) + wasm_i32x4_extract_lane(s, 1) +
-           wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
+        wasm_i32x4_extract_lane(s, 2) + wasm_i32x4_extract_lane(s, 3);
 }
 
 /* Row dot of 32-blocks against Q8_0 activations: four blocks at a time, one
  * block per lane ((d_w * d_x) * isum accumulated per lane, then folded), the
  * remaining blocks in order; exactly the reference's order. ISUM gives a
  * block's exact integer partial sums. */
-#define BLOCK_DOT(NAME, WTYPE, ISUM)                                                              \
-    static float NAME(uint32_t n, const WTYPE *w, const block_q8_0 *x) {                          \
-        uint32_t nb = n / 32, b = 0;                                                              \
-        v128_t acc = wasm_f32x4_splat(0);                                                         \
-        for (; b + 4 <= nb; b += 4) {                                                             \
-            v128_t s = hsum4_i32(ISUM(w[b].qs, x[b].qs), ISUM(w[b + 1].qs, x[b + 1].qs),          \
-                                 ISUM(w[b + 2].qs, x[b + 2].qs), ISUM(w[b + 3].qs, x[b + 3].qs)); \
-            v128_t d = wasm_f32x4_mul(scales4((const uint8_t *)&w[b].d, sizeof(WTYPE)),           \
-                                      scales4((const uint8_t *)&x[b].d, sizeof(block_q8_0)));     \
-            acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));            \
-        }                                                                                         \
-        float r = fold_lanes(acc);                                                                \
-        for (; b < nb; b++)                                                                       \
+#define BLOCK_DOT(NAME, WTYPE, ISUM)                                                                               \
+    static float NAME(uint32_t n, const WTYPE *w, const block_q8_0 *x) {                                           \
+        uint32_t nb = n / 32, b = 0;                                                                               \
+        v128_t acc = wasm_f32x4_splat(0);                                                                          \
+        for (; b + 4 <= nb; b += 4) {                                                                              \
+            v128_t s = hsum4_i32(ISUM(w[b].qs, x[b].qs), ISUM(w[b + 1].qs, x[b + 1].qs),                           \
+                                 ISUM(w[b + 2].qs, x[b + 2].qs), ISUM(w[b + 3].qs, x[b + 3].qs));                  \
+            v128_t d = wasm_f32x4_mul(scales4((const uint8_t *)&w[b].d, sizeof(WTYPE)),                            \
+                                      scales4((const uint8_t *)&x[b].d, sizeof(block_q8_0)));                      \
+            acc = wasm_f32x4_add(acc, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));                             \
+        }                                                                                                          \
+        float r = fold_lanes(acc);                                                                                 \
+        for (; b < nb; b++)                                                                                        \
             r += (wlm_f16_to_f32(w[b].d) * wlm_f16_to_f32(x[b].d)) * (float)lanes_sum_i32(ISUM(w[b].qs, x[b].qs)); \
-        return r;                                                                                 \
+        return r;                                                                                                  \
     }
 
 BLOCK_DOT(dot_q8_0, block_q8_0, isum_q8)
@@ -313,7 +319,6 @@ static inline v128_t isum_i16(const int16_t *w, const int16_t *x) {
     return wasm_i32x4_add(wasm_i32x4_add(s0, s1), wasm_i32x4_add(s2, s3));
 }
 
-
 /* ---- prefill: register-tiled i16x4 rows ----------------------------------------------
  * In the i16x4 form one i32x4.dot_i16x8 lane sums a pair of values of one
  * block (lane i: block 4g+i), so 16 dots of a group leave the four exact
@@ -323,7 +328,7 @@ static inline v128_t isum_i16(const int16_t *w, const int16_t *x) {
  * (dw * dx) * isum of blocks i mod 4, folded (l0 + l1) + (l2 + l3), then the
  * remaining blocks in order. */
 static inline __attribute__((always_inline)) void tile_i16x4(int R, int T, uint32_t n, const uint8_t *w, uint64_t ws,
-                                                            const uint8_t *x, uint64_t xs, float *y, uint64_t ys) {
+                                                             const uint8_t *x, uint64_t xs, float *y, uint64_t ys) {
     uint32_t nb = n / 32, ng = nb / 4;
     v128_t acc[4][4];
     for (int r = 0; r < R; r++)
@@ -405,7 +410,8 @@ static void block_scales(const uint8_t *row, uint32_t bsz, uint32_t nb, float *d
     uint32_t b = 0;
     for (; b + 4 <= nb; b += 4) wasm_v128_store(d + b, scales4(row + (uint64_t)b * bsz, bsz));
     for (; b < nb; b++) {
-        uint16_t h; __builtin_memcpy(&h, row + (uint64_t)b * bsz, 2);
+        uint16_t h;
+        __builtin_memcpy(&h, row + (uint64_t)b * bsz, 2);
         d[b] = wlm_f16_to_f32(h);
     }
 }
@@ -469,7 +475,8 @@ static void unpack_q4g_i16x4(const uint8_t *row, uint8_t *out, uint32_t n) {
             wasm_v128_store(q + b * 32 + 16 * hh, a);
             wasm_v128_store(q + b * 32 + 16 * hh + 8, c);
         }
-        uint16_t hf; __builtin_memcpy(&hf, blk, 2);
+        uint16_t hf;
+        __builtin_memcpy(&hf, blk, 2);
         d[b] = wlm_f16_to_f32(hf);
     }
 }
@@ -490,20 +497,20 @@ static void unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t 
 /* A register-tiled product over whole tiles of R rows x T tokens, then the
  * leftover tokens one at a time, then the leftover rows: TILE(r, t, ...) is
  * an always-inline tile kernel with constant r and t. */
-#define GEMM_TILED(NAME, TILE, R, T)                                                                       \
-    static void NAME(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,                               \
-                     const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {                  \
-        uint32_t r = 0;                                                                                    \
-        for (; r + (R) <= nr; r += (R)) {                                                                  \
-            uint32_t t = 0;                                                                                \
+#define GEMM_TILED(NAME, TILE, R, T)                                                                               \
+    static void NAME(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,                                       \
+                     const uint8_t *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {                          \
+        uint32_t r = 0;                                                                                            \
+        for (; r + (R) <= nr; r += (R)) {                                                                          \
+            uint32_t t = 0;                                                                                        \
             for (; t + (T) <= nt; t += (T)) TILE((R), (T), n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys); \
-            for (; t < nt; t++) TILE((R), 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);        \
-        }                                                                                                  \
-        for (; r < nr; r++) {                                                                              \
-            uint32_t t = 0;                                                                                \
-            for (; t + (T) <= nt; t += (T)) TILE(1, (T), n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys); \
-            for (; t < nt; t++) TILE(1, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);           \
-        }                                                                                                  \
+            for (; t < nt; t++) TILE((R), 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);               \
+        }                                                                                                          \
+        for (; r < nr; r++) {                                                                                      \
+            uint32_t t = 0;                                                                                        \
+            for (; t + (T) <= nt; t += (T)) TILE(1, (T), n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);   \
+            for (; t < nt; t++) TILE(1, 1, n, w + r * ws, ws, x + t * xs, xs, y + t * ys + r, ys);                 \
+        }                                                                                                          \
     }
 
 GEMM_TILED(gemm_i16x4, tile_i16x4, WLM_TILE_R, WLM_TILE_T)
@@ -556,7 +563,7 @@ static void act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint3
 }
 
 static inline __attribute__((always_inline)) void tile_i8x4(int R, int T, uint32_t n, const uint8_t *w, uint64_t ws,
-                                                           const uint8_t *x, uint64_t xs, float *y, uint64_t ys) {
+                                                            const uint8_t *x, uint64_t xs, float *y, uint64_t ys) {
     uint32_t nb = n / 32, ng = nb / 4;
     v128_t acc[4][4];
     for (int r = 0; r < R; r++)
@@ -625,7 +632,7 @@ GEMM_TILED(gemm_q4_i8x4, tile_i8x4, WLM_TILE8_R, WLM_TILE8_T)
  * and an or); scales_nonfinite(*bad) then says whether any was an infinity
  * or NaN, and the caller takes the exact path */
 static inline v128_t half4_hi_to_f32(v128_t v, v128_t *bad) {
-    *bad = wasm_u32x4_max(*bad, wasm_i32x4_shl(v, 1));  /* the magnitude bits, at the top */
+    *bad = wasm_u32x4_max(*bad, wasm_i32x4_shl(v, 1)); /* the magnitude bits, at the top */
     /* sign at bit 31, exponent and mantissa at bits 27..13 (the arithmetic
      * shift copies the sign into bits 30..28, the mask clears them); the
      * multiplication by 2^112 rebiases the exponent and keeps the sign */
@@ -687,7 +694,7 @@ static inline v128_t isum_q4_relaxed(v128_t lo, v128_t hi, const int8_t *x) {
  * blocks and the int8 activations; otherwise the widened blocks u0, u1 and
  * the i16eo activations. */
 static inline __attribute__((always_inline)) v128_t pair_sums(int q4, const v128_t u0[4], const v128_t u1[4],
-                                                             const block_q8_0 *x8, const int16_t *xq) {
+                                                              const block_q8_0 *x8, const int16_t *xq) {
     v128_t p0, p1;
 #if WLM_RELAXED
     if (q4) {
@@ -723,8 +730,8 @@ static inline __attribute__((always_inline)) void load_blk(int q4, const uint8_t
  * to the stack (51 spill moves per 16 dot products in the Q4_0 decode
  * loop); with two they fit in registers. */
 static inline __attribute__((always_inline)) void gemv_row(int T, int q4, uint32_t n, const uint8_t *w,
-                                                          const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
-                                                          float *y, uint64_t ys) {
+                                                           const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
+                                                           float *y, uint64_t ys) {
     uint32_t nb = n / 32, bsz = q4 ? sizeof(block_q4_0) : sizeof(block_q8_0), nb4 = nb / 4 * 4;
     const uint64_t sxo = (uint64_t)n * 2 + (uint64_t)nb * 4, dxo = (uint64_t)n * 2;
     v128_t acc[3], lo[3], bad = wasm_i32x4_splat(0);
@@ -748,16 +755,24 @@ static inline __attribute__((always_inline)) void gemv_row(int T, int q4, uint32
         v128_t u0[4], u1[4], pt[3];
         load_blk(q4, wp, u0);
         load_blk(q4, wp + bsz, u1);
-        for (int t = 0; t < T; t++) { pt[t] = pair_sums(q4, u0, u1, x8p[t], xp[t]); xp[t] += 64; x8p[t] += 2; }
+        for (int t = 0; t < T; t++) {
+            pt[t] = pair_sums(q4, u0, u1, x8p[t], xp[t]);
+            xp[t] += 64;
+            x8p[t] += 2;
+        }
         wp += 2 * bsz;
-        if (!(b & 2)) { for (int t = 0; t < T; t++) lo[t] = pt[t]; continue; }
+        if (!(b & 2)) {
+            for (int t = 0; t < T; t++) lo[t] = pt[t];
+            continue;
+        }
         v128_t dw = wscales4(wp - 4 * bsz, bsz, &bad);
         for (int t = 0; t < T; t++) {
             v128_t s = wasm_i32x4_add(wasm_i32x4_shuffle(lo[t], pt[t], 0, 2, 4, 6), wasm_i32x4_shuffle(lo[t], pt[t], 1, 3, 5, 7));
             if (q4) s = wasm_i32x4_sub(s, wasm_i32x4_shl(wasm_v128_load(sxp[t]), 3));
             v128_t d = wasm_f32x4_mul(dw, wasm_v128_load(dxp[t]));
             acc[t] = wasm_f32x4_add(acc[t], wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(s)));
-            sxp[t] += 4; dxp[t] += 4;
+            sxp[t] += 4;
+            dxp[t] += 4;
         }
     }
     for (int t = 0; t < T; t++) {
@@ -771,7 +786,8 @@ static inline __attribute__((always_inline)) void gemv_row(int T, int q4, uint32
             widen_blk(q4, blk, u);
             int32_t s = lanes_sum_i32(isum_eo(u, (const int16_t *)xt + k * 32));
             if (q4) s -= 8 * sx[k];
-            uint16_t h; __builtin_memcpy(&h, blk, 2);
+            uint16_t h;
+            __builtin_memcpy(&h, blk, 2);
             res += (wlm_f16_to_f32(h) * dx[k]) * (float)s;
         }
         y[t * ys] = res;
@@ -795,8 +811,8 @@ static inline __attribute__((always_inline)) void gemv_row(int T, int q4, uint32
 #define WLM_GEMV_T 3
 #endif
 static inline __attribute__((always_inline)) void gemv(int q4, uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                                                      const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
-                                                      uint32_t nt, float *y, uint64_t ys) {
+                                                       const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
+                                                       uint32_t nt, float *y, uint64_t ys) {
     for (uint32_t r = 0; r < nr; r++) {
         const uint8_t *wr = w + r * ws;
         uint32_t t = 0;
@@ -836,9 +852,9 @@ static inline v128_t q4g_scales(const uint8_t *g, v128_t *bad) {
 }
 
 #if WLM_RELAXED
-enum { Q4G_ACT_SCALE = 1 };   /* i8x4 form: bytes per value */
+enum { Q4G_ACT_SCALE = 1 }; /* i8x4 form: bytes per value */
 #else
-enum { Q4G_ACT_SCALE = 2 };   /* i16g form */
+enum { Q4G_ACT_SCALE = 2 }; /* i16g form */
 #endif
 
 #if WLM_RELAXED
@@ -883,8 +899,8 @@ static void q4g_from_q4_0(uint8_t *row, uint32_t n) {
  * four slices by stores (below). Both beat gemv_q4_0 on the same weights
  * (make bench-kernels; bench/results/README.md). */
 static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n, const uint8_t *w,
-                                                              const uint8_t *x8, uint64_t x8s, const uint8_t *xa, uint64_t xas,
-                                                              float *y, uint64_t ys) {
+                                                               const uint8_t *x8, uint64_t x8s, const uint8_t *xa, uint64_t xas,
+                                                               float *y, uint64_t ys) {
     uint32_t nb = n / 32, ng = nb / 4;
     const uint64_t dxo = (uint64_t)n * Q4G_ACT_SCALE, sxo = dxo + (uint64_t)nb * 4;
     v128_t acc[3], bad = wasm_i32x4_splat(0);
@@ -905,7 +921,9 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
         for (int t = 0; t < T; t++) {
             v128_t s = wasm_i32x4_extadd_pairwise_i16x8(wasm_i16x8_add(q4g_half(wp + 8, xp[t]), q4g_half(wp + 40, xp[t] + 32)));
             acc[t] = q4g_step(acc[t], s, dw, dxp[t], sxp[t]);
-            xp[t] += 128; dxp[t] += 4; sxp[t] += 4;
+            xp[t] += 128;
+            dxp[t] += 4;
+            sxp[t] += 4;
         }
     }
 #else
@@ -917,7 +935,7 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
      * (make bench-kernels; bench/results/README.md). The native builds
      * compile the stores too: the same code on both sides of the ratio. */
     volatile v128_t order[3];
-    (void)order;   /* written only for the ordering it forces */
+    (void)order; /* written only for the ordering it forces */
 #pragma clang loop unroll(disable)
     for (uint32_t g = 0; g < ng; g++, wp += 72) {
         v128_t s[3] = { wasm_i32x4_splat(0), wasm_i32x4_splat(0), wasm_i32x4_splat(0) };
@@ -936,7 +954,9 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
         v128_t dw = q4g_scales(wp, &bad);
         for (int t = 0; t < T; t++) {
             acc[t] = q4g_step(acc[t], s[t], dw, dxp[t], sxp[t]);
-            xp[t] += 256; dxp[t] += 4; sxp[t] += 4;
+            xp[t] += 256;
+            dxp[t] += 4;
+            sxp[t] += 4;
         }
     }
 #endif
@@ -955,7 +975,8 @@ static inline __attribute__((always_inline)) void gemv_q4g_row(int T, uint32_t n
             widen_blk(1, blk, u);
             int32_t is = lanes_sum_i32(isum_eo(u, (const int16_t *)xt + k * 32));
 #endif
-            uint16_t h; __builtin_memcpy(&h, blk, 2);
+            uint16_t h;
+            __builtin_memcpy(&h, blk, 2);
             res += (wlm_f16_to_f32(h) * dx[k]) * (float)(is - 8 * sx[k]);
         }
         y[t * ys] = res;
@@ -1003,8 +1024,8 @@ static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, con
 
 /* one row against T tokens of a chunk; the row's scales are finite */
 static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t n, const uint8_t *w,
-                                                               const uint8_t *x8, uint64_t x8s, const uint8_t *xb,
-                                                               float *y, uint64_t ys) {
+                                                                const uint8_t *x8, uint64_t x8s, const uint8_t *xb,
+                                                                float *y, uint64_t ys) {
     uint32_t nb = n / 32, ng = nb / 4;
     const v128_t m4 = wasm_i8x16_splat(15);
     v128_t acc[WLM_Q4GB_T];
@@ -1013,14 +1034,13 @@ static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t 
 #pragma clang loop unroll(disable)
     for (uint32_t g = 0; g < ng; g++, wp += 72, xp += 160 * WLM_Q4GB_T) {
         v128_t s[WLM_Q4GB_T];
-        for (int t = 0; t < T; t++) s[t] = wasm_v128_load(xp + 144 * WLM_Q4GB_T + 16 * t);   /* -8 x the sums */
+        for (int t = 0; t < T; t++) s[t] = wasm_v128_load(xp + 144 * WLM_Q4GB_T + 16 * t); /* -8 x the sums */
         const uint8_t *sp = wp + 8, *xq = xp;
 #pragma clang loop unroll(disable)
         for (int p = 0; p < 4; p++, sp += 16, xq += 16 * WLM_Q4GB_T) {
             v128_t q = wasm_v128_load(sp), lo = wasm_v128_and(q, m4), hi = hi_nibbles(q);
             for (int t = 0; t < T; t++)
-                s[t] = wasm_i16x8_add(s[t], wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 16 * t), lo),
-                                                           wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 64 * WLM_Q4GB_T + 16 * t), hi)));
+                s[t] = wasm_i16x8_add(s[t], wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 16 * t), lo), wasm_i16x8_relaxed_dot_i8x16_i7x16(wasm_v128_load(xq + 64 * WLM_Q4GB_T + 16 * t), hi)));
         }
         v128_t h = wasm_i32x4_shl(wasm_u32x4_load16x4(wp), 16);
         v128_t dw = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(h, 3), wasm_i32x4_splat((int32_t)0x8fffe000u)), wasm_f32x4_splat(0x1p112f));
@@ -1033,9 +1053,10 @@ static inline __attribute__((always_inline)) void gemm_q4gb_row(int T, uint32_t 
     for (int t = 0; t < T; t++) {
         const block_q8_0 *xt = (const block_q8_0 *)(x8 + t * x8s);
         float res = fold_lanes(acc[t]);
-        for (uint32_t k = ng * 4; k < nb; k++) {   /* blocks after the last group: plain Q4_0 */
+        for (uint32_t k = ng * 4; k < nb; k++) { /* blocks after the last group: plain Q4_0 */
             const uint8_t *blk = w + (uint64_t)k * sizeof(block_q4_0);
-            uint16_t hh; __builtin_memcpy(&hh, blk, 2);
+            uint16_t hh;
+            __builtin_memcpy(&hh, blk, 2);
             res += (wlm_f16_to_f32(hh) * wlm_f16_to_f32(xt[k].d)) * (float)lanes_sum_i32(isum_q4(blk + 2, xt[k].qs));
         }
         y[t * ys] = res;
@@ -1055,7 +1076,7 @@ static void gemm_q4gb(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, co
     uint64_t cs = wlm_q4gb_chunk_bytes(n);
     for (uint32_t r = 0; r < nr; r++) {
         const uint8_t *wr = w + r * ws;
-        if (q4g_row_nonfinite(wr, n / 128)) {   /* the exact conversion */
+        if (q4g_row_nonfinite(wr, n / 128)) { /* the exact conversion */
             for (uint32_t t = 0; t < nt; t++) y[t * ys + r] = wlm_dot_q4g(n, wr, (const block_q8_0 *)(x8 + t * x8s));
             continue;
         }
@@ -1075,10 +1096,10 @@ static void act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t 
     uint32_t ng = n / 128;
     uint8_t *o = xb + t / WLM_Q4GB_T * wlm_q4gb_chunk_bytes(n) + 16 * (t % WLM_Q4GB_T);
     for (uint32_t g = 0; g < ng; g++, o += 160 * WLM_Q4GB_T, x += 4) {
-        for (int h = 0; h < 2; h++)   /* vectors 4h..4h+3: the four blocks' bytes 16h.. by 4-byte lanes */
+        for (int h = 0; h < 2; h++) /* vectors 4h..4h+3: the four blocks' bytes 16h.. by 4-byte lanes */
             store_t4_strided(o + 64 * WLM_Q4GB_T * h, 16 * WLM_Q4GB_T, wasm_v128_load(x[0].qs + 16 * h), wasm_v128_load(x[1].qs + 16 * h),
                              wasm_v128_load(x[2].qs + 16 * h), wasm_v128_load(x[3].qs + 16 * h));
-        v128_t h[4];   /* block i: -8 x its values at k % 4 < 2 and at k % 4 >= 2, as int16 lanes 0 and 1 */
+        v128_t h[4]; /* block i: -8 x its values at k % 4 < 2 and at k % 4 >= 2, as int16 lanes 0 and 1 */
         for (int i = 0; i < 4; i++) {
             v128_t p = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs)),
                                       wasm_i16x8_extadd_pairwise_i8x16(wasm_v128_load(x[i].qs + 16)));
@@ -1086,8 +1107,7 @@ static void act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t 
             p = wasm_i16x8_add(p, wasm_i32x4_shuffle(p, p, 1, 0, 3, 2));
             h[i] = wasm_i16x8_mul(p, wasm_i16x8_splat(-8));
         }
-        wasm_v128_store(o + 144 * WLM_Q4GB_T, wasm_i64x2_shuffle(wasm_i32x4_shuffle(h[0], h[1], 0, 4, 0, 4),
-                                                                 wasm_i32x4_shuffle(h[2], h[3], 0, 4, 0, 4), 0, 2));
+        wasm_v128_store(o + 144 * WLM_Q4GB_T, wasm_i64x2_shuffle(wasm_i32x4_shuffle(h[0], h[1], 0, 4, 0, 4), wasm_i32x4_shuffle(h[2], h[3], 0, 4, 0, 4), 0, 2));
         block_scales((const uint8_t *)x, sizeof(block_q8_0), 4, (float *)(o + 128 * WLM_Q4GB_T));
     }
 }
@@ -1113,7 +1133,7 @@ static void act_i16g(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t b0,
             wasm_v128_store(o + 64 * p + 48, wasm_i16x8_shr(hi, 8));
         }
     }
-    if (b < b1) wlm_act_i16eo_blocks(x, out, n, b, b1);   /* the blocks after the last group */
+    if (b < b1) wlm_act_i16eo_blocks(x, out, n, b, b1); /* the blocks after the last group */
     for (b = b0; b < b1; b++) {
         sum[b] = q8_block_sum(x[b].qs);
     }
@@ -1167,7 +1187,10 @@ static void att_accum(uint32_t n, uint32_t hd, const float *e, const void *v, in
                 o3 = wasm_f32x4_add(o3, wasm_f32x4_mul(a, half4_fast(h1, 1)));
             }
             if (wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00)))) {
-                wasm_v128_store(out + d, o0); wasm_v128_store(out + d + 4, o1); wasm_v128_store(out + d + 8, o2); wasm_v128_store(out + d + 12, o3);
+                wasm_v128_store(out + d, o0);
+                wasm_v128_store(out + d + 4, o1);
+                wasm_v128_store(out + d + 8, o2);
+                wasm_v128_store(out + d + 12, o3);
                 continue;
             }
             o0 = wasm_v128_load(out + d), o1 = wasm_v128_load(out + d + 4), o2 = wasm_v128_load(out + d + 8), o3 = wasm_v128_load(out + d + 12);
@@ -1181,7 +1204,10 @@ static void att_accum(uint32_t n, uint32_t hd, const float *e, const void *v, in
                 o2 = wasm_f32x4_add(o2, wasm_f32x4_mul(a, l1));
                 o3 = wasm_f32x4_add(o3, wasm_f32x4_mul(a, h1));
             }
-            wasm_v128_store(out + d, o0); wasm_v128_store(out + d + 4, o1); wasm_v128_store(out + d + 8, o2); wasm_v128_store(out + d + 12, o3);
+            wasm_v128_store(out + d, o0);
+            wasm_v128_store(out + d + 4, o1);
+            wasm_v128_store(out + d + 8, o2);
+            wasm_v128_store(out + d + 12, o3);
         }
         /* the rest as the axpy_f16 calls would (8 at a time, then one by one) */
         if (d < hd)
@@ -1205,8 +1231,14 @@ static void att_accum(uint32_t n, uint32_t hd, const float *e, const void *v, in
             o6 = wasm_f32x4_add(o6, wasm_f32x4_mul(a, wasm_v128_load(x + 24)));
             o7 = wasm_f32x4_add(o7, wasm_f32x4_mul(a, wasm_v128_load(x + 28)));
         }
-        wasm_v128_store(out + d, o0); wasm_v128_store(out + d + 4, o1); wasm_v128_store(out + d + 8, o2); wasm_v128_store(out + d + 12, o3);
-        wasm_v128_store(out + d + 16, o4); wasm_v128_store(out + d + 20, o5); wasm_v128_store(out + d + 24, o6); wasm_v128_store(out + d + 28, o7);
+        wasm_v128_store(out + d, o0);
+        wasm_v128_store(out + d + 4, o1);
+        wasm_v128_store(out + d + 8, o2);
+        wasm_v128_store(out + d + 12, o3);
+        wasm_v128_store(out + d + 16, o4);
+        wasm_v128_store(out + d + 20, o5);
+        wasm_v128_store(out + d + 24, o6);
+        wasm_v128_store(out + d + 28, o7);
     }
     for (; d + 4 <= hd; d += 4) {
         v128_t o = wasm_v128_load(out + d);
@@ -1276,8 +1308,10 @@ static double sum_exp(uint32_t n, const float *y, float m) {
         a3 = wasm_f64x2_add(a3, wasm_f64x2_promote_low_f32x4(wasm_i32x4_shuffle(e1, e1, 2, 3, 2, 3)));
     }
     double s[8];
-    wasm_v128_store(s, a0); wasm_v128_store(s + 2, a1);
-    wasm_v128_store(s + 4, a2); wasm_v128_store(s + 6, a3);
+    wasm_v128_store(s, a0);
+    wasm_v128_store(s + 2, a1);
+    wasm_v128_store(s + 4, a2);
+    wasm_v128_store(s + 6, a3);
     return wlm_sum_exp_from(i, n, y, m, s);
 }
 
@@ -1346,8 +1380,7 @@ static void quantize_q8_0(const float *x, block_q8_0 *y, uint32_t n) {
             q[j] = wasm_v128_bitselect(wasm_i32x4_neg(i), i, wasm_f32x4_lt(p, wasm_f32x4_splat(0)));
         }
         for (int h = 0; h < 2; h++)
-            wasm_v128_store(y[b].qs + 16 * h, wasm_i8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(q[4 * h], q[4 * h + 1]),
-                                                                      wasm_i16x8_narrow_i32x4(q[4 * h + 2], q[4 * h + 3])));
+            wasm_v128_store(y[b].qs + 16 * h, wasm_i8x16_narrow_i16x8(wasm_i16x8_narrow_i32x4(q[4 * h], q[4 * h + 1]), wasm_i16x8_narrow_i32x4(q[4 * h + 2], q[4 * h + 3])));
     }
 }
 
@@ -1360,7 +1393,10 @@ static float row_sum(uint32_t n, const float *x, int sq, float m) {
     for (; i + 16 <= n; i += 16)
         for (int j = 0; j < 4; j++) {
             v128_t v = wasm_v128_load(x + i + 4 * j);
-            if (sq) { v = wasm_f32x4_sub(v, vm); v = wasm_f32x4_mul(v, v); }
+            if (sq) {
+                v = wasm_f32x4_sub(v, vm);
+                v = wasm_f32x4_mul(v, v);
+            }
             a[j] = wasm_f32x4_add(a[j], v);
         }
     float r = fold4(a[0], a[1], a[2], a[3]);
@@ -1404,20 +1440,42 @@ const wlm_kernels wlm_kernels_simd128 = {
     .name = "simd128",
 #endif
     .set = WLM_SET_SIMD,
-    .dot_f32 = dot_f32, .dot_f16 = dot_f16, .dot_bf16 = dot_bf16, .dot_q8_0 = dot_q8_0, .dot_q4_0 = dot_q4_0,
-    .gemm_i16x4 = gemm_i16x4, .unpack_i16x4 = unpack_i16x4,
+    .dot_f32 = dot_f32,
+    .dot_f16 = dot_f16,
+    .dot_bf16 = dot_bf16,
+    .dot_q8_0 = dot_q8_0,
+    .dot_q4_0 = dot_q4_0,
+    .gemm_i16x4 = gemm_i16x4,
+    .unpack_i16x4 = unpack_i16x4,
 #if WLM_RELAXED
-    .gemm_q4_i8x4 = gemm_q4_i8x4, .unpack_q4_i8x4 = unpack_q4_i8x4,
+    .gemm_q4_i8x4 = gemm_q4_i8x4,
+    .unpack_q4_i8x4 = unpack_q4_i8x4,
 #endif
-    .gemv_q8_0 = gemv_q8_0, .gemv_q4_0 = gemv_q4_0, .gemv_q4g = gemv_q4g, .q4g_from_q4_0 = q4g_from_q4_0, .gemv_f16 = gemv_f16, .gemm_f32 = gemm_f32, .cvt_f16 = cvt_f16, .axpy_f32 = axpy_f32, .axpy_f16 = axpy_f16, .scale = scale,
+    .gemv_q8_0 = gemv_q8_0,
+    .gemv_q4_0 = gemv_q4_0,
+    .gemv_q4g = gemv_q4g,
+    .q4g_from_q4_0 = q4g_from_q4_0,
+    .gemv_f16 = gemv_f16,
+    .gemm_f32 = gemm_f32,
+    .cvt_f16 = cvt_f16,
+    .axpy_f32 = axpy_f32,
+    .axpy_f16 = axpy_f16,
+    .scale = scale,
 #if WLM_RELAXED
-    .act_q4g = act_i8x4_blocks, .gemm_q4gb = gemm_q4gb, .act_q4gb = act_q4gb_row,
+    .act_q4g = act_i8x4_blocks,
+    .gemm_q4gb = gemm_q4gb,
+    .act_q4gb = act_q4gb_row,
 #else
     .act_q4g = act_i16g,
 #endif
     .kq_rows = wlm_kq_rows_simd, /* K-quants */
     .quantize_q8_0 = quantize_q8_0,
-    .sum_exp = sum_exp, .logit_max = logit_max, .exp_shift = exp_shift, .silu_mul = silu_mul, .att_accum = att_accum, .att_scores = att_scores,
+    .sum_exp = sum_exp,
+    .logit_max = logit_max,
+    .exp_shift = exp_shift,
+    .silu_mul = silu_mul,
+    .att_accum = att_accum,
+    .att_scores = att_scores,
     .layer_norm = layer_norm,
 };
 #endif

@@ -15,7 +15,10 @@ void wlm_unpack_i16x4(uint32_t type, const void *row, uint8_t *out, uint32_t n) 
         } else if (type == GGML_Q4_0) {
             const block_q4_0 *x = (const block_q4_0 *)row + b;
             d[b] = wlm_f16_to_f32(x->d);
-            for (int j = 0; j < 16; j++) { v[j] = (int16_t)((x->qs[j] & 15) - 8); v[j + 16] = (int16_t)((x->qs[j] >> 4) - 8); }
+            for (int j = 0; j < 16; j++) {
+                v[j] = (int16_t)((x->qs[j] & 15) - 8);
+                v[j + 16] = (int16_t)((x->qs[j] >> 4) - 8);
+            }
         } else {
             const block_q8_0 *x = (const block_q8_0 *)row + b;
             d[b] = wlm_f16_to_f32(x->d);
@@ -55,7 +58,10 @@ void wlm_act_i8x4_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32_t
     int32_t *sum = (int32_t *)(out + n + (uint64_t)nb * 4);
     for (uint32_t b = b0; b < b1; b++) {
         int32_t s = 0;
-        for (uint32_t k = 0; k < 32; k++) { ((int8_t *)out)[i8x4_at(b, nb, k)] = x[b].qs[k]; s += x[b].qs[k]; }
+        for (uint32_t k = 0; k < 32; k++) {
+            ((int8_t *)out)[i8x4_at(b, nb, k)] = x[b].qs[k];
+            s += x[b].qs[k];
+        }
         d[b] = wlm_f16_to_f32(x[b].d);
         sum[b] = s;
     }
@@ -66,7 +72,7 @@ void wlm_act_q4gb_row(const block_q8_0 *x, uint8_t *xb, uint32_t n, uint32_t t) 
     for (uint32_t g = 0; g < n / 128; g++, o += 160 * WLM_Q4GB_T)
         for (uint32_t i = 0; i < 4; i++) {
             const block_q8_0 *B = x + 4 * g + i;
-            int16_t s[2] = { 0, 0 };   /* -8 x the values the kernel's int16 lanes 2i, 2i + 1 take */
+            int16_t s[2] = { 0, 0 }; /* -8 x the values the kernel's int16 lanes 2i, 2i + 1 take */
             for (uint32_t k = 0; k < 32; k++) {
                 o[16 * WLM_Q4GB_T * (k / 4) + 4 * i + k % 4] = (uint8_t)B->qs[k];
                 s[k % 4 / 2] = (int16_t)(s[k % 4 / 2] - 8 * B->qs[k]);
@@ -103,7 +109,7 @@ void wlm_q4g_to_q4_0(const uint8_t *row, block_q4_0 *out, uint32_t n) {
 /* dot_q4_0's order: four running sums by block index mod 4, the tail in order */
 float wlm_dot_q4g(uint32_t n, const uint8_t *row, const block_q8_0 *x) {
     uint32_t nb = n / 32, full = nb / 4 * 4;
-    float a[4] = {0, 0, 0, 0}, r = 0;
+    float a[4] = { 0, 0, 0, 0 }, r = 0;
     for (uint32_t b = 0; b < nb; b++) {
         int32_t s = 0;
         for (uint32_t k = 0; k < 32; k++) s += ((int32_t)wlm_q4g_q(row, nb, b, k) - 8) * x[b].qs[k];
@@ -132,7 +138,10 @@ static void act_i16_blocks(const block_q8_0 *x, uint8_t *out, uint32_t n, uint32
     int32_t *sum = (int32_t *)(out + (uint64_t)n * 2 + (uint64_t)nb * 4);
     for (uint32_t b = b0; b < b1; b++) {
         int32_t s = 0;
-        for (uint32_t k = 0; k < 32; k++) { q[grouped ? wlm_i16g_pos(b, nb, k) : b * 32 + wlm_i16eo_pos(k)] = x[b].qs[k]; s += x[b].qs[k]; }
+        for (uint32_t k = 0; k < 32; k++) {
+            q[grouped ? wlm_i16g_pos(b, nb, k) : b * 32 + wlm_i16eo_pos(k)] = x[b].qs[k];
+            s += x[b].qs[k];
+        }
         d[b] = wlm_f16_to_f32(x[b].d);
         sum[b] = s;
     }

@@ -50,11 +50,14 @@ static inline uint32_t wlm_i16eo_pos(uint32_t k) { return (k & 16) + ((k & 1) <<
  * nibbles are already the i8x4 form (relaxed SIMD), and read as int16 lanes
  * every pair of lanes belongs to one block (SIMD128 gemv_q4g): the kernels
  * need no unpacking or transposition at run time. */
-void wlm_q4g_from_q4_0(uint8_t *row, uint32_t n);                    /* in place */
+void wlm_q4g_from_q4_0(uint8_t *row, uint32_t n); /* in place */
 void wlm_q4g_to_q4_0(const uint8_t *row, block_q4_0 *out, uint32_t n);
 /* value k (0..31, the nibble 0..15) and f16 scale of block b of a q4g row */
 static inline uint32_t wlm_q4g_q(const uint8_t *row, uint32_t nb, uint32_t b, uint32_t k) {
-    if (b >= nb / 4 * 4) { const block_q4_0 *B = (const block_q4_0 *)row + b; return k < 16 ? B->qs[k] & 15u : (uint32_t)B->qs[k - 16] >> 4; }
+    if (b >= nb / 4 * 4) {
+        const block_q4_0 *B = (const block_q4_0 *)row + b;
+        return k < 16 ? B->qs[k] & 15u : (uint32_t)B->qs[k - 16] >> 4;
+    }
     uint8_t v = row[(uint64_t)(b / 4) * 72 + 8 + ((k & 15) / 4) * 16 + (b % 4) * 4 + k % 4];
     return k < 16 ? v & 15u : (uint32_t)v >> 4;
 }

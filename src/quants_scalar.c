@@ -35,12 +35,18 @@ static inline int nearest(float v) { /* round half away from zero; NaN -> 0, sat
     if (a - (float)i >= 0.5f) i++;
     return v < 0 ? -i : i;
 }
-static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+static inline int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi
+                                                                              : v; }
 static inline float h2f(uint16_t h) { return wlm_f16_to_f32(h); }
 
 void wlm_kq_scale_min_k4(const uint8_t *q, int j, int *sc, int *m) {
-    if (j < 4) { *sc = q[j] & 63; *m = q[j + 4] & 63; }
-    else { *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4); *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4); }
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 15) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+    }
 }
 
 int wlm_kq_scale_q3(const uint8_t *q, int j) {
@@ -50,7 +56,10 @@ int wlm_kq_scale_q3(const uint8_t *q, int j) {
 /* ---- integer decoding of one block (q values as the formula uses them) ---- */
 
 static void ints_q4_1(const block_q4_1 *b, int8_t *q) {
-    for (int j = 0; j < 16; j++) { q[j] = (int8_t)(b->qs[j] & 15); q[j + 16] = (int8_t)(b->qs[j] >> 4); }
+    for (int j = 0; j < 16; j++) {
+        q[j] = (int8_t)(b->qs[j] & 15);
+        q[j + 16] = (int8_t)(b->qs[j] >> 4);
+    }
 }
 static void ints_q5(const uint8_t *qs, const uint8_t *qh, int off, int8_t *q) {
     uint32_t h = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24;
@@ -77,8 +86,12 @@ static void ints_q45_k(const uint8_t *qs, const uint8_t *qh, int8_t *q) {
     for (int c = 0; c < 4; c++)
         for (int l = 0; l < 32; l++) {
             int lo = qs[32 * c + l] & 15, hi = qs[32 * c + l] >> 4;
-            if (qh) { lo |= ((qh[l] >> (2 * c)) & 1) << 4; hi |= ((qh[l] >> (2 * c + 1)) & 1) << 4; }
-            q[64 * c + l] = (int8_t)lo; q[64 * c + 32 + l] = (int8_t)hi;
+            if (qh) {
+                lo |= ((qh[l] >> (2 * c)) & 1) << 4;
+                hi |= ((qh[l] >> (2 * c + 1)) & 1) << 4;
+            }
+            q[64 * c + l] = (int8_t)lo;
+            q[64 * c + 32 + l] = (int8_t)hi;
         }
 }
 static void ints_q6_k(const block_q6_k *b, int8_t *q) {
@@ -99,8 +112,17 @@ static void dequantize_q4_1_q5_1(uint32_t type, const void *row, float *y, uint3
     int8_t q[32];
     for (uint32_t b = 0; b < n / 32; b++) {
         float d, m;
-        if (type == GGML_Q4_1) { const block_q4_1 *B = (const block_q4_1 *)row + b; ints_q4_1(B, q); d = h2f(B->d); m = h2f(B->m); }
-        else { const block_q5_1 *B = (const block_q5_1 *)row + b; ints_q5(B->qs, B->qh, 0, q); d = h2f(B->d); m = h2f(B->m); }
+        if (type == GGML_Q4_1) {
+            const block_q4_1 *B = (const block_q4_1 *)row + b;
+            ints_q4_1(B, q);
+            d = h2f(B->d);
+            m = h2f(B->m);
+        } else {
+            const block_q5_1 *B = (const block_q5_1 *)row + b;
+            ints_q5(B->qs, B->qh, 0, q);
+            d = h2f(B->d);
+            m = h2f(B->m);
+        }
         for (int j = 0; j < 32; j++) y[32 * b + j] = d * (float)q[j] + m;
     }
 }
@@ -144,11 +166,24 @@ void wlm_dequantize_q3_k(const void *row, float *y, uint32_t n) {
 static void dequantize_q45_k(uint32_t type, const void *row, float *y, uint32_t n) {
     int8_t q[QK_K];
     for (uint32_t b = 0; b < n / QK_K; b++) {
-        const uint8_t *scales; float d, dm;
-        if (type == GGML_Q4_K) { const block_q4_k *B = (const block_q4_k *)row + b; ints_q45_k(B->qs, 0, q); scales = B->scales; d = h2f(B->d); dm = h2f(B->dmin); }
-        else { const block_q5_k *B = (const block_q5_k *)row + b; ints_q45_k(B->qs, B->qh, q); scales = B->scales; d = h2f(B->d); dm = h2f(B->dmin); }
+        const uint8_t *scales;
+        float d, dm;
+        if (type == GGML_Q4_K) {
+            const block_q4_k *B = (const block_q4_k *)row + b;
+            ints_q45_k(B->qs, 0, q);
+            scales = B->scales;
+            d = h2f(B->d);
+            dm = h2f(B->dmin);
+        } else {
+            const block_q5_k *B = (const block_q5_k *)row + b;
+            ints_q45_k(B->qs, B->qh, q);
+            scales = B->scales;
+            d = h2f(B->d);
+            dm = h2f(B->dmin);
+        }
         for (int i = 0; i < QK_K; i++) {
-            int sc, m; wlm_kq_scale_min_k4(scales, i / 32, &sc, &m);
+            int sc, m;
+            wlm_kq_scale_min_k4(scales, i / 32, &sc, &m);
             y[QK_K * b + i] = (d * (float)sc) * (float)q[i] - dm * (float)m;
         }
     }
@@ -187,8 +222,10 @@ static inline int32_t isum(const int8_t *a, int n) {
 }
 
 float wlm_kq_dot_q4_1(uint32_t n, const void *wv, const void *xv) {
-    const block_q4_1 *w = wv; const block_q8_0 *x = xv;
-    int8_t q[32]; float r = 0;
+    const block_q4_1 *w = wv;
+    const block_q8_0 *x = xv;
+    int8_t q[32];
+    float r = 0;
     for (uint32_t b = 0; b < n / 32; b++) {
         ints_q4_1(&w[b], q);
         r = wlm_kq_acc_plus(r, h2f(w[b].d), h2f(w[b].m), h2f(x[b].d), idot(q, x[b].qs, 32), isum(x[b].qs, 32));
@@ -197,8 +234,10 @@ float wlm_kq_dot_q4_1(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q5_0(uint32_t n, const void *wv, const void *xv) {
-    const block_q5_0 *w = wv; const block_q8_0 *x = xv;
-    int8_t q[32]; float r = 0;
+    const block_q5_0 *w = wv;
+    const block_q8_0 *x = xv;
+    int8_t q[32];
+    float r = 0;
     for (uint32_t b = 0; b < n / 32; b++) {
         ints_q5(w[b].qs, w[b].qh, 16, q);
         r = wlm_kq_acc(r, h2f(w[b].d), h2f(x[b].d), idot(q, x[b].qs, 32));
@@ -207,8 +246,10 @@ float wlm_kq_dot_q5_0(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q5_1(uint32_t n, const void *wv, const void *xv) {
-    const block_q5_1 *w = wv; const block_q8_0 *x = xv;
-    int8_t q[32]; float r = 0;
+    const block_q5_1 *w = wv;
+    const block_q8_0 *x = xv;
+    int8_t q[32];
+    float r = 0;
     for (uint32_t b = 0; b < n / 32; b++) {
         ints_q5(w[b].qs, w[b].qh, 0, q);
         r = wlm_kq_acc_plus(r, h2f(w[b].d), h2f(w[b].m), h2f(x[b].d), idot(q, x[b].qs, 32), isum(x[b].qs, 32));
@@ -217,8 +258,10 @@ float wlm_kq_dot_q5_1(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q2_k(uint32_t n, const void *wv, const void *xv) {
-    const block_q2_k *w = wv; const block_q8_k *x = xv;
-    int8_t q[QK_K]; float r = 0;
+    const block_q2_k *w = wv;
+    const block_q8_k *x = xv;
+    int8_t q[QK_K];
+    float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
         ints_q2_k(&w[b], q);
         int32_t s = 0, sm = 0;
@@ -232,8 +275,10 @@ float wlm_kq_dot_q2_k(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q3_k(uint32_t n, const void *wv, const void *xv) {
-    const block_q3_k *w = wv; const block_q8_k *x = xv;
-    int8_t q[QK_K]; float r = 0;
+    const block_q3_k *w = wv;
+    const block_q8_k *x = xv;
+    int8_t q[QK_K];
+    float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
         ints_q3_k(&w[b], q);
         int32_t s = 0;
@@ -244,15 +289,19 @@ float wlm_kq_dot_q3_k(uint32_t n, const void *wv, const void *xv) {
 }
 
 static float dot_q45_k(uint32_t n, const uint8_t *wbase, uint32_t stride, int has_qh, const block_q8_k *x) {
-    int8_t q[QK_K]; float r = 0;
+    int8_t q[QK_K];
+    float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
         const uint8_t *B = wbase + (uint64_t)b * stride;
-        uint16_t d, dmin; __builtin_memcpy(&d, B, 2); __builtin_memcpy(&dmin, B + 2, 2);
+        uint16_t d, dmin;
+        __builtin_memcpy(&d, B, 2);
+        __builtin_memcpy(&dmin, B + 2, 2);
         const uint8_t *scales = B + 4;
         ints_q45_k(has_qh ? B + 48 : B + 16, has_qh ? B + 16 : 0, q);
         int32_t s = 0, sm = 0;
         for (int j = 0; j < 8; j++) {
-            int sc, m; wlm_kq_scale_min_k4(scales, j, &sc, &m);
+            int sc, m;
+            wlm_kq_scale_min_k4(scales, j, &sc, &m);
             s += sc * idot(q + 32 * j, x[b].qs + 32 * j, 32);
             sm += m * (x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
         }
@@ -265,8 +314,10 @@ float wlm_kq_dot_q4_k(uint32_t n, const void *w, const void *x) { return dot_q45
 float wlm_kq_dot_q5_k(uint32_t n, const void *w, const void *x) { return dot_q45_k(n, w, sizeof(block_q5_k), 1, x); }
 
 float wlm_kq_dot_q6_k(uint32_t n, const void *wv, const void *xv) {
-    const block_q6_k *w = wv; const block_q8_k *x = xv;
-    int8_t q[QK_K]; float r = 0;
+    const block_q6_k *w = wv;
+    const block_q8_k *x = xv;
+    int8_t q[QK_K];
+    float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
         ints_q6_k(&w[b], q);
         int32_t s = 0;
@@ -296,7 +347,10 @@ void wlm_quantize_row_q8_k(const float *x, void *yv, uint32_t n) {
     for (uint32_t b = 0; b < n / QK_K; b++) {
         const float *v = x + (uint64_t)b * QK_K;
         float amax = 0;
-        for (int i = 0; i < QK_K; i++) { float a = v[i] < 0 ? -v[i] : v[i]; if (a > amax) amax = a; }
+        for (int i = 0; i < QK_K; i++) {
+            float a = v[i] < 0 ? -v[i] : v[i];
+            if (a > amax) amax = a;
+        }
         float d = amax / 127.0f, id = d ? 1.0f / d : 0.0f;
         y[b].d = d;
         for (int i = 0; i < QK_K; i++) y[b].qs[i] = (int8_t)clampi(nearest(v[i] * id), -127, 127);
@@ -312,13 +366,21 @@ void wlm_quantize_row_q8_k(const float *x, void *yv, uint32_t n) {
  * least squared error. */
 static void fit_min(const float *x, int n, int nmax, int free_min, float *s_out, float *m_out) {
     float lo = free_min ? x[0] : 0, hi = x[0];
-    for (int i = 0; i < n; i++) { if (x[i] < lo) lo = x[i]; if (x[i] > hi) hi = x[i]; }
+    for (int i = 0; i < n; i++) {
+        if (x[i] < lo) lo = x[i];
+        if (x[i] > hi) hi = x[i];
+    }
     if (hi < 0 && !free_min) hi = 0;
-    if (hi - lo <= 0) { *s_out = 0; *m_out = -lo; return; }
+    if (hi - lo <= 0) {
+        *s_out = 0;
+        *m_out = -lo;
+        return;
+    }
     float best_s = (hi - lo) / (float)nmax, best_m = -lo, best_e = 0;
     for (int i = 0; i < n; i++) {
         int q = clampi(nearest((x[i] - lo) / best_s), 0, nmax);
-        float e = best_s * (float)q - best_m - x[i]; best_e += e * e;
+        float e = best_s * (float)q - best_m - x[i];
+        best_e += e * e;
     }
     for (int k = -8; k <= 8; k++) {
         float iscale = ((float)nmax + 0.1f * (float)k) / (hi - lo);
@@ -327,19 +389,33 @@ static void fit_min(const float *x, int n, int nmax, int free_min, float *s_out,
         for (int i = 0; i < n; i++) {
             int q = clampi(nearest((x[i] - lo) * iscale), 0, nmax);
             qv[i] = (int8_t)q;
-            sq += (float)q; sqq += (float)(q * q); sx += x[i]; sxq += x[i] * (float)q;
+            sq += (float)q;
+            sqq += (float)(q * q);
+            sx += x[i];
+            sxq += x[i] * (float)q;
         }
         float D = (float)n * sqq - sq * sq, s, b;
         if (D <= 0) continue;
         s = ((float)n * sxq - sq * sx) / D;
         b = (sx - s * sq) / (float)n;
-        if (b > 0 && !free_min) { b = 0; s = sqq > 0 ? sxq / sqq : 0; }
+        if (b > 0 && !free_min) {
+            b = 0;
+            s = sqq > 0 ? sxq / sqq : 0;
+        }
         if (s <= 0) continue;
         float e = 0;
-        for (int i = 0; i < n; i++) { float t = s * (float)qv[i] + b - x[i]; e += t * t; }
-        if (e < best_e) { best_e = e; best_s = s; best_m = -b; }
+        for (int i = 0; i < n; i++) {
+            float t = s * (float)qv[i] + b - x[i];
+            e += t * t;
+        }
+        if (e < best_e) {
+            best_e = e;
+            best_s = s;
+            best_m = -b;
+        }
     }
-    *s_out = best_s; *m_out = best_m;
+    *s_out = best_s;
+    *m_out = best_m;
 }
 
 /* x ~ s * q with q in qmin..qmax (qmin = -qmax - 1), s of any sign: candidates
@@ -347,17 +423,34 @@ static void fit_min(const float *x, int n, int nmax, int free_min, float *s_out,
  * least squares per candidate. */
 static float fit_sym(const float *x, int n, int qmin, int qmax) {
     float amax = 0, vmax = 0;
-    for (int i = 0; i < n; i++) { float a = x[i] < 0 ? -x[i] : x[i]; if (a > amax) { amax = a; vmax = x[i]; } }
+    for (int i = 0; i < n; i++) {
+        float a = x[i] < 0 ? -x[i] : x[i];
+        if (a > amax) {
+            amax = a;
+            vmax = x[i];
+        }
+    }
     if (amax == 0) return 0;
     float best_s = vmax / (float)qmin, best_e = -1;
     for (int k = 0; k <= 20; k++) {
         float t = k <= 10 ? (float)qmin + 0.1f * (float)k : (float)qmax - 0.1f * (float)(k - 11);
         float iscale = t / vmax, sqq = 0, sxq = 0;
-        for (int i = 0; i < n; i++) { int q = clampi(nearest(x[i] * iscale), qmin, qmax); sqq += (float)(q * q); sxq += x[i] * (float)q; }
+        for (int i = 0; i < n; i++) {
+            int q = clampi(nearest(x[i] * iscale), qmin, qmax);
+            sqq += (float)(q * q);
+            sxq += x[i] * (float)q;
+        }
         if (sqq <= 0 || sxq == 0) continue;
         float s = sxq / sqq, e = 0;
-        for (int i = 0; i < n; i++) { int q = clampi(nearest(x[i] / s), qmin, qmax); float t2 = s * (float)q - x[i]; e += t2 * t2; }
-        if (best_e < 0 || e < best_e) { best_e = e; best_s = s; }
+        for (int i = 0; i < n; i++) {
+            int q = clampi(nearest(x[i] / s), qmin, qmax);
+            float t2 = s * (float)q - x[i];
+            e += t2 * t2;
+        }
+        if (best_e < 0 || e < best_e) {
+            best_e = e;
+            best_s = s;
+        }
     }
     return best_s;
 }
@@ -378,7 +471,10 @@ static void pack_q5_bits(const int8_t *q, uint8_t *qs, uint8_t *qh) {
         h |= (uint32_t)((q[j] >> 4) & 1) << j;
         h |= (uint32_t)((q[j + 16] >> 4) & 1) << (j + 16);
     }
-    qh[0] = (uint8_t)h; qh[1] = (uint8_t)(h >> 8); qh[2] = (uint8_t)(h >> 16); qh[3] = (uint8_t)(h >> 24);
+    qh[0] = (uint8_t)h;
+    qh[1] = (uint8_t)(h >> 8);
+    qh[2] = (uint8_t)(h >> 16);
+    qh[3] = (uint8_t)(h >> 24);
 }
 
 /* K-quants with (scale, min) per sub-block: nsub sub-blocks of `len`, q in
@@ -410,7 +506,10 @@ static void quant_k_sym(const float *v, int qmin, int qmax, int smin, int smax, 
     for (int j = 0; j < 16; j++) {
         s[j] = fit_sym(v + 16 * j, 16, qmin, qmax);
         float a = s[j] < 0 ? -s[j] : s[j];
-        if (a > amax) { amax = a; smx = s[j]; }
+        if (a > amax) {
+            amax = a;
+            smx = s[j];
+        }
     }
     *d_out = wlm_f32_to_f16(smx / (float)smin);
     float d = h2f(*d_out);
@@ -482,7 +581,8 @@ void wlm_quantize_q3_k(const float *x, void *yv, uint32_t n) {
             B->scales[j % 8] |= (uint8_t)((u & 15) << (4 * (j / 8)));
             B->scales[8 + j % 4] |= (uint8_t)((u >> 4) << (2 * (j / 4)));
         }
-        wlm_memset(B->qs, 0, sizeof B->qs); wlm_memset(B->hmask, 0, sizeof B->hmask);
+        wlm_memset(B->qs, 0, sizeof B->qs);
+        wlm_memset(B->hmask, 0, sizeof B->hmask);
         for (int h = 0; h < 2; h++)
             for (int k = 0; k < 4; k++)
                 for (int l = 0; l < 32; l++) {
@@ -501,7 +601,8 @@ static void quantize_q45_k(uint32_t type, const float *x, void *yv, uint32_t n) 
         uint8_t *B = (uint8_t *)yv + (uint64_t)b * (type == GGML_Q4_K ? sizeof(block_q4_k) : sizeof(block_q5_k));
         uint16_t d, dmin;
         quant_k_min(x + (uint64_t)b * QK_K, 8, 32, type == GGML_Q4_K ? 15 : 31, 63, q, sc, mc, &d, &dmin);
-        __builtin_memcpy(B, &d, 2); __builtin_memcpy(B + 2, &dmin, 2);
+        __builtin_memcpy(B, &d, 2);
+        __builtin_memcpy(B + 2, &dmin, 2);
         pack_scales_k4(sc, mc, B + 4);
         uint8_t *qh = type == GGML_Q5_K ? B + 16 : 0, *qs = type == GGML_Q5_K ? B + 48 : B + 16;
         if (qh) wlm_memset(qh, 0, 32);

@@ -23,14 +23,15 @@ static inline v128_t sum16(v128_t a) { return wasm_i32x4_extadd_pairwise_i16x8(w
 
 static inline int32_t hsum(v128_t v) {
     return wasm_i32x4_extract_lane(v, 0) + wasm_i32x4_extract_lane(v, 1) +
-           wasm_i32x4_extract_lane(v, 2) + wasm_i32x4_extract_lane(v, 3);
+        wasm_i32x4_extract_lane(v, 2) + wasm_i32x4_extract_lane(v, 3);
 }
 
 static inline float h2f(uint16_t h) { return wlm_f16_to_f32(h); }
 
 /* the fifth bits of a Q5_0/Q5_1 block as 0/16 per byte: weights 0..15 and 16..31 */
 static inline void q5_high(const uint8_t *qh, v128_t *h0, v128_t *h1) {
-    uint32_t h; __builtin_memcpy(&h, qh, 4);
+    uint32_t h;
+    __builtin_memcpy(&h, qh, 4);
     v128_t v = wasm_i32x4_splat((int32_t)h);
     const v128_t bits = wasm_u8x16_make(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
     v128_t b0 = wasm_i8x16_swizzle(v, wasm_u8x16_make(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1));
@@ -41,7 +42,8 @@ static inline void q5_high(const uint8_t *qh, v128_t *h0, v128_t *h1) {
 }
 
 float wlm_kq_dot_q4_1_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q4_1 *w = wv; const block_q8_0 *x = xv;
+    const block_q4_1 *w = wv;
+    const block_q8_0 *x = xv;
     const v128_t m4 = wasm_i8x16_splat(15);
     float r = 0;
     for (uint32_t b = 0; b < n / 32; b++) {
@@ -54,7 +56,8 @@ float wlm_kq_dot_q4_1_simd(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q5_0_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q5_0 *w = wv; const block_q8_0 *x = xv;
+    const block_q5_0 *w = wv;
+    const block_q8_0 *x = xv;
     const v128_t m4 = wasm_i8x16_splat(15), off = wasm_i8x16_splat(16);
     float r = 0;
     for (uint32_t b = 0; b < n / 32; b++) {
@@ -70,7 +73,8 @@ float wlm_kq_dot_q5_0_simd(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q5_1_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q5_1 *w = wv; const block_q8_0 *x = xv;
+    const block_q5_1 *w = wv;
+    const block_q8_0 *x = xv;
     const v128_t m4 = wasm_i8x16_splat(15);
     float r = 0;
     for (uint32_t b = 0; b < n / 32; b++) {
@@ -86,7 +90,8 @@ float wlm_kq_dot_q5_1_simd(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q2_k_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q2_k *w = wv; const block_q8_k *x = xv;
+    const block_q2_k *w = wv;
+    const block_q8_k *x = xv;
     const v128_t m2 = wasm_i8x16_splat(3), m4 = wasm_i16x8_splat(15);
     float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
@@ -114,7 +119,8 @@ float wlm_kq_dot_q2_k_simd(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q3_k_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q3_k *w = wv; const block_q8_k *x = xv;
+    const block_q3_k *w = wv;
+    const block_q8_k *x = xv;
     const v128_t m2 = wasm_i8x16_splat(3), four = wasm_i8x16_splat(4), zero = wasm_i8x16_splat(0);
     float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
@@ -149,13 +155,18 @@ static inline float dot_q45_k(uint32_t n, const uint8_t *base, uint32_t stride, 
     float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
         const uint8_t *B = base + (uint64_t)b * stride;
-        uint16_t d, dmin; __builtin_memcpy(&d, B, 2); __builtin_memcpy(&dmin, B + 2, 2);
+        uint16_t d, dmin;
+        __builtin_memcpy(&d, B, 2);
+        __builtin_memcpy(&dmin, B + 2, 2);
         const uint8_t *scales = B + 4, *qh = B + 16, *qs = has_qh ? B + 48 : B + 16;
         const int8_t *xq = x[b].qs;
         int sc[8], mn[8];
         for (int j = 0; j < 8; j++) wlm_kq_scale_min_k4(scales, j, &sc[j], &mn[j]);
         v128_t QH0 = zero, QH1 = zero;
-        if (has_qh) { QH0 = wasm_v128_load(qh); QH1 = wasm_v128_load(qh + 16); }
+        if (has_qh) {
+            QH0 = wasm_v128_load(qh);
+            QH1 = wasm_v128_load(qh + 16);
+        }
         v128_t acc = wasm_i32x4_splat(0);
         for (int c = 0; c < 4; c++) {
             v128_t A = wasm_v128_load(qs + 32 * c), C = wasm_v128_load(qs + 32 * c + 16);
@@ -267,7 +278,7 @@ static inline __attribute__((always_inline)) void q6_bytes(const uint8_t *L, con
  * walk ql by 16, 48, 16, qh by 16, the activations by 16, 112, 16 and the
  * scales by 1, 7, 1: pointers advanced so (V8 keeps a loop's address
  * arithmetic as written; the index form cost a quarter of the loop). */
-#define Q6_NEXT(i, L, H, x, sp) ((L) += ((i) & 1) ? 48 : 16, (H) += 16, (x) += ((i) & 1) ? 112 : 16, (sp) += ((i) & 1) ? 7 : 1)
+#define Q6_NEXT(i, L, H, x, sp) ((L) += ((i)&1) ? 48 : 16, (H) += 16, (x) += ((i)&1) ? 112 : 16, (sp) += ((i)&1) ? 7 : 1)
 
 /* Q6_K's offset term sum_j sc_j bsums_j, as i32x4 partial sums, from the 16
  * scales as int16 (sc_lo: 0..7, sc_hi: 8..15) */
@@ -347,8 +358,7 @@ static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B
                                                   wasm_i16x8_mul(wasm_u16x8_shr(a1, 4), wasm_v128_load(x + 40))),
                                    wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_shr(c0, 4), wasm_v128_load(x + 48)),
                                                   wasm_i16x8_mul(wasm_u16x8_shr(c1, 4), wasm_v128_load(x + 56))));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load16_splat(sp)),
-                                                 wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load16_splat(sp)), wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
     }
     v128_t mt = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), wasm_v128_load(bp));
     return pair_halves(acc, mt);
@@ -373,7 +383,7 @@ static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B
     for (int i = 0; i < 4; i++, Q6_NEXT(i - 1, L, H, x, sp)) { /* h = i / 2, v = i % 2: positions l = 16v .. 16v+15, sub-blocks 8h + 2k + v */
         v128_t u[4];
         q6_bytes(L, H, u);
-#define Q6_SUB(u, k) wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_extend_low_u8x16(u), wasm_v128_load(x + 32 * (k))), \
+#define Q6_SUB(u, k) wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_mul(wasm_u16x8_extend_low_u8x16(u), wasm_v128_load(x + 32 * (k))),       \
                                                          wasm_i16x8_mul(wasm_u16x8_extend_high_u8x16(u), wasm_v128_load(x + 32 * (k) + 8))), \
                                           wasm_v128_load16_splat(sp + 2 * (k)))
         acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_add(Q6_SUB(u[0], 0), Q6_SUB(u[1], 1)), wasm_i32x4_add(Q6_SUB(u[2], 2), Q6_SUB(u[3], 3))));
@@ -404,8 +414,7 @@ static inline __attribute__((always_inline)) v128_t q4k_sums(const block_q4_k *B
         v128_t lo = wasm_i16x8_add(rdot(wasm_v128_load(x), wasm_v128_and(A, m4)), rdot(wasm_v128_load(x + 16), wasm_v128_and(C, m4)));
         v128_t hi = wasm_i16x8_add(rdot(wasm_v128_load(x + 32), hi_nibbles(A)),
                                    rdot(wasm_v128_load(x + 48), hi_nibbles(C)));
-        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load16_splat(sp)),
-                                                 wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_dot_i16x8(lo, wasm_v128_load16_splat(sp)), wasm_i32x4_dot_i16x8(hi, wasm_v128_load16_splat(sp + 1))));
     }
     v128_t mt = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(sm), wasm_v128_load(bp));
     return pair_halves(acc, mt);
@@ -424,11 +433,7 @@ static inline __attribute__((always_inline)) v128_t q6k_sums(const block_q6_k *B
     for (int i = 0; i < 4; i++, Q6_NEXT(i - 1, L, H, x, sp)) {
         v128_t u[4];
         q6_bytes(L, H, u);
-        acc = wasm_i32x4_add(acc, wasm_i32x4_add(
-            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u[0]), wasm_v128_load16_splat(sp)),
-                           wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u[1]), wasm_v128_load16_splat(sp + 2))),
-            wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 64), u[2]), wasm_v128_load16_splat(sp + 4)),
-                           wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 96), u[3]), wasm_v128_load16_splat(sp + 6)))));
+        acc = wasm_i32x4_add(acc, wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x), u[0]), wasm_v128_load16_splat(sp)), wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 32), u[1]), wasm_v128_load16_splat(sp + 2))), wasm_i32x4_add(wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 64), u[2]), wasm_v128_load16_splat(sp + 4)), wasm_i32x4_dot_i16x8(rdot(wasm_v128_load(x + 96), u[3]), wasm_v128_load16_splat(sp + 6)))));
     }
     return pair_halves(acc, q6_corr(sc_lo, sc_hi, xb->bsums));
 }
@@ -443,7 +448,7 @@ static float q4k_row(float r, uint32_t nb, const block_q4_k *B, const kx_t *x, c
     for (; b + 2 <= nb; b += 2, B += 2, x += 2 * KX_STEP, bp += 16, xb += 2) {
         v128_t t0 = q4k_sums(B, x, bp), t1 = q4k_sums(B + 1, x + KX_STEP, bp + 8);
         v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 2, 4, 6), wasm_i32x4_shuffle(t0, t1, 1, 3, 5, 7)); /* s0 m0 s1 m1 */
-        v128_t h = wasm_v128_load32_lane(B + 1, wasm_v128_load32_zero(B), 1);                                     /* d0 dmin0 d1 dmin1 */
+        v128_t h = wasm_v128_load32_lane(B + 1, wasm_v128_load32_zero(B), 1);                                      /* d0 dmin0 d1 dmin1 */
         v128_t dx = wasm_i32x4_shuffle(wasm_v128_load32_splat(&xb[0].d), wasm_v128_load32_splat(&xb[1].d), 0, 1, 4, 5);
         v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(half4_to_f32(wasm_u32x4_extend_low_u16x8(h)), dx), wasm_f32x4_convert_i32x4(u));
         r = r + (wasm_f32x4_extract_lane(p, 0) - wasm_f32x4_extract_lane(p, 1));
@@ -452,7 +457,7 @@ static float q4k_row(float r, uint32_t nb, const block_q4_k *B, const kx_t *x, c
     if (b < nb) {
         v128_t t = q4k_sums(B, x, bp);
         v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t, t, 0, 2, 0, 2), wasm_i32x4_shuffle(t, t, 1, 3, 1, 3)); /* s m s m */
-        v128_t dd = half4_to_f32(wasm_u32x4_load16x4(B));                                                    /* d dmin . . */
+        v128_t dd = half4_to_f32(wasm_u32x4_load16x4(B));                                                      /* d dmin . . */
         v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(dd, wasm_v128_load32_splat(&xb->d)), wasm_f32x4_convert_i32x4(u));
         r = r + (wasm_f32x4_extract_lane(p, 0) - wasm_f32x4_extract_lane(p, 1));
     }
@@ -467,8 +472,8 @@ static float q6k_row(float r, uint32_t nb, const block_q6_k *B, const kx_t *x, c
     for (; b + 2 <= nb; b += 2, B += 2, x += 2 * KX_STEP, xb += 2) {
         v128_t t0 = q6k_sums(B, x, xb), t1 = q6k_sums(B + 1, x + KX_STEP, xb + 1);
         v128_t u = wasm_i32x4_add(wasm_i32x4_shuffle(t0, t1, 0, 2, 4, 6), wasm_i32x4_shuffle(t0, t1, 1, 3, 5, 7)); /* a0 c0 a1 c1 */
-        v128_t sv = wasm_i32x4_sub(u, wasm_i32x4_shl(wasm_i32x4_shuffle(u, u, 1, 1, 3, 3), 5));                 /* s0 . s1 . */
-        v128_t h = wasm_v128_load16_lane(&B[1].d, wasm_v128_load16_lane(&B[0].d, wasm_i32x4_splat(0), 0), 4);   /* d0 . d1 . */
+        v128_t sv = wasm_i32x4_sub(u, wasm_i32x4_shl(wasm_i32x4_shuffle(u, u, 1, 1, 3, 3), 5));                    /* s0 . s1 . */
+        v128_t h = wasm_v128_load16_lane(&B[1].d, wasm_v128_load16_lane(&B[0].d, wasm_i32x4_splat(0), 0), 4);      /* d0 . d1 . */
         v128_t dx = wasm_i32x4_shuffle(wasm_v128_load32_splat(&xb[0].d), wasm_v128_load32_splat(&xb[1].d), 0, 1, 4, 5);
         v128_t p = wasm_f32x4_mul(wasm_f32x4_mul(half4_to_f32(h), dx), wasm_f32x4_convert_i32x4(sv));
         r = r + wasm_f32x4_extract_lane(p, 0);
@@ -483,7 +488,8 @@ static float q6k_row(float r, uint32_t nb, const block_q6_k *B, const kx_t *x, c
     return r;
 }
 float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q4_k *w = wv; const block_q8_k *x = xv;
+    const block_q4_k *w = wv;
+    const block_q8_k *x = xv;
     int16_t bp[8] __attribute__((aligned(16)));
     float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
@@ -500,7 +506,8 @@ float wlm_kq_dot_q4_k_simd(uint32_t n, const void *wv, const void *xv) {
 }
 
 float wlm_kq_dot_q6_k_simd(uint32_t n, const void *wv, const void *xv) {
-    const block_q6_k *w = wv; const block_q8_k *x = xv;
+    const block_q6_k *w = wv;
+    const block_q8_k *x = xv;
     float r = 0;
     for (uint32_t b = 0; b < n / QK_K; b++) {
 #if WLM_RELAXED
@@ -550,7 +557,8 @@ static void unpack_q4k(const block_q4_k *B, ublock *u) {
         wasm_v128_store(o + 56, wasm_i16x8_mul(wasm_u16x8_shr(c1, 4), sh));
     }
     wasm_v128_store(u->mn, wasm_u16x8_extend_high_u8x16(sm));
-    u->d = h2f(B->d); u->dmin = h2f(B->dmin);
+    u->d = h2f(B->d);
+    u->dmin = h2f(B->dmin);
 }
 
 static void unpack_q6k(const block_q6_k *B, ublock *u) {
@@ -577,7 +585,8 @@ static void unpack_q6k(const block_q6_k *B, ublock *u) {
         }
     }
     wasm_v128_store(u->mn, wasm_i16x8_splat(0));
-    u->d = h2f(B->d); u->dmin = 0;
+    u->d = h2f(B->d);
+    u->dmin = 0;
 }
 
 /* Exact sums of the 256 int16 values of an unpacked block (|w| <= 4096) with
@@ -596,7 +605,10 @@ static inline void dot4_u256(const int16_t *w, const int8_t *x0, const int8_t *x
         X = wasm_v128_load(x3 + i);
         a3 = wasm_i32x4_add(a3, wasm_i32x4_add(wasm_i32x4_dot_i16x8(W0, wasm_i16x8_extend_low_i8x16(X)), wasm_i32x4_dot_i16x8(W1, wasm_i16x8_extend_high_i8x16(X))));
     }
-    s[0] = hsum(a0); s[1] = hsum(a1); s[2] = hsum(a2); s[3] = hsum(a3);
+    s[0] = hsum(a0);
+    s[1] = hsum(a1);
+    s[2] = hsum(a2);
+    s[3] = hsum(a3);
 }
 
 static inline int32_t dot1_u256(const int16_t *w, const int8_t *x) {
@@ -608,7 +620,6 @@ static inline int32_t dot1_u256(const int16_t *w, const int8_t *x) {
     }
     return hsum(wasm_i32x4_add(a0, a1));
 }
-
 
 /* the block's exact integer dot with 4 tokens' activations, and with one */
 static inline void dot4_u(const ublock *u, const block_q8_k *b0, const block_q8_k *b1, const block_q8_k *b2, const block_q8_k *b3, int32_t *s) {
@@ -626,14 +637,22 @@ static inline void dot4x2_u(const ublock *u0, const ublock *u1, const block_q8_k
 #pragma clang loop unroll(disable)
     for (int i = 0; i < QK_K; i += 8) {
         v128_t P = wasm_v128_load(u0->w + i), Q = wasm_v128_load(u1->w + i);
+        /* clang-format off */
 #define DOT_T(A0, A1, B) { v128_t X = wasm_i16x8_load8x8((B)->qs + i);                 \
                            A0 = wasm_i32x4_add(A0, wasm_i32x4_dot_i16x8(P, X));         \
                            A1 = wasm_i32x4_add(A1, wasm_i32x4_dot_i16x8(Q, X)); }
         DOT_T(a00, a10, b0) DOT_T(a01, a11, b1) DOT_T(a02, a12, b2) DOT_T(a03, a13, b3)
 #undef DOT_T
+        /* clang-format on */
     }
-    s0[0] = hsum(a00); s0[1] = hsum(a01); s0[2] = hsum(a02); s0[3] = hsum(a03);
-    s1[0] = hsum(a10); s1[1] = hsum(a11); s1[2] = hsum(a12); s1[3] = hsum(a13);
+    s0[0] = hsum(a00);
+    s0[1] = hsum(a01);
+    s0[2] = hsum(a02);
+    s0[3] = hsum(a03);
+    s1[0] = hsum(a10);
+    s1[1] = hsum(a11);
+    s1[2] = hsum(a12);
+    s1[3] = hsum(a13);
 }
 
 /* one block's float step for one token: the reference's wlm_kq_acc_minus
@@ -652,7 +671,7 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
     if (n % QK_K) return 0;
     uint32_t nb = n / QK_K;
     int q4 = type == GGML_Q4_K;
-#define XB(t) ((const block_q8_k *)(x + (uint64_t)(t) * xstride))
+#define XB(t) ((const block_q8_k *)(x + (uint64_t)(t)*xstride))
     if (n_tok <= 2) { /* too few tokens to pay for unpacking the rows: decode kernels */
         /* per token, once for all rows: the sub-block sums, and (SIMD128)
          * the values widened to int16 */
@@ -701,7 +720,8 @@ int wlm_kq_rows_simd(uint32_t type, uint32_t n, const uint8_t *w, uint64_t row_b
                 v128_t mn[2];
                 for (uint32_t i = 0; i < nr; i++) {
                     const uint8_t *wr = w + (r + i) * row_bytes;
-                    if (q4) unpack_q4k((const block_q4_k *)wr + b, &u[i]); else unpack_q6k((const block_q6_k *)wr + b, &u[i]);
+                    if (q4) unpack_q4k((const block_q4_k *)wr + b, &u[i]);
+                    else unpack_q6k((const block_q6_k *)wr + b, &u[i]);
                     mn[i] = wasm_v128_load(u[i].mn);
                 }
                 uint32_t t = 0;

@@ -51,13 +51,18 @@
  * which web/options.js repeats (tests/js/options.test.mjs holds them equal). */
 void wlm_sampler_default_params(wlm_sampler_params *p) {
     wlm_memset(p, 0, sizeof *p);
-    p->temperature = 0.8f; p->top_k = 40; p->top_p = 0.95f; p->min_p = 0.05f;
-    p->repeat_penalty = 1.0f; p->repeat_last_n = 64;
+    p->temperature = 0.8f;
+    p->top_k = 40;
+    p->top_p = 0.95f;
+    p->min_p = 0.05f;
+    p->repeat_penalty = 1.0f;
+    p->repeat_last_n = 64;
     p->typical_p = 1.0f;
 }
 
 void wlm_rng_seed(wlm_rng *r, uint64_t seed) {
-    r->state = 0; r->inc = (seed << 1) | 1u;
+    r->state = 0;
+    r->inc = (seed << 1) | 1u;
     wlm_rng_u32(r);
     r->state += 0x853c49e6748fea9bull ^ seed;
     wlm_rng_u32(r);
@@ -83,8 +88,12 @@ static int before(const float *v, const int32_t *id, uint32_t a, uint32_t b) {
 }
 
 static void swap(float *v, int32_t *id, uint32_t a, uint32_t b) {
-    float tv = v[a]; v[a] = v[b]; v[b] = tv;
-    int32_t ti = id[a]; id[a] = id[b]; id[b] = ti;
+    float tv = v[a];
+    v[a] = v[b];
+    v[b] = tv;
+    int32_t ti = id[a];
+    id[a] = id[b];
+    id[b] = ti;
 }
 
 /* heap whose root is the worst candidate kept so far */
@@ -94,7 +103,8 @@ static void sift_down(float *v, int32_t *id, uint32_t n, uint32_t i) {
         if (l < n && before(v, id, w, l)) w = l;
         if (r < n && before(v, id, w, r)) w = r;
         if (w == i) return;
-        swap(v, id, i, w); i = w;
+        swap(v, id, i, w);
+        i = w;
     }
 }
 
@@ -106,10 +116,22 @@ static void radix_sort(uint32_t *ka, uint32_t *va, uint32_t *kb, uint32_t *vb, u
     for (uint32_t shift = 0; shift < 32; shift += 8) {
         uint32_t cnt[256] = { 0 };
         for (uint32_t i = 0; i < n; i++) cnt[(src[i] >> shift) & 255]++;
-        for (uint32_t j = 0, sum = 0; j < 256; j++) { uint32_t c = cnt[j]; cnt[j] = sum; sum += c; }
-        for (uint32_t i = 0; i < n; i++) { uint32_t d = cnt[(src[i] >> shift) & 255]++; dst[d] = src[i]; dv[d] = sv[i]; }
-        uint32_t *t = src; src = dst; dst = t;
-        t = sv; sv = dv; dv = t;
+        for (uint32_t j = 0, sum = 0; j < 256; j++) {
+            uint32_t c = cnt[j];
+            cnt[j] = sum;
+            sum += c;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t d = cnt[(src[i] >> shift) & 255]++;
+            dst[d] = src[i];
+            dv[d] = sv[i];
+        }
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+        t = sv;
+        sv = dv;
+        dv = t;
     }
 }
 
@@ -122,7 +144,8 @@ static void radix_sort(uint32_t *ka, uint32_t *va, uint32_t *kb, uint32_t *vb, u
 static void sort_all(float *v, int32_t *id, uint32_t n, void *tmp) {
     uint32_t *ka = tmp, *kb = ka + n, *idb = kb + n;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t b; __builtin_memcpy(&b, &v[i], 4);
+        uint32_t b;
+        __builtin_memcpy(&b, &v[i], 4);
         if (!(b << 1)) b = 0;
         ka[i] = ~((b >> 31) ? ~b : b ^ 0x80000000u);
     }
@@ -138,10 +161,17 @@ static void sort_all(float *v, int32_t *id, uint32_t n, void *tmp) {
  * radix sort; few: a heap of the best k. */
 uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *tmp) {
     if (k == 0 || k > n) k = n;
-    if (tmp && k >= 256) { sort_all(v, id, n, tmp); return k; }
+    if (tmp && k >= 256) {
+        sort_all(v, id, n, tmp);
+        return k;
+    }
     for (uint32_t i = k / 2; i-- > 0;) sift_down(v, id, k, i);
     for (uint32_t i = k; i < n; i++) {
-        if (before(v, id, i, 0)) { v[0] = v[i]; id[0] = id[i]; sift_down(v, id, k, 0); }
+        if (before(v, id, i, 0)) {
+            v[0] = v[i];
+            id[0] = id[i];
+            sift_down(v, id, k, 0);
+        }
     }
     /* heap sort: repeatedly move the worst to the end */
     for (uint32_t end = k; end > 1; end--) {
@@ -151,7 +181,7 @@ uint32_t wlm_top_k_sorted(float *v, int32_t *id, uint32_t n, uint32_t k, void *t
     return k;
 }
 
-#define PENALTY_MAX 1e6f  /* |presence|, |frequency|: c * f stays finite, so no inf - inf */
+#define PENALTY_MAX 1e6f /* |presence|, |frequency|: c * f stays finite, so no inf - inf */
 
 static wlm_status check_params(const wlm_sampler_params *sp, uint32_t n_vocab, wlm_err *err) {
     if (!(sp->temperature >= 0) || !wlm_isfinite(sp->temperature))
@@ -167,7 +197,8 @@ static wlm_status check_params(const wlm_sampler_params *sp, uint32_t n_vocab, w
     if (!(sp->typical_p >= 0 && sp->typical_p <= 1)) return wlm_fail(err, WLM_ERR_ARG, "typical_p must be in [0, 1]");
     if (sp->n_biases && !sp->biases) return wlm_fail(err, WLM_ERR_ARG, "%u logit biases but no array", sp->n_biases);
     for (uint32_t i = 0; i < sp->n_biases; i++) {
-        int32_t t = sp->biases[i].token; float b = sp->biases[i].bias;
+        int32_t t = sp->biases[i].token;
+        float b = sp->biases[i].bias;
         if (t < 0 || (uint32_t)t >= n_vocab)
             return wlm_fail(err, WLM_ERR_ARG, "logit bias %u: token id %d out of range (vocabulary has %u)", i, t, n_vocab);
         if (b != b || b == __builtin_inff())
@@ -176,7 +207,7 @@ static wlm_status check_params(const wlm_sampler_params *sp, uint32_t n_vocab, w
     return WLM_OK;
 }
 
-#define PENALIZED 0xffffffffu  /* pen_count mark: a usable token the penalties changed */
+#define PENALIZED 0xffffffffu /* pen_count mark: a usable token the penalties changed */
 
 /* Stages 0-2: c->cand_val/cand_id get the logits of the usable tokens
  * after the mask, the bias and the penalties, in ascending id order; returns
@@ -188,26 +219,34 @@ static wlm_status check_params(const wlm_sampler_params *sp, uint32_t n_vocab, w
 uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                            const int32_t *hist, uint32_t n_hist) {
     uint32_t n = c->m->hp.n_vocab, usable = 0;
-    float *v = c->cand_val; int32_t *id = c->cand_id;
+    float *v = c->cand_val;
+    int32_t *id = c->cand_id;
     uint32_t *cnt = c->pen_count;
     const uint32_t *allow = sp->allow;
     for (uint32_t i = 0; i < n; i++) {
         float x = allow && !((allow[i >> 5] >> (i & 31)) & 1) ? -__builtin_inff() : logits[i];
-        usable += !excluded(x); v[i] = x; id[i] = (int32_t)i;
+        usable += !excluded(x);
+        v[i] = x;
+        id[i] = (int32_t)i;
     }
     for (uint32_t i = 0; i < sp->n_biases; i++) {
-        int32_t t = sp->biases[i].token; float b = sp->biases[i].bias;
-        v[t] = b == -__builtin_inff() ? b : v[t] + b;   /* -inf + b: a masked token stays out */
+        int32_t t = sp->biases[i].token;
+        float b = sp->biases[i].bias;
+        v[t] = b == -__builtin_inff() ? b : v[t] + b; /* -inf + b: a masked token stays out */
     }
     int penalize = sp->repeat_penalty != 1.0f || sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f;
     uint32_t from = n_hist > sp->repeat_last_n ? n_hist - sp->repeat_last_n : 0;
-    if (!penalize || !hist) from = n_hist;   /* an empty window */
-    for (uint32_t i = from; i < n_hist; i++) if (hist[i] >= 0 && (uint32_t)hist[i] < n) cnt[hist[i]]++;
+    if (!penalize || !hist) from = n_hist; /* an empty window */
+    for (uint32_t i = from; i < n_hist; i++)
+        if (hist[i] >= 0 && (uint32_t)hist[i] < n) cnt[hist[i]]++;
     for (uint32_t i = from; i < n_hist; i++) {
         int32_t t = hist[i];
         if (t < 0 || (uint32_t)t >= n || cnt[t] == 0 || cnt[t] == PENALIZED) continue;
         float x = v[t];
-        if (excluded(x)) { cnt[t] = 0; continue; }
+        if (excluded(x)) {
+            cnt[t] = 0;
+            continue;
+        }
         if (sp->repeat_penalty != 1.0f) x = x > 0 ? x / sp->repeat_penalty : x * sp->repeat_penalty;
         if (sp->presence_penalty != 0.0f || sp->frequency_penalty != 0.0f)
             x -= (float)cnt[t] * sp->frequency_penalty + sp->presence_penalty;
@@ -215,14 +254,17 @@ uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_pa
         cnt[t] = PENALIZED;
     }
     uint32_t k = n;
-    if (usable < n || sp->n_biases) {   /* drop the excluded tokens so later stages skip them */
+    if (usable < n || sp->n_biases) { /* drop the excluded tokens so later stages skip them */
         k = 0;
         for (uint32_t i = 0; i < n; i++) {
             if (excluded(v[i]) && cnt[i] != PENALIZED) continue;
-            v[k] = v[i]; id[k] = id[i]; k++;
+            v[k] = v[i];
+            id[k] = id[i];
+            k++;
         }
     }
-    for (uint32_t i = from; i < n_hist; i++) if (hist[i] >= 0 && (uint32_t)hist[i] < n) cnt[hist[i]] = 0;
+    for (uint32_t i = from; i < n_hist; i++)
+        if (hist[i] >= 0 && (uint32_t)hist[i] < n) cnt[hist[i]] = 0;
     return k;
 }
 
@@ -230,7 +272,8 @@ uint32_t wlm_sample_logits(wlm_ctx *c, const float *logits, const wlm_sampler_pa
  * The scalar reference; wlm_first_above gives the same answer, skipping
  * sixteen entries at a time with SIMD where the build has it. */
 uint32_t wlm_first_above_ref(const float *x, uint32_t i, uint32_t n, float thr) {
-    for (; i < n; i++) if (x[i] > thr) return i;
+    for (; i < n; i++)
+        if (x[i] > thr) return i;
     return n;
 }
 
@@ -240,7 +283,7 @@ uint32_t wlm_first_above(const float *x, uint32_t i, uint32_t n, float thr) {
     for (; i + 16 <= n; i += 16) {
         v128_t a = wasm_v128_or(wasm_f32x4_gt(wasm_v128_load(x + i), t), wasm_f32x4_gt(wasm_v128_load(x + i + 4), t));
         v128_t b = wasm_v128_or(wasm_f32x4_gt(wasm_v128_load(x + i + 8), t), wasm_f32x4_gt(wasm_v128_load(x + i + 12), t));
-        if (wasm_v128_any_true(wasm_v128_or(a, b))) break;   /* the reference finds which one */
+        if (wasm_v128_any_true(wasm_v128_or(a, b))) break; /* the reference finds which one */
     }
 #endif
     return wlm_first_above_ref(x, i, n, thr);
@@ -260,32 +303,43 @@ static int allowed(const uint32_t *allow, uint32_t t) { return !allow || ((allow
  * tokens almost none are. Returns the count kept (0: no usable token). */
 static uint32_t top_k_direct(wlm_ctx *c, const float *logits, const uint32_t *allow, uint32_t k) {
     uint32_t n = c->m->hp.n_vocab, m = 0;
-    float *v = c->cand_val; int32_t *id = c->cand_id;
+    float *v = c->cand_val;
+    int32_t *id = c->cand_id;
     if (allow) {
         uint32_t nw = (n + 31) / 32, count = 0;
         for (uint32_t w = 0; w < nw; w++) count += (uint32_t)__builtin_popcount(allow[w]);
-        if (count <= n / 8) {   /* few allowed: gather them, then the heap */
+        if (count <= n / 8) { /* few allowed: gather them, then the heap */
             for (uint32_t w = 0; w < nw; w++)
                 for (uint32_t b = allow[w]; b; b &= b - 1) {
                     uint32_t t = w * 32 + (uint32_t)__builtin_ctz(b);
-                    if (t < n && !excluded(logits[t])) { v[m] = logits[t]; id[m] = (int32_t)t; m++; }
+                    if (t < n && !excluded(logits[t])) {
+                        v[m] = logits[t];
+                        id[m] = (int32_t)t;
+                        m++;
+                    }
                 }
             return m ? wlm_top_k_sorted(v, id, m, k, NULL) : 0;
         }
     }
     uint32_t i = 0;
-    for (; i < n && m < k; i++) {   /* the first k usable allowed tokens fill the heap */
+    for (; i < n && m < k; i++) { /* the first k usable allowed tokens fill the heap */
         if (!allowed(allow, i) || excluded(logits[i])) continue;
-        v[m] = logits[i]; id[m] = (int32_t)i; m++;
+        v[m] = logits[i];
+        id[m] = (int32_t)i;
+        m++;
     }
     if (m < k) return m ? wlm_top_k_sorted(v, id, m, m, NULL) : 0;
     for (uint32_t j = k / 2; j-- > 0;) sift_down(v, id, k, j);
-    for (;; i++) {   /* v[0], id[0]: the worst kept */
+    for (;; i++) { /* v[0], id[0]: the worst kept */
         i = wlm_first_above(logits, i, n, v[0]);
         if (i >= n) break;
-        if (allowed(allow, i)) { v[0] = logits[i]; id[0] = (int32_t)i; sift_down(v, id, k, 0); }
+        if (allowed(allow, i)) {
+            v[0] = logits[i];
+            id[0] = (int32_t)i;
+            sift_down(v, id, k, 0);
+        }
     }
-    return wlm_top_k_sorted(v, id, k, k, NULL);   /* sorts the heap */
+    return wlm_top_k_sorted(v, id, k, k, NULL); /* sorts the heap */
 }
 
 /* The candidates of stages 0-2 (ascending ids), or, when top_k_direct
@@ -301,7 +355,8 @@ static uint32_t candidates(wlm_ctx *c, const float *logits, const wlm_sampler_pa
 
 static uint32_t argmax(const float *v, uint32_t n) {
     uint32_t best = 0;
-    for (uint32_t i = 1; i < n; i++) if (v[i] > v[best]) best = i;
+    for (uint32_t i = 1; i < n; i++)
+        if (v[i] > v[best]) best = i;
     return best;
 }
 
@@ -313,7 +368,8 @@ static uint32_t argmax(const float *v, uint32_t n) {
 static uint32_t typical(float *v, int32_t *id, const float *s, double log_z, uint32_t k, float mass, void *tmp) {
     /* H = sum p (-log p), -log p = log_z - s */
     double h = 0;
-    for (uint32_t i = 0; i < k; i++) if (v[i] > 0.0f) h += (double)v[i] * (log_z - (double)s[i]);
+    for (uint32_t i = 0; i < k; i++)
+        if (v[i] > 0.0f) h += (double)v[i] * (log_z - (double)s[i]);
     uint32_t *key = tmp, *idx = key + k, *kb = idx + k, *ib = kb + k;
     for (uint32_t i = 0; i < k; i++) {
         /* |-log p - H| as a float >= 0, whose bits order as the values do;
@@ -322,14 +378,28 @@ static uint32_t typical(float *v, int32_t *id, const float *s, double log_z, uin
         __builtin_memcpy(&key[i], &d, 4);
         idx[i] = i;
     }
-    radix_sort(key, idx, kb, ib, k);   /* stable: ties keep the more likely first */
-    double cum = 0; uint32_t keep = k;
-    for (uint32_t j = 0; j < k; j++) { cum += v[idx[j]]; if (cum >= mass) { keep = j + 1; break; } }
-    uint8_t *in = (uint8_t *)kb;       /* the kept ones, by place */
+    radix_sort(key, idx, kb, ib, k); /* stable: ties keep the more likely first */
+    double cum = 0;
+    uint32_t keep = k;
+    for (uint32_t j = 0; j < k; j++) {
+        cum += v[idx[j]];
+        if (cum >= mass) {
+            keep = j + 1;
+            break;
+        }
+    }
+    uint8_t *in = (uint8_t *)kb; /* the kept ones, by place */
     for (uint32_t i = 0; i < k; i++) in[i] = 0;
     for (uint32_t j = 0; j < keep; j++) in[idx[j]] = 1;
-    uint32_t m = 0; double sum = 0;
-    for (uint32_t i = 0; i < k; i++) if (in[i]) { v[m] = v[i]; id[m] = id[i]; sum += v[m]; m++; }
+    uint32_t m = 0;
+    double sum = 0;
+    for (uint32_t i = 0; i < k; i++)
+        if (in[i]) {
+            v[m] = v[i];
+            id[m] = id[i];
+            sum += v[m];
+            m++;
+        }
     for (uint32_t i = 0; i < m; i++) v[i] = (float)(v[i] / sum);
     return m;
 }
@@ -338,7 +408,8 @@ static uint32_t typical(float *v, int32_t *id, const float *s, double log_z, uin
  * surviving candidates sorted best first in cand_id with probabilities in
  * cand_val (summing to 1) and returns their count. */
 static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t n) {
-    float *v = c->cand_val; int32_t *id = c->cand_id;
+    float *v = c->cand_val;
+    int32_t *id = c->cand_id;
     float inv_t = 1.0f / sp->temperature;
     uint32_t k = wlm_top_k_sorted(v, id, n, sp->top_k, c->sort_tmp);
     int typ = sp->typical_p > 0.0f && sp->typical_p < 1.0f;
@@ -356,17 +427,26 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
         float d = v[i] == top ? 0.0f : (v[i] - top) * inv_t;
         float p = v[i] == top ? 1.0f : wlm_expf(d);
         if (typ) sdiff[i] = d;
-        v[i] = p; sum += p;
+        v[i] = p;
+        sum += p;
     }
     for (uint32_t i = 0; i < k; i++) v[i] = (float)(v[i] / sum);
     if (typ) k = typical(v, id, sdiff, wlm_log(sum), k, sp->typical_p, c->sort_tmp);
     if (sp->top_p < 1.0f) {
-        double cum = 0; uint32_t keep = k;
-        for (uint32_t i = 0; i < k; i++) { cum += v[i]; if (cum >= sp->top_p) { keep = i + 1; break; } }
+        double cum = 0;
+        uint32_t keep = k;
+        for (uint32_t i = 0; i < k; i++) {
+            cum += v[i];
+            if (cum >= sp->top_p) {
+                keep = i + 1;
+                break;
+            }
+        }
         k = keep;
     }
     if (sp->min_p > 0.0f) {
-        float lim = v[0] * sp->min_p; uint32_t keep = 1;
+        float lim = v[0] * sp->min_p;
+        uint32_t keep = 1;
         while (keep < k && v[keep] >= lim) keep++;
         k = keep;
     }
@@ -386,13 +466,17 @@ static uint32_t filtered_dist(wlm_ctx *c, const wlm_sampler_params *sp, uint32_t
  * build), and the block sums added in order, so the context's threads can
  * share the blocks and the result is the same at any thread count. */
 #define LP_BLOCKS 32
-#define LP_MIN_PARALLEL 8192   /* a smaller vocabulary is not worth waking the threads */
+#define LP_MIN_PARALLEL 8192 /* a smaller vocabulary is not worth waking the threads */
 
 static float lp_value(float x) { return x > FLT_BIG ? FLT_BIG : x; }
 
 typedef struct lp_job {
-    const wlm_kernels *k; const float *logits; uint32_t n; wlm_pool *pool;
-    float bmax[LP_BLOCKS]; double bsum[LP_BLOCKS];
+    const wlm_kernels *k;
+    const float *logits;
+    uint32_t n;
+    wlm_pool *pool;
+    float bmax[LP_BLOCKS];
+    double bsum[LP_BLOCKS];
 } lp_job;
 
 static void lp_blocks(void *arg, uint32_t tid, uint32_t nth) {
@@ -405,7 +489,8 @@ static void lp_blocks(void *arg, uint32_t tid, uint32_t nth) {
     }
     wlm_pool_barrier(j->pool, nth);
     float m = -__builtin_inff();
-    for (uint32_t b = 0; b < LP_BLOCKS; b++) if (j->bmax[b] > m) m = j->bmax[b];
+    for (uint32_t b = 0; b < LP_BLOCKS; b++)
+        if (j->bmax[b] > m) m = j->bmax[b];
     for (uint32_t b = b0; b < b1; b++) {
         uint32_t i0 = WLM_MIN(j->n, b * bs), i1 = WLM_MIN(j->n, (b + 1) * bs);
         j->bsum[b] = i1 > i0 ? j->k->sum_exp(i1 - i0, j->logits + i0, m) : 0.0;
@@ -416,12 +501,19 @@ static void lp_blocks(void *arg, uint32_t tid, uint32_t nth) {
 static void model_lse(const wlm_kernels *k, wlm_pool *pool, uint32_t nth, const float *logits, uint32_t n,
                       float *m_out, float *log_s) {
     lp_job j;
-    j.k = k; j.logits = logits; j.n = n; j.pool = pool;
+    j.k = k;
+    j.logits = logits;
+    j.n = n;
+    j.pool = pool;
     wlm_pool_run(pool, lp_blocks, &j, pool && n >= LP_MIN_PARALLEL ? nth : 1);
     float m = -__builtin_inff();
     double s = 0;
-    for (uint32_t b = 0; b < LP_BLOCKS; b++) { if (j.bmax[b] > m) m = j.bmax[b]; s += j.bsum[b]; }
-    *m_out = m; *log_s = (float)wlm_log(s);
+    for (uint32_t b = 0; b < LP_BLOCKS; b++) {
+        if (j.bmax[b] > m) m = j.bmax[b];
+        s += j.bsum[b];
+    }
+    *m_out = m;
+    *log_s = (float)wlm_log(s);
 }
 
 static float model_logprob(const wlm_kernels *k, wlm_pool *pool, uint32_t nth, const float *logits, uint32_t n, int32_t tok) {
@@ -435,7 +527,8 @@ static float model_logprob(const wlm_kernels *k, wlm_pool *pool, uint32_t nth, c
 wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params *sp,
                       const int32_t *history, uint32_t n_history, wlm_rng *rng,
                       int32_t *token, float *logprob, wlm_err *err) {
-    wlm_err dummy; if (!err) err = &dummy;
+    wlm_err dummy;
+    if (!err) err = &dummy;
     wlm_status s;
     if (!c || !logits || !sp || !token) return wlm_fail(err, WLM_ERR_ARG, "wlm_sample: NULL argument");
     uint32_t n = c->m->hp.n_vocab;
@@ -450,7 +543,13 @@ wlm_status wlm_sample(wlm_ctx *c, const float *logits, const wlm_sampler_params 
         uint32_t k = filtered_dist(c, sp, m);
         float u = wlm_rng_float(rng), cum = 0;
         tok = c->cand_id[k - 1];
-        for (uint32_t i = 0; i < k; i++) { cum += c->cand_val[i]; if (u < cum) { tok = c->cand_id[i]; break; } }
+        for (uint32_t i = 0; i < k; i++) {
+            cum += c->cand_val[i];
+            if (u < cum) {
+                tok = c->cand_id[i];
+                break;
+            }
+        }
     }
     *token = tok;
     if (logprob) *logprob = model_logprob(c->k, c->pool, c->n_thr, logits, n, tok);
@@ -462,24 +561,40 @@ uint32_t wlm_sample_dist(wlm_ctx *c, const float *logits, const wlm_sampler_para
     if (!c || !logits || !sp || check_params(sp, c->m->hp.n_vocab, 0) || cap == 0) return 0;
     uint32_t m = candidates(c, logits, sp, history, n_history);
     if (m == 0) return 0;
-    if (sp->temperature == 0.0f) { ids[0] = c->cand_id[argmax(c->cand_val, m)]; probs[0] = 1.0f; return 1; }
+    if (sp->temperature == 0.0f) {
+        ids[0] = c->cand_id[argmax(c->cand_val, m)];
+        probs[0] = 1.0f;
+        return 1;
+    }
     uint32_t k = filtered_dist(c, sp, m);
     if (k > cap) k = cap;
-    for (uint32_t i = 0; i < k; i++) { ids[i] = c->cand_id[i]; probs[i] = c->cand_val[i]; }
+    for (uint32_t i = 0; i < k; i++) {
+        ids[i] = c->cand_id[i];
+        probs[i] = c->cand_val[i];
+    }
     return k;
 }
 
 uint32_t wlm_top_logprobs(wlm_ctx *c, const float *logits, uint32_t n, int32_t *ids, float *logprobs) {
     if (!c || !logits || !ids || !logprobs || n == 0) return 0;
     uint32_t nv = c->m->hp.n_vocab, usable = 0;
-    float *v = c->cand_val; int32_t *id = c->cand_id;
-    for (uint32_t i = 0; i < nv; i++) if (!excluded(logits[i])) { v[usable] = logits[i]; id[usable] = (int32_t)i; usable++; }
+    float *v = c->cand_val;
+    int32_t *id = c->cand_id;
+    for (uint32_t i = 0; i < nv; i++)
+        if (!excluded(logits[i])) {
+            v[usable] = logits[i];
+            id[usable] = (int32_t)i;
+            usable++;
+        }
     if (usable == 0) return 0;
     /* the sampler's own order: the heap for a few, the radix sort for many */
     uint32_t k = wlm_top_k_sorted(v, id, usable, n < usable ? n : usable, c->sort_tmp);
     float m, log_s;
     model_lse(c->k, c->pool, c->n_thr, logits, nv, &m, &log_s);
-    for (uint32_t i = 0; i < k; i++) { ids[i] = id[i]; logprobs[i] = (lp_value(logits[id[i]]) - m) - log_s; }
+    for (uint32_t i = 0; i < k; i++) {
+        ids[i] = id[i];
+        logprobs[i] = (lp_value(logits[id[i]]) - m) - log_s;
+    }
     return k;
 }
 

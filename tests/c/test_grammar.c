@@ -13,9 +13,62 @@
 /* ---- a small SentencePiece vocabulary built in memory ------------------------ */
 
 static const char *const k_pieces[] = {
-    "\xe2\x96\x81", "a", "b", "c", "ab", "abc", ("\xe2\x96\x81" "a"), "x", "y", "z", "1", "2", "12", "+", "*", "(", ")", "((",
-    "{", "}", "\"", "{\"", "\":", "\",", "\"}", ",", ":", "[", "]", "true", "false", "null", "\xc3\xa9", "\xc3\xa9t\xc3\xa9", "\xf0\x9f\x98\x80",
-    "\\", "\\n", "\\\"", "a\"", "ab\",", "0", "-", ".", "e", "E", " ", "  ", "\n", "x1", "if", "then", "else", "end", "=", ";",
+    "\xe2\x96\x81",
+    "a",
+    "b",
+    "c",
+    "ab",
+    "abc",
+    ("\xe2\x96\x81"
+     "a"),
+    "x",
+    "y",
+    "z",
+    "1",
+    "2",
+    "12",
+    "+",
+    "*",
+    "(",
+    ")",
+    "((",
+    "{",
+    "}",
+    "\"",
+    "{\"",
+    "\":",
+    "\",",
+    "\"}",
+    ",",
+    ":",
+    "[",
+    "]",
+    "true",
+    "false",
+    "null",
+    "\xc3\xa9",
+    "\xc3\xa9t\xc3\xa9",
+    "\xf0\x9f\x98\x80",
+    "\\",
+    "\\n",
+    "\\\"",
+    "a\"",
+    "ab\",",
+    "0",
+    "-",
+    ".",
+    "e",
+    "E",
+    " ",
+    "  ",
+    "\n",
+    "x1",
+    "if",
+    "then",
+    "else",
+    "end",
+    "=",
+    ";",
 };
 #define N_PIECES (sizeof k_pieces / sizeof k_pieces[0])
 
@@ -23,16 +76,33 @@ static const char *const k_pieces[] = {
 static int small_vocab(tvocab *t) {
     uint32_t n = 4 + 256 + N_PIECES;
     const char **tok = malloc(sizeof(char *) * n);
-    char (*bytes)[8] = malloc(8 * 256);
-    float *sc = malloc(4 * n); int32_t *ty = malloc(4 * n);
-    tok[0] = "<unk>"; tok[1] = "<s>"; tok[2] = "</s>"; tok[3] = "<|ctl|>";
-    ty[0] = 2; ty[1] = 3; ty[2] = 3; ty[3] = 3;
-    for (int b = 0; b < 256; b++) { snprintf(bytes[b], 8, "<0x%02X>", b); tok[4 + b] = bytes[b]; ty[4 + b] = 6; }
-    for (uint32_t i = 0; i < N_PIECES; i++) { tok[260 + i] = k_pieces[i]; ty[260 + i] = 1; }
+    char(*bytes)[8] = malloc(8 * 256);
+    float *sc = malloc(4 * n);
+    int32_t *ty = malloc(4 * n);
+    tok[0] = "<unk>";
+    tok[1] = "<s>";
+    tok[2] = "</s>";
+    tok[3] = "<|ctl|>";
+    ty[0] = 2;
+    ty[1] = 3;
+    ty[2] = 3;
+    ty[3] = 3;
+    for (int b = 0; b < 256; b++) {
+        snprintf(bytes[b], 8, "<0x%02X>", b);
+        tok[4 + b] = bytes[b];
+        ty[4 + b] = 6;
+    }
+    for (uint32_t i = 0; i < N_PIECES; i++) {
+        tok[260 + i] = k_pieces[i];
+        ty[260 + i] = 1;
+    }
     for (uint32_t i = 0; i < n; i++) sc[i] = -(float)i;
-    gbuf b; gb_begin(&b);
+    gbuf b;
+    gb_begin(&b);
     gb_kv_str(&b, "tokenizer.ggml.model", "llama");
-    gb_tokens(&b, tok, n); gb_scores(&b, sc, n); gb_types(&b, ty, n);
+    gb_tokens(&b, tok, n);
+    gb_scores(&b, sc, n);
+    gb_types(&b, ty, n);
     gb_kv_u32(&b, "tokenizer.ggml.bos_token_id", 1);
     gb_kv_u32(&b, "tokenizer.ggml.eos_token_id", 2);
     gb_kv_u32(&b, "tokenizer.ggml.unknown_token_id", 0);
@@ -41,17 +111,24 @@ static int small_vocab(tvocab *t) {
     wlm_err err = { 0 };
     int ok = tv_load_bytes(t, data, size, &err);
     if (!ok) fprintf(stderr, "  small vocab: %s\n", err.msg);
-    free(tok); free(bytes); free(sc); free(ty);
+    free(tok);
+    free(bytes);
+    free(sc);
+    free(ty);
     return ok;
 }
 
 /* one shared trie for the recognizer tests */
-static tvocab g_tv; static wlm_gvocab *g_gv;
+static tvocab g_tv;
+static wlm_gvocab *g_gv;
 static wlm_gvocab *small_gv(void) {
     if (!g_gv) {
         if (!small_vocab(&g_tv)) return NULL;
         wlm_err err = { 0 };
-        if (wlm_gvocab_build(&g_gv, &g_tv.v, &err) != WLM_OK) { fprintf(stderr, "  trie: %s\n", err.msg); return NULL; }
+        if (wlm_gvocab_build(&g_gv, &g_tv.v, &err) != WLM_OK) {
+            fprintf(stderr, "  trie: %s\n", err.msg);
+            return NULL;
+        }
     }
     return g_gv;
 }
@@ -68,7 +145,10 @@ static wlm_grammar *compile(const char *text, wlm_err *err) {
 static int match(const char *grammar, const char *text, uint32_t len) {
     wlm_err err;
     wlm_grammar *g = compile(grammar, &err);
-    if (!g) { fprintf(stderr, "  compile %s: %s\n", grammar, err.msg); return -2; }
+    if (!g) {
+        fprintf(stderr, "  compile %s: %s\n", grammar, err.msg);
+        return -2;
+    }
     uint32_t s;
     int r = -2;
     if (wlm_grammar_state_new(g, &s, &err) == WLM_OK)
@@ -84,7 +164,11 @@ static int match(const char *grammar, const char *text, uint32_t len) {
 static int fails_with(const char *grammar, const char *part1, const char *part2) {
     wlm_err err;
     wlm_grammar *g = compile(grammar, &err);
-    if (g) { wlm_grammar_free(g); fprintf(stderr, "  compiled: %s\n", grammar); return 0; }
+    if (g) {
+        wlm_grammar_free(g);
+        fprintf(stderr, "  compiled: %s\n", grammar);
+        return 0;
+    }
     int ok = err.code != WLM_OK && strstr(err.msg, part1) && (!part2 || strstr(err.msg, part2));
     if (!ok) fprintf(stderr, "  %s\n  -> %s\n", grammar, err.msg);
     return ok;
@@ -102,15 +186,24 @@ TEST(grammar_sorts_both_widths) {
         uint32_t n = sizes[k];
         uint64_t sa = 0, sb = 0, xa = 0, xb = 0;
         for (uint32_t i = 0; i < n; i++) {
-            a[i] = tst_rand() % 50;   /* many duplicates */
+            a[i] = tst_rand() % 50; /* many duplicates */
             b[i] = ((uint64_t)(tst_rand() % 1000) << 32) | tst_rand();
-            sa += a[i]; sb += b[i]; xa ^= a[i] * 2654435761u; xb ^= b[i] * 11400714819323198485ull;
+            sa += a[i];
+            sb += b[i];
+            xa ^= a[i] * 2654435761u;
+            xb ^= b[i] * 11400714819323198485ull;
         }
         wlm_sort_u32(a, n);
         wlm_sort_u64(b, n);
         for (uint32_t i = 0; i < n; i++) {
-            if (i) { CHECKF(a[i - 1] <= a[i], "u32 n=%u: out of order at %u", n, i); CHECKF(b[i - 1] <= b[i], "u64 n=%u: out of order at %u", n, i); }
-            sa -= a[i]; sb -= b[i]; xa ^= a[i] * 2654435761u; xb ^= b[i] * 11400714819323198485ull;
+            if (i) {
+                CHECKF(a[i - 1] <= a[i], "u32 n=%u: out of order at %u", n, i);
+                CHECKF(b[i - 1] <= b[i], "u64 n=%u: out of order at %u", n, i);
+            }
+            sa -= a[i];
+            sb -= b[i];
+            xa ^= a[i] * 2654435761u;
+            xb ^= b[i] * 11400714819323198485ull;
         }
         CHECKF(sa == 0 && xa == 0 && sb == 0 && xb == 0, "n=%u: not a permutation of the input", n);
     }
@@ -132,37 +225,68 @@ TEST(grammar_literals_and_sequences) {
 
 TEST(grammar_alternation_grouping_repetition) {
     const char *g = "root ::= (\"a\" | \"b\") \"c\" | \"d\"";
-    FULL(g, "ac"); FULL(g, "bc"); FULL(g, "d"); REFUSE(g, "c"); REFUSE(g, "dc");
-    FULL("root ::= \"a\"*", ""); FULL("root ::= \"a\"*", "aaaa");
-    PREFIX("root ::= \"a\"+", ""); FULL("root ::= \"a\"+", "aaa");
-    FULL("root ::= \"a\"? \"b\"", "b"); FULL("root ::= \"a\"? \"b\"", "ab"); REFUSE("root ::= \"a\"? \"b\"", "aab");
-    FULL("root ::= \"a\"{3}", "aaa"); PREFIX("root ::= \"a\"{3}", "aa"); REFUSE("root ::= \"a\"{3}", "aaaa");
-    PREFIX("root ::= \"a\"{2,}", "a"); FULL("root ::= \"a\"{2,}", "aaaaaa");
-    FULL("root ::= \"a\"{1,3} \"b\"", "ab"); FULL("root ::= \"a\"{1,3} \"b\"", "aaab"); REFUSE("root ::= \"a\"{1,3} \"b\"", "aaaab");
-    FULL("root ::= \"a\"{,2} \"b\"", "b"); FULL("root ::= \"a\"{ , 2 } \"b\"", "aab"); REFUSE("root ::= \"a\"{,2} \"b\"", "aaab");
-    FULL("root ::= \"a\"{0} \"b\"", "b"); REFUSE("root ::= \"a\"{0} \"b\"", "ab");
+    FULL(g, "ac");
+    FULL(g, "bc");
+    FULL(g, "d");
+    REFUSE(g, "c");
+    REFUSE(g, "dc");
+    FULL("root ::= \"a\"*", "");
+    FULL("root ::= \"a\"*", "aaaa");
+    PREFIX("root ::= \"a\"+", "");
+    FULL("root ::= \"a\"+", "aaa");
+    FULL("root ::= \"a\"? \"b\"", "b");
+    FULL("root ::= \"a\"? \"b\"", "ab");
+    REFUSE("root ::= \"a\"? \"b\"", "aab");
+    FULL("root ::= \"a\"{3}", "aaa");
+    PREFIX("root ::= \"a\"{3}", "aa");
+    REFUSE("root ::= \"a\"{3}", "aaaa");
+    PREFIX("root ::= \"a\"{2,}", "a");
+    FULL("root ::= \"a\"{2,}", "aaaaaa");
+    FULL("root ::= \"a\"{1,3} \"b\"", "ab");
+    FULL("root ::= \"a\"{1,3} \"b\"", "aaab");
+    REFUSE("root ::= \"a\"{1,3} \"b\"", "aaaab");
+    FULL("root ::= \"a\"{,2} \"b\"", "b");
+    FULL("root ::= \"a\"{ , 2 } \"b\"", "aab");
+    REFUSE("root ::= \"a\"{,2} \"b\"", "aaab");
+    FULL("root ::= \"a\"{0} \"b\"", "b");
+    REFUSE("root ::= \"a\"{0} \"b\"", "ab");
     FULL("root ::= (\"ab\" | \"c\")* \"!\"", "abcab!");
     FULL("root ::= \"a\" * \"b\"", "aaab"); /* a space before the operator */
     FULL("root ::= (\"x\"+)? \"y\"", "xxy");
     /* long sequences and many alternatives (their item lists grow past their first capacity) */
     const char *seq = "root ::= \"a\" b \"c\" b \"e\" b \"g\" b \"i\" b \"k\" b \"m\" b \"o\" b \"q\" b \"s\" b \"u\"\nb ::= [0-9]";
-    FULL(seq, "a1c2e3g4i5k6m7o8q9s0u"); REFUSE(seq, "a1c2e3g4i5k6m7o8q9s0a"); REFUSE(seq, "a1c2e3g4i5k6m7o8q9sxu");
+    FULL(seq, "a1c2e3g4i5k6m7o8q9s0u");
+    REFUSE(seq, "a1c2e3g4i5k6m7o8q9s0a");
+    REFUSE(seq, "a1c2e3g4i5k6m7o8q9sxu");
     const char *alt = "root ::= (\"a\" | \"b\" | \"c\" | \"d\" | \"e\" | \"f\" | \"g\" | \"h\" | \"i\" | \"j\" | \"k\" | \"l\" | \"m\" | \"n\" | \"o\" | \"p\" | \"q\" | \"r\" | \"s\" | \"t\")+";
-    FULL(alt, "abcdefghijklmnopqrst"); REFUSE(alt, "u");
+    FULL(alt, "abcdefghijklmnopqrst");
+    REFUSE(alt, "u");
 }
 
 TEST(grammar_classes_and_any) {
-    FULL("root ::= [a-z]+", "hello"); REFUSE("root ::= [a-z]+", "Hello");
-    FULL("root ::= [^a-z]+", "HELLO1"); REFUSE("root ::= [^a-z]+", "Hx");
-    FULL("root ::= [a-]+", "a-a"); FULL("root ::= [-a]+", "-a"); REFUSE("root ::= [a-]+", "b");
-    FULL("root ::= [\\]\\\\\\[]+", "]\\["); FULL("root ::= [\\x41-\\x43]+", "ABC"); REFUSE("root ::= [\\x41-\\x43]", "D");
-    FULL("root ::= [\\u00e0-\\u00ff]", "\xc3\xa9"); REFUSE("root ::= [\\u00e0-\\u00ff]", "\xc3\x80");
+    FULL("root ::= [a-z]+", "hello");
+    REFUSE("root ::= [a-z]+", "Hello");
+    FULL("root ::= [^a-z]+", "HELLO1");
+    REFUSE("root ::= [^a-z]+", "Hx");
+    FULL("root ::= [a-]+", "a-a");
+    FULL("root ::= [-a]+", "-a");
+    REFUSE("root ::= [a-]+", "b");
+    FULL("root ::= [\\]\\\\\\[]+", "]\\[");
+    FULL("root ::= [\\x41-\\x43]+", "ABC");
+    REFUSE("root ::= [\\x41-\\x43]", "D");
+    FULL("root ::= [\\u00e0-\\u00ff]", "\xc3\xa9");
+    REFUSE("root ::= [\\u00e0-\\u00ff]", "\xc3\x80");
     FULL("root ::= [\\U0001F600-\\U0001F64F]", "\xf0\x9f\x98\x80");
     FULL("root ::= [\xc3\xa9\xc3\xa8]", "\xc3\xa8"); /* raw UTF-8 in a class */
     FULL("root ::= [^\"\\\\]*", "any \xe2\x82\xac text");
-    FULL("root ::= .", "\xf0\x9f\x98\x80"); FULL("root ::= ...", "a\xc3\xa9z"); REFUSE("root ::= .", "ab");
+    FULL("root ::= .", "\xf0\x9f\x98\x80");
+    FULL("root ::= ...", "a\xc3\xa9z");
+    REFUSE("root ::= .", "ab");
     /* bytes that are not UTF-8 are never a character */
-    REFUSE("root ::= .*", "\xff"); REFUSE("root ::= .*", "\xc3\x28"); REFUSE("root ::= .*", "\xed\xa0\x80"); REFUSE("root ::= .*", "\xc0\x80");
+    REFUSE("root ::= .*", "\xff");
+    REFUSE("root ::= .*", "\xc3\x28");
+    REFUSE("root ::= .*", "\xed\xa0\x80");
+    REFUSE("root ::= .*", "\xc0\x80");
     PREFIX("root ::= .*  \"!\"", "\xc3"); /* a character split across calls */
 }
 
@@ -175,8 +299,11 @@ TEST(grammar_rules_comments_layout) {
         "  | \"hello\"\n"
         "name-list ::= name_1 (\" and \" name_1)*\n"
         "name_1 ::= [A-Z] [a-z]*\n";
-    FULL(g, "hi"); FULL(g, "hello, Ann and Bo"); REFUSE(g, "hello, ann");
-    FULL("root ::= a\na ::= | \"x\"", ""); FULL("root ::= a\na ::= | \"x\"", "x");
+    FULL(g, "hi");
+    FULL(g, "hello, Ann and Bo");
+    REFUSE(g, "hello, ann");
+    FULL("root ::= a\na ::= | \"x\"", "");
+    FULL("root ::= a\na ::= | \"x\"", "x");
     FULL("root ::= b b ::= \"q\"", "q"); /* a rule may follow on the same line */
     FULL("root ::= (\n  \"a\"\n  \"b\"\n)", "ab");
     FULL("root::=\"a\"|\"b\"", "b");
@@ -212,7 +339,8 @@ TEST(grammar_recursion) {
     wlm_err err;
     wlm_grammar *g = compile("root ::= \"a\" root | \"b\"", &err);
     REQUIRE(g);
-    uint32_t s; REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
+    uint32_t s;
+    REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
     for (int i = 0; i < 20000; i++) REQUIRE(wlm_grammar_accept_bytes(g, s, "a", 1, &err) == WLM_OK);
     CHECK(!wlm_grammar_can_end(g, s));
     CHECK(wlm_grammar_accept_bytes(g, s, "b", 1, &err) == WLM_OK && wlm_grammar_can_end(g, s));
@@ -220,7 +348,9 @@ TEST(grammar_recursion) {
     wlm_grammar_free(g);
     /* nesting: balanced parentheses, bounded by the stack depth limit */
     const char *par = "root ::= \"(\" root \")\" root | \"\"";
-    FULL(par, "(()(()))"); PREFIX(par, "(()"); REFUSE(par, "())");
+    FULL(par, "(()(()))");
+    PREFIX(par, "(()");
+    REFUSE(par, "())");
     g = compile(par, &err);
     REQUIRE(g);
     REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
@@ -230,13 +360,16 @@ TEST(grammar_recursion) {
     CHECK(wlm_grammar_stat(g, WLM_GS_TRUNCATED) > 0);
     wlm_grammar_free(g);
     /* nullable bodies under a loop end their closure */
-    FULL("root ::= (\"a\"?)* \"b\"", "aab"); FULL("root ::= (\"\")* \"x\"", "x");
+    FULL("root ::= (\"a\"?)* \"b\"", "aab");
+    FULL("root ::= (\"\")* \"x\"", "x");
     FULL("root ::= (a | b)* \"!\"\na ::= \"a\"?\nb ::= \"b\"*", "abba!");
     /* a call before reading that is the last thing of its rule is fine */
     FULL("root ::= \"x\" | root", "x");
     /* mutual recursion through non-nullable prefixes */
     const char *e = "root ::= expr\nexpr ::= term ((\"+\" | \"-\") term)*\nterm ::= factor ((\"*\" | \"/\") factor)*\nfactor ::= [0-9]+ | \"(\" expr \")\"";
-    FULL(e, "1+2*(3-4)/5"); PREFIX(e, "(1+"); REFUSE(e, "1+*2");
+    FULL(e, "1+2*(3-4)/5");
+    PREFIX(e, "(1+");
+    REFUSE(e, "1+*2");
 }
 
 TEST(grammar_errors) {
@@ -269,10 +402,13 @@ TEST(grammar_errors) {
     FAILS("root ::= \"a\"\n\n  \"b\" !", "line 3, column 7", "found '!'");
     FAILS("root ::= \"a\"\nx y ::= \"b\"", "undefined rule 'x'", "line 2, column 1"); /* x continues root's body */
     /* limits */
-    char deep[800]; int k = 0;
+    char deep[800];
+    int k = 0;
     k += snprintf(deep + k, sizeof deep - k, "root ::= ");
     for (int i = 0; i < 200; i++) deep[k++] = '(';
-    deep[k++] = '"'; deep[k++] = 'a'; deep[k++] = '"';
+    deep[k++] = '"';
+    deep[k++] = 'a';
+    deep[k++] = '"';
     for (int i = 0; i < 200; i++) deep[k++] = ')';
     deep[k] = 0;
     FAILS(deep, "nested deeper than 128", NULL);
@@ -289,7 +425,8 @@ TEST(grammar_utf8_split_across_calls) {
     wlm_err err;
     wlm_grammar *g = compile("root ::= \"<\" [\\u00e0-\\u00ff\\U0001F600]+ \">\"", &err);
     REQUIRE(g);
-    uint32_t s; REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
+    uint32_t s;
+    REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
     CHECK(wlm_grammar_accept_bytes(g, s, "<\xc3", 2, &err) == WLM_OK);
     CHECK(!wlm_grammar_can_end(g, s));
     CHECK(wlm_grammar_accept_bytes(g, s, "\xa9\xf0\x9f", 3, &err) == WLM_OK);
@@ -299,7 +436,8 @@ TEST(grammar_utf8_split_across_calls) {
     CHECK(g->state[s] == before);                                     /* a refused byte changes nothing */
     CHECK(wlm_grammar_accept_bytes(g, s, "\x80>", 2, &err) == WLM_OK && wlm_grammar_can_end(g, s));
     /* a lead byte whose every completion is outside the class is refused at once */
-    uint32_t t; REQUIRE(wlm_grammar_state_new(g, &t, &err) == WLM_OK);
+    uint32_t t;
+    REQUIRE(wlm_grammar_state_new(g, &t, &err) == WLM_OK);
     CHECK(wlm_grammar_accept_bytes(g, t, "<\xe2", 2, &err) != WLM_OK);
     CHECK(wlm_grammar_accept_bytes(g, t, "<\xc3", 2, &err) == WLM_OK);
     CHECK(wlm_grammar_accept_bytes(g, t, "\x9f", 1, &err) != WLM_OK); /* U+00DF: below the range */
@@ -321,8 +459,9 @@ TEST(grammar_states_tokens_and_eog) {
     CHECK(wlm_grammar_accept(g, s, c, &err) != WLM_OK && strstr(err.msg, "not allowed here"));
     CHECK(wlm_grammar_accept(g, s, ab, &err) == WLM_OK && wlm_grammar_can_end(g, s));
     REQUIRE(wlm_grammar_state_new(g, &t, &err) == WLM_OK);
-    CHECK(wlm_grammar_state_copy(g, t, s, &err) == WLM_OK);       /* a fork */
-    const uint32_t *m; uint32_t n = 0;
+    CHECK(wlm_grammar_state_copy(g, t, s, &err) == WLM_OK); /* a fork */
+    const uint32_t *m;
+    uint32_t n = 0;
     REQUIRE(wlm_grammar_mask(g, s, 0, &m, &n, &err) == WLM_OK);
     CHECK(n >= 2 && (m[c >> 5] >> (c & 31) & 1) && (m[0] >> 2 & 1) && !(m[0] >> 3 & 1) && !(m[ab >> 5] >> (ab & 31) & 1));
     REQUIRE(wlm_grammar_mask(g, s, WLM_GRAMMAR_NO_EOG, &m, &n, &err) == WLM_OK);
@@ -331,9 +470,9 @@ TEST(grammar_states_tokens_and_eog) {
     REQUIRE(wlm_grammar_mask(g, s, 0, &m, &n, &err) == WLM_OK);
     CHECK(n == 0 && wlm_grammar_can_end(g, s) && (m[0] >> 2 & 1)); /* complete: only EOS */
     CHECK(wlm_grammar_accept(g, s, 2, &err) == WLM_OK);
-    CHECK(wlm_grammar_accept(g, s, c, &err) != WLM_OK);             /* nothing after the end */
-    CHECK(wlm_grammar_can_end(g, t));                                /* the fork did not move */
-    CHECK(wlm_grammar_accept(g, t, abc, &err) != WLM_OK);            /* "ab" + "abc" */
+    CHECK(wlm_grammar_accept(g, s, c, &err) != WLM_OK);   /* nothing after the end */
+    CHECK(wlm_grammar_can_end(g, t));                     /* the fork did not move */
+    CHECK(wlm_grammar_accept(g, t, abc, &err) != WLM_OK); /* "ab" + "abc" */
     wlm_grammar_state_free(g, t);
     CHECK(wlm_grammar_accept(g, t, c, &err) != WLM_OK && strstr(err.msg, "no recognizer state"));
     /* every state slot in use */
@@ -364,7 +503,10 @@ static const char *const k_grammars[] = {
     "cond ::= expr (\"<\" | \"=\") expr\nexpr ::= ident | [0-9]+ | \"(\" expr \" + \" expr \")\"\nident ::= [a-z]{1,3}\n",
 };
 
-static uint32_t lcg(uint32_t *r) { *r = *r * 1664525u + 1013904223u; return *r >> 8; }
+static uint32_t lcg(uint32_t *r) {
+    *r = *r * 1664525u + 1013904223u;
+    return *r >> 8;
+}
 
 /* Random walks through grammar gi over trie gv (vocabulary voc): at each
  * step the fast mask equals the direct one; then an allowed token (or, one
@@ -373,13 +515,20 @@ static void walk_check(const wlm_gvocab *gv, const char *grammar, uint32_t seed,
     wlm_err err = { 0 };
     wlm_grammar *g = NULL;
     if (wlm_grammar_compile(&g, gv, grammar, (uint32_t)strlen(grammar), &err) != WLM_OK) {
-        fprintf(stderr, "  %s: %s\n", what, err.msg); tst_failed_checks++; return;
+        fprintf(stderr, "  %s: %s\n", what, err.msg);
+        tst_failed_checks++;
+        return;
     }
     uint32_t nw = gv->n_words, *ref = malloc(4 * nw), r = seed, s;
     REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
     for (int step = 0; step < steps; step++) {
-        const uint32_t *m; uint32_t n = 0;
-        if (wlm_grammar_mask(g, s, 0, &m, &n, &err) != WLM_OK) { fprintf(stderr, "  %s: %s\n", what, err.msg); tst_failed_checks++; break; }
+        const uint32_t *m;
+        uint32_t n = 0;
+        if (wlm_grammar_mask(g, s, 0, &m, &n, &err) != WLM_OK) {
+            fprintf(stderr, "  %s: %s\n", what, err.msg);
+            tst_failed_checks++;
+            break;
+        }
         uint32_t *fast = malloc(4 * nw);
         memcpy(fast, m, 4 * nw);
         CHECK(wlm_grammar_mask_direct(g, g->state[s], ref, &err) == WLM_OK);
@@ -391,8 +540,14 @@ static void walk_check(const wlm_gvocab *gv, const char *grammar, uint32_t seed,
         }
         CHECKF(diff < 0, "%s seed %u step %d: token %d fast %d direct %d", what, seed, step, diff,
                diff >= 0 ? (int)(fast[diff >> 5] >> (diff & 31) & 1) : 0, diff >= 0 ? (int)(ref[diff >> 5] >> (diff & 31) & 1) : 0);
-        if (diff >= 0) { free(fast); break; }
-        if (count == 0 || (n == 0 && wlm_grammar_can_end(g, s))) { free(fast); break; }
+        if (diff >= 0) {
+            free(fast);
+            break;
+        }
+        if (count == 0 || (n == 0 && wlm_grammar_can_end(g, s))) {
+            free(fast);
+            break;
+        }
         /* pick the k-th allowed non-EOG token */
         uint32_t k = n ? lcg(&r) % n : 0, pick = 0;
         for (uint32_t t = 0; t < gv->n_vocab; t++) {
@@ -400,10 +555,17 @@ static void walk_check(const wlm_gvocab *gv, const char *grammar, uint32_t seed,
             int eog = 0;
             for (uint32_t e = 0; e < gv->n_eog; e++) eog |= gv->eog[e] == (int32_t)t;
             if (eog) continue;
-            if (k-- == 0) { pick = t; break; }
+            if (k-- == 0) {
+                pick = t;
+                break;
+            }
         }
         free(fast);
-        if (wlm_grammar_accept(g, s, (int32_t)pick, &err) != WLM_OK) { fprintf(stderr, "  %s: %s\n", what, err.msg); tst_failed_checks++; break; }
+        if (wlm_grammar_accept(g, s, (int32_t)pick, &err) != WLM_OK) {
+            fprintf(stderr, "  %s: %s\n", what, err.msg);
+            tst_failed_checks++;
+            break;
+        }
     }
     free(ref);
     wlm_grammar_free(g);
@@ -417,9 +579,18 @@ TEST(grammar_mask_matches_direct_small_vocab) {
 
 static void vocab_walks(const char *rel, int seeds, int steps) {
     tvocab t;
-    if (!tv_load(&t, rel)) { tst_failed_checks++; return; }
-    wlm_gvocab *gv = NULL; wlm_err err = { 0 };
-    if (wlm_gvocab_build(&gv, &t.v, &err) != WLM_OK) { fprintf(stderr, "  %s: %s\n", rel, err.msg); tst_failed_checks++; tv_free(&t); return; }
+    if (!tv_load(&t, rel)) {
+        tst_failed_checks++;
+        return;
+    }
+    wlm_gvocab *gv = NULL;
+    wlm_err err = { 0 };
+    if (wlm_gvocab_build(&gv, &t.v, &err) != WLM_OK) {
+        fprintf(stderr, "  %s: %s\n", rel, err.msg);
+        tst_failed_checks++;
+        tv_free(&t);
+        return;
+    }
     for (uint32_t gi = 0; gi < sizeof k_grammars / sizeof k_grammars[0]; gi++)
         for (int seed = 1; seed <= seeds; seed++) walk_check(gv, k_grammars[gi], (uint32_t)seed * 104729u + gi, steps, rel);
     wlm_gvocab_free(gv);
@@ -449,12 +620,14 @@ TEST(grammar_mask_matches_direct_gpt2_bpe) { vocab_walks("vocab/ggml-vocab-gpt-2
 TEST(grammar_vocab_trie) {
     tvocab t;
     REQUIRE(tv_load(&t, "vocab/ggml-vocab-gpt-2.gguf"));
-    wlm_gvocab *gv = NULL; wlm_err err = { 0 };
+    wlm_gvocab *gv = NULL;
+    wlm_err err = { 0 };
     REQUIRE(wlm_gvocab_build(&gv, &t.v, &err) == WLM_OK);
     CHECK(gv->n_tokens + gv->n_eog <= gv->n_vocab && gv->n_tokens > 50000);
     CHECK(gv->end[0] == gv->n_nodes && gv->depth[0] == 0);
     /* rebuild each token's bytes from the trie and compare */
-    unsigned char path[4096]; char tb[4096];
+    unsigned char path[4096];
+    char tb[4096];
     int bad = 0;
     for (uint32_t i = 1; i < gv->n_nodes && !bad; i++) {
         path[gv->depth[i] - 1] = gv->byte[i];
@@ -478,9 +651,13 @@ TEST(grammar_sampler_allow) {
     REQUIRE(raw);
     unsigned char *file = tst_sys_copy(raw, size);
     free(raw);
-    wlm_model *m = NULL; wlm_ctx *c = NULL; wlm_err err = { 0 };
+    wlm_model *m = NULL;
+    wlm_ctx *c = NULL;
+    wlm_err err = { 0 };
     REQUIRE(wlm_model_load(&m, file, size, &err) == WLM_OK);
-    wlm_ctx_params cp; wlm_ctx_default_params(&cp); cp.n_ctx = 64;
+    wlm_ctx_params cp;
+    wlm_ctx_default_params(&cp);
+    cp.n_ctx = 64;
     REQUIRE(wlm_ctx_new(&c, m, &cp, &err) == WLM_OK);
     uint32_t nv = wlm_model_hparams(m)->n_vocab, allow[16] = { 0 };
     float *l = malloc(4 * nv);
@@ -489,26 +666,44 @@ TEST(grammar_sampler_allow) {
     uint32_t ids[] = { 0, 5, 97, 194, 300 };
     for (uint32_t i = 0; i < 5; i++) allow[ids[i] >> 5] |= 1u << (ids[i] & 31);
     float temps[] = { 0.0f, 1e-4f, 0.7f, 1.0f, 5.0f, 1000.0f };
-    wlm_rng rng; wlm_rng_seed(&rng, 7);
+    wlm_rng rng;
+    wlm_rng_seed(&rng, 7);
     int outside = 0, seen[5] = { 0 };
     for (int ti = 0; ti < 6; ti++) {
-        wlm_sampler_params sp; wlm_sampler_default_params(&sp);
-        sp.temperature = temps[ti]; sp.allow = allow;
-        if (ti == 5) { sp.top_k = 0; sp.top_p = 1; sp.min_p = 0; }
+        wlm_sampler_params sp;
+        wlm_sampler_default_params(&sp);
+        sp.temperature = temps[ti];
+        sp.allow = allow;
+        if (ti == 5) {
+            sp.top_k = 0;
+            sp.top_p = 1;
+            sp.min_p = 0;
+        }
         for (int k = 0; k < 400; k++) {
             int32_t tok = -1;
             REQUIRE(wlm_sample(c, l, &sp, NULL, 0, &rng, &tok, NULL, &err) == WLM_OK);
             int in = 0;
-            for (int i = 0; i < 5; i++) if ((uint32_t)tok == ids[i]) { in = 1; seen[i]++; }
+            for (int i = 0; i < 5; i++)
+                if ((uint32_t)tok == ids[i]) {
+                    in = 1;
+                    seen[i]++;
+                }
             outside += !in;
         }
     }
     CHECK(outside == 0);
     for (int i = 0; i < 5; i++) CHECKF(seen[i] > 0, "allowed token %u never drawn", ids[i]);
     /* the distribution is renormalised over the allowed set */
-    wlm_sampler_params sp; wlm_sampler_default_params(&sp);
-    sp.temperature = 1; sp.top_k = 0; sp.top_p = 1; sp.min_p = 0; sp.repeat_penalty = 1; sp.allow = allow;
-    int32_t did[16]; float dp[16];
+    wlm_sampler_params sp;
+    wlm_sampler_default_params(&sp);
+    sp.temperature = 1;
+    sp.top_k = 0;
+    sp.top_p = 1;
+    sp.min_p = 0;
+    sp.repeat_penalty = 1;
+    sp.allow = allow;
+    int32_t did[16];
+    float dp[16];
     uint32_t k = wlm_sample_dist(c, l, &sp, NULL, 0, did, dp, 16);
     CHECK(k == 5);
     double z = 0;
@@ -525,14 +720,16 @@ TEST(grammar_sampler_allow) {
     for (int ti = 0; ti < 4; ti++) {
         sp.temperature = temps[ti + 1];
         for (int r = 0; r < 50; r++) {
-            int32_t q_id = 96; float q_p = 1;
+            int32_t q_id = 96;
+            float q_p = 1;
             REQUIRE(wlm_spec_accept(c, l, &sp, NULL, 0, 96, &q_id, &q_p, 1, &rng, &tok, &acc, NULL, &err) == WLM_OK);
             CHECK(!acc && (allow[tok >> 5] >> (tok & 31) & 1));
         }
     }
     /* nothing allowed: a clear error, never a token */
     uint32_t none[16] = { 0 };
-    sp.allow = none; sp.temperature = 1;
+    sp.allow = none;
+    sp.temperature = 1;
     CHECK(wlm_sample(c, l, &sp, NULL, 0, &rng, &tok, NULL, &err) != WLM_OK && strstr(err.msg, "no allowed token"));
     free(l);
     wlm_ctx_free(c);
@@ -541,7 +738,9 @@ TEST(grammar_sampler_allow) {
 }
 
 static int masks_agree(wlm_grammar *g, uint32_t s, const char *what) {
-    const uint32_t *m; uint32_t n; wlm_err err = { 0 };
+    const uint32_t *m;
+    uint32_t n;
+    wlm_err err = { 0 };
     uint32_t nw = g->v->n_words, *ref = malloc(4 * nw);
     int ok = wlm_grammar_mask(g, s, 0, &m, &n, &err) == WLM_OK && wlm_grammar_mask_direct(g, g->state[s], ref, &err) == WLM_OK;
     if (ok) ok = memcmp(m, ref, 4 * nw) == 0;
@@ -558,10 +757,12 @@ TEST(grammar_mask_pending_utf8) {
     REQUIRE(g);
     const char *prefixes[] = { "\xc3", "a\xf0", "a\xf0\x9f", "a\xf0\x9f\x98", "\xc3\xa9" };
     for (int i = 0; i < 5; i++) {
-        uint32_t s; REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
+        uint32_t s;
+        REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
         REQUIRE(wlm_grammar_accept_bytes(g, s, prefixes[i], (uint32_t)strlen(prefixes[i]), &err) == WLM_OK);
         CHECK(masks_agree(g, s, prefixes[i]));
-        const uint32_t *m; uint32_t n;
+        const uint32_t *m;
+        uint32_t n;
         REQUIRE(wlm_grammar_mask(g, s, 0, &m, &n, &err) == WLM_OK);
         int32_t a9 = 4 + 0xA9, a0 = 4 + 0xA0, x98 = 4 + 0x98, x80 = 4 + 0x80;
         if (i == 0) CHECK((m[a9 >> 5] >> (a9 & 31) & 1) && !(m[x80 >> 5] >> (x80 & 31) & 1) && n == 32); /* <0xA0>..<0xBF> */
@@ -577,7 +778,8 @@ TEST(grammar_mask_pending_utf8) {
     const char *text = "root ::= ([\\u00e0-\\u00ff] | \"\\U0001F600\" | [a-z ])+ \"!\"";
     REQUIRE(wlm_grammar_compile(&g, gv, text, (uint32_t)strlen(text), &err) == WLM_OK);
     for (int i = 0; i < 5; i++) {
-        uint32_t s; REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
+        uint32_t s;
+        REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
         REQUIRE(wlm_grammar_accept_bytes(g, s, prefixes[i], (uint32_t)strlen(prefixes[i]), &err) == WLM_OK);
         CHECK(masks_agree(g, s, prefixes[i]));
         wlm_grammar_state_free(g, s);
@@ -600,7 +802,10 @@ TEST(grammar_gc_keeps_states) {
     REQUIRE(wlm_grammar_accept_bytes(g, t, "ab", 2, &err) == WLM_OK);
     int i = 0;
     for (; i < 24000 && wlm_grammar_stat(g, WLM_GS_GCS) < 2; i++) {
-        if (wlm_grammar_accept_bytes(g, s, &"abc"[i % 3], 1, &err) != WLM_OK) { fprintf(stderr, "  %d: %s\n", i, err.msg); break; }
+        if (wlm_grammar_accept_bytes(g, s, &"abc"[i % 3], 1, &err) != WLM_OK) {
+            fprintf(stderr, "  %d: %s\n", i, err.msg);
+            break;
+        }
         if (i % 997 == 0) CHECK(masks_agree(g, s, "during"));
     }
     CHECKF(wlm_grammar_stat(g, WLM_GS_GCS) >= 2, "%d bytes, %u configurations, no collection", i, g->n_cfgs);
@@ -613,16 +818,21 @@ TEST(grammar_gc_keeps_states) {
 /* a vocabulary without byte tokens: a grammar can need a character no token
  * spells, a dead end the mask reports as no allowed token and no end */
 TEST(grammar_dead_end) {
-    const char *tok[] = { "<unk>", "<s>", "</s>", "a", "b", ("\xe2\x96\x81" "a") };
+    const char *tok[] = { "<unk>", "<s>", "</s>", "a", "b", ("\xe2\x96\x81"
+                                                             "a") };
     int32_t ty[] = { 2, 3, 3, 1, 1, 1 };
     float sc[] = { 0, 0, 0, -1, -2, -3 };
-    gbuf b; gb_begin(&b);
+    gbuf b;
+    gb_begin(&b);
     gb_kv_str(&b, "tokenizer.ggml.model", "llama");
-    gb_tokens(&b, tok, 6); gb_scores(&b, sc, 6); gb_types(&b, ty, 6);
+    gb_tokens(&b, tok, 6);
+    gb_scores(&b, sc, 6);
+    gb_types(&b, ty, 6);
     gb_kv_u32(&b, "tokenizer.ggml.eos_token_id", 2);
     unsigned long long size;
     unsigned char *data = gb_end(&b, &size);
-    tvocab t; wlm_err err = { 0 };
+    tvocab t;
+    wlm_err err = { 0 };
     REQUIRE(tv_load_bytes(&t, data, size, &err));
     wlm_gvocab *gv = NULL;
     REQUIRE(wlm_gvocab_build(&gv, &t.v, &err) == WLM_OK);
@@ -630,8 +840,10 @@ TEST(grammar_dead_end) {
     wlm_grammar *g = NULL;
     const char *text = "root ::= \"a\" \"c\" | \"b\"";
     REQUIRE(wlm_grammar_compile(&g, gv, text, (uint32_t)strlen(text), &err) == WLM_OK);
-    uint32_t s; REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
-    const uint32_t *m; uint32_t n = 0;
+    uint32_t s;
+    REQUIRE(wlm_grammar_state_new(g, &s, &err) == WLM_OK);
+    const uint32_t *m;
+    uint32_t n = 0;
     REQUIRE(wlm_grammar_mask(g, s, 0, &m, &n, &err) == WLM_OK);
     CHECK(n == 2 && m[0] == ((1u << 3) | (1u << 4)));
     REQUIRE(wlm_grammar_accept(g, s, 3, &err) == WLM_OK);
@@ -653,8 +865,10 @@ TEST(grammar_dead_end) {
 #define PIN_TOKENS 40
 typedef struct pin_case {
     const char *what, *grammar;
-    float temperature, repeat_penalty, typical_p; uint32_t top_k; float top_p, min_p;
-    int bias;         /* a logit bias on a few tokens, one of them -inf */
+    float temperature, repeat_penalty, typical_p;
+    uint32_t top_k;
+    float top_p, min_p;
+    int bias; /* a logit bias on a few tokens, one of them -inf */
     uint64_t seed;
     int32_t want[PIN_TOKENS];
 } pin_case;
@@ -678,26 +892,42 @@ TEST(grammar_pinned_generations) {
     REQUIRE(raw);
     unsigned char *file = tst_sys_copy(raw, size);
     free(raw);
-    wlm_model *m = NULL; wlm_ctx *c = NULL; wlm_gvocab *gv = NULL; wlm_err err = { 0 };
+    wlm_model *m = NULL;
+    wlm_ctx *c = NULL;
+    wlm_gvocab *gv = NULL;
+    wlm_err err = { 0 };
     REQUIRE(wlm_model_load(&m, file, size, &err) == WLM_OK);
-    wlm_ctx_params cp; wlm_ctx_default_params(&cp); cp.n_ctx = 64;
+    wlm_ctx_params cp;
+    wlm_ctx_default_params(&cp);
+    cp.n_ctx = 64;
     REQUIRE(wlm_ctx_new(&c, m, &cp, &err) == WLM_OK);
     REQUIRE(wlm_gvocab_new(&gv, m, &err) == WLM_OK);
     for (uint32_t k = 0; k < sizeof k_pins / sizeof k_pins[0]; k++) {
         const pin_case *pc = &k_pins[k];
-        wlm_grammar *g = NULL; uint32_t gs = 0;
+        wlm_grammar *g = NULL;
+        uint32_t gs = 0;
         if (pc->grammar) {
             REQUIRE(wlm_grammar_compile(&g, gv, pc->grammar, (uint32_t)strlen(pc->grammar), &err) == WLM_OK);
             REQUIRE(wlm_grammar_state_new(g, &gs, &err) == WLM_OK);
         }
-        wlm_sampler_params sp; wlm_sampler_default_params(&sp);
-        sp.temperature = pc->temperature; sp.repeat_penalty = pc->repeat_penalty; sp.typical_p = pc->typical_p;
-        sp.top_k = pc->top_k; sp.top_p = pc->top_p; sp.min_p = pc->min_p;
+        wlm_sampler_params sp;
+        wlm_sampler_default_params(&sp);
+        sp.temperature = pc->temperature;
+        sp.repeat_penalty = pc->repeat_penalty;
+        sp.typical_p = pc->typical_p;
+        sp.top_k = pc->top_k;
+        sp.top_p = pc->top_p;
+        sp.min_p = pc->min_p;
         wlm_logit_bias biases[] = { { 13, 2.5f }, { 300, -1.0f }, { 29, -__builtin_inff() }, { 66, 4.0f } };
-        if (pc->bias) { sp.biases = biases; sp.n_biases = 4; }
-        wlm_rng rng; wlm_rng_seed(&rng, pc->seed);
+        if (pc->bias) {
+            sp.biases = biases;
+            sp.n_biases = 4;
+        }
+        wlm_rng rng;
+        wlm_rng_seed(&rng, pc->seed);
         wlm_ctx_reset(c);
-        int32_t hist[PIN_TOKENS + 1], got[PIN_TOKENS]; uint32_t nh = 0;
+        int32_t hist[PIN_TOKENS + 1], got[PIN_TOKENS];
+        uint32_t nh = 0;
         hist[nh++] = 1;
         REQUIRE(wlm_eval(c, hist, 1, &err) == WLM_OK);
         for (int i = 0; i < PIN_TOKENS; i++) {
@@ -705,7 +935,8 @@ TEST(grammar_pinned_generations) {
             int32_t t = -1;
             REQUIRE(wlm_sample(c, wlm_ctx_logits(c), &sp, hist, nh, &rng, &t, NULL, &err) == WLM_OK);
             if (g) REQUIRE(wlm_grammar_accept(g, gs, t, &err) == WLM_OK);
-            got[i] = t; hist[nh++] = t;
+            got[i] = t;
+            hist[nh++] = t;
             REQUIRE(wlm_eval(c, &t, 1, &err) == WLM_OK);
         }
         if (memcmp(got, pc->want, sizeof got)) {

@@ -23,16 +23,34 @@
 #define SETS wlm_kernel_sets
 #define N_SETS (int)wlm_kernel_set_count
 
-static uint32_t fbits(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
-static float bitsf(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
-static uint64_t dbits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
+static uint32_t fbits(float f) {
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+static float bitsf(uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+static uint64_t dbits(double d) {
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    return b;
+}
 
 /* equal bits, or both NaN (NaN payloads are not specified) */
 static int same_float(float a, float b) { return (a != a && b != b) || fbits(a) == fbits(b); }
 
 /* distance in units in the last place (float), sign-aware; +0 == -0 */
-static int64_t ord_f(float f) { uint32_t b = fbits(f); return (b & 0x80000000u) ? -(int64_t)(b & 0x7fffffffu) : (int64_t)b; }
-static int64_t ulp_diff(float a, float b) { int64_t d = ord_f(a) - ord_f(b); return d < 0 ? -d : d; }
+static int64_t ord_f(float f) {
+    uint32_t b = fbits(f);
+    return (b & 0x80000000u) ? -(int64_t)(b & 0x7fffffffu) : (int64_t)b;
+}
+static int64_t ulp_diff(float a, float b) {
+    int64_t d = ord_f(a) - ord_f(b);
+    return d < 0 ? -d : d;
+}
 
 /* a random float with a magnitude spread over many binades */
 static float rand_wide(void) {
@@ -45,11 +63,17 @@ static int half_is_nan(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff
 
 /* a random half that is not NaN (may be inf, subnormal, zero) */
 static uint16_t rand_half_nonan(void) {
-    for (;;) { uint16_t h = (uint16_t)tst_rand(); if (!half_is_nan(h)) return h; }
+    for (;;) {
+        uint16_t h = (uint16_t)tst_rand();
+        if (!half_is_nan(h)) return h;
+    }
 }
 /* a random finite half */
 static uint16_t rand_half_finite(void) {
-    for (;;) { uint16_t h = (uint16_t)tst_rand(); if ((h & 0x7c00) != 0x7c00) return h; }
+    for (;;) {
+        uint16_t h = (uint16_t)tst_rand();
+        if ((h & 0x7c00) != 0x7c00) return h;
+    }
 }
 /* a random finite, non-subnormal-extreme half in a moderate range */
 static uint16_t rand_half_moderate(void) { return wlm_f32_to_f16(rand_wide()); }
@@ -73,7 +97,10 @@ static float order_dot(uint32_t n, const float *w, const float *x) {
  * summation order: n * 2^-24 * sum |w x| (plus a hair for underflow) */
 static int dot_close(float got, const float *w, const float *x, uint32_t n, double *worst) {
     double exact = 0, mag = 0;
-    for (uint32_t i = 0; i < n; i++) { exact += (double)w[i] * x[i]; mag += fabs((double)w[i] * x[i]); }
+    for (uint32_t i = 0; i < n; i++) {
+        exact += (double)w[i] * x[i];
+        mag += fabs((double)w[i] * x[i]);
+    }
     double err = fabs((double)got - exact);
     double bound = (n + 2) * 0x1p-24 * mag + 1e-37;
     if (mag > 0 && err / mag > *worst) *worst = err / mag;
@@ -97,7 +124,10 @@ TEST(kernels_dot_f32_bit_identical) {
         uint32_t n = float_size(si);
         for (int rep = 0; rep < 4; rep++) {
             int off = rep & 1; /* misaligned start on odd reps */
-            for (uint32_t i = 0; i < n + 1; i++) { w[i] = rand_wide(); x[i] = rand_wide(); }
+            for (uint32_t i = 0; i < n + 1; i++) {
+                w[i] = rand_wide();
+                x[i] = rand_wide();
+            }
             float ref = wlm_kernels_scalar.dot_f32(n, w + off, x + off);
             float ord = order_dot(n, w + off, x + off);
             CHECKF(fbits(ref) == fbits(ord), "n=%u scalar %.9g documented order %.9g", n, ref, ord);
@@ -111,13 +141,18 @@ TEST(kernels_dot_f32_bit_identical) {
     }
     /* cancellation: a large positive and negative pair must cancel exactly in
      * the same lane (no reassociation across lanes in one build only) */
-    for (uint32_t i = 0; i < 64; i++) { w[i] = 1.0f; x[i] = (i & 1) ? 1e8f : -1e8f; }
-    w[5] = 3.0f; x[5] = 0.25f; /* lane 5 is then 0.75 - 1e8 + ... */
+    for (uint32_t i = 0; i < 64; i++) {
+        w[i] = 1.0f;
+        x[i] = (i & 1) ? 1e8f : -1e8f;
+    }
+    w[5] = 3.0f;
+    x[5] = 0.25f; /* lane 5 is then 0.75 - 1e8 + ... */
     float ref = wlm_kernels_scalar.dot_f32(64, w, x), ord = order_dot(64, w, x);
     CHECK(fbits(ref) == fbits(ord));
     for (int k = 0; k < N_SETS; k++) CHECK(fbits(SETS[k]->dot_f32(64, w, x)) == fbits(ref));
     printf("  dot_f32: %d comparisons over %d kernel sets, worst |err|/sum|wx| vs double = %.3g\n", checked, N_SETS, worst);
-    free(w); free(x);
+    free(w);
+    free(x);
 }
 
 TEST(kernels_dot_f16_bf16_bit_identical) {
@@ -132,9 +167,11 @@ TEST(kernels_dot_f16_bf16_bit_identical) {
             /* reps 0-1: moderate values; 2-3: any finite half (subnormals,
              * 65504); 4-5: any non-NaN half, inf included */
             for (uint32_t i = 0; i < n + 1; i++) {
-                h[i] = rep < 2 ? rand_half_moderate() : rep < 4 ? rand_half_finite() : rand_half_nonan();
+                h[i] = rep < 2 ? rand_half_moderate() : rep < 4 ? rand_half_finite()
+                                                                : rand_half_nonan();
                 uint16_t bb;
-                do bb = (uint16_t)tst_rand(); while ((bb & 0x7f80) == 0x7f80 && (bb & 0x7f) && 1);
+                do bb = (uint16_t)tst_rand();
+                while ((bb & 0x7f80) == 0x7f80 && (bb & 0x7f) && 1);
                 b[i] = rep < 2 ? wlm_f32_to_bf16(rand_wide()) : bb;
                 x[i] = rand_wide();
                 if (rep >= 2 && (tst_rand() & 7) == 0) x[i] = 0.0f; /* inf * 0 = NaN paths */
@@ -161,16 +198,19 @@ TEST(kernels_dot_f16_bf16_bit_identical) {
         }
     }
     printf("  worst relative error vs double: f16 %.3g, bf16 %.3g\n", worst16, worstb);
-    free(h); free(b); free(wf); free(x);
+    free(h);
+    free(b);
+    free(wf);
+    free(x);
 }
 
 /* a random Q8_0-style scale: mostly moderate, sometimes extreme */
 static uint16_t rand_scale(void) {
     switch (tst_rand() % 10) {
-    case 0: return 0x7bff;                        /* 65504 */
-    case 1: return 0x0001;                        /* 2^-24, smallest subnormal */
+    case 0: return 0x7bff;                         /* 65504 */
+    case 1: return 0x0001;                         /* 2^-24, smallest subnormal */
     case 2: return (uint16_t)(tst_rand() % 0x400); /* any subnormal or zero */
-    case 3: return 0xfbff;                        /* -65504 */
+    case 3: return 0xfbff;                         /* -65504 */
     default: return wlm_f32_to_f16(ldexpf(tst_randf(), -(int)(tst_rand() % 12)));
     }
 }
@@ -190,9 +230,12 @@ static void rand_q4_block(block_q4_0 *b, int extreme) {
     b->d = rand_scale();
     for (int j = 0; j < QK4_0 / 2; j++) {
         int lo = (int)(tst_rand() % 16), hi = (int)(tst_rand() % 16);
-        if (extreme == 1) lo = hi = 0;           /* -8 */
-        else if (extreme == 2) lo = hi = 15;     /* +7 */
-        else if (extreme == 3) { lo = 0; hi = 15; }
+        if (extreme == 1) lo = hi = 0;       /* -8 */
+        else if (extreme == 2) lo = hi = 15; /* +7 */
+        else if (extreme == 3) {
+            lo = 0;
+            hi = 15;
+        }
         b->qs[j] = (uint8_t)(lo | hi << 4);
     }
 }
@@ -204,7 +247,10 @@ static void rand_tokens(block_q8_0 *x, uint32_t stride, int nt, uint32_t nb, int
     for (int t = 0; t < nt; t++)
         for (uint32_t b = 0; b < nb; b++) {
             if (extremes) rand_q8_block(&x[t * stride + b], (int)(tst_rand() % 4));
-            else { for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5); wlm_quantize_row_q8_0(v, &x[t * stride + b], 32); }
+            else {
+                for (int j = 0; j < 32; j++) v[j] = tst_randf() * (1 + b % 5);
+                wlm_quantize_row_q8_0(v, &x[t * stride + b], 32);
+            }
         }
 }
 
@@ -232,30 +278,41 @@ TEST(kernels_dot_q8_0_q4_0_bit_identical) {
                 rand_q8_block(&x8[b], rep < 4 ? (int)(tst_rand() % 4) : 0);
                 rand_q4_block(&w4[b], ex);
                 if (rep >= 4) { /* moderate scales for the double comparison */
-                    w8[b].d = rand_half_moderate(); x8[b].d = rand_half_moderate(); w4[b].d = rand_half_moderate();
+                    w8[b].d = rand_half_moderate();
+                    x8[b].d = rand_half_moderate();
+                    w4[b].d = rand_half_moderate();
                 }
             }
             /* independent reference: exact integer block sums, then the
              * documented float accumulation */
             /* four running sums by block index mod 4, folded (a0+a1)+(a2+a3),
              * then the remaining blocks in order */
-            float ref8 = 0, ref4 = 0, l8[4] = {0, 0, 0, 0}, l4[4] = {0, 0, 0, 0};
+            float ref8 = 0, ref4 = 0, l8[4] = { 0, 0, 0, 0 }, l4[4] = { 0, 0, 0, 0 };
             uint32_t nb4 = nb / 4 * 4;
             double ex8 = 0, mag8 = 0, ex4 = 0, mag4 = 0;
             for (uint32_t b = 0; b < nb; b++) {
                 int32_t s8 = 0, s4 = 0;
-                for (int j = 0; j < 32; j++) { s8 += w8[b].qs[j] * x8[b].qs[j]; s4 += q4_val(&w4[b], j) * x8[b].qs[j]; }
+                for (int j = 0; j < 32; j++) {
+                    s8 += w8[b].qs[j] * x8[b].qs[j];
+                    s4 += q4_val(&w4[b], j) * x8[b].qs[j];
+                }
                 float dx = wlm_f16_to_f32(x8[b].d);
                 if (b < nb4) {
                     l8[b % 4] += (wlm_f16_to_f32(w8[b].d) * dx) * (float)s8;
                     l4[b % 4] += (wlm_f16_to_f32(w4[b].d) * dx) * (float)s4;
-                    if (b == nb4 - 1) { ref8 = (l8[0] + l8[1]) + (l8[2] + l8[3]); ref4 = (l4[0] + l4[1]) + (l4[2] + l4[3]); }
+                    if (b == nb4 - 1) {
+                        ref8 = (l8[0] + l8[1]) + (l8[2] + l8[3]);
+                        ref4 = (l4[0] + l4[1]) + (l4[2] + l4[3]);
+                    }
                 } else {
                     ref8 = ref8 + (wlm_f16_to_f32(w8[b].d) * dx) * (float)s8;
                     ref4 = ref4 + (wlm_f16_to_f32(w4[b].d) * dx) * (float)s4;
                 }
                 double t8 = (double)wlm_f16_to_f32(w8[b].d) * dx * s8, t4 = (double)wlm_f16_to_f32(w4[b].d) * dx * s4;
-                ex8 += t8; mag8 += fabs(t8); ex4 += t4; mag4 += fabs(t4);
+                ex8 += t8;
+                mag8 += fabs(t8);
+                ex4 += t4;
+                mag4 += fabs(t4);
             }
             float sc8 = wlm_kernels_scalar.dot_q8_0(n, w8, x8), sc4 = wlm_kernels_scalar.dot_q4_0(n, w4, x8);
             CHECKF(fbits(sc8) == fbits(ref8), "q8_0 nb=%u rep=%d scalar %.9g ref %.9g", nb, rep, sc8, ref8);
@@ -275,7 +332,10 @@ TEST(kernels_dot_q8_0_q4_0_bit_identical) {
         }
     }
     /* all-extreme block: -128 * -128 * 32 = 524288 must be summed exactly */
-    for (int j = 0; j < 32; j++) { w8[0].qs[j] = -128; x8[0].qs[j] = -128; }
+    for (int j = 0; j < 32; j++) {
+        w8[0].qs[j] = -128;
+        x8[0].qs[j] = -128;
+    }
     w8[0].d = x8[0].d = 0x3c00; /* 1.0 */
     for (int k = 0; k < N_SETS; k++) CHECKF(SETS[k]->dot_q8_0(32, w8, x8) == 524288.0f, "%s", SETS[k]->name);
     for (int j = 0; j < 16; j++) w4[0].qs[j] = 0x00; /* every weight -8 */
@@ -285,7 +345,9 @@ TEST(kernels_dot_q8_0_q4_0_bit_identical) {
     for (int j = 0; j < 32; j++) x8[0].qs[j] = 127;
     for (int k = 0; k < N_SETS; k++) CHECKF(SETS[k]->dot_q4_0(32, w4, x8) == 7.0f * 127 * 32, "%s", SETS[k]->name);
     printf("  worst relative error vs double: q8_0 %.3g, q4_0 %.3g\n", worst8, worst4);
-    free(w8); free(x8); free(w4);
+    free(w8);
+    free(x8);
+    free(w4);
 }
 
 TEST(kernels_axpy_scale_bit_identical) {
@@ -298,7 +360,8 @@ TEST(kernels_axpy_scale_bit_identical) {
             int off = rep & 1;
             float a = rep == 3 ? 0.0f : rand_wide();
             for (uint32_t i = 0; i < n + 1; i++) {
-                x[i] = rand_wide(); y0[i] = rand_wide();
+                x[i] = rand_wide();
+                y0[i] = rand_wide();
                 h[i] = rep < 2 ? rand_half_moderate() : rand_half_finite();
             }
             /* axpy_f32: y[i] + a * x[i], each element rounded twice */
@@ -334,7 +397,8 @@ TEST(kernels_axpy_scale_bit_identical) {
             memcpy(yr, y0, (n + 1) * 4);
             wlm_kernels_scalar.scale(n, a, yr + off);
             bad = 0;
-            for (uint32_t i = 0; i < n; i++) if (fbits(yr[i + off]) != fbits(y0[i + off] * a)) bad++;
+            for (uint32_t i = 0; i < n; i++)
+                if (fbits(yr[i + off]) != fbits(y0[i + off] * a)) bad++;
             CHECKF(bad == 0, "scalar scale n=%u: %d bad elements", n, bad);
             for (int k = 0; k < N_SETS; k++) {
                 memcpy(yk, y0, (n + 1) * 4);
@@ -343,7 +407,11 @@ TEST(kernels_axpy_scale_bit_identical) {
             }
         }
     }
-    free(x); free(y0); free(yr); free(yk); free(h);
+    free(x);
+    free(y0);
+    free(yr);
+    free(yk);
+    free(h);
 }
 
 /* att_accum (exp-weighted sum of the value rows idx[0..n) into out) of each
@@ -352,7 +420,8 @@ TEST(kernels_axpy_scale_bit_identical) {
  * order, and halves that are moderate, any finite (subnormals included), or
  * moderate with some infinities (the 4-op conversion's redo path). */
 TEST(kernels_att_accum_bit_identical) {
-    enum { SLOTS = 96, MAXHD = 80 };
+    enum { SLOTS = 96,
+           MAXHD = 80 };
     static const uint32_t hds[] = { 4, 8, 13, 16, 31, 32, 48, 64, 80 };
     float *V = malloc(SLOTS * MAXHD * 4), *yr = malloc(MAXHD * 4), *yk = malloc(MAXHD * 4), *y0 = malloc(MAXHD * 4);
     uint16_t *H = malloc(SLOTS * MAXHD * 2);
@@ -361,13 +430,18 @@ TEST(kernels_att_accum_bit_identical) {
     int cases = 0;
     for (uint32_t hi = 0; hi < sizeof hds / sizeof hds[0]; hi++)
         for (int rep = 0; rep < 12; rep++) {
-            uint32_t hd = hds[hi], n = rep == 0 ? 1 : rep == 1 ? WLM_ATT_TILE : 1 + tst_rand() % WLM_ATT_TILE;
+            uint32_t hd = hds[hi], n = rep == 0 ? 1 : rep == 1 ? WLM_ATT_TILE
+                                                               : 1 + tst_rand() % WLM_ATT_TILE;
             for (uint32_t i = 0; i < SLOTS * hd; i++) {
                 V[i] = rand_wide();
                 int kind = rep % 3;
-                H[i] = kind == 0 ? rand_half_moderate() : kind == 1 ? rand_half_finite() : (tst_rand() % 31 ? rand_half_moderate() : (uint16_t)(tst_rand() & 1 ? 0x7c00 : 0xfc00));
+                H[i] = kind == 0 ? rand_half_moderate() : kind == 1 ? rand_half_finite()
+                                                                    : (tst_rand() % 31 ? rand_half_moderate() : (uint16_t)(tst_rand() & 1 ? 0x7c00 : 0xfc00));
             }
-            for (uint32_t i = 0; i < n; i++) { e[i] = tst_randf() + 0.5f; idx[i] = tst_rand() % SLOTS; }
+            for (uint32_t i = 0; i < n; i++) {
+                e[i] = tst_randf() + 0.5f;
+                idx[i] = tst_rand() % SLOTS;
+            }
             for (uint32_t i = 0; i < hd; i++) y0[i] = rand_wide();
             for (int f16 = 0; f16 < 2; f16++) {
                 const void *v = f16 ? (const void *)H : (const void *)V;
@@ -384,7 +458,11 @@ TEST(kernels_att_accum_bit_identical) {
             }
         }
     printf("  %d cases\n", cases);
-    free(V); free(yr); free(yk); free(y0); free(H);
+    free(V);
+    free(yr);
+    free(yk);
+    free(y0);
+    free(H);
 }
 
 /* Every one of the 65536 halves through each set's f16 path: axpy with a = 1
@@ -399,7 +477,10 @@ TEST(kernels_f16_all_halves_through_kernels) {
         int bad = 0;
         for (uint32_t i = 0; i < 65536; i++) {
             float want = wlm_f16_to_f32((uint16_t)i);
-            if (!same_float(y[i], want)) { if (bad < 5) fprintf(stderr, "  %s half %04x -> %08x want %08x\n", SETS[k]->name, i, fbits(y[i]), fbits(want)); bad++; }
+            if (!same_float(y[i], want)) {
+                if (bad < 5) fprintf(stderr, "  %s half %04x -> %08x want %08x\n", SETS[k]->name, i, fbits(y[i]), fbits(want));
+                bad++;
+            }
         }
         CHECKF(bad == 0, "%s: %d halves converted differently", SETS[k]->name, bad);
     }
@@ -420,7 +501,8 @@ TEST(kernels_f16_all_halves_through_kernels) {
         }
         CHECKF(bad == 0, "%s dot_f16 picked %d elements wrongly", SETS[k]->name, bad);
     }
-    free(y); free(h);
+    free(y);
+    free(h);
 }
 
 /* ---- 2. half and bfloat conversion ---------------------------------------------- */
@@ -468,32 +550,54 @@ static uint16_t ref_f32_to_f16(float f) {
     if (a >= 65520.0) return sign | 0x7c00;
     uint32_t lo = 0, hi = 0x7bff;
     if (a >= half_formula(0x7bff)) return sign | 0x7bff;
-    while (hi - lo > 1) { uint32_t mid = (lo + hi) / 2; if (half_formula((uint16_t)mid) <= a) lo = mid; else hi = mid; }
+    while (hi - lo > 1) {
+        uint32_t mid = (lo + hi) / 2;
+        if (half_formula((uint16_t)mid) <= a) lo = mid;
+        else hi = mid;
+    }
     double dl = a - half_formula((uint16_t)lo), dh = half_formula((uint16_t)hi) - a;
-    uint32_t r = dl < dh ? lo : dh < dl ? hi : ((lo & 1) ? hi : lo);
+    uint32_t r = dl < dh ? lo : dh < dl ? hi
+                                        : ((lo & 1) ? hi : lo);
     return (uint16_t)(sign | r);
 }
 
 TEST(kernels_f32_to_f16_rounding) {
-    static const struct { float f; uint16_t h; } C[] = {
-        { 0.0f, 0x0000 }, { -0.0f, 0x8000 }, { 1.0f, 0x3c00 }, { -2.0f, 0xc000 },
-        { 65504.0f, 0x7bff }, { 65519.996f, 0x7bff }, { 65520.0f, 0x7c00 }, { -65520.0f, 0xfc00 },
-        { 65536.0f, 0x7c00 }, { 1e10f, 0x7c00 }, { INFINITY, 0x7c00 }, { -INFINITY, 0xfc00 },
-        { 0x1p-24f, 0x0001 }, { 0x1p-25f, 0x0000 },          /* tie between 0 and 2^-24: even (0) */
-        { 0x1.000002p-25f, 0x0001 },                        /* just above the tie */
-        { 0x1.8p-24f, 0x0002 },                             /* 1.5 * 2^-24: tie, even is 2 */
-        { 0x1.4p-23f, 0x0002 },                             /* 2.5 * 2^-24: tie, even is 2 */
-        { 0x1p-26f, 0x0000 }, { -0x1p-26f, 0x8000 }, { 1e-10f, 0x0000 },
-        { 0x1p-14f, 0x0400 },                               /* smallest normal */
-        { 0x1.ffcp-15f, 0x0400 },                            /* 1023.5 * 2^-24: tie, even is 0x400 */
-        { 0x1.ff0p-15f, 0x03fe },                            /* 1022 * 2^-24, exactly */
-        { 0x1.ff8p-15f, 0x03ff },                            /* 1023 * 2^-24 */
-        { 0x1.ff4p-15f, 0x03fe },                            /* 1022.5 * 2^-24: tie, even is 0x3fe */
-        { 0x1.002p0f, 0x3c00 },                              /* 1 + 2^-11: tie, even is 1.0 */
-        { 0x1.006p0f, 0x3c02 },                              /* 1 + 3*2^-11: tie, even is 0x3c02 */
-        { 0x1.002002p0f, 0x3c01 },                           /* just above a tie */
-        { 0x1.001ffep0f, 0x3c00 },                           /* just below a tie */
-        { 0.1f, 0x2e66 }, { 3.14159265f, 0x4248 }, { -1000.0f, 0xe3d0 },
+    static const struct {
+        float f;
+        uint16_t h;
+    } C[] = {
+        { 0.0f, 0x0000 },
+        { -0.0f, 0x8000 },
+        { 1.0f, 0x3c00 },
+        { -2.0f, 0xc000 },
+        { 65504.0f, 0x7bff },
+        { 65519.996f, 0x7bff },
+        { 65520.0f, 0x7c00 },
+        { -65520.0f, 0xfc00 },
+        { 65536.0f, 0x7c00 },
+        { 1e10f, 0x7c00 },
+        { INFINITY, 0x7c00 },
+        { -INFINITY, 0xfc00 },
+        { 0x1p-24f, 0x0001 },
+        { 0x1p-25f, 0x0000 },        /* tie between 0 and 2^-24: even (0) */
+        { 0x1.000002p-25f, 0x0001 }, /* just above the tie */
+        { 0x1.8p-24f, 0x0002 },      /* 1.5 * 2^-24: tie, even is 2 */
+        { 0x1.4p-23f, 0x0002 },      /* 2.5 * 2^-24: tie, even is 2 */
+        { 0x1p-26f, 0x0000 },
+        { -0x1p-26f, 0x8000 },
+        { 1e-10f, 0x0000 },
+        { 0x1p-14f, 0x0400 },      /* smallest normal */
+        { 0x1.ffcp-15f, 0x0400 },  /* 1023.5 * 2^-24: tie, even is 0x400 */
+        { 0x1.ff0p-15f, 0x03fe },  /* 1022 * 2^-24, exactly */
+        { 0x1.ff8p-15f, 0x03ff },  /* 1023 * 2^-24 */
+        { 0x1.ff4p-15f, 0x03fe },  /* 1022.5 * 2^-24: tie, even is 0x3fe */
+        { 0x1.002p0f, 0x3c00 },    /* 1 + 2^-11: tie, even is 1.0 */
+        { 0x1.006p0f, 0x3c02 },    /* 1 + 3*2^-11: tie, even is 0x3c02 */
+        { 0x1.002002p0f, 0x3c01 }, /* just above a tie */
+        { 0x1.001ffep0f, 0x3c00 }, /* just below a tie */
+        { 0.1f, 0x2e66 },
+        { 3.14159265f, 0x4248 },
+        { -1000.0f, 0xe3d0 },
     };
     for (unsigned i = 0; i < sizeof C / sizeof C[0]; i++) {
         uint16_t got = wlm_f32_to_f16(C[i].f);
@@ -510,7 +614,10 @@ TEST(kernels_f32_to_f16_rounding) {
     int bad = 0;
     for (uint32_t i = 0; i < 65536; i++) {
         uint16_t h = (uint16_t)i;
-        if (half_is_nan(h)) { if (!half_is_nan(wlm_f32_to_f16(wlm_f16_to_f32(h)))) bad++; continue; }
+        if (half_is_nan(h)) {
+            if (!half_is_nan(wlm_f32_to_f16(wlm_f16_to_f32(h)))) bad++;
+            continue;
+        }
         if (wlm_f32_to_f16(wlm_f16_to_f32(h)) != h) bad++;
         if ((h & 0x7fff) < 0x7bff) {
             uint16_t up = (uint16_t)(h + 1);
@@ -530,7 +637,10 @@ TEST(kernels_f32_to_f16_rounding) {
         uint32_t e = 100 + tst_rand() % 45; /* 2^-27 .. 2^17 */
         uint32_t b = (tst_rand() & 1u) << 31 | e << 23 | (tst_rand() & 0x7fffff);
         float f = bitsf(b);
-        if (wlm_f32_to_f16(f) != ref_f32_to_f16(f)) { if (bad < 5) fprintf(stderr, "  %a -> %04x want %04x\n", f, wlm_f32_to_f16(f), ref_f32_to_f16(f)); bad++; }
+        if (wlm_f32_to_f16(f) != ref_f32_to_f16(f)) {
+            if (bad < 5) fprintf(stderr, "  %a -> %04x want %04x\n", f, wlm_f32_to_f16(f), ref_f32_to_f16(f));
+            bad++;
+        }
     }
     CHECKF(bad == 0, "%d random floats rounded differently from the reference", bad);
 }
@@ -546,7 +656,8 @@ static uint16_t ref_f32_to_bf16(float f) {
     uint16_t hi = (uint16_t)(lo + 1);
     double vb = (hi & 0x7fff) == 0x7f80 ? ldexp(1.0, 128) : fabs((double)bitsf((uint32_t)hi << 16));
     double dl = a - va, dh = vb - a;
-    return dl < dh ? lo : dh < dl ? hi : ((lo & 1) ? hi : lo);
+    return dl < dh ? lo : dh < dl ? hi
+                                  : ((lo & 1) ? hi : lo);
 }
 
 TEST(kernels_bf16_conversion) {
@@ -575,7 +686,10 @@ TEST(kernels_bf16_conversion) {
         uint32_t b = tst_rand() << 8 ^ tst_rand();
         float f = bitsf(b);
         if (f != f) continue;
-        if (wlm_f32_to_bf16(f) != ref_f32_to_bf16(f)) { if (bad < 5) fprintf(stderr, "  %08x -> %04x want %04x\n", b, wlm_f32_to_bf16(f), ref_f32_to_bf16(f)); bad++; }
+        if (wlm_f32_to_bf16(f) != ref_f32_to_bf16(f)) {
+            if (bad < 5) fprintf(stderr, "  %08x -> %04x want %04x\n", b, wlm_f32_to_bf16(f), ref_f32_to_bf16(f));
+            bad++;
+        }
     }
     CHECKF(bad == 0, "%d random floats rounded differently from the reference", bad);
 }
@@ -585,28 +699,108 @@ TEST(kernels_bf16_conversion) {
 TEST(kernels_dequantize_handwritten_blocks) {
     /* Q8_0: f16 d = 0.5 (0x3800, little-endian 00 38), then 32 int8 */
     _Alignas(4) static const uint8_t q8[2 * 34] = {
-        0x00, 0x38, 0x00, 0x01, 0xff, 0x7f, 0x80, 0x02, 0xfe, 0x10, 0xf0, 0x40, 0xc0, 0x03, 0xfd, 0x04,
-        0xfc, 0x05, 0xfb, 0x06, 0xfa, 0x07, 0xf9, 0x08, 0xf8, 0x09, 0xf7, 0x0a, 0xf6, 0x0b, 0xf5, 0x0c,
-        0xf4, 0x64,
+        0x00,
+        0x38,
+        0x00,
+        0x01,
+        0xff,
+        0x7f,
+        0x80,
+        0x02,
+        0xfe,
+        0x10,
+        0xf0,
+        0x40,
+        0xc0,
+        0x03,
+        0xfd,
+        0x04,
+        0xfc,
+        0x05,
+        0xfb,
+        0x06,
+        0xfa,
+        0x07,
+        0xf9,
+        0x08,
+        0xf8,
+        0x09,
+        0xf7,
+        0x0a,
+        0xf6,
+        0x0b,
+        0xf5,
+        0x0c,
+        0xf4,
+        0x64,
         /* second block: d = -2 (0xc000), q_j = j - 16 */
-        0x00, 0xc0, 0xf0, 0xf1, 0xf2, 0xf3, 0xf4, 0xf5, 0xf6, 0xf7, 0xf8, 0xf9, 0xfa, 0xfb, 0xfc, 0xfd,
-        0xfe, 0xff, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d,
-        0x0e, 0x0f,
+        0x00,
+        0xc0,
+        0xf0,
+        0xf1,
+        0xf2,
+        0xf3,
+        0xf4,
+        0xf5,
+        0xf6,
+        0xf7,
+        0xf8,
+        0xf9,
+        0xfa,
+        0xfb,
+        0xfc,
+        0xfd,
+        0xfe,
+        0xff,
+        0x00,
+        0x01,
+        0x02,
+        0x03,
+        0x04,
+        0x05,
+        0x06,
+        0x07,
+        0x08,
+        0x09,
+        0x0a,
+        0x0b,
+        0x0c,
+        0x0d,
+        0x0e,
+        0x0f,
     };
     static const int q8v[32] = { 0, 1, -1, 127, -128, 2, -2, 16, -16, 64, -64, 3, -3, 4, -4, 5,
                                  -5, 6, -6, 7, -7, 8, -8, 9, -9, 10, -10, 11, -11, 12, -12, 100 };
     float y[64];
     wlm_dequantize_row(GGML_Q8_0, q8, y, 64);
     int bad = 0;
-    for (int j = 0; j < 32; j++) if (y[j] != 0.5f * q8v[j]) bad++;
-    for (int j = 0; j < 32; j++) if (y[32 + j] != -2.0f * (j - 16)) bad++;
+    for (int j = 0; j < 32; j++)
+        if (y[j] != 0.5f * q8v[j]) bad++;
+    for (int j = 0; j < 32; j++)
+        if (y[32 + j] != -2.0f * (j - 16)) bad++;
     CHECKF(bad == 0, "%d Q8_0 values wrong", bad);
     CHECK(y[3] == 63.5f && y[4] == -64.0f && y[31] == 50.0f);
 
     /* Q4_0: f16 d = 0.25 (0x3400), byte j = element j (low) | element j+16 (high) */
     _Alignas(4) static const uint8_t q4[18] = {
-        0x00, 0x34,
-        0xf0, 0x0f, 0x88, 0x17, 0x71, 0x2e, 0xe2, 0x3d, 0xd3, 0x4c, 0xc4, 0x5b, 0xb5, 0x6a, 0xa6, 0x99,
+        0x00,
+        0x34,
+        0xf0,
+        0x0f,
+        0x88,
+        0x17,
+        0x71,
+        0x2e,
+        0xe2,
+        0x3d,
+        0xd3,
+        0x4c,
+        0xc4,
+        0x5b,
+        0xb5,
+        0x6a,
+        0xa6,
+        0x99,
     };
     float z[32];
     wlm_dequantize_row(GGML_Q4_0, q4, z, 32);
@@ -618,14 +812,16 @@ TEST(kernels_dequantize_handwritten_blocks) {
     CHECKF(bad == 0, "%d Q4_0 pairs wrong", bad);
     /* spelled out: byte 0 = 0xf0 -> element 0 is (0-8)/4 = -2, element 16 is (15-8)/4 = 1.75 */
     CHECK(z[0] == -2.0f && z[16] == 1.75f);
-    CHECK(z[1] == 1.75f && z[17] == -2.0f);   /* 0x0f */
-    CHECK(z[2] == 0.0f && z[18] == 0.0f);     /* 0x88 */
-    CHECK(z[15] == 0.25f && z[31] == 0.25f);  /* 0x99 */
+    CHECK(z[1] == 1.75f && z[17] == -2.0f);  /* 0x0f */
+    CHECK(z[2] == 0.0f && z[18] == 0.0f);    /* 0x88 */
+    CHECK(z[15] == 0.25f && z[31] == 0.25f); /* 0x99 */
 
     /* the struct layout agrees with the bytes */
-    block_q4_0 b4; memcpy(&b4, q4, 18);
+    block_q4_0 b4;
+    memcpy(&b4, q4, 18);
     CHECK(b4.d == 0x3400 && b4.qs[0] == 0xf0 && b4.qs[15] == 0x99);
-    block_q8_0 b8; memcpy(&b8, q8, 34);
+    block_q8_0 b8;
+    memcpy(&b8, q8, 34);
     CHECK(b8.d == 0x3800 && b8.qs[3] == 127 && b8.qs[4] == -128);
 
     /* F16, BF16 and F32 rows */
@@ -648,7 +844,8 @@ TEST(kernels_quantize_error_bounds) {
     double worst8 = 0, worst4 = 0; /* max |err| / d over blocks */
     for (int rep = 0; rep < 20; rep++) {
         for (int i = 0; i < N; i++) x[i] = rand_wide() * (rep == 0 ? 0.0f : 1.0f);
-        if (rep == 1) for (int i = 0; i < N; i += 7) x[i] = -x[i] * 4; /* negative extremes */
+        if (rep == 1)
+            for (int i = 0; i < N; i += 7) x[i] = -x[i] * 4; /* negative extremes */
         wlm_quantize_row_q8_0(x, q8, N);
         wlm_dequantize_row(GGML_Q8_0, q8, y, N);
         for (int b = 0; b < N / 32; b++) {
@@ -670,7 +867,11 @@ TEST(kernels_quantize_error_bounds) {
         wlm_dequantize_row(GGML_Q4_0, q4, y, N);
         for (int b = 0; b < N / 32; b++) {
             double amax = 0, vmax = 0;
-            for (int j = 0; j < 32; j++) if (fabs(x[b * 32 + j]) > amax) { amax = fabs(x[b * 32 + j]); vmax = x[b * 32 + j]; }
+            for (int j = 0; j < 32; j++)
+                if (fabs(x[b * 32 + j]) > amax) {
+                    amax = fabs(x[b * 32 + j]);
+                    vmax = x[b * 32 + j];
+                }
             double d = fabs(vmax) / 8, d16 = fabs(wlm_f16_to_f32(q4[b].d));
             for (int j = 0; j < 32; j++) {
                 double err = fabs((double)y[b * 32 + j] - x[b * 32 + j]);
@@ -683,7 +884,11 @@ TEST(kernels_quantize_error_bounds) {
             /* the extreme element is represented exactly up to the f16 scale */
             if (amax > 0) {
                 int jm = 0;
-                for (int j = 0; j < 32; j++) if (fabs(x[b * 32 + j]) == amax) { jm = j; break; }
+                for (int j = 0; j < 32; j++)
+                    if (fabs(x[b * 32 + j]) == amax) {
+                        jm = j;
+                        break;
+                    }
                 CHECK(q4_val(&q4[b], jm) == -8);
             }
         }
@@ -693,11 +898,16 @@ TEST(kernels_quantize_error_bounds) {
     printf("  quantize->dequantize worst |err|/d: Q8_0 %.3f, Q4_0 %.3f\n", worst8, worst4);
     /* all zero block: d = 0 and exact zeros back */
     memset(x, 0, 32 * 4);
-    wlm_quantize_row_q8_0(x, q8, 32); wlm_dequantize_row(GGML_Q8_0, q8, y, 32);
+    wlm_quantize_row_q8_0(x, q8, 32);
+    wlm_dequantize_row(GGML_Q8_0, q8, y, 32);
     CHECK(q8[0].d == 0 && y[0] == 0 && y[31] == 0);
-    wlm_quantize_row_q4_0(x, q4, 32); wlm_dequantize_row(GGML_Q4_0, q4, y, 32);
+    wlm_quantize_row_q4_0(x, q4, 32);
+    wlm_dequantize_row(GGML_Q4_0, q4, y, 32);
     CHECK((q4[0].d & 0x7fff) == 0 && y[0] == 0 && y[31] == 0);
-    free(x); free(y); free(q8); free(q4);
+    free(x);
+    free(y);
+    free(q8);
+    free(q4);
 }
 
 /* ---- 4. wmath against libm ---------------------------------------------------------- */
@@ -714,7 +924,10 @@ TEST(kernels_wmath_expf_logf_ulps) {
             if (s && x < -104.0f) continue;
             float got = wlm_expf(x), want = (float)exp((double)x);
             int64_t u = ulp_diff(got, want);
-            if (u > worst_exp) { worst_exp = u; at_exp = x; }
+            if (u > worst_exp) {
+                worst_exp = u;
+                at_exp = x;
+            }
             n_exp++;
         }
     }
@@ -723,7 +936,10 @@ TEST(kernels_wmath_expf_logf_ulps) {
         float x = bitsf(b);
         float got = wlm_logf(x), want = (float)log((double)x);
         int64_t u = ulp_diff(got, want);
-        if (u > worst_log) { worst_log = u; at_log = x; }
+        if (u > worst_log) {
+            worst_log = u;
+            at_log = x;
+        }
         n_log++;
     }
     /* wlm_expf must also agree with the float libm expf (which may itself be
@@ -751,9 +967,9 @@ TEST(kernels_wmath_special_values) {
     CHECK(isinf(wlm_expf(INFINITY)) && wlm_expf(INFINITY) > 0);
     CHECK(wlm_expf(-INFINITY) == 0.0f && !signbit(wlm_expf(-INFINITY)));
     CHECK(isnan(wlm_expf(NAN)));
-    CHECK(isinf(wlm_expf(89.0f)));            /* overflow */
+    CHECK(isinf(wlm_expf(89.0f))); /* overflow */
     CHECK(isfinite(wlm_expf(88.72f)) && wlm_expf(88.72f) > 3.3e38f);
-    CHECK(wlm_expf(-104.0f) == 0.0f);          /* underflow */
+    CHECK(wlm_expf(-104.0f) == 0.0f);                              /* underflow */
     CHECK(wlm_expf(-103.0f) > 0.0f && wlm_expf(-103.0f) < 1e-44f); /* subnormal result */
     CHECK(wlm_expf(-87.0f) == (float)exp(-87.0));
     CHECK(isinf(wlm_logf(0.0f)) && wlm_logf(0.0f) < 0);
@@ -767,7 +983,7 @@ TEST(kernels_wmath_special_values) {
     /* double versions */
     CHECK(wlm_exp(0.0) == 1.0);
     CHECK(isinf(wlm_exp(710.0)) && wlm_exp(-746.0) == 0.0);
-    CHECK(wlm_exp(-745.0) > 0.0);             /* smallest subnormals */
+    CHECK(wlm_exp(-745.0) > 0.0); /* smallest subnormals */
     CHECK(fabs(wlm_exp(700.0) / exp(700.0) - 1) < 1e-15);
     CHECK(fabs(wlm_exp(-740.0) - exp(-740.0)) <= 0x1p-1074);
     CHECK(isnan(wlm_log(-1e-300)) && wlm_log(1.0) == 0.0);
@@ -780,7 +996,7 @@ TEST(kernels_wmath_special_values) {
     CHECK(isnan(wlm_sin(INFINITY)) && isnan(wlm_sin(-INFINITY)) && isnan(wlm_sin(NAN)));
     CHECK(isnan(wlm_cos(INFINITY)) && isnan(wlm_cos(-INFINITY)) && isnan(wlm_cos(NAN)));
     CHECK(wlm_sin(1e-300) == 1e-300);
-    CHECK(fabs(wlm_sin(T_PI) - sin(T_PI)) < 1e-30);  /* 1.22e-16, the error of T_PI */
+    CHECK(fabs(wlm_sin(T_PI) - sin(T_PI)) < 1e-30); /* 1.22e-16, the error of T_PI */
     CHECK(fabs(wlm_cos(T_PI / 2) - cos(T_PI / 2)) < 1e-30);
     /* silu */
     CHECK(wlm_silu(0.0f) == 0.0f);
@@ -799,7 +1015,10 @@ TEST(kernels_wmath_sin_cos_exp_log_double) {
         /* relative to the value, with the absolute floor of one ulp of 1 near zeros */
         double es = fabs(s - rs) / fmax(fabs(rs), 0x1p-52), ec = fabs(c - rc) / fmax(fabs(rc), 0x1p-52);
         double e = fmax(es, ec);
-        if (e > worst_sc) { worst_sc = e; at = x; }
+        if (e > worst_sc) {
+            worst_sc = e;
+            at = x;
+        }
         worst_sc_abs = fmax(worst_sc_abs, fmax(fabs(s - rs), fabs(c - rc)));
         double y = (tst_rand() & 0xffffff) / 16777216.0 * 1400 - 700;
         worst_e = fmax(worst_e, fabs(wlm_exp(y) - exp(y)) / exp(y));
@@ -826,8 +1045,10 @@ TEST(kernels_wmath_sin_cos_exp_log_double) {
  * (an exhaustive native check of all 2.24e9 floats gave 9.80e-8, 1.18 ulp),
  * and its edges: 0 below ln(FLT_MIN), +inf above 88.375, exactly 1 at 0. */
 TEST(kernels_expf_fast_accuracy) {
-    double worst = 0; float at = 0;
-    int64_t worst_ulp = 0; long n = 0, above_one = 0;
+    double worst = 0;
+    float at = 0;
+    int64_t worst_ulp = 0;
+    long n = 0, above_one = 0;
     uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of every result's bits */
     const uint32_t lo_bits = fbits(WLM_EXPF_LO) & 0x7fffffffu, hi_bits = fbits(WLM_EXPF_HI);
     for (int sg = 0; sg < 2; sg++) {
@@ -837,7 +1058,10 @@ TEST(kernels_expf_fast_accuracy) {
             float got = wlm_expf_fast(x);
             double want = wlm_exp((double)x);
             double rel = fabs((double)got - want) / want;
-            if (rel > worst) { worst = rel; at = x; }
+            if (rel > worst) {
+                worst = rel;
+                at = x;
+            }
             int64_t u = ulp_diff(got, (float)want);
             if (u > worst_ulp) worst_ulp = u;
             if (x <= 0 && got > 1.0f) above_one++;
@@ -892,9 +1116,9 @@ static float rand_logit(int spread) {
     case 3: return FLT_MAX;
     case 4: return 3.39e38f;
     case 5: return -3.0e38f;
-    case 6: return ldexpf(tst_randf(), -130);       /* denormal (or zero) */
+    case 6: return ldexpf(tst_randf(), -130); /* denormal (or zero) */
     case 7: return -100.0f + tst_randf();
-    case 8: return -87.34f + 0.01f * tst_randf();   /* around the underflow edge */
+    case 8: return -87.34f + 0.01f * tst_randf(); /* around the underflow edge */
     default: return tst_randf() * (float)spread;
     }
 }
@@ -917,7 +1141,8 @@ TEST(kernels_sum_exp_bit_identical) {
     enum { MAXN = 32000 + 8 };
     float *y = malloc(MAXN * 4);
     static const uint32_t big[] = { 255, 256, 1000, 4097, 32000 };
-    int checked = 0; double worst = 0;
+    int checked = 0;
+    double worst = 0;
     for (int si = 0; si < 70 + 5; si++) {
         uint32_t n = si < 70 ? (uint32_t)si + 1 : big[si - 70];
         for (int rep = 0; rep < 6; rep++) {
@@ -975,7 +1200,8 @@ TEST(kernels_logit_max_bit_identical) {
             int off = rep & 1;
             for (uint32_t i = 0; i < n + 1; i++) {
                 float v = rand_logit(rep < 4 ? 30 : 1000);
-                if (rep >= 6) v = (tst_rand() & 1) ? -0.0f : (tst_rand() & 1) ? 0.0f : -fabsf(v); /* max is a zero */
+                if (rep >= 6) v = (tst_rand() & 1) ? -0.0f : (tst_rand() & 1) ? 0.0f
+                                                                              : -fabsf(v); /* max is a zero */
                 if (rep == 5 && (tst_rand() & 1)) v = -INFINITY;
                 y[i] = v;
             }
@@ -1001,7 +1227,7 @@ TEST(kernels_logit_max_bit_identical) {
     for (int k = 0; k < N_SETS; k++) {
         CHECK(SETS[k]->logit_max(20, y) == -INFINITY && SETS[k]->logit_max(0, y) == -INFINITY);
         CHECK(fbits(SETS[k]->logit_max(20, y + 20)) == 0 && fbits(SETS[k]->logit_max(20, y + 21)) == 0);
-        CHECK(fbits(SETS[k]->logit_max(1, y + 21)) == 0);   /* a lone -0 */
+        CHECK(fbits(SETS[k]->logit_max(1, y + 21)) == 0); /* a lone -0 */
     }
     printf("  logit_max: %d comparisons over %d kernel sets\n", checked, N_SETS);
     free(y);
@@ -1056,12 +1282,16 @@ TEST(kernels_silu_mul_bit_identical) {
             }
         }
     }
-    double worst = 0; float at = 0;
+    double worst = 0;
+    float at = 0;
     for (int i = 0; i < 400000; i++) {
         float x = (float)((tst_rand() & 0xffffff) / 16777216.0 * 176.0 - 88.0);
         double want = (double)x / (1.0 + wlm_exp(-(double)x));
         double rel = fabs(wlm_silu(x) - want) / fabs(want);
-        if (want != 0 && rel > worst) { worst = rel; at = x; }
+        if (want != 0 && rel > worst) {
+            worst = rel;
+            at = x;
+        }
     }
     printf("  silu_mul: %d vectors over %d kernel sets; wlm_silu on [-88, 88] max rel err %.3g (at %.9g)\n", checked, N_SETS, worst, at);
     CHECKF(worst < 3e-7, "silu relative error %.3g at %a", worst, at);
@@ -1109,8 +1339,12 @@ TEST(kernels_sum_exp_same_bits_in_every_build) {
                 g = g * 1664525u + 1013904223u;
                 float u = (float)(g >> 8) * (1.0f / 16777216.0f);
                 uint32_t sel = (g >> 4) & 63;
-                y[i] = sel == 0 ? NAN : sel == 1 ? -INFINITY : sel == 2 ? INFINITY : sel == 3 ? 3.3e38f
-                     : sel == 4 ? -0.0f : sel == 5 ? 0x1p-140f : (u * 2 - 1) * (v & 1 ? 30.0f : 200.0f);
+                y[i] = sel == 0 ? NAN : sel == 1 ? -INFINITY
+                    : sel == 2                   ? INFINITY
+                    : sel == 3                   ? 3.3e38f
+                    : sel == 4                   ? -0.0f
+                    : sel == 5                   ? 0x1p-140f
+                                                 : (u * 2 - 1) * (v & 1 ? 30.0f : 200.0f);
             }
             float m = SETS[k]->logit_max(n, y);
             uint64_t s = dbits(SETS[k]->sum_exp(n, y, m));
@@ -1131,7 +1365,11 @@ TEST(kernels_token_logprob_every_set) {
     float *l = malloc(N * 4);
     for (int trial = 0; trial < 60; trial++) {
         for (int i = 0; i < N; i++) l[i] = trial < 20 ? tst_randf() * 20.0f : rand_logit(trial < 40 ? 50 : 1000);
-        if (trial % 3 == 0) { l[3] = 3.4e38f; l[4] = 3.0e38f; l[9] = INFINITY; }
+        if (trial % 3 == 0) {
+            l[3] = 3.4e38f;
+            l[4] = 3.0e38f;
+            l[9] = INFINITY;
+        }
         for (int t = 0; t < N; t += 37) {
             float ref = wlm_token_logprob(&wlm_kernels_scalar, l, N, t);
             CHECKF(!(ref > 0.0f), "trial %d token %d: logprob %g", trial, t, ref);
@@ -1149,7 +1387,9 @@ TEST(kernels_token_logprob_every_set) {
  * scalar dot_q8_0 / dot_q4_0 of the same row and token bit for bit, in every
  * kernel set, for tiles cut at any row and token count */
 TEST(kernels_gemm_i16x4_equals_row_dots) {
-    enum { MAXB = 37, MAXR = 7, MAXT = 11 };
+    enum { MAXB = 37,
+           MAXR = 7,
+           MAXT = 11 };
     static block_q8_0 w8[MAXR][MAXB], x8[MAXT][MAXB];
     static block_q4_0 w4[MAXR][MAXB];
     uint64_t rb = wlm_i16x4_row_bytes(MAXB * 32);
@@ -1172,7 +1412,10 @@ TEST(kernels_gemm_i16x4_equals_row_dots) {
                     for (int j = 0; j < 32; j++) v[j] = tst_randf();
                     wlm_quantize_row_q8_0(v, &w8[r][b], 32);
                     wlm_quantize_row_q4_0(v, &w4[r][b], 32);
-                    if (rep == 2 && b % 2 == 0) { rand_q8_block(&w8[r][b], 1 + (int)(tst_rand() % 3)); rand_q4_block(&w4[r][b], 1 + (int)(tst_rand() % 3)); }
+                    if (rep == 2 && b % 2 == 0) {
+                        rand_q8_block(&w8[r][b], 1 + (int)(tst_rand() % 3));
+                        rand_q4_block(&w4[r][b], 1 + (int)(tst_rand() % 3));
+                    }
                 }
             for (int t = 0; t < MAXT; t++) wlm_unpack_i16x4(GGML_Q8_0, x8[t], xp + t * rb, n);
             for (int q4 = 0; q4 < 2; q4++) {
@@ -1192,7 +1435,8 @@ TEST(kernels_gemm_i16x4_equals_row_dots) {
                                     checked++;
                                 }
                             /* nothing written outside the nr x nt results */
-                            for (uint32_t t = 0; t < nt; t++) for (uint32_t r = nr; r < 9; r++) CHECK(y[t * 9 + r] == -1.0f);
+                            for (uint32_t t = 0; t < nt; t++)
+                                for (uint32_t r = nr; r < 9; r++) CHECK(y[t * 9 + r] == -1.0f);
                         }
                     }
             }
@@ -1200,7 +1444,8 @@ TEST(kernels_gemm_i16x4_equals_row_dots) {
     }
     printf("  %d tiled results checked\n", checked);
     CHECK(checked > 10000);
-    free(wp); free(xp);
+    free(wp);
+    free(xp);
 }
 
 /* Forward pass through the tiled prefill path: a tiny llama (rows of 9 and 17
@@ -1210,14 +1455,26 @@ TEST(kernels_gemm_i16x4_equals_row_dots) {
  * 6, 3 and 2; natively also with 2 and 3 threads. The Q4_0 model once more
  * with its matrices repacked into q4g: the same logits as without. */
 #if !defined(__wasm__)
-typedef struct { wlm_pool *p; uint32_t tid; } fw_arg;
-static void *fw_main(void *a) { fw_arg *w = a; wlm_worker_loop(w->p, w->tid); return NULL; }
+typedef struct {
+    wlm_pool *p;
+    uint32_t tid;
+} fw_arg;
+static void *fw_main(void *a) {
+    fw_arg *w = a;
+    wlm_worker_loop(w->p, w->tid);
+    return NULL;
+}
 #endif
 
 static wlm_ctx *fw_ctx(wlm_model *m, uint32_t n_batch, uint32_t all, uint32_t threads) {
-    wlm_ctx_params p; wlm_ctx_default_params(&p);
-    p.n_ctx = 64; p.n_batch = n_batch; p.logits_all = all; p.n_threads = threads;
-    wlm_ctx *c = NULL; wlm_err err = { 0 };
+    wlm_ctx_params p;
+    wlm_ctx_default_params(&p);
+    p.n_ctx = 64;
+    p.n_batch = n_batch;
+    p.logits_all = all;
+    p.n_threads = threads;
+    wlm_ctx *c = NULL;
+    wlm_err err = { 0 };
     if (wlm_ctx_new(&c, m, &p, &err) != WLM_OK) fprintf(stderr, "  ctx_new: %s\n", err.msg);
     return c;
 }
@@ -1228,11 +1485,13 @@ TEST(kernels_forward_prefill_equals_stepwise) {
     gb_tiny_llama(f, &lp);
     size_t size = 0;
     unsigned char *raw = gb_serialize(f, &size);
-    gb_free(f); free(f);
+    gb_free(f);
+    free(f);
     REQUIRE(raw);
     unsigned char *bytes = tst_sys_copy(raw, size);
     free(raw);
-    wlm_model *base; wlm_err err = { 0 };
+    wlm_model *base;
+    wlm_err err = { 0 };
     REQUIRE(wlm_model_load(&base, bytes, size, &err) == WLM_OK);
     enum { NT = 19 };
     int32_t toks[NT];
@@ -1240,7 +1499,8 @@ TEST(kernels_forward_prefill_equals_stepwise) {
     static const uint32_t TYPES[] = { GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_0, GGML_Q4_0 };
     float *q4_step = NULL;
     for (unsigned ti = 0; ti < 5; ti++) {
-        wlm_model *m = base; unsigned char *qb = NULL;
+        wlm_model *m = base;
+        unsigned char *qb = NULL;
         if (TYPES[ti] != GGML_F32) {
             uint64_t qs = 0;
             REQUIRE(wlm_quantize_size(base, TYPES[ti], &qs, &err) == WLM_OK);
@@ -1258,7 +1518,7 @@ TEST(kernels_forward_prefill_equals_stepwise) {
                 wlm_model_repack_q4g(m);
                 CHECK(wlm_gguf_tensor(&m->g, "blk.0.ffn_down.weight")->q4g && wlm_gguf_tensor(&m->g, "blk.1.attn_q.weight")->q4g);
                 CHECK(!m->tok_embd->q4g);
-                CHECK(memcmp(qb, plain_bytes, qs) != 0);   /* rewritten in place */
+                CHECK(memcmp(qb, plain_bytes, qs) != 0); /* rewritten in place */
                 /* wlm_quantize reads q4g matrices as the file's Q4_0: copied
                  * (Q4_0) and dequantized (Q8_0), the same bytes as from the
                  * model that was not repacked */
@@ -1270,8 +1530,9 @@ TEST(kernels_forward_prefill_equals_stepwise) {
                     unsigned char *o1 = malloc(s1), *o2 = malloc(s2);
                     REQUIRE(wlm_quantize(m, AGAIN[ai], o1, s1, NULL, 0, &err) == WLM_OK && wlm_quantize(plain, AGAIN[ai], o2, s2, NULL, 0, &err) == WLM_OK);
                     CHECKF(s1 == s2 && memcmp(o1, o2, s1) == 0, "quantize to %s from the repacked model differs", wlm_type_name(AGAIN[ai]));
-                    if (ai == 0) CHECK(memcmp(o1, plain_bytes, s1) == 0);   /* the original file */
-                    free(o1); free(o2);
+                    if (ai == 0) CHECK(memcmp(o1, plain_bytes, s1) == 0); /* the original file */
+                    free(o1);
+                    free(o2);
                 }
                 wlm_model_free(plain);
                 wlm_sys_free(plain_bytes);
@@ -1286,7 +1547,10 @@ TEST(kernels_forward_prefill_equals_stepwise) {
             memcpy(step + (size_t)i * V, wlm_ctx_logits(a), sizeof(float) * V);
         }
         wlm_ctx_free(a);
-        if (ti == 3) { q4_step = malloc(sizeof(float) * NT * V); memcpy(q4_step, step, sizeof(float) * NT * V); }
+        if (ti == 3) {
+            q4_step = malloc(sizeof(float) * NT * V);
+            memcpy(q4_step, step, sizeof(float) * NT * V);
+        }
         if (ti == 4) CHECKF(q4_step && memcmp(q4_step, step, sizeof(float) * NT * V) == 0, "q4g logits differ from Q4_0's");
         uint32_t max_thr = 1;
 #if !defined(__wasm__)
@@ -1295,11 +1559,16 @@ TEST(kernels_forward_prefill_equals_stepwise) {
         for (uint32_t nth = 1; nth <= max_thr; nth++) {
             wlm_pool *p = NULL;
 #if !defined(__wasm__)
-            pthread_t th[4]; fw_arg fa[4];
+            pthread_t th[4];
+            fw_arg fa[4];
             if (nth > 1) {
                 p = wlm_pool_new(nth);
                 REQUIRE(p);
-                for (uint32_t t = 1; t < nth; t++) { fa[t].p = p; fa[t].tid = t; pthread_create(&th[t], NULL, fw_main, &fa[t]); }
+                for (uint32_t t = 1; t < nth; t++) {
+                    fa[t].p = p;
+                    fa[t].tid = t;
+                    pthread_create(&th[t], NULL, fw_main, &fa[t]);
+                }
             }
 #endif
             wlm_ctx *b = fw_ctx(m, NT, 1, nth);
@@ -1324,11 +1593,17 @@ TEST(kernels_forward_prefill_equals_stepwise) {
                 wlm_ctx_free(c);
             }
 #if !defined(__wasm__)
-            if (p) { wlm_pool_free(p); for (uint32_t t = 1; t < nth; t++) pthread_join(th[t], NULL); }
+            if (p) {
+                wlm_pool_free(p);
+                for (uint32_t t = 1; t < nth; t++) pthread_join(th[t], NULL);
+            }
 #endif
         }
         free(step);
-        if (m != base) { wlm_model_free(m); wlm_sys_free(qb); }
+        if (m != base) {
+            wlm_model_free(m);
+            wlm_sys_free(qb);
+        }
     }
     free(q4_step);
     wlm_model_free(base);
@@ -1339,7 +1614,9 @@ TEST(kernels_forward_prefill_equals_stepwise) {
  * dot_q4_0 bit for bit in every kernel set, for any row and token count,
  * extreme values, and weight scales that are subnormal, infinite or NaN */
 TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
-    enum { MAXB = 41, MAXR = 9, MAXT = 9 };
+    enum { MAXB = 41,
+           MAXR = 9,
+           MAXT = 9 };
     static block_q8_0 w8[MAXR][MAXB], x8[MAXT][MAXB];
     static block_q4_0 w4[MAXR][MAXB];
     uint64_t x16s = wlm_i16eo_row_bytes(MAXB * 32) + 8; /* rows apart by more than they need */
@@ -1348,7 +1625,7 @@ TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
     static const uint32_t NT[] = { 1, 2, 3, 4, 5, 8, 9 };
     int checked = 0;
     /* the i16eo order is a permutation of 0..31 */
-    int seen[32] = {0};
+    int seen[32] = { 0 };
     for (uint32_t k = 0; k < 32; k++) seen[wlm_i16eo_pos(k)]++;
     for (int k = 0; k < 32; k++) CHECK(seen[k] == 1);
     for (unsigned si = 0; si < sizeof NB / sizeof NB[0]; si++) {
@@ -1360,7 +1637,7 @@ TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
                     int ex = rep % 3 == 1 ? (int)(tst_rand() % 4) : 0;
                     rand_q8_block(&w8[r][b], ex);
                     rand_q4_block(&w4[r][b], ex);
-                    if (rep >= 3 && tst_rand() % 7 == 0) w8[r][b].d = w4[r][b].d = odd_scale();   /* non-finite or subnormal */
+                    if (rep >= 3 && tst_rand() % 7 == 0) w8[r][b].d = w4[r][b].d = odd_scale(); /* non-finite or subnormal */
                 }
             for (int t = 0; t < MAXT; t++) wlm_act_i16eo(x8[t], x16 + t * x16s, n);
             for (int k = 0; k < N_SETS; k++)
@@ -1396,12 +1673,16 @@ TEST(kernels_gemv_q8_0_q4_0_equal_row_dots) {
  * the exact path: the result matches the reference (NaN where it is NaN) */
 TEST(kernels_dot_f16_nonfinite_rows) {
     enum { N = 200 };
-    uint16_t h[N]; float x[N];
+    uint16_t h[N];
+    float x[N];
     static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x7c01, 0x0001, 0x8001, 0x7bff };
     int nan_seen = 0;
     for (int rep = 0; rep < 400; rep++) {
         uint32_t n = 1 + tst_rand() % N;
-        for (uint32_t i = 0; i < n; i++) { h[i] = rand_half_moderate(); x[i] = tst_randf(); }
+        for (uint32_t i = 0; i < n; i++) {
+            h[i] = rand_half_moderate();
+            x[i] = tst_randf();
+        }
         uint32_t at = tst_rand() % n;
         h[at] = odd[rep % 8];
         if (rep % 5 == 0) x[at] = 0.0f; /* inf * 0 */
@@ -1419,12 +1700,16 @@ TEST(kernels_dot_f16_nonfinite_rows) {
  * the layout is the documented one */
 TEST(kernels_unpack_i16x4_layout) {
     enum { MAXB = 23 };
-    static block_q8_0 w8[MAXB]; static block_q4_0 w4[MAXB];
+    static block_q8_0 w8[MAXB];
+    static block_q4_0 w4[MAXB];
     uint64_t rb = wlm_i16x4_row_bytes(MAXB * 32);
     uint8_t *ref = malloc(rb), *got = malloc(rb);
     int checked = 0;
     for (uint32_t nb = 1; nb <= MAXB; nb++) {
-        for (uint32_t b = 0; b < nb; b++) { rand_q8_block(&w8[b], (int)(tst_rand() % 4)); rand_q4_block(&w4[b], (int)(tst_rand() % 4)); }
+        for (uint32_t b = 0; b < nb; b++) {
+            rand_q8_block(&w8[b], (int)(tst_rand() % 4));
+            rand_q4_block(&w4[b], (int)(tst_rand() % 4));
+        }
         for (int q4 = 0; q4 < 2; q4++) {
             uint32_t type = q4 ? GGML_Q4_0 : GGML_Q8_0, n = nb * 32;
             const void *row = q4 ? (const void *)w4 : (const void *)w8;
@@ -1447,7 +1732,8 @@ TEST(kernels_unpack_i16x4_layout) {
         }
     }
     CHECK(checked >= 2 * MAXB);
-    free(ref); free(got);
+    free(ref);
+    free(got);
 }
 
 /* the i8x4 form (relaxed-SIMD Q4_0 prefill): the reference writers put
@@ -1455,15 +1741,20 @@ TEST(kernels_unpack_i16x4_layout) {
  * writes the same bytes */
 TEST(kernels_i8x4_layout) {
     enum { MAXB = 23 };
-    static block_q8_0 x8[MAXB]; static block_q4_0 w4[MAXB];
+    static block_q8_0 x8[MAXB];
+    static block_q4_0 w4[MAXB];
     uint64_t ab = wlm_act_i8x4_row_bytes(MAXB * 32);
     uint8_t *ref = malloc(ab), *got = malloc(ab);
     int checked = 0;
     for (uint32_t nb = 1; nb <= MAXB; nb++) {
         uint32_t n = nb * 32;
-        for (uint32_t b = 0; b < nb; b++) { rand_q8_block(&x8[b], (int)(tst_rand() % 4)); rand_q4_block(&w4[b], (int)(tst_rand() % 4)); }
+        for (uint32_t b = 0; b < nb; b++) {
+            rand_q8_block(&x8[b], (int)(tst_rand() % 4));
+            rand_q4_block(&w4[b], (int)(tst_rand() % 4));
+        }
         for (int act = 0; act < 2; act++) {
-            if (act) wlm_act_i8x4(x8, ref, n); else wlm_unpack_q4_i8x4(w4, ref, n);
+            if (act) wlm_act_i8x4(x8, ref, n);
+            else wlm_unpack_q4_i8x4(w4, ref, n);
             for (uint32_t b = 0; b < nb; b++) {
                 int32_t sum = 0;
                 for (uint32_t k = 0; k < 32; k++) {
@@ -1472,21 +1763,28 @@ TEST(kernels_i8x4_layout) {
                     CHECKF((act ? (int)(int8_t)ref[at] : (int)ref[at]) == v, "%s nb=%u block %u value %u", act ? "act" : "q4_0", nb, b, k);
                     sum += v;
                 }
-                float d; memcpy(&d, ref + n + b * 4, 4);
+                float d;
+                memcpy(&d, ref + n + b * 4, 4);
                 CHECK(fbits(d) == fbits(wlm_f16_to_f32(act ? x8[b].d : w4[b].d)));
-                if (act) { int32_t s; memcpy(&s, ref + n + nb * 4 + b * 4, 4); CHECK(s == sum); }
+                if (act) {
+                    int32_t s;
+                    memcpy(&s, ref + n + nb * 4 + b * 4, 4);
+                    CHECK(s == sum);
+                }
             }
             for (int k = 0; k < N_SETS; k++) {
-                if (!SETS[k]->gemm_q4_i8x4) continue;   /* the relaxed set: its act_q4g writes the i8x4 form */
+                if (!SETS[k]->gemm_q4_i8x4) continue; /* the relaxed set: its act_q4g writes the i8x4 form */
                 memset(got, 0xa5, ab);
-                if (act) SETS[k]->act_q4g(x8, got, n, 0, nb); else SETS[k]->unpack_q4_i8x4(w4, got, n);
+                if (act) SETS[k]->act_q4g(x8, got, n, 0, nb);
+                else SETS[k]->unpack_q4_i8x4(w4, got, n);
                 CHECKF(memcmp(got, ref, act ? wlm_act_i8x4_row_bytes(n) : wlm_q4_i8x4_row_bytes(n)) == 0, "%s %s nb=%u", SETS[k]->name, act ? "act" : "q4_0", nb);
                 checked++;
             }
         }
     }
     printf("  %d kernel-set unpacks checked\n", checked);
-    free(ref); free(got);
+    free(ref);
+    free(got);
 }
 
 /* the relaxed-SIMD Q4_0 prefill kernel (i8x4 rows): every result equals the
@@ -1494,7 +1792,9 @@ TEST(kernels_i8x4_layout) {
  * row and token count, with extreme values (the int16 sums at their largest)
  * and infinite / NaN scales; in the sets that have it (relaxed SIMD) */
 TEST(kernels_gemm_q4_i8x4_equals_row_dots) {
-    enum { MAXB = 37, MAXR = 7, MAXT = 11 };
+    enum { MAXB = 37,
+           MAXR = 7,
+           MAXT = 11 };
     static block_q8_0 x8[MAXT][MAXB];
     static block_q4_0 w4[MAXR][MAXB];
     uint64_t wb = wlm_q4_i8x4_row_bytes(MAXB * 32), xb = wlm_act_i8x4_row_bytes(MAXB * 32);
@@ -1518,7 +1818,7 @@ TEST(kernels_gemm_q4_i8x4_equals_row_dots) {
                     for (int j = 0; j < 32; j++) v[j] = tst_randf();
                     wlm_quantize_row_q4_0(v, &w4[r][b], 32);
                     if (rep >= 2 && b % 2 == 0) rand_q4_block(&w4[r][b], rep == 3 ? 2 : 1 + (int)(tst_rand() % 3));
-                    if (rep == 3 && b == 1) w4[r][b].d = r % 2 ? 0x7c00 : 0x7e00;   /* +inf, NaN */
+                    if (rep == 3 && b == 1) w4[r][b].d = r % 2 ? 0x7c00 : 0x7e00; /* +inf, NaN */
                 }
             for (int t = 0; t < MAXT; t++) wlm_act_i8x4(x8[t], xp + t * xb, n);
             for (int r = 0; r < MAXR; r++) wlm_unpack_q4_i8x4(w4[r], wp + r * wb, n);
@@ -1536,7 +1836,8 @@ TEST(kernels_gemm_q4_i8x4_equals_row_dots) {
                                        SETS[k]->name, nb, nr, nt, rep, r, t, y[t * 9 + r], ref[t * 9 + r]);
                                 checked++;
                             }
-                        for (uint32_t t = 0; t < nt; t++) for (uint32_t r = nr; r < 9; r++) CHECK(y[t * 9 + r] == -1.0f);
+                        for (uint32_t t = 0; t < nt; t++)
+                            for (uint32_t r = nr; r < 9; r++) CHECK(y[t * 9 + r] == -1.0f);
                     }
                 }
         }
@@ -1544,7 +1845,8 @@ TEST(kernels_gemm_q4_i8x4_equals_row_dots) {
     if (!sets) printf("  no kernel set here has gemm_q4_i8x4 (relaxed SIMD only)\n");
     else printf("  %d tiled results checked in %d set(s)\n", checked, sets);
     CHECK(!sets || checked > 10000);
-    free(wp); free(xp);
+    free(wp);
+    free(xp);
 }
 
 /* The q4g form (Q4_0 matrices repacked at load) against its documented
@@ -1560,7 +1862,10 @@ TEST(kernels_q4g_layout) {
     int checked = 0;
     for (uint32_t nb = 1; nb <= MAXB; nb++) {
         uint32_t n = nb * 32, full = nb / 4 * 4;
-        for (uint32_t b = 0; b < nb; b++) { rand_q4_block(&w4[b], (int)(tst_rand() % 4)); rand_q8_block(&x8[b], (int)(tst_rand() % 4)); }
+        for (uint32_t b = 0; b < nb; b++) {
+            rand_q4_block(&w4[b], (int)(tst_rand() % 4));
+            rand_q8_block(&x8[b], (int)(tst_rand() % 4));
+        }
         memcpy(g, w4, nb * sizeof(block_q4_0));
         wlm_q4g_from_q4_0(g, n);
         for (uint32_t b = 0; b < nb; b++) {
@@ -1569,12 +1874,12 @@ TEST(kernels_q4g_layout) {
                 CHECK((uint16_t)(base[(b % 4) * 2] | base[(b % 4) * 2 + 1] << 8) == w4[b].d);
                 for (uint32_t k = 0; k < 16; k++) CHECK(base[8 + (k / 4) * 16 + (b % 4) * 4 + k % 4] == w4[b].qs[k]);
             } else {
-                CHECK(memcmp(g + b * sizeof(block_q4_0), &w4[b], sizeof(block_q4_0)) == 0);   /* tail blocks as they were */
+                CHECK(memcmp(g + b * sizeof(block_q4_0), &w4[b], sizeof(block_q4_0)) == 0); /* tail blocks as they were */
             }
             CHECK(wlm_q4g_d(g, nb, b) == w4[b].d);
             for (uint32_t k = 0; k < 32; k++) CHECK((int)wlm_q4g_q(g, nb, b, k) == q4_val(&w4[b], (int)k) + 8);
         }
-        for (int k = 0; k < N_SETS; k++) {   /* every set's repack */
+        for (int k = 0; k < N_SETS; k++) { /* every set's repack */
             memcpy(back, w4, nb * sizeof(block_q4_0));
             SETS[k]->q4g_from_q4_0((uint8_t *)back, n);
             CHECKF(memcmp(back, g, nb * sizeof(block_q4_0)) == 0, "%s q4g_from_q4_0 nb=%u", SETS[k]->name, nb);
@@ -1597,7 +1902,7 @@ TEST(kernels_q4g_layout) {
         uint64_t ab = wlm_i16eo_row_bytes(n);
         memset(ref, 0, ab);
         wlm_act_i16g_blocks(x8, ref, n, 0, nb);
-        int seen[MAXB * 32] = {0};
+        int seen[MAXB * 32] = { 0 };
         for (uint32_t b = 0; b < nb; b++)
             for (uint32_t k = 0; k < 32; k++) {
                 uint32_t at = wlm_i16g_pos(b, nb, k);
@@ -1611,11 +1916,12 @@ TEST(kernels_q4g_layout) {
         for (uint32_t i = 0; i < n; i++) CHECK(seen[i] == 1);
         for (int k = 0; k < N_SETS; k++) {
             if (!SETS[k]->act_q4g) continue;
-            int i8 = SETS[k]->gemm_q4_i8x4 != NULL;   /* relaxed SIMD: the i8x4 form */
+            int i8 = SETS[k]->gemm_q4_i8x4 != NULL; /* relaxed SIMD: the i8x4 form */
             uint64_t rb = i8 ? wlm_act_i8x4_row_bytes(n) : ab;
-            if (i8) wlm_act_i8x4(x8, ref, n); else wlm_act_i16g_blocks(x8, ref, n, 0, nb);
+            if (i8) wlm_act_i8x4(x8, ref, n);
+            else wlm_act_i16g_blocks(x8, ref, n, 0, nb);
             memset(got, 0xa5, rb);
-            for (uint32_t b0 = 0; b0 < nb;) {   /* group-aligned pieces of random length */
+            for (uint32_t b0 = 0; b0 < nb;) { /* group-aligned pieces of random length */
                 uint32_t len = 4 * (1 + tst_rand() % 3), b1 = WLM_MIN(nb, b0 + len);
                 if (b1 < nb && nb - b1 < 4) b1 = nb;
                 SETS[k]->act_q4g(x8, got, n, b0, b1);
@@ -1626,7 +1932,11 @@ TEST(kernels_q4g_layout) {
         }
     }
     printf("  %d kernel-set conversions checked\n", checked);
-    free(g); free(ref); free(got); free(fa); free(fb);
+    free(g);
+    free(ref);
+    free(got);
+    free(fa);
+    free(fb);
 }
 
 /* nr random Q4_0 rows of nb blocks (rows `stride` blocks apart in w4 and in
@@ -1650,7 +1960,10 @@ static void rand_q4g_rows(block_q4_0 *w4, uint8_t *wg, uint32_t stride, int nr, 
  * for any row and token count, with extreme values and subnormal, infinite
  * or NaN weight scales in groups and in the tail */
 TEST(kernels_gemv_q4g_equals_row_dots) {
-    enum { MAXB = 41, MAXR = 9, MAXT = 7, YS = MAXR + 3 };
+    enum { MAXB = 41,
+           MAXR = 9,
+           MAXT = 7,
+           YS = MAXR + 3 };
     static block_q8_0 x8[MAXT][MAXB];
     static block_q4_0 w4[MAXR][MAXB];
     static uint8_t wg[MAXR][MAXB * sizeof(block_q4_0)];
@@ -1675,7 +1988,10 @@ TEST(kernels_gemv_q4g_equals_row_dots) {
                         SETS[k]->gemv_q4g(n, wg[0], sizeof wg[0], nr, (const uint8_t *)x8, sizeof x8[0], xa, xs, nt, y, YS);
                         for (uint32_t t = 0; t < MAXT; t++)
                             for (uint32_t r = 0; r < YS; r++) {
-                                if (t >= nt || r >= nr) { CHECK(y[t * YS + r] == -1.0f); continue; }
+                                if (t >= nt || r >= nr) {
+                                    CHECK(y[t * YS + r] == -1.0f);
+                                    continue;
+                                }
                                 float want = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t]);
                                 CHECKF(same_float(y[t * YS + r], want), "%s gemv_q4g nb=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
                                        SETS[k]->name, nb, nr, nt, r, t, y[t * YS + r], want);
@@ -1698,7 +2014,10 @@ TEST(kernels_gemv_q4g_equals_row_dots) {
  * and subnormal, infinite or NaN weight scales (also in single rows between
  * finite ones: such a row takes the exact conversion, its neighbours not) */
 TEST(kernels_gemm_q4gb_equals_row_dots) {
-    enum { MAXB = 41, MAXR = 9, MAXT = 11, YS = MAXR + 3 };
+    enum { MAXB = 41,
+           MAXR = 9,
+           MAXT = 11,
+           YS = MAXR + 3 };
     static block_q8_0 x8[MAXT][MAXB];
     static block_q4_0 w4[MAXR][MAXB];
     static uint8_t wg[MAXR][MAXB * sizeof(block_q4_0)];
@@ -1716,13 +2035,15 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
             rand_tokens(&x8[0][0], MAXB, MAXT, nb, rep % 3 == 2 || rep == 1);
             memset(ref, 0x5a, xbytes);
             for (uint32_t t = 0; t < MAXT; t++) wlm_act_q4gb_row(x8[t], ref, n, t);
-            for (uint32_t t = 0; t < MAXT; t++)   /* the documented layout */
+            for (uint32_t t = 0; t < MAXT; t++) /* the documented layout */
                 for (uint32_t g = 0; g < ng; g++) {
                     const uint8_t *o = ref + t / 4 * cs + g * 640;
                     uint32_t j = t % 4;
                     for (uint32_t i = 0; i < 4; i++) {
                         const block_q8_0 *B = &x8[t][4 * g + i];
-                        int32_t s[2] = { 0, 0 }; int16_t s8[2]; float d;
+                        int32_t s[2] = { 0, 0 };
+                        int16_t s8[2];
+                        float d;
                         for (uint32_t v = 0; v < 8; v++)
                             for (uint32_t m = 0; m < 4; m++) {
                                 CHECK((int8_t)o[64 * v + 16 * j + 4 * i + m] == B->qs[4 * v + m]);
@@ -1736,11 +2057,11 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
             for (int k = 0; k < N_SETS; k++) {
                 if (!SETS[k]->act_q4gb) continue;
                 memset(got, 0x5a, xbytes);
-                for (uint32_t t = MAXT; t-- > 0;) SETS[k]->act_q4gb(x8[t], got, n, t);   /* any order: each token its own slots */
+                for (uint32_t t = MAXT; t-- > 0;) SETS[k]->act_q4gb(x8[t], got, n, t); /* any order: each token its own slots */
                 CHECKF(memcmp(got, ref, (MAXT + 3) / 4 * cs) == 0, "%s act_q4gb nb=%u", SETS[k]->name, nb);
             }
             rand_q4g_rows(&w4[0][0], &wg[0][0], MAXB, MAXR, nb, rep);
-            if (rep == 0)   /* rows 1, 4, 7 with an infinite scale in their first group, the others finite */
+            if (rep == 0) /* rows 1, 4, 7 with an infinite scale in their first group, the others finite */
                 for (uint32_t r = 1; r < MAXR; r += 3) {
                     w4[r][0].d = 0x7c00;
                     memcpy(wg[r], w4[r], nb * sizeof(block_q4_0));
@@ -1755,7 +2076,10 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
                         SETS[k]->gemm_q4gb(n, wg[0], sizeof wg[0], nr, (const uint8_t *)x8, sizeof x8[0], ref, nt, y, YS);
                         for (uint32_t t = 0; t < MAXT; t++)
                             for (uint32_t r = 0; r < YS; r++) {
-                                if (t >= nt || r >= nr) { CHECK(y[t * YS + r] == -1.0f); continue; }
+                                if (t >= nt || r >= nr) {
+                                    CHECK(y[t * YS + r] == -1.0f);
+                                    continue;
+                                }
                                 float want = wlm_kernels_scalar.dot_q4_0(n, w4[r], x8[t]);
                                 CHECKF(same_float(y[t * YS + r], want), "%s gemm_q4gb nb=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
                                        SETS[k]->name, nb, nr, nt, r, t, y[t * YS + r], want);
@@ -1768,7 +2092,8 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
     if (!sets) printf("  no kernel set here has gemm_q4gb (relaxed SIMD only); the reference layout checked\n");
     else printf("  %d row-token dots checked in %d set(s)\n", checked, sets);
     CHECK(!sets || checked > 20000);
-    free(ref); free(got);
+    free(ref);
+    free(got);
 }
 
 /* the float tile kernel equals dot_f32 per (row, token) in every kernel set:
@@ -1776,7 +2101,12 @@ TEST(kernels_gemm_q4gb_equals_row_dots) {
  * rows and 1-9 tokens (every tile shape and remainder), padded strides,
  * values of mixed magnitude with now and then an infinity or a NaN */
 TEST(kernels_gemm_f32_equals_dot_f32) {
-    enum { N = 700, R = 7, T = 9, WS = N + 5, XS = N + 3, YS = R + 2 };
+    enum { N = 700,
+           R = 7,
+           T = 9,
+           WS = N + 5,
+           XS = N + 3,
+           YS = R + 2 };
     static float w[R * WS], x[T * XS], y[T * YS];
     int checked = 0;
     for (int rep = 0; rep < 60; rep++) {
@@ -1790,7 +2120,10 @@ TEST(kernels_gemm_f32_equals_dot_f32) {
             SETS[k]->gemm_f32(n, w, WS, nr, x, XS, nt, y, YS);
             for (uint32_t t = 0; t < T; t++)
                 for (uint32_t r = 0; r < YS; r++) {
-                    if (t >= nt || r >= nr) { CHECK(y[t * YS + r] == -1.0f); continue; }
+                    if (t >= nt || r >= nr) {
+                        CHECK(y[t * YS + r] == -1.0f);
+                        continue;
+                    }
                     float ref = wlm_kernels_scalar.dot_f32(n, w + r * WS, x + t * XS);
                     CHECKF(same_float(y[t * YS + r], ref), "%s gemm_f32 n=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
                            SETS[k]->name, n, nr, nt, r, t, y[t * YS + r], ref);
@@ -1806,7 +2139,10 @@ TEST(kernels_gemm_f32_equals_dot_f32) {
  * conversion equals wlm_f16_to_f32 per half, in every kernel set, for any
  * length, row and token count, with subnormal, infinite and NaN halves */
 TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
-    enum { N = 83, R = 5, T = 5, YS = R + 2 };
+    enum { N = 83,
+           R = 5,
+           T = 5,
+           YS = R + 2 };
     static uint16_t w[R][N + 5];
     static float x[T][N + 3];
     static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x0001, 0x8001, 0x7bff, 0x8000 };
@@ -1816,7 +2152,8 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
         for (int r = 0; r < R; r++)
             for (uint32_t i = 0; i < n; i++) w[r][i] = rep % 3 == 0 ? rand_half_finite() : rand_half_moderate();
         if (rep % 4 == 1) w[tst_rand() % R][tst_rand() % n] = odd[tst_rand() % 8];
-        for (int t = 0; t < T; t++) for (uint32_t i = 0; i < n; i++) x[t][i] = tst_randf();
+        for (int t = 0; t < T; t++)
+            for (uint32_t i = 0; i < n; i++) x[t][i] = tst_randf();
         for (int k = 0; k < N_SETS; k++) {
             uint32_t nr = 1 + tst_rand() % R, nt = 1 + tst_rand() % T;
             float y[T * YS];
@@ -1824,7 +2161,10 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
             SETS[k]->gemv_f16(n, (const uint8_t *)w, sizeof w[0], nr, &x[0][0], sizeof x[0] / 4, nt, y, YS);
             for (uint32_t t = 0; t < T; t++)
                 for (uint32_t r = 0; r < YS; r++) {
-                    if (t >= nt || r >= nr) { CHECK(y[t * YS + r] == -1.0f); continue; }
+                    if (t >= nt || r >= nr) {
+                        CHECK(y[t * YS + r] == -1.0f);
+                        continue;
+                    }
                     float ref = wlm_kernels_scalar.dot_f16(n, w[r], x[t]);
                     nonfinite += !(ref - ref == 0);
                     CHECKF(same_float(y[t * YS + r], ref), "%s gemv_f16 n=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
@@ -1854,7 +2194,8 @@ TEST(kernels_quantize_q8_0_equals_reference) {
     for (int rep = 0; rep < 300; rep++) {
         uint32_t nb = 1 + tst_rand() % NB;
         for (uint32_t i = 0; i < nb * 32; i++) x[i] = rep % 3 == 0 ? rand_wide() : tst_randf() * (float)(1 + rep % 50);
-        if (rep % 5 == 1) for (int i = 0; i < 32; i++) x[i] = 0.0f;
+        if (rep % 5 == 1)
+            for (int i = 0; i < 32; i++) x[i] = 0.0f;
         if (rep % 5 == 2) {
             x[32 * (nb - 1)] = rep % 2 ? 127.0f : -127.0f;
             for (int i = 1; i < 32; i++) x[32 * (nb - 1) + i] = (float)((int)(tst_rand() % 253) - 126) + 0.5f;
@@ -1883,8 +2224,12 @@ TEST(kernels_layer_norm_bit_identical) {
     for (uint32_t n = 1; n <= MAXN; n += (n < 70 ? 1 : 29)) {
         for (int rep = 0; rep < 4; rep++) {
             int off = rep & 1;
-            float shift = rep == 3 ? 100.0f : 0.0f;   /* a large mean: the two-pass variance */
-            for (uint32_t i = 0; i < n + 1; i++) { x[i] = tst_randf() * 3.0f + shift; w[i] = 1.0f + tst_randf() * 0.5f; b[i] = tst_randf(); }
+            float shift = rep == 3 ? 100.0f : 0.0f; /* a large mean: the two-pass variance */
+            for (uint32_t i = 0; i < n + 1; i++) {
+                x[i] = tst_randf() * 3.0f + shift;
+                w[i] = 1.0f + tst_randf() * 0.5f;
+                b[i] = tst_randf();
+            }
             const float *wp = rep == 2 ? NULL : w + off, *bp = rep == 2 ? NULL : b + off;
             float eps = rep == 1 ? 1e-5f : 1e-12f;
             wlm_kernels_scalar.layer_norm(n, x + off, wp, bp, eps, want, 0, n);
@@ -1906,7 +2251,8 @@ TEST(kernels_layer_norm_bit_identical) {
                 for (int whole = 0; whole < 2; whole++) {
                     memset(got, 0xff, sizeof got);
                     if (whole) SETS[k]->layer_norm(n, x + off, wp, bp, eps, got, 0, n);
-                    else for (int r = 0; r < 3; r++) SETS[k]->layer_norm(n, x + off, wp, bp, eps, got, cut[r], cut[r + 1]);
+                    else
+                        for (int r = 0; r < 3; r++) SETS[k]->layer_norm(n, x + off, wp, bp, eps, got, cut[r], cut[r + 1]);
                     int bad = 0;
                     for (uint32_t i = 0; i < n; i++) bad += !same_float(got[i], want[i]);
                     CHECKF(bad == 0, "%s n=%u rep %d whole %d: %d values differ", SETS[k]->name, n, rep, whole, bad);
@@ -1932,10 +2278,11 @@ TEST(kernels_quantize_q8_0_tiny_blocks) {
     int checked = 0;
     for (int rep = 0; rep < 200; rep++) {
         for (int i = 0; i < 32; i++) x[i] = tiny[tst_rand() % (sizeof tiny / sizeof tiny[0])];
-        if (rep % 4 == 1) x[tst_rand() % 32] = NAN;   /* a NaN is left out of amax and quantizes to 0 */
+        if (rep % 4 == 1) x[tst_rand() % 32] = NAN; /* a NaN is left out of amax and quantizes to 0 */
         wlm_quantize_row_q8_0(x, &ref, 32);
         float amax = 0;
-        for (int i = 0; i < 32; i++) if (fabsf(x[i]) > amax) amax = fabsf(x[i]);
+        for (int i = 0; i < 32; i++)
+            if (fabsf(x[i]) > amax) amax = fabsf(x[i]);
         volatile float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         for (int i = 0; i < 32; i++) {
             CHECKF(ref.qs[i] >= -127 && ref.qs[i] <= 127, "rep %d: value %d of %g", rep, ref.qs[i], (double)x[i]);
