@@ -28,11 +28,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { model, promptOf, root, native } from './common.mjs';
+import { model, promptOf, root, native, benchArgs, median } from './common.mjs';
 import { loadModel, relaxedSimdAvailable } from '../web/index.js';
 import { prepareLlamaBench, llamaBench, nodeLlamaCpp, nodeLlamaCppInstalled, NODE_LLAMA_CPP_CONFIGS, hostCpu, simdFlags, weightBytesPerToken } from './llama-native.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const types = String(args.types || 'q4_0,q4_k_m,q8_0').split(',');
 const reps = +(args.reps || 3);
@@ -48,7 +48,6 @@ if (simds.has('relaxed') && !relaxedOk) {
 }
 const PROMPT = 128, GEN = 64;
 
-const median = (xs) => { const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
 
 // Load from a stream (an async iterable of 4 MB file chunks, as a download
 // would deliver them) and time from the moment the last chunk is handed over

@@ -19,11 +19,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { model as sharedModel, promptOf, root, native } from './common.mjs';
+import { model as sharedModel, promptOf, root, native, benchArgs, median } from './common.mjs';
 import { launchBench } from './browser/chromium.mjs';
 import { prepareLlamaBench, llamaBench, hostCpu, simdFlags, weightBytesPerToken } from './llama-native.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const types = String(args.types || 'q4_0,q4_k_m,q8_0').split(',');
 const threadCounts = String(args.threads || '1,2').split(',').map(Number);
@@ -38,7 +38,6 @@ const log = (...a) => { if (!args.quiet) console.error(...a); };
 
 const model = (shape, type) => sharedModel(shape, type, log);
 
-const median = (xs) => { const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
 
 if (engines.has('wllama') && !fs.existsSync(path.join(root, 'node_modules', '@wllama', 'wllama', 'esm', 'index.js'))) {
   console.error('@wllama/wllama is not installed: run sh tools/setup-browser.sh'); process.exit(2);

@@ -13,16 +13,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { model as sharedModel, root, scalingTable, scalingWorkloads } from './common.mjs';
+import { model as sharedModel, root, scalingTable, scalingWorkloads, benchArgs, median } from './common.mjs';
 import { launchBench } from './browser/chromium.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const reps = +(args.reps || 5);
 const N = +(args.tokens || 64);
 const threads = +(args.threads || 2);
 const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const log = (...a) => { if (!args.quiet) console.error('[browser-scaling]', ...a); };
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
 const W = scalingWorkloads(N);
 // every file first (generation / quantization is not timed)

@@ -1,6 +1,6 @@
 // Shared by the benchmarks in bench/: the synthetic model files (generated
 // on demand into bench/cache/, never committed), the benchmark prompt, and
-// the scaling benchmarks' workloads and table.
+// the scaling benchmarks' workloads and table, the command line's flags, medians.
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -13,6 +13,17 @@ export const cache = path.join(root, 'bench', 'cache');
 export const native = path.join(root, 'build', 'wasmlm-native');
 /** The trained model that bench/embed-trained.mjs places in benchmark shapes (WLM_SHARED as in the tests). */
 export const trained = path.join(path.resolve(root, process.env.WLM_SHARED || '../shared'), 'models', 'stories260K.gguf');
+
+/** The command line's `--name value` pairs as an object (a flag with no value: true). */
+export function benchArgs(argv = process.argv.slice(2)) {
+  return Object.fromEntries(argv.map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+}
+
+/** The median of the finite numbers in `xs` (the upper one of an even count), null when there are none. */
+export function median(xs) {
+  const s = xs.filter((x) => x != null && Number.isFinite(x)).sort((a, b) => a - b);
+  return s.length ? s[s.length >> 1] : null;
+}
 
 /** Path of the synthetic model `shape` in `type`: F16 generated, other types
  * quantized from it. `shape`-st (s110m-st, tl1b-st): the trained stories260K

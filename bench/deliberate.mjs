@@ -10,11 +10,11 @@
 //   node bench/deliberate.mjs [--tasks 48] [--quick] [--out deliberate]
 import fs from 'node:fs';
 import path from 'node:path';
-import { root, trained } from './common.mjs';
+import { root, trained, benchArgs } from './common.mjs';
 import { loadModel } from '../web/index.js';
 import { mentionTasks, mentionMethods, spendSuccess, spendSuccessSvg, spendSuccessTable, MENTION_SAMPLING, MENTION_PROMPTS, MENTION_WORDS } from '../web/demo/mentions-task.js';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const tasks = mentionTasks(args.tasks ? +args.tasks : undefined);
 const methods = mentionMethods({ quick: !!args.quick });
 const out = String(args.out || 'deliberate');

@@ -15,11 +15,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { cache, native, root } from './common.mjs';
+import { cache, native, root, benchArgs, median } from './common.mjs';
 import { makeModel } from '../models/make-model.js';
 import { loadModel } from '../web/index.js';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const types = String(args.types || 'f16,q8_0').split(',');
 const threadCounts = String(args.threads || '1,2').split(',').map(Number);
 const reps = +(args.reps || 3);
@@ -27,7 +27,6 @@ const nTexts = +(args.texts || 64);
 const out = String(args.out || 'embed');
 const BATCH = 32;
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
 /** The benchmark's bert file of `type`: F16 generated, other types quantized from it by the native CLI. */
 function minilm(type) {

@@ -26,13 +26,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { cache, root, native, promptOf } from './common.mjs';
+import { cache, root, native, promptOf, benchArgs, median } from './common.mjs';
 import { makeModel, SHAPES } from '../models/make-model.js';
 import { loadModel } from '../web/index.js';
 import { Engine } from '../web/worker/engine.js';
 import { nodeLlamaCpp, nodeLlamaCppInstalled, NODE_LLAMA_CPP_CONFIGS } from './llama-native.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const shapes = String(args.shapes || 's110m,q05b').split(',');
 const type = String(args.type || 'q8_0');
 const tokens = +(args.tokens || 128);
@@ -64,7 +64,6 @@ ws      ::= [ \n]{0,2}
 `;
 const grammar = args.grammar ? fs.readFileSync(String(args.grammar), 'utf8') : JSON_GRAMMAR;
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
 /** The model file of a shape: s110m with its SentencePiece vocabulary, q05b as qwen2 with a filled BPE vocabulary. */
 function modelFile(shape) {

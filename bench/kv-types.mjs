@@ -5,7 +5,7 @@
 //
 //   node [--experimental-wasm-relaxed-simd] bench/kv-types.mjs [shape=s110m] [type=q4_0] [reps=4] [threads=2]
 import { loadModel } from '../web/index.js';
-import { model, promptOf } from './common.mjs';
+import { model, promptOf, median } from './common.mjs';
 
 const arg = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')));
 const shape = arg.shape || 's110m', type = arg.type || 'q4_0', reps = +(arg.reps || 4), threads = +(arg.threads || 2);
@@ -15,7 +15,6 @@ for (const kvType of ['f32', 'f16']) {
   const m = await loadModel(model(shape, type), { threads, contextLength: 1152, kvType });
   engines.push({ kvType, m, runs: PROMPTS.map(() => ({ pre: [], dec: [] })) });
 }
-const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 for (const [pi, n] of PROMPTS.entries()) {
   const prompt = promptOf(n);
   for (const e of engines) await e.m.complete(prompt, { maxTokens: 4, temperature: 0 });   // warm-up

@@ -37,9 +37,10 @@ import { readGgufHeader } from '../models/gguf-split.js';
 import { writeGGUFRaw, T } from '../models/gguf-writer.js';
 import { loadModel } from '../web/index.js';
 import { launchBench } from './browser/chromium.mjs';
+import { benchArgs, median } from './common.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const DIR = path.resolve(args.dir || path.join(os.tmpdir(), 'wasmlm-8b'));
 const THREADS = +(args.threads || 2);
 const TOKENS = +(args.tokens || 8);
@@ -215,7 +216,6 @@ try {
 
 // ---- the report -------------------------------------------------------------------------
 
-const median = (xs) => { const s = xs.filter(Number.isFinite).sort((a, b) => a - b); return s.length ? s[Math.floor(s.length / 2)] : null; };
 const f1 = (x) => (x == null ? '—' : x.toFixed(2));
 const gib = (b) => (b / 2 ** 30).toFixed(2);
 const big = result.big, one = result.oneLayer;

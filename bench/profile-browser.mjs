@@ -20,11 +20,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { model as sharedModel, root, promptOf } from './common.mjs';
+import { model as sharedModel, root, promptOf, benchArgs } from './common.mjs';
 import { launchBench } from './browser/chromium.mjs';
 import { prepareLlamaBench, hostCpu } from './llama-native.mjs';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const types = String(args.types || 'q4_0,q4_k_m,q8_0').split(',');
 const threadCounts = String(args.threads || '1,2').split(',').map(Number);

@@ -11,17 +11,16 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { model, root, scalingTable, scalingWorkloads } from './common.mjs';
+import { model, root, scalingTable, scalingWorkloads, benchArgs, median } from './common.mjs';
 import { loadModel } from '../web/index.js';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const reps = +(args.reps || 3);
 const N = +(args.tokens || 64);
 const threads = +(args.threads || 2);
 const shapes = String(args.shapes || 's110m,tl1b').split(',');
 const bestShape = String(args.best || 's110m');   // the best-of-8 and tree rows' model (a smaller shape for a smoke run)
 const only = args.only ? String(args.only).split(',') : null;   // 'best': only the best-of-8 and tree rows
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 const log = (...a) => console.error('[scaling]', ...a);
 const W = scalingWorkloads(N);
 const rows = [];

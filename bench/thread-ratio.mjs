@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadModel } from '../web/index.js';
-import { root, promptOf } from './common.mjs';
+import { root, promptOf, median } from './common.mjs';
 
 const [file, tokArg, repArg, ...rest] = process.argv.slice(2);
 if (!file) { console.error('usage: node bench/thread-ratio.mjs MODEL.gguf [tokens] [reps] [prompt=N] [label=DIR ...]'); process.exit(2); }
@@ -42,7 +42,6 @@ async function measured(fn) {
     await new Promise((r) => setTimeout(r, 500));   // let the other process finish
   }
 }
-const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; };
 
 const runs = [];
 for (const [label, dir] of dirs) {

@@ -7,13 +7,12 @@
 // row a token), so this v is a lower bound of the verification's.
 //
 //   node bench/verify-cost.mjs [--shape s110m] [--types f16,q4_0] [--reps 7] [--threads 2]
-import { model, promptOf } from './common.mjs';
+import { model, promptOf, benchArgs, median } from './common.mjs';
 import { loadModel } from '../web/index.js';
 
-const args = Object.fromEntries(process.argv.slice(2).map((a, i, all) => a.startsWith('--') ? [a.slice(2), all[i + 1] && !all[i + 1].startsWith('--') ? all[i + 1] : true] : null).filter(Boolean));
+const args = benchArgs();
 const shape = args.shape || 's110m', reps = +(args.reps || 7), threads = +(args.threads || 2);
 const js = [1, 2, 3, 5, 9];
-const median = (x) => [...x].sort((a, b) => a - b)[x.length >> 1];
 console.log(`| model | ${js.map((j) => `${j} tok ms`).join(' | ')} | v (j = ${js.slice(1).join(', ')}) |\n|---|${js.map(() => '---|').join('')}---|`);
 for (const type of String(args.types || 'f16,q4_0').split(',')) {
   const m = await loadModel(model(shape, type, () => {}), { threads, contextLength: 512 });
