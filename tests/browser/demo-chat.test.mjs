@@ -108,12 +108,25 @@ test('Stop ends a reply mid-stream; New chat forgets the conversation, also afte
   await page.fill('#max-tokens', '600');
   await page.setChecked('#ignore-eos', true);
   await page.fill('#chat-input', 'A long answer, please');
+  // This model writes the 600 tokens in ~100 ms after the first one shows: a click from the test could land after
+  // the reply is done. The page presses Stop itself the moment the reply's first text is painted.
+  await page.evaluate(() => {
+    const log = document.getElementById('chat-log');
+    const seen = new MutationObserver(() => {
+      const text = log.querySelector('.msg.assistant:last-child .text');
+      if (document.body.dataset.state !== 'chatting' || !text?.textContent.length) return;
+      seen.disconnect();
+      window.stopWasEnabled = !document.getElementById('chat-stop').disabled;
+      document.getElementById('chat-stop').click();
+    });
+    seen.observe(log, { childList: true, subtree: true, characterData: true });
+  });
   await page.click('#chat-send');
-  await page.waitForFunction(() => (window.wasmlmDemo.state.chat.messages.length, document.querySelector('#chat-log .msg.assistant:last-child .text')?.textContent.length > 0));
-  assert.equal(await page.isDisabled('#chat-stop'), false);
-  await page.click('#chat-stop');
-  await waitState(['stopped']);
-  assert.match(await page.textContent('#chat-status'), /Stopped after \d+ tokens/);
+  await waitState(['stopped', 'done', 'error']);
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'stopped', await page.textContent('#chat-status'));
+  assert.equal(await page.evaluate(() => window.stopWasEnabled), true);
+  const stoppedAfter = Number((await page.textContent('#chat-status')).match(/Stopped after (\d+) tokens/)?.[1]);
+  assert.ok(stoppedAfter >= 1 && stoppedAfter < 600, `stopped after ${stoppedAfter} tokens`);
   await page.waitForFunction(() => !document.getElementById('chat-send').disabled);
   assert.equal(await page.evaluate(() => window.wasmlmDemo.state.chat.messages.length), 8);
 
