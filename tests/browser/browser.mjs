@@ -104,6 +104,29 @@ export async function openPage({ server, path: at = '/', errors, isOffline, laun
 }
 
 /**
+ * Makes the page press the button `selector` itself, at the first DOM change
+ * after which `when()` (run in the page) holds, and resolves once that is
+ * armed. A tiny model can finish a long reply ~100 ms after its first text
+ * shows, so a click sent from the test may land after the end; this one
+ * cannot. `window.pressedEnabled` tells afterwards whether the button was
+ * enabled when pressed (undefined: it never was pressed).
+ */
+export function pressWhen(page, selector, when) {
+  const arm = (selector, holds) => {
+    const seen = new MutationObserver(() => {
+      if (!holds()) return;
+      seen.disconnect();
+      const button = document.querySelector(selector);
+      window.pressedEnabled = !button.disabled;
+      button.click();
+    });
+    seen.observe(document.body, { childList: true, subtree: true, characterData: true, attributes: true });
+  };
+  // one expression for the DevTools protocol to evaluate: the page's own CSP would refuse new Function
+  return page.evaluate(`(${arm})(${JSON.stringify(selector)}, ${when})`);
+}
+
+/**
  * Collects page errors and console errors (a test asserts there are none).
  * While isOffline() is true, the browser's own failed requests (the service
  * worker's update check) are expected and not collected.

@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startDemoServer } from '../../web/demo/server.mjs';
-import { openPage } from './browser.mjs';
+import { openPage, pressWhen } from './browser.mjs';
 import { makeModel } from '../../models/make-model.js';
 import { loadModel } from '../../web/index.js';
 
@@ -108,23 +108,13 @@ test('Stop ends a reply mid-stream; New chat forgets the conversation, also afte
   await page.fill('#max-tokens', '600');
   await page.setChecked('#ignore-eos', true);
   await page.fill('#chat-input', 'A long answer, please');
-  // This model writes the 600 tokens in ~100 ms after the first one shows: a click from the test could land after
-  // the reply is done. The page presses Stop itself the moment the reply's first text is painted.
-  await page.evaluate(() => {
-    const log = document.getElementById('chat-log');
-    const seen = new MutationObserver(() => {
-      const text = log.querySelector('.msg.assistant:last-child .text');
-      if (document.body.dataset.state !== 'chatting' || !text?.textContent.length) return;
-      seen.disconnect();
-      window.stopWasEnabled = !document.getElementById('chat-stop').disabled;
-      document.getElementById('chat-stop').click();
-    });
-    seen.observe(log, { childList: true, subtree: true, characterData: true });
-  });
+  // this model writes the 600 tokens ~100 ms after the first one shows: the page presses Stop itself
+  await pressWhen(page, '#chat-stop', () => document.body.dataset.state === 'chatting' &&
+    document.querySelector('#chat-log .msg.assistant:last-child .text')?.textContent.length > 0);
   await page.click('#chat-send');
   await waitState(['stopped', 'done', 'error']);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'stopped', await page.textContent('#chat-status'));
-  assert.equal(await page.evaluate(() => window.stopWasEnabled), true);
+  assert.equal(await page.evaluate(() => window.pressedEnabled), true);
   const stoppedAfter = Number((await page.textContent('#chat-status')).match(/Stopped after (\d+) tokens/)?.[1]);
   assert.ok(stoppedAfter >= 1 && stoppedAfter < 600, `stopped after ${stoppedAfter} tokens`);
   await page.waitForFunction(() => !document.getElementById('chat-send').disabled);
