@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startDemoServer } from '../../web/demo/server.mjs';
-import { openPage, MODELS, MODEL_PATH, ARTIFACTS } from './browser.mjs';
+import { openPage, pressWhen, MODELS, MODEL_PATH, ARTIFACTS } from './browser.mjs';
 
 let server, page, close;
 const errors = [];
@@ -92,10 +92,11 @@ test('MCTS draws its rollouts; Stop ends a long search and the model still gener
   assert.equal(rollouts.drawn, rollouts.nodes);
   await setTree({ step: 'never a step', expand: 8, keep: 4, depth: 8, scorer: 'mean-logprob' });
   await page.fill('#max-tokens', '2000');
+  // the search takes under a second here: the page presses Stop itself once the first nodes are drawn
+  await pressWhen(page, '#tree-stop', () => document.body.dataset.state === 'tree' && document.querySelectorAll('#tree-svg rect.node').length > 1);
   await page.click('#tree-run');
-  await page.waitForFunction(() => document.body.dataset.state === 'tree');
-  await page.click('#tree-stop');
   await waitState(['done', 'error', 'stopped']);
+  assert.equal(await page.evaluate(() => window.pressedEnabled), true);
   assert.equal(await page.evaluate(() => document.body.dataset.state), 'stopped');
   await page.fill('#max-tokens', '20');
   await page.fill('#temperature', '0');
