@@ -109,7 +109,7 @@ static void kq_single(uint32_t nt) {
 /* ---- 3. F16 decode --------------------------------------------------------------- */
 static uint8_t *WH;
 static float *XF;
-static void f16_gemv(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4); }
+static void f16_gemv(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4, 1); }
 
 /* F16 batches: the row converted to floats, then dot_f32 per token (before
  * gemm_f32); a panel of 4 rows converted, then gemm_f32 (matmul.c's MM_PANEL_F32) */

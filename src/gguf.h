@@ -43,6 +43,7 @@ typedef struct wlm_tensor {
     uint64_t nbytes;
     const uint8_t *data; /* view into the file bytes */
     uint32_t q4g;        /* Q4_0 rows repacked in place into the q4g form (wlm_model_load_inplace) */
+    uint32_t finite;     /* F16: no half is infinite or NaN (scanned at load), so kernels need not check */
     uint32_t part;       /* the part holding it (0-based; 0 for a single file) */
 } wlm_tensor;
 

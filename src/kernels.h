@@ -72,9 +72,11 @@ typedef struct wlm_kernels {
     /* Small batches of F16 weights: y[t * ys + r] = row r of w (rows ws
      * bytes apart) . float row x + t * xs (xs in floats) for r < nr,
      * t < nt; each 16 halves converted once for every token. Equal bit for
-     * bit to dot_f16. */
+     * bit to dot_f16. `finite`: the caller knows no half of these rows is
+     * infinite or NaN (wlm_tensor.finite), so the SIMD set skips the check
+     * that otherwise sends such a row to the exact conversion. */
     void (*gemv_f16)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys);
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys, int finite);
     /* Batches of float rows: y[t * ys + r] = row r of w (rows ws floats
      * apart) . row t of x (xs floats apart) for r < nr, t < nt, equal bit
      * for bit to dot_f32. The SIMD set keeps a register tile of rows x

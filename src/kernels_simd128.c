@@ -131,15 +131,18 @@ static inline v128_t half4_fast(v128_t h8, int high) {
 }
 
 /* one F16 row against T float rows (T <= 2): 16 halves converted once per
- * step for every token, per token dot_f16's lanes and fold */
-static inline __attribute__((always_inline)) void gemv_f16_row(int T, uint32_t n, const uint16_t *w,
+ * step for every token, per token dot_f16's lanes and fold. CHECK: keep the
+ * running maximum of the magnitudes, and if the row turns out to hold an
+ * infinity or a NaN compute it again exactly; without CHECK the caller knows
+ * it holds none (the check was a fifth of the kernel's time) */
+static inline __attribute__((always_inline)) void gemv_f16_row(int T, int CHECK, uint32_t n, const uint16_t *w,
                                                                const float *x, uint64_t xs, float *y, uint64_t ys) {
     v128_t a[2][4], mx = wasm_i32x4_splat(0), m = wasm_i16x8_splat(0x7fff);
     for (int t = 0; t < T; t++) a[t][0] = a[t][1] = a[t][2] = a[t][3] = wasm_f32x4_splat(0);
     uint32_t i = 0;
     for (; i + 16 <= n; i += 16) {
         v128_t h0 = wasm_v128_load(w + i), h1 = wasm_v128_load(w + i + 8);
-        mx = wasm_u16x8_max(mx, wasm_u16x8_max(wasm_v128_and(h0, m), wasm_v128_and(h1, m)));
+        if (CHECK) mx = wasm_u16x8_max(mx, wasm_u16x8_max(wasm_v128_and(h0, m), wasm_v128_and(h1, m)));
         v128_t w0 = half4_fast(h0, 0), w1 = half4_fast(h0, 1), w2 = half4_fast(h1, 0), w3 = half4_fast(h1, 1);
         for (int t = 0; t < T; t++) {
             const float *xt = x + t * xs + i;
@@ -149,7 +152,7 @@ static inline __attribute__((always_inline)) void gemv_f16_row(int T, uint32_t n
             a[t][3] = wasm_f32x4_add(a[t][3], wasm_f32x4_mul(w3, wasm_v128_load(xt + 12)));
         }
     }
-    int exact = !wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00)));
+    int exact = CHECK && !wasm_i16x8_all_true(wasm_i16x8_lt(mx, wasm_i16x8_splat(0x7c00)));
     for (int t = 0; t < T; t++) {
         const float *xt = x + t * xs;
         if (exact) {
@@ -165,17 +168,22 @@ static inline __attribute__((always_inline)) void gemv_f16_row(int T, uint32_t n
 /* one row, one token: the same kernel with T = 1 */
 static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
     float y;
-    gemv_f16_row(1, n, w, x, 0, &y, 0);
+    gemv_f16_row(1, 1, n, w, x, 0, &y, 0);
     return y;
 }
 
 static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys, int finite) {
     for (uint32_t r = 0; r < nr; r++) {
         const uint16_t *wr = (const uint16_t *)(w + r * ws);
         uint32_t t = 0;
-        for (; t + 2 <= nt; t += 2) gemv_f16_row(2, n, wr, x + t * xs, xs, y + t * ys + r, ys);
-        if (t < nt) gemv_f16_row(1, n, wr, x + t * xs, xs, y + t * ys + r, ys);
+        if (finite) {
+            for (; t + 2 <= nt; t += 2) gemv_f16_row(2, 0, n, wr, x + t * xs, xs, y + t * ys + r, ys);
+            if (t < nt) gemv_f16_row(1, 0, n, wr, x + t * xs, xs, y + t * ys + r, ys);
+            continue;
+        }
+        for (; t + 2 <= nt; t += 2) gemv_f16_row(2, 1, n, wr, x + t * xs, xs, y + t * ys + r, ys);
+        if (t < nt) gemv_f16_row(1, 1, n, wr, x + t * xs, xs, y + t * ys + r, ys);
     }
 }
 

@@ -75,7 +75,7 @@ typedef struct mm_rule {
 /* clang-format off */
 static const mm_rule MM_RULES[] = {
     /* weights                requires     tokens                        kernel          forms */
-    { W_F16,                  REQ_NONE,    2, WLM_GEMV_F16_MAX_TOK,      MM_GEMV_F16,    0 },
+    { W_F16,                  REQ_NONE,    1, WLM_GEMV_F16_MAX_TOK,      MM_GEMV_F16,    0 },
     { W_KQ,                   REQ_KQ_ROWS, 1, ANY_TOK,                   MM_KQ_ROWS,     0 },
     { W_Q4G,                  REQ_Q4GB,    1, 1,                         MM_GEMV,        WLM_NEED_G },
     { W_Q4G,                  REQ_Q4GB,    2, ANY_TOK,                   MM_GEMM_Q4GB,   WLM_NEED_B },
@@ -251,7 +251,7 @@ void wlm_mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, flo
     const uint8_t *w0 = W->data + (uint64_t)r0 * a.row_bytes;
     switch ((mm_kernel)mm_choose(k, W, n_tok)->kernel) {
     case MM_GEMV_F16:
-        k->gemv_f16(a.n, w0, a.row_bytes, r1 - r0, (const float *)a.xs, a.xstride / 4, n_tok, y + r0, a.rows);
+        k->gemv_f16(a.n, w0, a.row_bytes, r1 - r0, (const float *)a.xs, a.xstride / 4, n_tok, y + r0, a.rows, (int)W->finite);
         return;
     case MM_KQ_ROWS: /* equal to the row dot bit for bit; 0 = no batched path for this type */
         if (!k->kq_rows(W->type, a.n, w0, a.row_bytes, r1 - r0, a.xs, a.xstride, n_tok, y + r0, a.rows, a.wrow, c->wrow_bytes))

@@ -1029,6 +1029,55 @@ static uint32_t tensor_type_of(const wlm_model *m, const char *name) {
     return 0xffffffffu;
 }
 
+/* F16 tensors are scanned at load (wlm_tensor.finite): every one of a
+ * converted model is marked finite; one infinite half unmarks its tensor
+ * only, and a decode step then still sees the infinity (non-finite logits,
+ * as with the scalar kernels) instead of the finite value the fast
+ * conversion would make of it */
+TEST(forward_f16_weights_marked_finite_at_load) {
+    tmodel f32;
+    REQUIRE(tm_load(&f32));
+    wlm_err err = { 0 };
+    uint64_t size = 0;
+    REQUIRE(wlm_quantize_size(f32.m, GGML_F16, &size, &err) == WLM_OK);
+    unsigned char *buf = wlm_sys_alloc(size), *bad = wlm_sys_alloc(size);
+    REQUIRE(buf && bad);
+    char report[8192];
+    REQUIRE(wlm_quantize(f32.m, GGML_F16, buf, size, report, sizeof report, &err) == WLM_OK);
+    memcpy(bad, buf, size);
+    tmodel good, inf;
+    REQUIRE(tm_load_bytes(&good, buf, size));
+    const wlm_tensor *q = good.m->layers[0].wq;
+    REQUIRE(q && q->type == GGML_F16);
+    uint32_t n_f16 = 0, marked = 0;
+    for (uint64_t i = 0; i < good.m->g.n_tensors; i++) {
+        n_f16 += good.m->g.tensors[i].type == GGML_F16;
+        marked += good.m->g.tensors[i].type == GGML_F16 && good.m->g.tensors[i].finite;
+    }
+    CHECKF(n_f16 > 10 && marked == n_f16, "%u of %u F16 tensors marked finite", marked, n_f16);
+    CHECK(q->finite && good.m->layers[0].w_down->finite);
+    /* +infinity in row 3 of blk.0.attn_q.weight */
+    ((uint16_t *)(bad + (q->data - buf)))[3 * q->ne[0] + 5] = 0x7c00;
+    REQUIRE(tm_load_bytes(&inf, bad, size));
+    CHECK(!inf.m->layers[0].wq->finite && inf.m->layers[0].wk->finite && inf.m->layers[1].wq->finite);
+    uint32_t V = inf.m->hp.n_vocab;
+    int32_t tok[2] = { 1, 42 };
+    int nonfinite[2] = { 0, 0 };
+    for (int set = 0; set < 2; set++) {
+        wlm_ctx *c = new_ctx(inf.m, 64, 64, WLM_KV_F32, WLM_FULL_ERROR, 0, 0);
+        REQUIRE(c);
+        if (set) c->k = &wlm_kernels_scalar;
+        REQUIRE(eval(c, tok, 1) && eval(c, tok + 1, 1)); /* one token a step: the small-batch F16 kernel */
+        for (uint32_t i = 0; i < V; i++) nonfinite[set] += !isfinite(wlm_ctx_logits(c)[i]);
+        wlm_ctx_free(c);
+    }
+    CHECKF(nonfinite[0] == (int)V && nonfinite[1] == (int)V, "non-finite logits: %d (best kernels), %d (scalar) of %u",
+           nonfinite[0], nonfinite[1], V);
+    tm_free(&inf);
+    tm_free(&good);
+    tm_free(&f32);
+}
+
 TEST(forward_quantized_models_accuracy) {
     int n = 0;
     int32_t *seq = ref_sequence(&n); /* 5 prompt + 200 greedy tokens */

@@ -2146,7 +2146,7 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
     static uint16_t w[R][N + 5];
     static float x[T][N + 3];
     static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x0001, 0x8001, 0x7bff, 0x8000 };
-    int checked = 0, nonfinite = 0;
+    int checked = 0, nonfinite = 0, checked_finite = 0;
     for (int rep = 0; rep < 120; rep++) {
         uint32_t n = 1 + tst_rand() % N;
         for (int r = 0; r < R; r++)
@@ -2156,21 +2156,27 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
             for (uint32_t i = 0; i < n; i++) x[t][i] = tst_randf();
         for (int k = 0; k < N_SETS; k++) {
             uint32_t nr = 1 + tst_rand() % R, nt = 1 + tst_rand() % T;
-            float y[T * YS];
-            for (int i = 0; i < T * YS; i++) y[i] = -1.0f;
-            SETS[k]->gemv_f16(n, (const uint8_t *)w, sizeof w[0], nr, &x[0][0], sizeof x[0] / 4, nt, y, YS);
-            for (uint32_t t = 0; t < T; t++)
-                for (uint32_t r = 0; r < YS; r++) {
-                    if (t >= nt || r >= nr) {
-                        CHECK(y[t * YS + r] == -1.0f);
-                        continue;
+            int all_finite = 1; /* then the rows are also run as a tensor marked finite at load would be */
+            for (uint32_t r = 0; r < nr; r++)
+                for (uint32_t i = 0; i < n; i++) all_finite &= (w[r][i] & 0x7c00) != 0x7c00;
+            for (int finite = 0; finite <= all_finite; finite++) {
+                float y[T * YS];
+                for (int i = 0; i < T * YS; i++) y[i] = -1.0f;
+                SETS[k]->gemv_f16(n, (const uint8_t *)w, sizeof w[0], nr, &x[0][0], sizeof x[0] / 4, nt, y, YS, finite);
+                for (uint32_t t = 0; t < T; t++)
+                    for (uint32_t r = 0; r < YS; r++) {
+                        if (t >= nt || r >= nr) {
+                            CHECK(y[t * YS + r] == -1.0f);
+                            continue;
+                        }
+                        float ref = wlm_kernels_scalar.dot_f16(n, w[r], x[t]);
+                        nonfinite += !(ref - ref == 0);
+                        CHECKF(same_float(y[t * YS + r], ref), "%s gemv_f16 (finite %d) n=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
+                               SETS[k]->name, finite, n, nr, nt, r, t, y[t * YS + r], ref);
+                        checked++;
+                        checked_finite += finite;
                     }
-                    float ref = wlm_kernels_scalar.dot_f16(n, w[r], x[t]);
-                    nonfinite += !(ref - ref == 0);
-                    CHECKF(same_float(y[t * YS + r], ref), "%s gemv_f16 n=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
-                           SETS[k]->name, n, nr, nt, r, t, y[t * YS + r], ref);
-                    checked++;
-                }
+            }
             float c[N + 5];
             c[n] = -1.0f;
             SETS[k]->cvt_f16(n, w[rep % R], c);
@@ -2179,8 +2185,8 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
             CHECK(c[n] == -1.0f);
         }
     }
-    printf("  %d row-token dots checked, %d non-finite\n", checked, nonfinite);
-    CHECK(checked > 500 && nonfinite > 5);
+    printf("  %d row-token dots checked (%d of them as rows marked finite), %d non-finite\n", checked, checked_finite, nonfinite);
+    CHECK(checked > 500 && nonfinite > 5 && checked_finite > 200);
 }
 
 /* every set's quantize_q8_0 writes wlm_quantize_row_q8_0's bytes: random
