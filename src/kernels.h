@@ -14,6 +14,10 @@ typedef void (*wlm_gemv_fn)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t 
                             const uint8_t *x8, uint64_t x8s, const uint8_t *x16, uint64_t x16s,
                             uint32_t nt, float *y, uint64_t ys);
 
+enum { WLM_F16_CHECK = 0,
+       WLM_F16_FINITE = 1,
+       WLM_F16_FINITE_X112 = 2 };
+
 typedef struct wlm_kernels {
     const char *name;
     uint32_t set; /* WLM_SET_*: which dot of each type row this set uses */
@@ -72,11 +76,16 @@ typedef struct wlm_kernels {
     /* Small batches of F16 weights: y[t * ys + r] = row r of w (rows ws
      * bytes apart) . float row x + t * xs (xs in floats) for r < nr,
      * t < nt; each 16 halves converted once for every token. Equal bit for
-     * bit to dot_f16. `finite`: the caller knows no half of these rows is
-     * infinite or NaN (wlm_tensor.finite), so the SIMD set skips the check
-     * that otherwise sends such a row to the exact conversion. */
+     * bit to dot_f16. `mode`: WLM_F16_CHECK, or WLM_F16_FINITE when the
+     * caller knows no half of these rows is infinite or NaN
+     * (wlm_tensor.finite: the SIMD set skips the check that otherwise sends
+     * such a row to the exact conversion), or WLM_F16_FINITE_X112 when
+     * besides x holds the token rows times 2^112 (wlm_f16_scale_x): a half's
+     * bits moved into a float's are then the half times 2^-112, and the
+     * products are the same reals, so the SIMD set needs no multiplication
+     * to convert. */
     void (*gemv_f16)(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys, int finite);
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys, int mode);
     /* Batches of float rows: y[t * ys + r] = row r of w (rows ws floats
      * apart) . row t of x (xs floats apart) for r < nr, t < nt, equal bit
      * for bit to dot_f32. The SIMD set keeps a register tile of rows x

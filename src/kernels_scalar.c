@@ -26,15 +26,18 @@ static float dot_f32(uint32_t n, const float *w, const float *x) {
     return r;
 }
 
-static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
+/* x_scale: 1, or 2^-112 for x given times 2^112 (exact both ways: the x
+ * are the caller's own floats again) */
+static float dot_f16_xs(uint32_t n, const uint16_t *w, const float *x, float x_scale) {
     float s[16] = { 0 };
     uint32_t i = 0;
     for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) s[j] += wlm_f16_to_f32(w[i + j]) * x[i + j];
+        for (int j = 0; j < 16; j++) s[j] += wlm_f16_to_f32(w[i + j]) * (x[i + j] * x_scale);
     float r = wlm_fold16(s);
-    for (; i < n; i++) r += wlm_f16_to_f32(w[i]) * x[i];
+    for (; i < n; i++) r += wlm_f16_to_f32(w[i]) * (x[i] * x_scale);
     return r;
 }
+static float dot_f16(uint32_t n, const uint16_t *w, const float *x) { return dot_f16_xs(n, w, x, 1.0f); }
 
 static float dot_bf16(uint32_t n, const uint16_t *w, const float *x) {
     float s[16] = { 0 };
@@ -161,10 +164,10 @@ static void gemv_q4g(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr, con
 }
 
 static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys, int finite) {
-    (void)finite; /* the exact conversion either way */
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys, int mode) {
+    float x_scale = mode == WLM_F16_FINITE_X112 ? 0x1p-112f : 1.0f; /* (the exact conversion in every mode) */
     for (uint32_t t = 0; t < nt; t++)
-        for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = dot_f16(n, (const uint16_t *)(w + r * ws), x + t * xs);
+        for (uint32_t r = 0; r < nr; r++) y[t * ys + r] = dot_f16_xs(n, (const uint16_t *)(w + r * ws), x + t * xs, x_scale);
 }
 
 static void gemm_f32(uint32_t n, const float *w, uint64_t ws, uint32_t nr,

@@ -130,12 +130,30 @@ static inline v128_t half4_fast(v128_t h8, int high) {
     return wasm_f32x4_mul(v, wasm_f32x4_splat(0x1p112f));
 }
 
+/* half4_fast without the product: the halves times 2^-112 (exact, subnormal
+ * floats included), for x given times 2^112 */
+static inline v128_t half4_bits(v128_t h8, int high) {
+    v128_t z = wasm_i32x4_splat(0);
+    v128_t v = high ? wasm_i16x8_shuffle(z, h8, 4, 12, 5, 13, 6, 14, 7, 15) : wasm_i16x8_shuffle(z, h8, 0, 8, 1, 9, 2, 10, 3, 11);
+    return wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_i32x4_splat((int32_t)0x8fffffffu));
+}
+
+/* one half's bits in a float: the half times 2^-112 (half4_bits, one lane) */
+static inline float half_bits(uint16_t h) {
+    uint32_t b = ((uint32_t)(h & 0x8000) << 16) | ((uint32_t)(h & 0x7fff) << 13);
+    float f;
+    __builtin_memcpy(&f, &b, 4);
+    return f;
+}
+
 /* one F16 row against T float rows (T <= 2): 16 halves converted once per
  * step for every token, per token dot_f16's lanes and fold. CHECK: keep the
  * running maximum of the magnitudes, and if the row turns out to hold an
  * infinity or a NaN compute it again exactly; without CHECK the caller knows
- * it holds none (the check was a fifth of the kernel's time) */
-static inline __attribute__((always_inline)) void gemv_f16_row(int T, int CHECK, uint32_t n, const uint16_t *w,
+ * it holds none (the check was a fifth of the kernel's time). X112 (without
+ * CHECK): x is the tokens times 2^112 and the halves are not multiplied by
+ * 2^112, which gives the same products (another sixth) */
+static inline __attribute__((always_inline)) void gemv_f16_row(int T, int CHECK, int X112, uint32_t n, const uint16_t *w,
                                                                const float *x, uint64_t xs, float *y, uint64_t ys) {
     v128_t a[2][4], mx = wasm_i32x4_splat(0), m = wasm_i16x8_splat(0x7fff);
     for (int t = 0; t < T; t++) a[t][0] = a[t][1] = a[t][2] = a[t][3] = wasm_f32x4_splat(0);
@@ -143,7 +161,9 @@ static inline __attribute__((always_inline)) void gemv_f16_row(int T, int CHECK,
     for (; i + 16 <= n; i += 16) {
         v128_t h0 = wasm_v128_load(w + i), h1 = wasm_v128_load(w + i + 8);
         if (CHECK) mx = wasm_u16x8_max(mx, wasm_u16x8_max(wasm_v128_and(h0, m), wasm_v128_and(h1, m)));
-        v128_t w0 = half4_fast(h0, 0), w1 = half4_fast(h0, 1), w2 = half4_fast(h1, 0), w3 = half4_fast(h1, 1);
+        v128_t w0, w1, w2, w3;
+        if (X112) w0 = half4_bits(h0, 0), w1 = half4_bits(h0, 1), w2 = half4_bits(h1, 0), w3 = half4_bits(h1, 1);
+        else w0 = half4_fast(h0, 0), w1 = half4_fast(h0, 1), w2 = half4_fast(h1, 0), w3 = half4_fast(h1, 1);
         for (int t = 0; t < T; t++) {
             const float *xt = x + t * xs + i;
             a[t][0] = wasm_f32x4_add(a[t][0], wasm_f32x4_mul(w0, wasm_v128_load(xt)));
@@ -160,7 +180,7 @@ static inline __attribute__((always_inline)) void gemv_f16_row(int T, int CHECK,
             continue;
         } /* an infinite or NaN half */
         float r = fold4(a[t][0], a[t][1], a[t][2], a[t][3]);
-        for (uint32_t k = i; k < n; k++) r += wlm_f16_to_f32(w[k]) * xt[k];
+        for (uint32_t k = i; k < n; k++) r += (X112 ? half_bits(w[k]) : wlm_f16_to_f32(w[k])) * xt[k];
         y[t * ys] = r;
     }
 }
@@ -168,22 +188,25 @@ static inline __attribute__((always_inline)) void gemv_f16_row(int T, int CHECK,
 /* one row, one token: the same kernel with T = 1 */
 static float dot_f16(uint32_t n, const uint16_t *w, const float *x) {
     float y;
-    gemv_f16_row(1, 1, n, w, x, 0, &y, 0);
+    gemv_f16_row(1, 1, 0, n, w, x, 0, &y, 0);
     return y;
 }
 
+/* one row against nt tokens, two at a time (the modes as constants) */
+static inline __attribute__((always_inline)) void gemv_f16_tokens(int CHECK, int X112, uint32_t n, const uint16_t *wr, const float *x,
+                                                                  uint64_t xs, uint32_t nt, float *y, uint64_t ys) {
+    uint32_t t = 0;
+    for (; t + 2 <= nt; t += 2) gemv_f16_row(2, CHECK, X112, n, wr, x + t * xs, xs, y + t * ys, ys);
+    if (t < nt) gemv_f16_row(1, CHECK, X112, n, wr, x + t * xs, xs, y + t * ys, ys);
+}
+
 static void gemv_f16(uint32_t n, const uint8_t *w, uint64_t ws, uint32_t nr,
-                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys, int finite) {
+                     const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys, int mode) {
     for (uint32_t r = 0; r < nr; r++) {
         const uint16_t *wr = (const uint16_t *)(w + r * ws);
-        uint32_t t = 0;
-        if (finite) {
-            for (; t + 2 <= nt; t += 2) gemv_f16_row(2, 0, n, wr, x + t * xs, xs, y + t * ys + r, ys);
-            if (t < nt) gemv_f16_row(1, 0, n, wr, x + t * xs, xs, y + t * ys + r, ys);
-            continue;
-        }
-        for (; t + 2 <= nt; t += 2) gemv_f16_row(2, 1, n, wr, x + t * xs, xs, y + t * ys + r, ys);
-        if (t < nt) gemv_f16_row(1, 1, n, wr, x + t * xs, xs, y + t * ys + r, ys);
+        if (mode == WLM_F16_FINITE_X112) gemv_f16_tokens(0, 1, n, wr, x, xs, nt, y + r, ys);
+        else if (mode == WLM_F16_FINITE) gemv_f16_tokens(0, 0, n, wr, x, xs, nt, y + r, ys);
+        else gemv_f16_tokens(1, 0, n, wr, x, xs, nt, y + r, ys);
     }
 }
 

@@ -24,6 +24,8 @@
 #ifndef WLM_GEMV_F16_MAX_TOK
 #define WLM_GEMV_F16_MAX_TOK 2
 #endif
+/* (their rows times 2^112, wlm_f16_scale_x, go to the thread's panel row) */
+_Static_assert(WLM_GEMV_F16_MAX_TOK <= WLM_F32_PANEL, "the scaled tokens must fit a panel");
 
 /* the kernels a product can run */
 typedef enum {
@@ -234,6 +236,21 @@ static void run_dot(const mm_args *a) {
     }
 }
 
+/* out = x times 2^112 (nt rows of n floats, x's rows xs floats apart; out's
+ * n apart) for gemv_f16's WLM_F16_FINITE_X112; 0 when a finite |x| >= 2^16
+ * would not survive it (out is then not used). Infinities and NaNs may stay:
+ * a half times them gives what it gave before. A loop clang vectorises. */
+int wlm_f16_scale_x(const float *x, uint64_t xs, uint32_t nt, uint32_t n, float *out) {
+    int big = 0;
+    for (uint32_t t = 0; t < nt; t++)
+        for (uint32_t i = 0; i < n; i++) {
+            float v = x[t * xs + i], a = v < 0 ? -v : v;
+            big |= (a >= 0x1p16f) & (a <= 0x1.fffffep127f); /* (finite) */
+            out[(uint64_t)t * n + i] = v * 0x1p112f;
+        }
+    return !big;
+}
+
 /* Each weight row is read once for the whole batch, and every y element is
  * computed the same way whichever thread computes it and however the rows
  * are split. */
@@ -250,9 +267,13 @@ void wlm_mm(wlm_ctx *c, const wlm_tensor *W, const float *x, uint32_t n_tok, flo
     }
     const uint8_t *w0 = W->data + (uint64_t)r0 * a.row_bytes;
     switch ((mm_kernel)mm_choose(k, W, n_tok)->kernel) {
-    case MM_GEMV_F16:
-        k->gemv_f16(a.n, w0, a.row_bytes, r1 - r0, (const float *)a.xs, a.xstride / 4, n_tok, y + r0, a.rows, (int)W->finite);
+    case MM_GEMV_F16: {
+        int mode = WLM_F16_CHECK;
+        if (W->finite) mode = wlm_f16_scale_x((const float *)a.xs, a.xstride / 4, n_tok, a.n, (float *)a.wrow) ? WLM_F16_FINITE_X112 : WLM_F16_FINITE;
+        const float *xs = mode == WLM_F16_FINITE_X112 ? (const float *)a.wrow : (const float *)a.xs;
+        k->gemv_f16(a.n, w0, a.row_bytes, r1 - r0, xs, mode == WLM_F16_FINITE_X112 ? a.n : a.xstride / 4, n_tok, y + r0, a.rows, mode);
         return;
+    }
     case MM_KQ_ROWS: /* equal to the row dot bit for bit; 0 = no batched path for this type */
         if (!k->kq_rows(W->type, a.n, w0, a.row_bytes, r1 - r0, a.xs, a.xstride, n_tok, y + r0, a.rows, a.wrow, c->wrow_bytes))
             run_dot(&a);

@@ -44,5 +44,6 @@ void wlm_act_convert(const wlm_ctx *c, const float *y, uint32_t t, uint32_t n, u
 /* Bytes of one thread's weight panel (c->wrow) for rows of up to `widest`
  * elements (the memory plan reserves one per thread). */
 uint64_t wlm_mm_panel_bytes(uint32_t widest);
+int wlm_f16_scale_x(const float *x, uint64_t xs, uint32_t nt, uint32_t n, float *out);
 
 #endif

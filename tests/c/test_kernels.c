@@ -8,6 +8,7 @@
 #include "tst.h"
 #include "../../src/internal.h"
 #include "../../src/wmath.h"
+#include "../../src/matmul.h"
 #include "gguf_build.h"
 #if !defined(__wasm__)
 #include <pthread.h>
@@ -2146,7 +2147,8 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
     static uint16_t w[R][N + 5];
     static float x[T][N + 3];
     static const uint16_t odd[] = { 0x7c00, 0xfc00, 0x7e00, 0xfe01, 0x0001, 0x8001, 0x7bff, 0x8000 };
-    int checked = 0, nonfinite = 0, checked_finite = 0;
+    static float x112[T][N + 3];
+    int checked = 0, nonfinite = 0, checked_finite = 0, checked_x112 = 0;
     for (int rep = 0; rep < 120; rep++) {
         uint32_t n = 1 + tst_rand() % N;
         for (int r = 0; r < R; r++)
@@ -2154,15 +2156,23 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
         if (rep % 4 == 1) w[tst_rand() % R][tst_rand() % n] = odd[tst_rand() % 8];
         for (int t = 0; t < T; t++)
             for (uint32_t i = 0; i < n; i++) x[t][i] = tst_randf();
+        /* activations over the whole range the x 2^112 form takes: tiny ones
+         * (products of subnormal size) and ones just under 2^16 */
+        if (rep % 5 == 2) x[tst_rand() % T][tst_rand() % n] = 0x1.fffffep15f;
+        if (rep % 5 == 3) x[tst_rand() % T][tst_rand() % n] = 0x1p-140f;
         for (int k = 0; k < N_SETS; k++) {
             uint32_t nr = 1 + tst_rand() % R, nt = 1 + tst_rand() % T;
             int all_finite = 1; /* then the rows are also run as a tensor marked finite at load would be */
             for (uint32_t r = 0; r < nr; r++)
                 for (uint32_t i = 0; i < n; i++) all_finite &= (w[r][i] & 0x7c00) != 0x7c00;
-            for (int finite = 0; finite <= all_finite; finite++) {
+            for (int mode = WLM_F16_CHECK; mode <= (all_finite ? WLM_F16_FINITE_X112 : WLM_F16_CHECK); mode++) {
+                int finite = mode != WLM_F16_CHECK;
                 float y[T * YS];
                 for (int i = 0; i < T * YS; i++) y[i] = -1.0f;
-                SETS[k]->gemv_f16(n, (const uint8_t *)w, sizeof w[0], nr, &x[0][0], sizeof x[0] / 4, nt, y, YS, finite);
+                if (mode == WLM_F16_FINITE_X112) {
+                    REQUIRE(wlm_f16_scale_x(&x[0][0], sizeof x[0] / 4, nt, n, &x112[0][0]));
+                    SETS[k]->gemv_f16(n, (const uint8_t *)w, sizeof w[0], nr, &x112[0][0], n, nt, y, YS, mode);
+                } else SETS[k]->gemv_f16(n, (const uint8_t *)w, sizeof w[0], nr, &x[0][0], sizeof x[0] / 4, nt, y, YS, mode);
                 for (uint32_t t = 0; t < T; t++)
                     for (uint32_t r = 0; r < YS; r++) {
                         if (t >= nt || r >= nr) {
@@ -2171,10 +2181,11 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
                         }
                         float ref = wlm_kernels_scalar.dot_f16(n, w[r], x[t]);
                         nonfinite += !(ref - ref == 0);
-                        CHECKF(same_float(y[t * YS + r], ref), "%s gemv_f16 (finite %d) n=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
-                               SETS[k]->name, finite, n, nr, nt, r, t, y[t * YS + r], ref);
+                        CHECKF(same_float(y[t * YS + r], ref), "%s gemv_f16 (mode %d) n=%u nr=%u nt=%u row %u tok %u: %.9g vs %.9g",
+                               SETS[k]->name, mode, n, nr, nt, r, t, y[t * YS + r], ref);
                         checked++;
                         checked_finite += finite;
+                        checked_x112 += mode == WLM_F16_FINITE_X112;
                     }
             }
             float c[N + 5];
@@ -2185,8 +2196,13 @@ TEST(kernels_gemv_f16_cvt_f16_equal_reference) {
             CHECK(c[n] == -1.0f);
         }
     }
-    printf("  %d row-token dots checked (%d of them as rows marked finite), %d non-finite\n", checked, checked_finite, nonfinite);
-    CHECK(checked > 500 && nonfinite > 5 && checked_finite > 200);
+    printf("  %d row-token dots checked (%d of them as rows marked finite, %d of those against x times 2^112), %d non-finite\n",
+           checked, checked_finite, checked_x112, nonfinite);
+    CHECK(checked > 500 && nonfinite > 5 && checked_x112 > 200);
+    /* the scaled form refuses what would overflow, and keeps infinities */
+    float big[3] = { 1.0f, -0x1p16f, 2.0f }, inf[2] = { INFINITY, -1.0f }, out[3];
+    CHECK(!wlm_f16_scale_x(big, 3, 1, 3, out));
+    CHECK(wlm_f16_scale_x(inf, 2, 1, 2, out) && out[0] == INFINITY && out[1] == -0x1p112f);
 }
 
 /* every set's quantize_q8_0 writes wlm_quantize_row_q8_0's bytes: random
