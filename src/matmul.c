@@ -19,10 +19,11 @@
 #endif
 /* F16 batches up to this many tokens convert each 16 halves once in
  * registers for every token (gemv_f16); larger ones convert a panel of
- * WLM_F32_PANEL rows and take gemm_f32, which wins from 3 tokens on (make
- * bench-kernels, "F16 batch" lines; bench/results/README.md). */
+ * WLM_F32_PANEL rows and take gemm_f32, which wins from 4 or 5 tokens on
+ * since gemv_f16 skips its check and its product with 2^112 on rows marked
+ * finite (make bench-kernels, "F16 batch" lines; docs/kernels.md). */
 #ifndef WLM_GEMV_F16_MAX_TOK
-#define WLM_GEMV_F16_MAX_TOK 2
+#define WLM_GEMV_F16_MAX_TOK 3
 #endif
 /* (their rows times 2^112, wlm_f16_scale_x, go to the thread's panel row) */
 _Static_assert(WLM_GEMV_F16_MAX_TOK <= WLM_F32_PANEL, "the scaled tokens must fit a panel");

@@ -1073,6 +1073,25 @@ TEST(forward_f16_weights_marked_finite_at_load) {
     }
     CHECKF(nonfinite[0] == (int)V && nonfinite[1] == (int)V, "non-finite logits: %d (best kernels), %d (scalar) of %u",
            nonfinite[0], nonfinite[1], V);
+    /* a batch of 5 (the panel path, tokens times 2^112 on marked rows):
+     * the planted infinity shows, and the good model's logits at every
+     * position are the double reference's on the same halves */
+    int32_t five[5] = { 1, 42, 7, 300, 99 };
+    wlm_ctx *c = new_ctx(inf.m, 64, 64, WLM_KV_F32, WLM_FULL_ERROR, 0, 0);
+    REQUIRE(c && eval(c, five, 5));
+    int nf = 0;
+    for (uint32_t i = 0; i < V; i++) nf += !isfinite(wlm_ctx_logits(c)[i]);
+    CHECKF(nf == (int)V, "batch of 5 with an infinite half: %d of %u logits non-finite", nf, V);
+    wlm_ctx_free(c);
+    mask_spec causal = { 0, 0, 0, 0 };
+    double *ref = ref_forward(good.m, five, 5, &causal);
+    c = new_ctx(good.m, 64, 64, WLM_KV_F32, WLM_FULL_ERROR, 0, 1);
+    REQUIRE(ref && c && eval(c, five, 5));
+    double e = 0;
+    for (int p = 0; p < 5; p++) e = fmax(e, max_abs_diff_fd(wlm_ctx_logits(c) + (size_t)p * V, ref + (size_t)p * V, V));
+    CHECKF(e <= 1e-4, "F16 batch of 5 vs the double reference: %.3g", e);
+    wlm_ctx_free(c);
+    free(ref);
     tm_free(&inf);
     tm_free(&good);
     tm_free(&f32);
