@@ -21,7 +21,7 @@
  *   2. K-quant prefill (kq_rows, 64 tokens): rows in pairs (one call for all
  *      rows) against one row at a time (a call per row); and K-quant decode
  *      (kq_rows, one token: the row kernels), for its cost per weight.
- *   3. F16 decode (gemv_f16, one token), 2048 x 1024; F16 batches of 2-64
+ *   3. F16 decode (gemv_f16, one token, in its three modes), 2048 x 1024; F16 batches of 2-64
  *      tokens (a panel of rows converted + gemm_f32, against a row converted
  *      + dot_f32 per token and gemv_f16); F32 batches (gemm_f32 against
  *      dot_f32 per row and token).
@@ -109,8 +109,11 @@ static void kq_single(uint32_t nt) {
 /* ---- 3. F16 decode --------------------------------------------------------------- */
 static uint8_t *WH;
 static float *XF, *XF112;
-/* as wlm_mm runs it on a tensor marked finite at load: x times 2^112 (written per call there, once here) */
+/* as wlm_mm runs it on a tensor marked finite at load: x times 2^112 (written per call there, once here);
+ * and, for the decode line, the modes of an unmarked tensor and of marked rows without the scaled x */
 static void f16_gemv(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF112, N, nt, Y, rows4, WLM_F16_FINITE_X112); }
+static void f16_gemv_check(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4, WLM_F16_CHECK); }
+static void f16_gemv_finite(uint32_t nt) { K->gemv_f16(N, WH, N * 2, rows4, XF, N, nt, Y, rows4, WLM_F16_FINITE); }
 
 /* F16 batches: the row converted to floats, then dot_f32 per token (before
  * gemm_f32); a panel of 4 rows converted, then gemm_f32 (matmul.c's MM_PANEL_F32) */
@@ -266,9 +269,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < N * MAXT; i++) XF[i] = rndf();
         XF112 = malloc(sizeof(float) * N * MAXT);
         for (int i = 0; i < N * MAXT; i++) XF112[i] = XF[i] * 0x1p112f;
-        const char *names[] = { "gemv_f16" };
-        variant v[] = { f16_gemv };
-        compare("F16 decode 2048x1024", names, v, 1, 1, rows4, reps);
+        const char *names[] = { "check", "finite", "finite+x112" };
+        variant v[] = { f16_gemv_check, f16_gemv_finite, f16_gemv };
+        compare("F16 decode 2048x1024", names, v, 3, 1, rows4, reps);
         WROW = malloc(sizeof(float) * N * 4);
         const char *bn[] = { "cvt+gemm_f32", "cvt+dot_f32", "gemv_f16" };
         variant bv[] = { f16_cvt_gemm, f16_cvt_dot, f16_gemv };

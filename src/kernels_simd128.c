@@ -117,26 +117,22 @@ static float dot_f16_exact(uint32_t n, const uint16_t *w, const float *x) {
     return r;
 }
 
-/* Four finite halves -> floats in 4 ops: each half moved to the top of a
- * 32-bit lane (a shuffle with zeros), shifted right arithmetically by 3 so
- * exponent and mantissa sit where a float's do (13 bits up), the copies of
- * the sign below bit 31 masked off, and the product with 2^112 rebiases the
- * exponent (subnormal halves become normal floats exactly). Infinities and
- * NaNs would come out finite: the caller checks for them separately. */
-static inline v128_t half4_fast(v128_t h8, int high) {
-    v128_t z = wasm_i32x4_splat(0);
-    v128_t v = high ? wasm_i16x8_shuffle(z, h8, 4, 12, 5, 13, 6, 14, 7, 15) : wasm_i16x8_shuffle(z, h8, 0, 8, 1, 9, 2, 10, 3, 11);
-    v = wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_i32x4_splat((int32_t)0x8fffffffu));
-    return wasm_f32x4_mul(v, wasm_f32x4_splat(0x1p112f));
-}
-
-/* half4_fast without the product: the halves times 2^-112 (exact, subnormal
- * floats included), for x given times 2^112 */
+/* Four finite halves' bits moved into floats' (the halves times 2^-112):
+ * each half moved to the top of a 32-bit lane (a shuffle with zeros),
+ * shifted right arithmetically by 3 so exponent and mantissa sit where a
+ * float's do (13 bits up), the copies of the sign below bit 31 masked off.
+ * Exact, subnormal floats included (for x given times 2^112). */
 static inline v128_t half4_bits(v128_t h8, int high) {
     v128_t z = wasm_i32x4_splat(0);
     v128_t v = high ? wasm_i16x8_shuffle(z, h8, 4, 12, 5, 13, 6, 14, 7, 15) : wasm_i16x8_shuffle(z, h8, 0, 8, 1, 9, 2, 10, 3, 11);
     return wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_i32x4_splat((int32_t)0x8fffffffu));
 }
+
+/* Four finite halves -> floats in 4 ops: half4_bits, and the product with
+ * 2^112 rebiases the exponent (subnormal halves become normal floats
+ * exactly). Infinities and NaNs would come out finite: the caller checks
+ * for them separately. */
+static inline v128_t half4_fast(v128_t h8, int high) { return wasm_f32x4_mul(half4_bits(h8, high), wasm_f32x4_splat(0x1p112f)); }
 
 /* one half's bits in a float: the half times 2^-112 (half4_bits, one lane) */
 static inline float half_bits(uint16_t h) {
@@ -150,9 +146,9 @@ static inline float half_bits(uint16_t h) {
  * step for every token, per token dot_f16's lanes and fold. CHECK: keep the
  * running maximum of the magnitudes, and if the row turns out to hold an
  * infinity or a NaN compute it again exactly; without CHECK the caller knows
- * it holds none (the check was a fifth of the kernel's time). X112 (without
+ * it holds none (make bench-kernels, "F16 decode": 13 % of the kernel). X112 (without
  * CHECK): x is the tokens times 2^112 and the halves are not multiplied by
- * 2^112, which gives the same products (another sixth) */
+ * 2^112, which gives the same products (another 13 %) */
 static inline __attribute__((always_inline)) void gemv_f16_row(int T, int CHECK, int X112, uint32_t n, const uint16_t *w,
                                                                const float *x, uint64_t xs, float *y, uint64_t ys) {
     v128_t a[2][4], mx = wasm_i32x4_splat(0), m = wasm_i16x8_splat(0x7fff);
